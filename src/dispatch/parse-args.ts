@@ -1,0 +1,56 @@
+import { parseArgs } from 'node:util';
+import { DispatchError } from './errors.js';
+import { checkId } from './validate-id.js';
+
+/** The model this tool renders with, and the one applied when `--model` is absent. */
+export const DEFAULT_MODEL = 'local-testsrc-v1';
+
+/** Printable ASCII without spaces: a model name ends up inside one-line progress output. */
+const MODEL_PATTERN = /^[\x21-\x7E]{1,128}$/;
+
+/** The validated command line. `shot` and `model` are null when their flag is absent. */
+export interface DispatchArgs {
+  project: string;
+  shot: string | null;
+  model: string | null;
+  dryRun: boolean;
+}
+
+/**
+ * Parses `--project <id> [--shot <shot_id>] [--model <name>] [--dry-run]`
+ * (engine-format.md, "The dispatch tool"; the order the service passes them in is not
+ * required). Ids are checked with the identifier rule before anything touches the disk.
+ * @param argv the arguments after the script path (`process.argv.slice(2)`).
+ * @throws DispatchError (exit 2) for an unknown flag, a positional argument, a missing
+ *   `--project`, a malformed id or an empty or unprintable model name.
+ */
+export function parseDispatchArgs(argv: readonly string[]): DispatchArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        project: { type: 'string' },
+        shot: { type: 'string' },
+        model: { type: 'string' },
+        'dry-run': { type: 'boolean', default: false },
+      },
+    }));
+  } catch (error) {
+    // parseArgs throws TypeErrors with an ERR_PARSE_ARGS_* code; they are usage errors.
+    throw new DispatchError(error instanceof Error ? error.message : String(error), { cause: error });
+  }
+  if (values.project === undefined) throw new DispatchError('missing required flag --project');
+  const model = values.model ?? null;
+  if (model !== null && !MODEL_PATTERN.test(model)) {
+    throw new DispatchError(`malformed model name ${JSON.stringify(model)}`);
+  }
+  return {
+    project: checkId('project', values.project),
+    shot: values.shot === undefined ? null : checkId('shot', values.shot),
+    model,
+    dryRun: values['dry-run'] ?? false,
+  };
+}

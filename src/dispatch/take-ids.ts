@@ -1,0 +1,57 @@
+import { readdir } from 'node:fs/promises';
+import { isNotFound } from './read-json.js';
+
+/**
+ * The take-id scheme: `tk_` followed by a decimal number zero-padded to at least four
+ * digits (`tk_0007`, `tk_12345`). Numbers start at 1 and are unique within a project.
+ */
+const TAKE_NAME = /^tk_(\d+)(?:\.|$)/;
+
+/** `tk_NNNN` for a take number (≥ 1). */
+export function formatTakeId(takeNumber: number): string {
+  return `tk_${String(takeNumber).padStart(4, '0')}`;
+}
+
+/**
+ * The take number in a take id or in a file named after one (`tk_0007.json`,
+ * `tk_0007.png`), or null when the name does not follow the scheme.
+ */
+export function parseTakeNumber(name: string): number | null {
+  const match = TAKE_NAME.exec(name);
+  return match?.[1] === undefined ? null : Number(match[1]);
+}
+
+/**
+ * Orders take ids by number when both follow the scheme (so `tk_9999` < `tk_10000`),
+ * otherwise by code units. Used as the tie-break after `created_at`.
+ */
+export function compareTakeIds(a: string, b: string): number {
+  const na = parseTakeNumber(a);
+  const nb = parseTakeNumber(b);
+  if (na !== null && nb !== null && na !== nb) return na - nb;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The highest take number among the file names in the given directories (the project's
+ * `takes/` and `media/`), or 0 when there is none. Media files count too, so an id whose
+ * media was reserved by a run that has not yet written its take file is never reused.
+ * A missing directory counts as empty.
+ */
+export async function findHighestTakeNumber(dirs: readonly string[]): Promise<number> {
+  let highest = 0;
+  for (const dir of dirs) {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      if (isNotFound(error)) continue;
+      throw error;
+    }
+    for (const name of names) {
+      const n = parseTakeNumber(name);
+      if (n !== null && n > highest) highest = n;
+    }
+  }
+  return highest;
+}
