@@ -1,0 +1,218 @@
+/**
+ * The service's configuration: the only module that reads environment variables
+ * (style.md, practice 1). `readConfig` parses an environment object once with zod
+ * and returns a deep-frozen {@link Config}; a bad value throws {@link ConfigError}
+ * naming the variable, and start-up stops with that message.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+/** Repository root: this file is `src/main/config.ts` or `dist/main/config.js`. */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The bundled sample engine store, served (through a working copy) when CONSOLE_DATA_DIR is unset. */
+export const SAMPLE_STORE_DIR = path.join(REPO_ROOT, 'sample-store');
+
+/** Application version (spec: Versioning, item 1). */
+export const APP_VERSION = '2.0.0';
+
+/** `GET /api/config` schema version (spec: Versioning, item 2). */
+export const CONFIG_SCHEMA_VERSION = 1;
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Thrown when an environment variable has a bad value; the message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Fully resolved service configuration. All paths are absolute; all durations are milliseconds. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** Engine store root read by the service and written by the dispatch tool. */
+  readonly dataDir: string;
+  /** When the data dir is the default working copy, the bundled store it is seeded from; else null. */
+  readonly sampleSeedDir: string | null;
+  /** Folder of the state database (`console-state.db`). */
+  readonly stateDir: string;
+  readonly stateDbPath: string;
+  /** The dispatch tool file started as `<node> <dispatchCli> …`. */
+  readonly dispatchCli: string;
+  /** TTYD_HOST trimmed; null when unset or blank (spec: Service routes, `/api/config`). */
+  readonly ttydHost: string | null;
+  /** SERVICE_WRITE_UPSTREAM as a URL string, or null when mutations run locally. */
+  readonly writeUpstream: string | null;
+  readonly jobs: {
+    /** Cap on concurrently running generation jobs; past it the generation routes answer 503. */
+    readonly maxRunning: number;
+    /** Seconds advertised in `Retry-After` on a 503 from the job cap. */
+    readonly retryAfterSeconds: number;
+    /** Time between SIGTERM and SIGKILL when a job is cancelled or the service stops. */
+    readonly killGraceMs: number;
+    /** Bound on one output line in bytes; longer lines are cut to it. */
+    readonly lineMaxBytes: number;
+    /** How many finished jobs `GET /api/jobs` and the system status keep listing. */
+    readonly historySize: number;
+  };
+  readonly events: {
+    /** Number of newest events kept in the state database. */
+    readonly retention: number;
+  };
+  readonly sse: {
+    readonly heartbeatMs: number;
+    /** A client whose unsent bytes pass this bound is disconnected. */
+    readonly maxQueueBytes: number;
+    /** `retry:` hint sent first on every stream. */
+    readonly retryMs: number;
+  };
+  readonly workers: {
+    readonly threads: number;
+  };
+  readonly cache: {
+    /** Bound on the bytes of synthesised responses kept in memory. */
+    readonly maxBytes: number;
+  };
+  readonly http: {
+    /** Request bodies above this size answer 413. */
+    readonly maxBodyBytes: number;
+  };
+  readonly cors: {
+    /** Exact origins allowed to call cross-origin (spec: Cross-cutting behaviour, item 1). */
+    readonly origins: readonly string[];
+  };
+  /** pino level: fatal, error, warn, info, debug, trace or silent. */
+  readonly logLevel: LogLevel;
+  /** Environment of the dispatch tool: the service's own plus CONSOLE_DATA_DIR. */
+  readonly childEnv: Readonly<Record<string, string>>;
+}
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, 'expected an integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const nonEmpty = z.string().trim().min(1, 'must not be empty');
+
+const hostName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9.-]+$/, 'expected host names (letters, digits, dots, hyphens)');
+
+const splitCsv = (s: string) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0);
+
+const url = z
+  .string()
+  .trim()
+  .transform((s, ctx) => {
+    try {
+      const u = new URL(s);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+      return u.toString().replace(/\/$/, '');
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'expected an http(s) URL' });
+      return z.NEVER;
+    }
+  });
+
+const defaultThreads = Math.max(1, Math.min(4, os.availableParallelism() - 1));
+
+/** Every variable the service reads, with its default. Documented in README's configuration table. */
+const envSchema = z.object({
+  PORT: int(0, 65535).default(8431),
+  HOST: nonEmpty.default('127.0.0.1'),
+  CONSOLE_DATA_DIR: nonEmpty.optional(),
+  CONSOLE_STATE_DIR: nonEmpty.optional(),
+  DISPATCH_CLI: nonEmpty.optional(),
+  TTYD_HOST: z.string().optional(),
+  SERVICE_WRITE_UPSTREAM: url.optional(),
+  CONSOLE_MAX_RUNNING_JOBS: int(1, 4096).default(64),
+  CONSOLE_RETRY_AFTER_SECONDS: int(1, 3600).default(2),
+  CONSOLE_KILL_GRACE_MS: int(0, 600_000).default(5000),
+  CONSOLE_LINE_MAX_BYTES: int(256, 8 * 1024 * 1024).default(16 * 1024),
+  CONSOLE_JOB_HISTORY: int(1, 100_000).default(500),
+  CONSOLE_EVENT_RETENTION: int(100, 100_000_000).default(200_000),
+  CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
+  CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
+  CONSOLE_SSE_RETRY_MS: int(100, 600_000).default(2000),
+  CONSOLE_WORKER_THREADS: int(1, 64).default(defaultThreads),
+  CONSOLE_CACHE_MAX_BYTES: int(0, 8 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  CONSOLE_MAX_BODY_BYTES: int(1024, 256 * 1024 * 1024).default(1024 * 1024),
+  CONSOLE_CORS_DEV_HOSTS: z.string().transform(splitCsv).pipe(z.array(hostName)).default([]),
+  CONSOLE_CORS_PORTS: z.string().transform(splitCsv).pipe(z.array(int(1, 65535))).default([5173, 5174, 5175]),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+});
+
+/**
+ * Parses the service configuration from an environment object (normally `process.env`).
+ * @param env variables by name; unknown names are ignored.
+ * @param cwd base for relative paths in the environment.
+ * @throws ConfigError naming every variable with a bad value.
+ */
+export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  const abs = (p: string) => path.resolve(cwd, p);
+  const stateDir = e.CONSOLE_STATE_DIR ? abs(e.CONSOLE_STATE_DIR) : path.join(REPO_ROOT, 'var');
+  const dataDir = e.CONSOLE_DATA_DIR ? abs(e.CONSOLE_DATA_DIR) : path.join(stateDir, 'sample-store');
+  const ttydHost = e.TTYD_HOST?.trim() ? e.TTYD_HOST.trim() : null;
+  const hosts = ['localhost', '127.0.0.1', ...e.CONSOLE_CORS_DEV_HOSTS];
+  const origins = hosts.flatMap((h) => e.CONSOLE_CORS_PORTS.map((p) => `http://${h}:${p}`));
+
+  const childEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
+  childEnv.CONSOLE_DATA_DIR = dataDir;
+
+  return deepFreeze({
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    sampleSeedDir: e.CONSOLE_DATA_DIR ? null : SAMPLE_STORE_DIR,
+    stateDir,
+    stateDbPath: path.join(stateDir, 'console-state.db'),
+    dispatchCli: e.DISPATCH_CLI ? abs(e.DISPATCH_CLI) : path.join(REPO_ROOT, 'dist', 'dispatch', 'cli.js'),
+    ttydHost,
+    writeUpstream: e.SERVICE_WRITE_UPSTREAM ?? null,
+    jobs: {
+      maxRunning: e.CONSOLE_MAX_RUNNING_JOBS,
+      retryAfterSeconds: e.CONSOLE_RETRY_AFTER_SECONDS,
+      killGraceMs: e.CONSOLE_KILL_GRACE_MS,
+      lineMaxBytes: e.CONSOLE_LINE_MAX_BYTES,
+      historySize: e.CONSOLE_JOB_HISTORY,
+    },
+    events: { retention: e.CONSOLE_EVENT_RETENTION },
+    sse: {
+      heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,
+      maxQueueBytes: e.CONSOLE_SSE_MAX_QUEUE_BYTES,
+      retryMs: e.CONSOLE_SSE_RETRY_MS,
+    },
+    workers: { threads: e.CONSOLE_WORKER_THREADS },
+    cache: { maxBytes: e.CONSOLE_CACHE_MAX_BYTES },
+    http: { maxBodyBytes: e.CONSOLE_MAX_BODY_BYTES },
+    cors: { origins },
+    logLevel: e.LOG_LEVEL,
+    childEnv,
+  });
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}

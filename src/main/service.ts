@@ -1,0 +1,125 @@
+/**
+ * The composition root (style.md, practice 2): builds the state database, bus, supervisor,
+ * worker pool and engine store, hands them to `createApp`, listens, and owns shutdown.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EventBus } from '../bus/bus.js';
+import { SseHub } from '../bus/sse.js';
+import { EngineStore } from '../engine/store.js';
+import { createApp } from '../http/app.js';
+import type { AppDeps } from '../http/routes/deps.js';
+import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
+import { openStateDb, type Db } from '../state/db.js';
+import { EventLog } from '../state/event-log.js';
+import { JobsRepo } from '../state/jobs-repo.js';
+import { ProposalsRepo } from '../state/proposals-repo.js';
+import { Supervisor } from '../supervisor/index.js';
+import { SynthesisPool } from '../workers/pool.js';
+import type { Config } from './config.js';
+import { checkStartupGuards, utcDate } from './guards.js';
+import { createLogger, type Logger } from './logger.js';
+
+export interface ServiceOptions {
+  /** Registries checked by the start-up guards; tests inject their own. */
+  readonly registries?: Registries;
+  /** Today's date (`YYYY-MM-DD`, UTC) for the guards; tests inject it. */
+  readonly today?: string;
+  readonly logger?: Logger;
+}
+
+/** A running service. `close` performs the full shutdown and resolves when it is done. */
+export interface Service {
+  readonly url: string;
+  readonly port: number;
+  readonly server: http.Server;
+  readonly deps: AppDeps;
+  readonly db: Db;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the service: guards first (nothing is opened or served when they fail), then the
+ * state, the engine store and the HTTP server.
+ * @throws StartupGuardError, StateDbError, or a listen error (EADDRINUSE…).
+ */
+export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  const log = opts.logger ?? createLogger(config.logLevel);
+  const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
+
+  if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {
+    // The bundled store is copied once into the state folder, so generated takes and media
+    // never land in the repository.
+    fs.cpSync(config.sampleSeedDir, config.dataDir, { recursive: true });
+    log.info({ from: config.sampleSeedDir, to: config.dataDir }, 'sample engine store copied');
+  }
+
+  const db = openStateDb(config.stateDbPath);
+  const cleanup: (() => unknown)[] = [() => db.close()];
+  try {
+    const bus = new EventBus(new EventLog(db, config.events.retention));
+    const supervisor = new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), {
+      dispatchCli: config.dispatchCli,
+      childEnv: config.childEnv,
+      maxRunning: config.jobs.maxRunning,
+      retryAfterSeconds: config.jobs.retryAfterSeconds,
+      killGraceMs: config.jobs.killGraceMs,
+      lineMaxBytes: config.jobs.lineMaxBytes,
+    });
+    for (const job of supervisor.recoverLost()) log.warn({ job }, 'job lost by a previous run');
+
+    const pool = new SynthesisPool(config.workers.threads);
+    cleanup.unshift(() => pool.close());
+    const store = new EngineStore({ root: config.dataDir, runner: pool, bus, cacheMaxBytes: config.cache.maxBytes });
+    cleanup.unshift(() => store.close());
+    await store.start();
+    supervisor.onExit((job) => store.invalidateProject(job.projectId));
+    supervisor.onTransition((job, trigger) => {
+      if (trigger === 'accepted' || trigger === 'exit') log.info({ job: summary(job), trigger }, `job ${job.state}`);
+    });
+
+    const sse = new SseHub(bus, config.sse);
+    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, guards, startedAt: new Date() };
+    const { app } = createApp(deps, { reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error') });
+    const server = http.createServer(app);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const port = (server.address() as AddressInfo).port;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    const url = `http://${host}:${port}`;
+    log.info({ url, dataDir: config.dataDir, stateDir: config.stateDir }, 'console-backend listening');
+
+    let closing: Promise<void> | undefined;
+    const close = () =>
+      (closing ??= (async () => {
+        log.info('shutting down');
+        // 1. Stop accepting; 2. end event streams; 3. kill every job's process group and
+        // publish the exits; 4. close connections, workers and the database.
+        const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        sse.closeAll();
+        await supervisor.stopAll();
+        server.closeAllConnections();
+        await serverClosed;
+        store.close();
+        await pool.close();
+        bus.close();
+        db.close();
+        log.info('stopped');
+      })());
+    return { url, port, server, deps, db, close };
+  } catch (err) {
+    for (const fn of cleanup) await fn();
+    throw err;
+  }
+}
+
+function summary(job: { proposalId: string; pid: number | null; state: string; rc: number | null }) {
+  return { proposalId: job.proposalId, pid: job.pid, state: job.state, rc: job.rc };
+}

@@ -1,0 +1,113 @@
+/**
+ * Generation jobs in the state database: one row per accepted generation request
+ * (issue: core slice, item 7), written at spawn and at exit.
+ */
+import type { Db } from './db.js';
+
+/** A job as stored and served by `GET /api/jobs`. Times are ISO-8601 UTC. */
+export interface JobRecord {
+  readonly proposalId: string;
+  readonly projectId: string;
+  readonly pid: number | null;
+  readonly argv: readonly string[];
+  readonly state: string;
+  readonly startedAt: string;
+  readonly endedAt: string | null;
+  readonly rc: number | null;
+  readonly signal: string | null;
+  readonly stdoutLines: number;
+  readonly stderrLines: number;
+  readonly cancelRequested: boolean;
+}
+
+interface Row {
+  proposal_id: string;
+  project_id: string;
+  pid: number | null;
+  argv: string;
+  state: string;
+  started_at: string;
+  ended_at: string | null;
+  rc: number | null;
+  signal: string | null;
+  stdout_lines: number;
+  stderr_lines: number;
+  cancel_requested: number;
+}
+
+const fromRow = (r: Row): JobRecord => ({
+  proposalId: r.proposal_id,
+  projectId: r.project_id,
+  pid: r.pid,
+  argv: JSON.parse(r.argv) as string[],
+  state: r.state,
+  startedAt: r.started_at,
+  endedAt: r.ended_at,
+  rc: r.rc,
+  signal: r.signal,
+  stdoutLines: r.stdout_lines,
+  stderrLines: r.stderr_lines,
+  cancelRequested: r.cancel_requested !== 0,
+});
+
+export class JobsRepo {
+  private readonly insertStmt;
+  private readonly finishStmt;
+  private readonly cancelStmt;
+  private readonly getStmt;
+
+  constructor(private readonly db: Db) {
+    this.insertStmt = db.prepare(
+      `INSERT INTO jobs (proposal_id, project_id, pid, argv, state, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    this.finishStmt = db.prepare(
+      `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ? WHERE proposal_id = ?`,
+    );
+    this.cancelStmt = db.prepare(`UPDATE jobs SET cancel_requested = 1 WHERE proposal_id = ?`);
+    this.getStmt = db.prepare(`SELECT * FROM jobs WHERE proposal_id = ?`);
+  }
+
+  insert(job: Pick<JobRecord, 'proposalId' | 'projectId' | 'pid' | 'argv' | 'state' | 'startedAt'>): void {
+    this.insertStmt.run(job.proposalId, job.projectId, job.pid, JSON.stringify(job.argv), job.state, job.startedAt);
+  }
+
+  finish(
+    proposalId: string,
+    f: { state: string; endedAt: string; rc: number | null; signal: string | null; stdoutLines: number; stderrLines: number },
+  ): void {
+    this.finishStmt.run(f.state, f.endedAt, f.rc, f.signal, f.stdoutLines, f.stderrLines, proposalId);
+  }
+
+  markCancelRequested(proposalId: string): void {
+    this.cancelStmt.run(proposalId);
+  }
+
+  get(proposalId: string): JobRecord | undefined {
+    const r = this.getStmt.get(proposalId) as Row | undefined;
+    return r ? fromRow(r) : undefined;
+  }
+
+  /** Newest first. @param state only jobs in this state, when given. */
+  list(limit: number, state?: string): JobRecord[] {
+    const rows = (
+      state === undefined
+        ? this.db.prepare(`SELECT * FROM jobs ORDER BY started_at DESC, rowid DESC LIMIT ?`).all(limit)
+        : this.db.prepare(`SELECT * FROM jobs WHERE state = ? ORDER BY started_at DESC, rowid DESC LIMIT ?`).all(state, limit)
+    ) as Row[];
+    return rows.map(fromRow);
+  }
+
+  /** Jobs the database still records as running (after a crash of the service). */
+  running(): JobRecord[] {
+    return (this.db.prepare(`SELECT * FROM jobs WHERE state = 'running'`).all() as Row[]).map(fromRow);
+  }
+
+  /** Counts by state over the whole table. */
+  countsByState(): Record<string, number> {
+    const rows = this.db.prepare(`SELECT state, count(*) AS n FROM jobs GROUP BY state`).all() as {
+      state: string;
+      n: number;
+    }[];
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  }
+}
