@@ -1,0 +1,164 @@
+/**
+ * Server-Sent Events delivery of bus events (api-decisions.md, "Event stream").
+ *
+ * Each client first gets a `retry:` line, then, when it resumes (`Last-Event-ID` or
+ * `sinceId`), every stored event after that id in pages from the database, then live
+ * frames. Live frames that arrive during the replay are held and written after it, so there
+ * is no gap and no duplicate. A client whose unsent bytes pass the configured bound is
+ * disconnected: the bus and the other clients never wait for it, and it can resume.
+ */
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { EventBus, BusSubscriber } from './bus.js';
+import type { EventFilter } from './event.js';
+
+/** Rows per replay page: bounds the synchronous database read done per step. */
+const REPLAY_PAGE = 500;
+
+export interface SseOptions {
+  readonly heartbeatMs: number;
+  readonly maxQueueBytes: number;
+  readonly retryMs: number;
+}
+
+/** Why a client went away, for logs and metrics. */
+export type SseCloseReason = 'client' | 'slow' | 'shutdown';
+
+/** Owns every open stream: one heartbeat timer for all, counts, and shutdown. */
+export class SseHub {
+  private readonly clients = new Set<SseClient>();
+  private readonly heartbeat: NodeJS.Timeout;
+  private droppedSlow = 0;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly options: SseOptions,
+  ) {
+    this.heartbeat = setInterval(() => {
+      for (const c of this.clients) c.ping();
+    }, options.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /**
+   * Starts a stream on `res` (headers are written here).
+   * @param sinceId resume point: events with a greater id are replayed first; null for live only.
+   */
+  open(res: ServerResponse, filter: EventFilter, sinceId: number | null): void {
+    const client = new SseClient(res, this.bus, filter, this.options, (reason) => {
+      this.clients.delete(client);
+      if (reason === 'slow') this.droppedSlow++;
+    });
+    this.clients.add(client);
+    client.start(sinceId);
+  }
+
+  /** Number of open streams. */
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** Streams disconnected because they could not keep up. */
+  get slowDrops(): number {
+    return this.droppedSlow;
+  }
+
+  /** Ends every stream (after a final flush of the bus), e.g. on shutdown. */
+  closeAll(): void {
+    this.bus.flush();
+    for (const c of [...this.clients]) c.close('shutdown');
+    clearInterval(this.heartbeat);
+  }
+}
+
+class SseClient implements BusSubscriber {
+  private replaying = true;
+  private held: string[] = [];
+  private heldBytes = 0;
+  private closed = false;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly bus: EventBus,
+    readonly filter: EventFilter,
+    private readonly options: SseOptions,
+    private readonly onClose: (reason: SseCloseReason) => void,
+  ) {}
+
+  start(sinceId: number | null): void {
+    const { res } = this;
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache',
+      'X-Accel-Buffering': 'no',
+      Connection: 'keep-alive',
+    });
+    res.socket?.setNoDelay(true);
+    res.write(`retry: ${this.options.retryMs}\n\n`);
+    res.on('close', () => this.close('client'));
+    const { headId, unsubscribe } = this.bus.subscribe(this);
+    this.unsubscribe = unsubscribe;
+    if (sinceId === null || sinceId >= headId) {
+      this.goLive();
+      return;
+    }
+    this.replay(sinceId, headId).catch(() => this.close('client'));
+  }
+
+  /** Writes stored events in (sinceId, headId], page by page, honouring socket back-pressure. */
+  private async replay(sinceId: number, headId: number): Promise<void> {
+    let cursor = sinceId;
+    while (!this.closed) {
+      const rows = this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId);
+      if (rows.length > 0) {
+        let frames = '';
+        for (const r of rows) frames += `id: ${r.id}\ndata: ${r.data}\n\n`;
+        cursor = (rows[rows.length - 1] as { id: number }).id;
+        if (!this.res.write(frames)) await Promise.race([once(this.res, 'drain'), once(this.res, 'close')]);
+      }
+      if (rows.length < REPLAY_PAGE) break;
+    }
+    this.goLive();
+  }
+
+  private goLive(): void {
+    if (this.closed) return;
+    this.replaying = false;
+    const held = this.held;
+    this.held = [];
+    this.heldBytes = 0;
+    if (held.length > 0) this.write(held.join(''));
+  }
+
+  receive(frames: string): void {
+    if (this.closed) return;
+    if (this.replaying) {
+      this.held.push(frames);
+      this.heldBytes += frames.length;
+      if (this.heldBytes > this.options.maxQueueBytes) this.close('slow');
+      return;
+    }
+    this.write(frames);
+  }
+
+  ping(): void {
+    if (!this.closed && !this.replaying) this.write(': ping\n\n');
+  }
+
+  private write(chunk: string): void {
+    this.res.write(chunk);
+    // Node buffers what the socket has not taken; that buffer is this client's queue.
+    if (this.res.writableLength > this.options.maxQueueBytes) this.close('slow');
+  }
+
+  close(reason: SseCloseReason): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe?.();
+    this.held = [];
+    if (reason === 'slow') this.res.destroy();
+    else if (!this.res.writableEnded) this.res.end();
+    this.onClose(reason);
+  }
+}
