@@ -1,0 +1,52 @@
+/**
+ * Errors of the engine store. The HTTP layer maps them to statuses (src/http/errors.ts):
+ * not found 404, legacy 410, missing canonical field 422, invalid id 400.
+ */
+
+/** The `detail` object of a 422 from the entity routes (spec: Resources, MissingCanonicalField). */
+export interface MissingCanonicalFieldDetail {
+  readonly error: 'missing_canonical_field';
+  readonly field: string;
+  readonly project_id: string | null;
+  readonly remediation: string;
+  readonly fix_cli: string;
+}
+
+/** The command that reports (and, for legacy projects, fixes) canonical-field problems. */
+export function fixCli(projectId: string | null): string {
+  return projectId === null ? 'npm run engine -- doctor' : `npm run engine -- doctor --project ${projectId}`;
+}
+
+/** Builds the MissingCanonicalField detail. `where` names the file, relative to the store root. */
+export function missingField(projectId: string | null, field: string, where: string, why = 'is missing'): MissingCanonicalFieldDetail {
+  return {
+    error: 'missing_canonical_field',
+    field,
+    project_id: projectId,
+    remediation: `Canonical field "${field}" ${why} in ${where}; add it (see engine-format.md) and reload.`,
+    fix_cli: fixCli(projectId),
+  };
+}
+
+export class MissingCanonicalFieldError extends Error {
+  override name = 'MissingCanonicalFieldError';
+  constructor(readonly detail: MissingCanonicalFieldDetail) {
+    super(detail.remediation);
+  }
+}
+
+/** A project stored in a legacy format; message is `legacy project format: <reason>`. */
+export class LegacyProjectError extends Error {
+  override name = 'LegacyProjectError';
+  constructor(
+    readonly projectId: string,
+    readonly reason: string,
+  ) {
+    super(`legacy project format: ${reason}`);
+  }
+}
+
+/** An unknown project, episode, scene, or a beat without lineage; message is the detail. */
+export class NotFoundError extends Error {
+  override name = 'NotFoundError';
+}
