@@ -1,0 +1,108 @@
+/**
+ * Line framing of a child's output pipe: bytes are cut per line at a bound, then split2
+ * splits and decodes them (undecodable bytes become U+FFFD; `\r\n` and `\n` end a line; a
+ * last line without a newline is still delivered). split2 alone would drop an over-long
+ * line entirely, and re-scan its whole buffer on every chunk of it, so the cut happens first,
+ * on raw bytes.
+ */
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import split2 from 'split2';
+
+/** One framed line. `number` counts from 1 per stream; `cut` is set when bytes were dropped. */
+export interface FramedLine {
+  readonly text: string;
+  readonly number: number;
+  readonly cut: boolean;
+}
+
+const NL = 0x0a;
+
+/** Keeps the first `maxBytes` bytes of each line (on a UTF-8 boundary) and drops the rest. */
+class LineCutter extends Transform {
+  /** Bytes of the current line passed on so far. */
+  private lineBytes = 0;
+  private dropping = false;
+  private completed = 0;
+  /** 1-based numbers of lines that were cut; split2 emits lines in the same order. */
+  readonly cutLines = new Set<number>();
+
+  constructor(private readonly maxBytes: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    let keep: Buffer[] | null = null; // only built when something in this chunk is dropped
+    let start = 0;
+    let copiedUpTo = 0;
+    while (start <= chunk.length) {
+      const nl = chunk.indexOf(NL, start);
+      const end = nl === -1 ? chunk.length : nl;
+      const len = end - start;
+      if (this.dropping) {
+        keep ??= [];
+        keep.push(chunk.subarray(copiedUpTo, start));
+        copiedUpTo = end; // skip [start, end)
+      } else if (this.lineBytes + len > this.maxBytes) {
+        let room = this.maxBytes - this.lineBytes;
+        // Back off to a character boundary (at most 3 continuation bytes in UTF-8).
+        for (let i = 0; i < 3 && room > 0 && ((chunk[start + room] as number) & 0xc0) === 0x80; i++) room--;
+        keep ??= [];
+        keep.push(chunk.subarray(copiedUpTo, start + room));
+        copiedUpTo = end;
+        this.lineBytes += room;
+        this.dropping = true;
+        this.cutLines.add(this.completed + 1);
+      } else {
+        this.lineBytes += len;
+      }
+      if (nl === -1) break;
+      this.completed++;
+      this.lineBytes = 0;
+      this.dropping = false;
+      start = nl + 1;
+    }
+    if (keep === null) {
+      cb(null, chunk);
+      return;
+    }
+    keep.push(chunk.subarray(copiedUpTo));
+    cb(null, Buffer.concat(keep));
+  }
+}
+
+/**
+ * Frames `source` into lines and calls `onLine` for each, in order.
+ * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
+ * @returns a promise that settles once the last line has been delivered (source ended,
+ *   errored or was destroyed); it never rejects.
+ */
+export function frameLines(source: Readable, maxBytes: number, onLine: (line: FramedLine) => void): Promise<void> {
+  const cutter = new LineCutter(maxBytes);
+  let number = 0;
+  const lines = split2();
+  return new Promise<void>((resolve) => {
+    let settled = false;
+    const done = () => {
+      if (!settled) {
+        settled = true;
+        resolve();
+      }
+    };
+    lines.on('data', (text: string) => {
+      number++;
+      const cut = cutter.cutLines.delete(number);
+      onLine({ text, number, cut });
+    });
+    lines.on('end', done);
+    lines.on('close', done);
+    lines.on('error', done);
+    cutter.on('error', () => lines.end());
+    // A source error or teardown still ends the line stream, delivering what was framed.
+    const endCutter = () => {
+      if (!cutter.writableEnded) cutter.end();
+    };
+    source.on('error', endCutter);
+    source.on('close', endCutter);
+    source.pipe(cutter).pipe(lines);
+  });
+}

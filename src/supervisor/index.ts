@@ -1,0 +1,13 @@
+export {
+  Supervisor,
+  GENERATION_SCOPE,
+  ToolMissingError,
+  JobCapacityError,
+  SpawnError,
+  UnknownJobError,
+  JobNotRunningError,
+  type GenerationRequest,
+  type SupervisorOptions,
+} from './supervisor.js';
+export { transition, JOB_STATES, type JobStatus, type JobStateName, type JobTrigger } from './job-state.js';
+export { frameLines, type FramedLine } from './frame-lines.js';

@@ -1,0 +1,62 @@
+/**
+ * Generation job states and the transition table (spec: States and transitions,
+ * "Generation job"), in one function a test walks row by row (style.md, practice 5).
+ * State names are the spec's own: `running`, `exited ok`, `exited failed`; `lost` marks a
+ * job found running in the state database after the service itself died.
+ */
+import type { Severity } from '../bus/event.js';
+
+export type JobStatus =
+  | { readonly state: 'running' }
+  | {
+      readonly state: 'exited ok' | 'exited failed';
+      /** Exit code; for a child killed by a signal, 128 + the signal number (shell convention). */
+      readonly rc: number;
+      readonly signal: NodeJS.Signals | null;
+    }
+  | { readonly state: 'lost' };
+
+export type JobStateName = JobStatus['state'];
+export const JOB_STATES: readonly JobStateName[] = ['running', 'exited ok', 'exited failed', 'lost'];
+
+export type JobTrigger =
+  | { readonly kind: 'accepted' }
+  | { readonly kind: 'stdout-line' }
+  | { readonly kind: 'stderr-line' }
+  | { readonly kind: 'exit'; readonly rc: number; readonly signal: NodeJS.Signals | null }
+  | { readonly kind: 'lost' };
+
+/** Thrown for a trigger the table has no row for (a supervisor bug, never a user error). */
+export class InvalidTransitionError extends Error {
+  override name = 'InvalidTransitionError';
+}
+
+/**
+ * One row of the table: from `current` (null before the job exists) on `trigger`, the next
+ * status and the severity of the event the supervisor publishes.
+ * @throws InvalidTransitionError for any other combination.
+ */
+export function transition(
+  current: JobStatus | null,
+  trigger: JobTrigger,
+): { readonly next: JobStatus; readonly severity: Severity } {
+  if (current === null) {
+    if (trigger.kind === 'accepted') return { next: { state: 'running' }, severity: 'info' };
+  } else if (current.state === 'running') {
+    switch (trigger.kind) {
+      case 'stdout-line':
+        return { next: current, severity: 'info' };
+      case 'stderr-line':
+        return { next: current, severity: 'warning' };
+      case 'exit':
+        return trigger.rc === 0
+          ? { next: { state: 'exited ok', rc: 0, signal: trigger.signal }, severity: 'success' }
+          : { next: { state: 'exited failed', rc: trigger.rc, signal: trigger.signal }, severity: 'failure' };
+      case 'lost':
+        return { next: { state: 'lost' }, severity: 'failure' };
+      case 'accepted':
+        break;
+    }
+  }
+  throw new InvalidTransitionError(`no transition from ${current?.state ?? '(none)'} on ${trigger.kind}`);
+}
