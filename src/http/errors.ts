@@ -1,0 +1,87 @@
+/**
+ * The error catalogue (style.md, practice 3): one HttpError (status + detail), the mapping of
+ * domain errors to statuses, and the error middleware registered last. Error bodies are
+ * `{ "detail": … }` (spec: Errors): a string, the MissingCanonicalField object, or the
+ * validation array of `{ loc, msg, type }` (api-decisions.md, Validation errors).
+ */
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import { InvalidIdError } from '../engine/ids.js';
+import { LegacyProjectError, MissingCanonicalFieldError, NotFoundError } from '../engine/errors.js';
+import {
+  JobCapacityError,
+  JobNotRunningError,
+  SpawnError,
+  ToolMissingError,
+  UnknownJobError,
+} from '../supervisor/index.js';
+
+/** One element of a 422 validation detail. `loc` starts with `body`, `query` or `path`. */
+export interface ValidationIssue {
+  readonly loc: readonly (string | number)[];
+  readonly msg: string;
+  readonly type: string;
+}
+
+/** An HTTP answer other than success. `detail` is served as is; `headers` are added. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  constructor(
+    readonly status: number,
+    readonly detail: unknown,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(typeof detail === 'string' ? detail : `HTTP ${status}`);
+  }
+}
+
+/** A 422 with the validation detail. */
+export class ValidationError extends HttpError {
+  constructor(readonly issues: readonly ValidationIssue[]) {
+    super(422, issues);
+  }
+}
+
+/** Hook to report an unexpected error (logging); set by the composition root. */
+export type ErrorReporter = (err: unknown, req: Request) => void;
+
+/** Maps a thrown error to an HttpError; unknown errors become a 500 without internals. */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof InvalidIdError) return new HttpError(400, err.message);
+  if (err instanceof NotFoundError) return new HttpError(404, err.message);
+  if (err instanceof UnknownJobError) return new HttpError(404, err.message);
+  if (err instanceof LegacyProjectError) return new HttpError(410, err.message);
+  if (err instanceof MissingCanonicalFieldError) return new HttpError(422, err.detail);
+  if (err instanceof JobNotRunningError) return new HttpError(409, err.message);
+  if (err instanceof ToolMissingError) return new HttpError(500, err.message);
+  if (err instanceof SpawnError) return new HttpError(500, err.message);
+  if (err instanceof JobCapacityError) return new HttpError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) });
+  const e = err as { type?: string; status?: number; message?: string; limit?: number };
+  // body-parser errors
+  if (e?.type === 'entity.too.large') return new HttpError(413, `request body too large (limit ${e.limit} bytes)`);
+  if (e?.type === 'entity.parse.failed') {
+    return new ValidationError([{ loc: ['body'], msg: `JSON decode error: ${e.message ?? 'invalid JSON'}`, type: 'json_invalid' }]);
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new HttpError(415, e.message ?? 'unsupported encoding');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, e.message ?? 'bad request');
+  return new HttpError(500, 'internal server error');
+}
+
+/** The error middleware, registered last. */
+export function errorMiddleware(report: ErrorReporter): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const http = toHttpError(err);
+    if (http.status >= 500 && !(err instanceof HttpError) && !(err instanceof ToolMissingError) && !(err instanceof SpawnError)) {
+      report(err, req);
+    }
+    sendError(res, http);
+  };
+}
+
+export function sendError(res: Response, err: HttpError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.status(err.status).set(err.headers).json({ detail: err.detail });
+}

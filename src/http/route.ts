@@ -1,0 +1,116 @@
+/**
+ * Route definitions shared by Express and the OpenAPI document: each route is declared once
+ * with its zod schemas (path, query, body, answers); `Api.route` validates requests with
+ * them and `Api.document` renders them through zod-openapi (issue: service routes, item 7).
+ */
+import express, { type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { camelizeKeys, parseInput } from './validate.js';
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+
+/** One documented answer. `schema` is the JSON body; `contentType` defaults to JSON. */
+export interface AnswerSpec {
+  readonly description: string;
+  readonly schema?: z.ZodType;
+  readonly contentType?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Parsed inputs handed to a handler. */
+export interface RouteInput<P, Q, B> {
+  readonly req: Request;
+  readonly res: Response;
+  readonly params: P;
+  readonly query: Q;
+  readonly body: B;
+}
+
+export interface RouteSpec<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
+  readonly method: Method;
+  /** Express path, e.g. `/api/projects/:projectId`. */
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly tag: string;
+  readonly params?: P;
+  readonly query?: Q;
+  readonly body?: B;
+  /** Whether the body is optional (default: required when `body` is given). */
+  readonly bodyOptional?: boolean;
+  readonly answers: Readonly<Record<number, AnswerSpec>>;
+  readonly handler: (input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>) => unknown;
+}
+
+export class Api {
+  readonly router: Router = express.Router();
+  private readonly specs: RouteSpec[] = [];
+
+  /** Registers a route on the router and in the document. */
+  route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): void {
+    this.specs.push(spec as unknown as RouteSpec);
+    this.router[spec.method](spec.path, async (req, res) => {
+      const params = spec.params ? parseInput(spec.params, req.params, 'path') : {};
+      const query = spec.query ? parseInput(spec.query, camelizeKeys({ ...req.query }), 'query') : {};
+      let body: unknown = undefined;
+      if (spec.body) {
+        const raw = req.body === undefined && spec.bodyOptional ? {} : (req.body ?? undefined);
+        body = parseInput(spec.body, raw === undefined ? undefined : camelizeKeys(raw), 'body');
+      }
+      await spec.handler({ req, res, params, query, body } as RouteInput<z.output<P>, z.output<Q>, z.output<B>>);
+    });
+  }
+
+  /** The routes declared so far (for tests and the document). */
+  get routes(): readonly RouteSpec[] {
+    return this.specs;
+  }
+
+  /** Renders the OpenAPI 3.1 document of every declared route. */
+  document(info: { title: string; version: string; description: string }): object {
+    const paths: ZodOpenApiPathsObject = {};
+    for (const s of this.specs) {
+      const path = s.path.replace(/:([A-Za-z_]+)/g, '{$1}');
+      const op: ZodOpenApiOperationObject = {
+        operationId: s.operationId,
+        summary: s.summary,
+        ...(s.description ? { description: s.description } : {}),
+        tags: [s.tag],
+        requestParams: {
+          ...(s.params ? { path: s.params as never } : {}),
+          ...(s.query ? { query: s.query as never } : {}),
+        },
+        ...(s.body
+          ? { requestBody: { required: !s.bodyOptional, content: { 'application/json': { schema: s.body } } } }
+          : {}),
+        responses: Object.fromEntries(
+          Object.entries(s.answers).map(([status, a]) => [
+            status,
+            {
+              description: a.description,
+              ...(a.headers
+                ? { headers: z.object(Object.fromEntries(Object.entries(a.headers).map(([h, d]) => [h, z.string().meta({ description: d })]))) }
+                : {}),
+              ...(a.schema || a.contentType
+                ? { content: { [a.contentType ?? 'application/json']: { schema: a.schema ?? z.string() } } }
+                : {}),
+            },
+          ]),
+        ),
+      };
+      paths[path] = { ...(paths[path] ?? {}), [s.method]: op };
+    }
+    return createDocument({
+      openapi: '3.1.0',
+      info,
+      servers: [{ url: '/', description: 'this service' }],
+      paths,
+    });
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * What the routers need, built by the composition root (src/main/service.ts).
+ */
+import type { EventBus } from '../../bus/bus.js';
+import type { SseHub } from '../../bus/sse.js';
+import type { EngineStore } from '../../engine/store.js';
+import type { GuardReport } from '../../main/guards.js';
+import type { Config } from '../../main/config.js';
+import type { Supervisor } from '../../supervisor/index.js';
+import type { SynthesisPool } from '../../workers/pool.js';
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly bus: EventBus;
+  readonly sse: SseHub;
+  readonly store: EngineStore;
+  readonly supervisor: Supervisor;
+  readonly pool: SynthesisPool;
+  readonly guards: GuardReport;
+  readonly startedAt: Date;
+}

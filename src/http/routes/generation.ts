@@ -1,0 +1,70 @@
+/**
+ * The generation endpoints (spec: Endpoints, "Generation", rules 1-4).
+ */
+import { z } from 'zod';
+import { checkId } from '../../engine/ids.js';
+import { GENERATION_SCOPE, type GenerationRequest } from '../../supervisor/index.js';
+import { HttpError } from '../errors.js';
+import type { Api } from '../route.js';
+import { ErrorBody, GenerationAccepted, GenerationRequestBody, GenerationRequestForProject, PathId } from '../schemas.js';
+import type { AppDeps } from './deps.js';
+
+type Body = z.output<typeof GenerationRequestBody>;
+
+const answers = {
+  202: { description: 'Accepted: the dispatch tool was started.', schema: GenerationAccepted },
+  422: { description: 'Validation detail, or `project path/body mismatch`.', schema: ErrorBody },
+  500: { description: 'The dispatch tool file is missing (detail names it); no process was started.', schema: ErrorBody },
+  503: {
+    description: 'The cap on running jobs is reached; no process was started.',
+    schema: ErrorBody,
+    headers: { 'Retry-After': 'Seconds to wait before retrying.' },
+  },
+} as const;
+
+export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
+  const launch = (body: Body) => {
+    const req: GenerationRequest = {
+      project: body.project,
+      shotId: body.shotId ? body.shotId : null,
+      model: body.model ? body.model : null,
+      dryRun: body.dryRun,
+      episode: body.episode ?? null,
+      modality: body.modality,
+    };
+    const job = supervisor.start(req);
+    return { proposalId: job.proposalId, pid: job.pid as number, scope: GENERATION_SCOPE };
+  };
+
+  api.route({
+    method: 'post',
+    path: '/api/proposals/generate',
+    operationId: 'generate',
+    summary: 'Launch a generation job',
+    description:
+      'Starts `<node> <dispatch tool> --project <project> [--shot <shotId>] [--model <model>] [--dry-run]` without waiting for it; its output lines and exit are published as events in scope `engine/generation`. Episode and modality are accepted and never forwarded.',
+    tag: 'Generation',
+    body: GenerationRequestBody,
+    answers,
+    handler: ({ res, body }) => {
+      res.status(202).json(launch(body));
+    },
+  });
+
+  api.route({
+    method: 'post',
+    path: '/api/generate/:project',
+    operationId: 'generateForProject',
+    summary: 'Launch a generation job for a project',
+    description: 'As `POST /api/proposals/generate` with the project taken from the path; a different `project` in the body is a 422 `project path/body mismatch`.',
+    tag: 'Generation',
+    params: z.object({ project: PathId('Project id') }),
+    body: GenerationRequestForProject,
+    answers: { ...answers, 400: { description: 'Malformed project id in the path.', schema: ErrorBody } },
+    handler: ({ res, params, body }) => {
+      const project = checkId('project', params.project);
+      if (body.project !== undefined && body.project !== project) throw new HttpError(422, 'project path/body mismatch');
+      res.status(202).json(launch({ ...body, project }));
+    },
+  });
+}

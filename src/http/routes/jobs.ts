@@ -1,0 +1,65 @@
+/**
+ * Generation jobs (api-decisions.md, "Service routes with partial shape": Jobs).
+ */
+import { z } from 'zod';
+import { checkId } from '../../engine/ids.js';
+import type { Api } from '../route.js';
+import { ErrorBody, Job, JobsQuery, PathId } from '../schemas.js';
+import type { AppDeps } from './deps.js';
+import { UnknownJobError } from '../../supervisor/index.js';
+
+export function jobRoutes(api: Api, { supervisor }: AppDeps): void {
+  api.route({
+    method: 'get',
+    path: '/api/jobs',
+    operationId: 'listJobs',
+    summary: 'List generation jobs',
+    description: 'Newest first; running jobs carry live line counts. States: `running`, `exited ok`, `exited failed`, `lost` (found running after the service itself died).',
+    tag: 'Generation',
+    query: JobsQuery,
+    answers: { 200: { description: 'Jobs.', schema: z.array(Job) }, 422: { description: 'Bad filter.', schema: ErrorBody } },
+    handler: ({ res, query }) => {
+      res.json(supervisor.list(query.limit, query.state));
+    },
+  });
+
+  const Params = z.object({ proposalId: PathId('Generation proposal id (`gen_…`)') });
+  api.route({
+    method: 'get',
+    path: '/api/jobs/:proposalId',
+    operationId: 'getJob',
+    summary: 'Get a generation job',
+    tag: 'Generation',
+    params: Params,
+    answers: {
+      200: { description: 'The job.', schema: Job },
+      400: { description: 'Malformed id.', schema: ErrorBody },
+      404: { description: 'Unknown job.', schema: ErrorBody },
+    },
+    handler: ({ res, params }) => {
+      const id = checkId('proposal_id', params.proposalId);
+      const job = supervisor.get(id);
+      if (!job) throw new UnknownJobError(id);
+      res.json(job);
+    },
+  });
+
+  api.route({
+    method: 'post',
+    path: '/api/jobs/:proposalId/cancel',
+    operationId: 'cancelJob',
+    summary: 'Cancel a running generation job',
+    description: 'SIGTERM to the job’s process group and tree, SIGKILL after the configured grace period. The exit is published as usual (a `failure` with rc 128 + signal number).',
+    tag: 'Generation',
+    params: Params,
+    answers: {
+      202: { description: 'Cancellation requested; the job is still running until its exit event.', schema: Job },
+      400: { description: 'Malformed id.', schema: ErrorBody },
+      404: { description: 'Unknown job.', schema: ErrorBody },
+      409: { description: 'The job is not running.', schema: ErrorBody },
+    },
+    handler: ({ res, params }) => {
+      res.status(202).json(supervisor.cancel(checkId('proposal_id', params.proposalId)));
+    },
+  });
+}

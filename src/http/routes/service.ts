@@ -1,0 +1,97 @@
+/**
+ * Service routes: health, config, system status and the OpenAPI document (spec: Service
+ * routes; api-decisions.md, "Service routes with partial shape").
+ */
+import { z } from 'zod';
+import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../main/config.js';
+import type { Api } from '../route.js';
+import { Job } from '../schemas.js';
+import type { AppDeps } from './deps.js';
+
+/** How many recent jobs the system status lists. */
+const STATUS_RECENT_JOBS = 20;
+
+export function serviceRoutes(api: Api, deps: AppDeps): void {
+  const { config } = deps;
+  api.route({
+    method: 'get',
+    path: '/api/health',
+    operationId: 'health',
+    summary: 'Health',
+    tag: 'Service',
+    answers: { 200: { description: 'The service is up.', schema: z.object({ ok: z.literal(true) }) } },
+    handler: ({ res }) => {
+      res.json({ ok: true });
+    },
+  });
+
+  api.route({
+    method: 'get',
+    path: '/api/config',
+    operationId: 'getConfig',
+    summary: 'Front-end configuration',
+    description: '`ttydHost` is TTYD_HOST trimmed, null when unset or blank (the front end then uses the page’s own host name).',
+    tag: 'Service',
+    answers: {
+      200: {
+        description: 'Configuration.',
+        schema: z.object({ schemaVersion: z.literal(CONFIG_SCHEMA_VERSION), ttydHost: z.string().nullable() }),
+      },
+    },
+    handler: ({ res }) => {
+      res.json({ schemaVersion: CONFIG_SCHEMA_VERSION, ttydHost: config.ttydHost });
+    },
+  });
+
+  api.route({
+    method: 'get',
+    path: '/api/system-status',
+    operationId: 'systemStatus',
+    summary: 'System status',
+    description: 'What an operator reads during a generation storm: version, uptime, jobs by state and the recent jobs, the bus, the worker pool, the cache, the start-up guards and the write proxy.',
+    tag: 'Service',
+    answers: {
+      200: {
+        description: 'Status.',
+        schema: z.looseObject({
+          version: z.literal(APP_VERSION),
+          uptimeSeconds: z.number(),
+          jobs: z.looseObject({ running: z.number().int(), maxRunning: z.number().int(), recent: z.array(Job) }),
+          bus: z.looseObject({ subscribers: z.number().int(), lastEventId: z.string(), retention: z.number().int() }),
+        }),
+      },
+    },
+    handler: ({ res }) => {
+      res.json(systemStatus(deps));
+    },
+  });
+}
+
+function systemStatus(d: AppDeps): Record<string, unknown> {
+  const now = Date.now();
+  const byState = { running: 0, 'exited ok': 0, 'exited failed': 0, lost: 0, ...d.supervisor.countsByState() };
+  return {
+    version: APP_VERSION,
+    startedAt: d.startedAt.toISOString(),
+    uptimeSeconds: Math.round((now - d.startedAt.getTime()) / 1000),
+    jobs: {
+      running: d.supervisor.runningCount,
+      maxRunning: d.config.jobs.maxRunning,
+      startedSinceStart: d.supervisor.startedCount,
+      byState,
+      recent: d.supervisor.list(STATUS_RECENT_JOBS),
+    },
+    bus: {
+      subscribers: d.sse.size,
+      lastEventId: String(d.bus.lastId),
+      retention: d.config.events.retention,
+      stored: d.bus.storedCount,
+      publishedSinceStart: d.bus.publishedCount,
+      slowClientsDropped: d.sse.slowDrops,
+    },
+    workers: d.pool.stats(),
+    cache: d.store.stats(),
+    guards: d.guards,
+    writeProxy: { enabled: d.config.writeUpstream !== null, upstream: d.config.writeUpstream },
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * Zod schemas of request inputs and answers, shared by validation and the OpenAPI
+ * document. Field names and constraints follow the spec and api-decisions.md.
+ */
+import { z } from 'zod';
+import 'zod-openapi';
+import { SEVERITIES } from '../bus/event.js';
+import { ID_PATTERN } from '../engine/ids.js';
+
+/** A path segment checked by the identifier guard in the handler (400, not 422). */
+export const PathId = (name: string) =>
+  z.string().meta({ description: `${name}; must match ${ID_PATTERN.source} and not contain "..", else 400` });
+
+/** An identifier inside a body: a bad one is a 422 like any other invalid member. */
+export const BodyId = z
+  .string()
+  .regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)
+  .refine((s) => !s.includes('..'), 'must not contain ".."');
+
+/** The standard error answers, documented once. */
+export const ErrorBody = z
+  .object({
+    detail: z.union([
+      z.string(),
+      z.array(
+        z.object({
+          loc: z.array(z.union([z.string(), z.number()])),
+          msg: z.string(),
+          type: z.string(),
+        }),
+      ),
+      z.record(z.string(), z.unknown()),
+    ]),
+  })
+  .meta({ id: 'ErrorBody', description: 'Error answer: a string, a validation list, or a MissingCanonicalField object.' });
+
+export const Severity = z.enum(SEVERITIES).meta({ id: 'EventSeverity' });
+
+export const EngineEvent = z
+  .object({
+    id: z.string().meta({ description: 'Decimal digits, strictly increasing; usable as sinceId and Last-Event-ID.' }),
+    ts: z.string().meta({ description: 'ISO-8601 UTC with milliseconds.' }),
+    severity: Severity,
+    scope: z.string(),
+    summary: z.string(),
+    detail: z.string().nullable(),
+    payload: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'EngineEvent' });
+
+const EventFilterFields = {
+  severities: z
+    .union([Severity, z.array(Severity)])
+    .optional()
+    .transform((v) => (v === undefined ? null : Array.isArray(v) ? v : [v]))
+    .meta({ description: 'Repeatable: `?severities=info&severities=failure`.' }),
+  scopePrefix: z.string().optional().meta({ description: 'Keeps events whose scope starts with this text.' }),
+  sinceId: z
+    .string()
+    .regex(/^\d{1,15}$/, 'must be an event id (decimal digits)')
+    .optional()
+    .meta({ description: 'Only events with a greater id.' }),
+};
+
+export const EventsQuery = z.object({
+  ...EventFilterFields,
+  limit: z.coerce.number().int().min(1).max(500).default(200).meta({ description: '1..500, default 200.' }),
+});
+
+export const StreamQuery = z.object({
+  ...EventFilterFields,
+  token: z.string().optional().meta({ description: 'Bearer token, for EventSource clients that cannot set headers.' }),
+});
+
+export const GenerationRequestBody = z
+  .object({
+    project: BodyId.meta({ description: 'Project identifier.' }),
+    episode: z.number().int().nullable().optional().meta({ description: 'Accepted and logged; never forwarded.' }),
+    shotId: z
+      .string()
+      .nullable()
+      .optional()
+      .refine((s) => s === null || s === undefined || s === '' || BodyId.safeParse(s).success, 'must be a shot identifier')
+      .meta({ description: 'Alias shot_id. Forwarded as the single shot id.' }),
+    model: z
+      .string()
+      .nullable()
+      .optional()
+      .refine((s) => !s || /^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}$/.test(s), 'must be a model name (letters, digits, . _ : / + -)')
+      .meta({ description: 'Forwarded when non-empty; the dispatch tool applies its own default when absent.' }),
+    modality: z.string().default('video_i2v').meta({ description: 'Accepted and logged; never forwarded.' }),
+    dryRun: z.boolean().default(false).meta({ description: 'Alias dry_run. When true, --dry-run is forwarded.' }),
+  })
+  .meta({ id: 'GenerationRequest', description: 'camelCase and snake_case member names are both accepted.' });
+
+export const GenerationRequestForProject = GenerationRequestBody.extend({
+  project: BodyId.optional().meta({ description: 'Must equal the path segment when given.' }),
+}).meta({ id: 'GenerationRequestForProject' });
+
+export const GenerationAccepted = z
+  .object({
+    proposalId: z.string().regex(/^gen_[0-9a-f]{12}$/),
+    pid: z.number().int(),
+    scope: z.literal('engine/generation'),
+  })
+  .meta({ id: 'GenerationAccepted' });
+
+export const Job = z
+  .object({
+    proposalId: z.string(),
+    projectId: z.string(),
+    pid: z.number().int().nullable(),
+    argv: z.array(z.string()),
+    state: z.enum(['running', 'exited ok', 'exited failed', 'lost']),
+    startedAt: z.string(),
+    endedAt: z.string().nullable(),
+    rc: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    stdoutLines: z.number().int(),
+    stderrLines: z.number().int(),
+    cancelRequested: z.boolean(),
+  })
+  .meta({ id: 'Job' });
+
+export const JobsQuery = z.object({
+  state: z.enum(['running', 'exited ok', 'exited failed', 'lost']).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+const loose = (id: string, description: string, shape: z.ZodRawShape = {}) =>
+  z.looseObject(shape).meta({ id, description });
+
+export const Project = loose('Project', 'project.json of a format-2 project, as stored.', {
+  format: z.number().int(),
+  id: z.string(),
+  title: z.string(),
+});
+export const Episode = loose('Episode', 'One per distinct episode number across the shot files.', {
+  id: z.string(),
+  project_id: z.string(),
+  number: z.number().int(),
+  title: z.string(),
+  synthesized: z.literal(true),
+  scene_count: z.number().int(),
+  beat_count: z.number().int(),
+  shot_count: z.number().int(),
+});
+export const Scene = loose('Scene', 'The one synthetic scene (`main`) of an episode.', {
+  id: z.string(),
+  project_id: z.string(),
+  episode_id: z.string(),
+  synthesized: z.literal(true),
+});
+export const Beat = loose('Beat', 'One per distinct beat_id among an episode’s shots, ordered by their smallest order.', {
+  id: z.string(),
+  episode_id: z.string(),
+  scene_id: z.string(),
+  order: z.number().nullable(),
+  shot_ids: z.array(z.string()),
+});
+export const Take = loose('Take', 'The take file’s members plus the recorded console state.', {
+  take_id: z.string(),
+  shot_id: z.string(),
+  parent_take_id: z.string().nullable(),
+  primary: z.boolean(),
+  circled: z.boolean(),
+  rejected: z.boolean(),
+});
+export const Lineage = loose('Lineage', 'Graph of a beat (or of one take’s parent chain).', {
+  project_id: z.string(),
+  beat_id: z.string(),
+  root: z.object({ kind: z.enum(['beat', 'take']), id: z.string() }),
+  nodes: z.array(z.looseObject({ key: z.string(), kind: z.enum(['beat', 'shot', 'take']), id: z.string() })),
+  edges: z.array(z.object({ from: z.string(), to: z.string() })),
+});
+export const MemoryEntry = loose('MemoryEntry', 'A memory entry file; `enabled` reflects the last recorded toggle.', {
+  id: z.string(),
+  text: z.string(),
+  enabled: z.boolean(),
+});
+export const MissingCanonicalField = z
+  .object({
+    detail: z.object({
+      error: z.literal('missing_canonical_field'),
+      field: z.string(),
+      project_id: z.string().nullable(),
+      remediation: z.string(),
+      fix_cli: z.string(),
+    }),
+  })
+  .meta({ id: 'MissingCanonicalField' });

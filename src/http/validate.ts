@@ -1,0 +1,74 @@
+/**
+ * Request validation with zod: bodies and queries accept camelCase and snake_case member
+ * names (api-decisions.md, Mutations), and every failure is one 422 listing `{ loc, msg,
+ * type }` per problem.
+ */
+import type { z } from 'zod';
+import { ValidationError, type ValidationIssue } from './errors.js';
+
+export type Location = 'body' | 'query' | 'path';
+
+const snakeToCamel = (k: string) => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+
+/** Copies `value`, renaming top-level snake_case members to camelCase unless both are given. */
+export function camelizeKeys(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  const src = value as Record<string, unknown>;
+  for (const [k, v] of Object.entries(src)) {
+    const camel = k.includes('_') ? snakeToCamel(k) : k;
+    if (camel !== k && Object.hasOwn(src, camel)) continue; // the camelCase member wins
+    out[camel] = v;
+  }
+  return out;
+}
+
+/**
+ * Parses `input` with `schema`.
+ * @throws ValidationError (422) with one issue per problem, `loc` prefixed by `where`.
+ */
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where: Location): z.output<S> {
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  throw new ValidationError(r.error.issues.map((i) => toIssue(i, where, input)));
+}
+
+function toIssue(i: z.core.$ZodIssue, where: Location, input: unknown): ValidationIssue {
+  const loc = [where, ...i.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+  switch (i.code) {
+    case 'invalid_type': {
+      const missing = valueAt(input, i.path) === undefined;
+      if (missing) return { loc, msg: 'Field required', type: 'missing' };
+      return { loc, msg: `Input should be a valid ${i.expected}`, type: `${i.expected}_type` };
+    }
+    case 'too_small':
+      return {
+        loc,
+        msg: i.message,
+        type: i.origin === 'string' || i.origin === 'array' ? `${i.origin}_too_short` : i.inclusive === false ? 'greater_than' : 'greater_than_equal',
+      };
+    case 'too_big':
+      return {
+        loc,
+        msg: i.message,
+        type: i.origin === 'string' || i.origin === 'array' ? `${i.origin}_too_long` : i.inclusive === false ? 'less_than' : 'less_than_equal',
+      };
+    case 'invalid_value':
+      return { loc, msg: `Input should be ${i.values.map((v) => `'${String(v)}'`).join(', ')}`, type: 'enum' };
+    case 'invalid_format':
+      return { loc, msg: i.message, type: 'string_pattern_mismatch' };
+    case 'unrecognized_keys':
+      return { loc, msg: `Unexpected members: ${i.keys.join(', ')}`, type: 'extra_forbidden' };
+    default:
+      return { loc, msg: i.message, type: 'value_error' };
+  }
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = input;
+  for (const p of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[p];
+  }
+  return v;
+}
