@@ -1,0 +1,70 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, readConfig, REPO_ROOT } from '../../src/main/config.js';
+
+describe('readConfig', () => {
+  it('applies the documented defaults', () => {
+    const c = readConfig({});
+    expect(c.port).toBe(8431);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.stateDir).toBe(path.join(REPO_ROOT, 'var'));
+    expect(c.dataDir).toBe(path.join(REPO_ROOT, 'var', 'sample-store'));
+    expect(c.sampleSeedDir).toBe(path.join(REPO_ROOT, 'sample-store'));
+    expect(c.dispatchCli).toBe(path.join(REPO_ROOT, 'dist', 'dispatch', 'cli.js'));
+    expect(c.ttydHost).toBeNull();
+    expect(c.writeUpstream).toBeNull();
+    expect(c.jobs.maxRunning).toBe(64);
+    expect(c.events.retention).toBe(200_000);
+    expect(c.sse.heartbeatMs).toBeLessThanOrEqual(15_000);
+    expect(c.childEnv.CONSOLE_DATA_DIR).toBe(c.dataDir);
+  });
+
+  it('serves a given CONSOLE_DATA_DIR as is, with no sample seeding', () => {
+    const c = readConfig({ CONSOLE_DATA_DIR: 'store', CONSOLE_STATE_DIR: 'state' }, '/srv');
+    expect(c.dataDir).toBe('/srv/store');
+    expect(c.stateDir).toBe('/srv/state');
+    expect(c.sampleSeedDir).toBeNull();
+    expect(c.stateDbPath).toBe('/srv/state/console-state.db');
+  });
+
+  it('trims TTYD_HOST and treats blank as unset', () => {
+    expect(readConfig({ TTYD_HOST: '  mesh-host  ' }).ttydHost).toBe('mesh-host');
+    expect(readConfig({ TTYD_HOST: '   ' }).ttydHost).toBeNull();
+    expect(readConfig({ TTYD_HOST: '' }).ttydHost).toBeNull();
+  });
+
+  it('builds the CORS allow-list from loopback names, dev hosts and ports', () => {
+    const c = readConfig({ CONSOLE_CORS_DEV_HOSTS: 'dev-a.mesh, dev-b.mesh' });
+    expect(c.cors.origins).toHaveLength(12);
+    for (const h of ['localhost', '127.0.0.1', 'dev-a.mesh', 'dev-b.mesh']) {
+      for (const p of [5173, 5174, 5175]) expect(c.cors.origins).toContain(`http://${h}:${p}`);
+    }
+    expect(readConfig({ CONSOLE_CORS_PORTS: '3000' }).cors.origins).toEqual(['http://localhost:3000', 'http://127.0.0.1:3000']);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['CONSOLE_MAX_RUNNING_JOBS', '0'],
+    ['CONSOLE_EVENT_RETENTION', '1.5'],
+    ['SERVICE_WRITE_UPSTREAM', 'not a url'],
+    ['SERVICE_WRITE_UPSTREAM', 'ftp://x'],
+    ['LOG_LEVEL', 'loud'],
+    ['CONSOLE_CORS_DEV_HOSTS', 'evil host'],
+    ['CONSOLE_SSE_HEARTBEAT_MS', '60000'],
+  ])('rejects %s=%j with a message naming the variable', (name, value) => {
+    expect(() => readConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => readConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('names every bad variable at once', () => {
+    expect(() => readConfig({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
+  });
+
+  it('returns a frozen object', () => {
+    const c = readConfig({});
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.jobs)).toBe(true);
+    expect(Object.isFrozen(c.cors.origins)).toBe(true);
+  });
+});
