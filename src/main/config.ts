@@ -55,7 +55,7 @@ export interface Config {
     readonly killGraceMs: number;
     /** Bound on one output line in bytes; longer lines are cut to it. */
     readonly lineMaxBytes: number;
-    /** How many finished jobs `GET /api/jobs` and the system status keep listing. */
+    /** Finished jobs kept in the state database (and listed by `GET /api/jobs`). */
     readonly historySize: number;
   };
   readonly events: {
@@ -140,7 +140,7 @@ const envSchema = z.object({
   CONSOLE_RETRY_AFTER_SECONDS: int(1, 3600).default(2),
   CONSOLE_KILL_GRACE_MS: int(0, 600_000).default(5000),
   CONSOLE_LINE_MAX_BYTES: int(256, 8 * 1024 * 1024).default(16 * 1024),
-  CONSOLE_JOB_HISTORY: int(1, 100_000).default(500),
+  CONSOLE_JOB_HISTORY: int(1, 10_000_000).default(10_000),
   CONSOLE_EVENT_RETENTION: int(100, 100_000_000).default(200_000),
   CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),

@@ -66,6 +66,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       retryAfterSeconds: config.jobs.retryAfterSeconds,
       killGraceMs: config.jobs.killGraceMs,
       lineMaxBytes: config.jobs.lineMaxBytes,
+      historySize: config.jobs.historySize,
     });
     for (const job of supervisor.recoverLost()) log.warn({ job }, 'job lost by a previous run');
 

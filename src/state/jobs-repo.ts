@@ -78,6 +78,15 @@ export class JobsRepo {
     this.finishStmt.run(f.state, f.endedAt, f.rc, f.signal, f.stdoutLines, f.stderrLines, proposalId);
   }
 
+  /** Deletes finished jobs beyond the newest `keep` (running jobs are never deleted). */
+  prune(keep: number): number {
+    return this.db
+      .prepare(
+        `DELETE FROM jobs WHERE state != 'running' AND proposal_id NOT IN (SELECT proposal_id FROM jobs ORDER BY started_at DESC, rowid DESC LIMIT ?)`,
+      )
+      .run(keep).changes;
+  }
+
   markCancelRequested(proposalId: string): void {
     this.cancelStmt.run(proposalId);
   }

@@ -38,7 +38,12 @@ export interface SupervisorOptions {
   readonly retryAfterSeconds: number;
   readonly killGraceMs: number;
   readonly lineMaxBytes: number;
+  /** Finished jobs kept in the state database; older ones are pruned. */
+  readonly historySize: number;
 }
+
+/** Pruning runs once per this many finished jobs. */
+const PRUNE_EVERY = 50;
 
 /** The dispatch tool file does not exist; no process was started. */
 export class ToolMissingError extends Error {
@@ -131,6 +136,7 @@ export class Supervisor {
   private readonly transitionListeners: JobTransitionListener[] = [];
   private stopping = false;
   private startedTotal = 0;
+  private finishedTotal = 0;
 
   constructor(
     private readonly bus: EventBus,
@@ -301,6 +307,7 @@ export class Supervisor {
       stderrLines: job.stderrLines,
     });
     this.running.delete(job.proposalId);
+    if (++this.finishedTotal % PRUNE_EVERY === 0) this.jobs.prune(this.options.historySize);
     this.bus.publish({
       severity,
       scope: GENERATION_SCOPE,

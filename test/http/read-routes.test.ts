@@ -243,10 +243,10 @@ describe('cross-cutting HTTP behaviour', () => {
     expect(form.status).toBe(415);
     const bad = await fetch(`${t.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"project":' });
     expect(bad.status).toBe(422);
-    expect((await bad.json()).detail[0]).toMatchObject({ loc: ['body'], type: 'json_invalid' });
+    expect(((await bad.json()) as any).detail[0]).toMatchObject({ loc: ['body'], type: 'json_invalid' });
     const huge = await t.post('/api/proposals/generate', { project: P, pad: 'x'.repeat(t.config.http.maxBodyBytes + 10) });
     expect(huge.status).toBe(413);
-    expect((await huge.json()).detail).toMatch(/too large/);
+    expect(((await huge.json()) as any).detail).toMatch(/too large/);
   });
 
   it('serves health and config', async () => {

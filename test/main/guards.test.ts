@@ -78,7 +78,7 @@ describe('a failing guard stops start-up', () => {
 
   it('starts with the shipped registry on the injected date', async () => {
     t = await startTestService({ today: '2026-11-21' });
-    const status = await (await t.get('/api/system-status')).json();
+    const status = (await (await t.get('/api/system-status')).json()) as any;
     expect(status.guards.checkedOn).toBe('2026-11-21');
   });
 
