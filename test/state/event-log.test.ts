@@ -1,0 +1,179 @@
+/**
+ * Event persistence (src/state/event-log.ts): the retention bound, through the real service
+ * (CONSOLE_EVENT_RETENTION, `GET /api/events`, `GET /api/system-status`), and the log's
+ * reads and id reservation on a real SQLite file (api-decisions.md, Events).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { BusEvent } from '../../src/bus/event.js';
+import { NO_FILTER } from '../../src/bus/event.js';
+import { openStateDb, type Db } from '../../src/state/db.js';
+import { EventLog, type EventRow } from '../../src/state/event-log.js';
+import { allEvents } from '../helpers/events.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const RETENTION = 100;
+/**
+ * The most rows the table may hold with retention 100: retention runs once the count passes
+ * `retention * (1 + RETENTION_SLACK) + 100` (RETENTION_SLACK = 0.05 in src/state/event-log.ts).
+ */
+const BOUND = Math.floor(RETENTION * 1.05) + 100;
+
+let t: TestService | undefined;
+const cleanups: (() => void)[] = [];
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+  for (const fn of cleanups.splice(0)) fn();
+});
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+function storedIds(t: TestService): number[] {
+  const db = new Database(path.join(t.stateDir, 'console-state.db'), { fileMustExist: true, readonly: true });
+  try {
+    return (db.prepare('SELECT id FROM events ORDER BY id').all() as { id: number }[]).map((r) => r.id);
+  } finally {
+    db.close();
+  }
+}
+
+async function busStatus(t: TestService): Promise<Record<string, unknown>> {
+  const res = await t.get('/api/system-status');
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { bus: Record<string, unknown> }).bus;
+}
+
+function publish(t: TestService, i: number): BusEvent {
+  return t.service.deps.bus.publish({ severity: 'info', scope: 'test/retention', summary: `e${i}` });
+}
+
+describe('event log: retention through the service', () => {
+  it('keeps the stored count bounded and the newest events while 1,000 are published over many flushes', async () => {
+    t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: String(RETENTION) } });
+    const published: BusEvent[] = [];
+    for (let batch = 0; batch < 40; batch++) {
+      for (let i = 0; i < 25; i++) published.push(publish(t, published.length));
+      await tick(); // one flush (and possibly one retention pass) per batch
+      const ids = storedIds(t);
+      expect(ids.length).toBeLessThanOrEqual(BOUND);
+      // What is kept is always a contiguous tail of what was published.
+      expect(ids).toEqual(published.slice(published.length - ids.length).map((e) => Number(e.id)));
+    }
+    expect(published).toHaveLength(1000);
+
+    const ids = storedIds(t);
+    expect(ids.length).toBeGreaterThanOrEqual(RETENTION);
+    expect(ids.length).toBeLessThanOrEqual(BOUND);
+    const newest = published.slice(-RETENTION).map((e) => Number(e.id));
+    for (const id of newest) expect(ids).toContain(id);
+
+    // `sinceId=0` starts after the deleted events and runs to the newest one.
+    const listed = await allEvents(t.url);
+    expect(listed.map((e) => Number(e.id))).toEqual(ids);
+    expect(Number(listed[0]?.id)).toBeGreaterThan(Number(published[0]?.id));
+    expect(listed.at(-1)).toEqual(published.at(-1));
+    // Without sinceId: still the newest `limit` (everything stored here is within 200).
+    const res = await t.get('/api/events?limit=100');
+    expect(((await res.json()) as BusEvent[]).map((e) => e.id)).toEqual(published.slice(-100).map((e) => e.id));
+
+    const bus = await busStatus(t);
+    expect(bus.retention).toBe(RETENTION);
+    expect(bus.stored).toBe(ids.length);
+  });
+
+  it('applies the bound to one large flush (1,000 events in one tick)', async () => {
+    t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: String(RETENTION) } });
+    const published = Array.from({ length: 1000 }, (_, i) => publish(t as TestService, i));
+    await tick();
+    const ids = storedIds(t);
+    expect(ids.length).toBeGreaterThanOrEqual(RETENTION);
+    expect(ids.length).toBeLessThanOrEqual(BOUND);
+    expect(ids).toEqual(published.slice(-ids.length).map((e) => Number(e.id)));
+  });
+
+  it('reports the configured retention in GET /api/system-status (default 200,000)', async () => {
+    t = await startTestService({ store: 'empty' });
+    expect((await busStatus(t)).retention).toBe(200_000);
+    await t.close();
+    t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: '5000' } });
+    expect((await busStatus(t)).retention).toBe(5000);
+  });
+
+  it('trims events kept by an earlier run with a larger retention once new events are written', async () => {
+    t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: '2000' } });
+    for (let i = 0; i < 1000; i++) publish(t, i);
+    await tick();
+    expect(storedIds(t)).toHaveLength(1000);
+    await t.stop();
+
+    const root = t.tmp;
+    t = await startTestService({ tmp: root, env: { CONSOLE_EVENT_RETENTION: String(RETENTION) } });
+    const last = publish(t, 1000);
+    await tick();
+    const ids = storedIds(t);
+    expect(ids.length).toBeLessThanOrEqual(BOUND);
+    expect(ids.at(-1)).toBe(Number(last.id));
+  });
+});
+
+describe('event log: reads and ids on a state database', () => {
+  function openLog(retention = 1000): { db: Db; log: EventLog; file: string } {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-eventlog-'));
+    const file = path.join(dir, 'state.db');
+    const db = openStateDb(file);
+    cleanups.push(() => {
+      if (db.open) db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+    return { db, log: new EventLog(db, retention), file };
+  }
+
+  const row = (log: EventLog, severity: EventRow['severity'], scope: string): EventRow => {
+    const id = log.takeId();
+    return { id, severity, scope, data: JSON.stringify({ id: String(id), severity, scope }) };
+  };
+
+  it('reads after an id up to a bound, and the newest, ascending, with filters', () => {
+    const { log } = openLog();
+    const rows = Array.from({ length: 20 }, (_, i) => row(log, i % 2 === 0 ? 'info' : 'failure', i % 4 < 2 ? 'a/x' : 'b/x'));
+    log.append(rows);
+    const ids = (rs: readonly EventRow[]) => rs.map((r) => r.id);
+
+    expect(ids(log.after(rows[4]!.id, 5, NO_FILTER))).toEqual(ids(rows.slice(5, 10)));
+    expect(ids(log.after(rows[4]!.id, 100, NO_FILTER, rows[7]!.id))).toEqual(ids(rows.slice(5, 8)));
+    expect(ids(log.newest(3, NO_FILTER))).toEqual(ids(rows.slice(17)));
+    const failuresA = rows.filter((r) => r.severity === 'failure' && r.scope.startsWith('a/'));
+    expect(ids(log.after(0, 100, { severities: ['failure'], scopePrefix: 'a/' }))).toEqual(ids(failuresA));
+    expect(ids(log.newest(2, { severities: ['failure'], scopePrefix: 'a/' }))).toEqual(ids(failuresA.slice(-2)));
+    expect(log.after(0, 1, NO_FILTER)[0]).toEqual(rows[0]);
+  });
+
+  it('never reuses ids that were handed out but never written (a crash before the flush)', () => {
+    const { db, log, file } = openLog();
+    const written = [row(log, 'info', 'a'), row(log, 'info', 'a')];
+    log.append(written);
+    const lost = [log.takeId(), log.takeId(), log.takeId()]; // handed out, then the process dies
+    db.close();
+
+    const db2 = openStateDb(file);
+    try {
+      const next = new EventLog(db2, 1000).takeId();
+      expect(next).toBeGreaterThan(Math.max(...lost));
+    } finally {
+      db2.close();
+    }
+  });
+
+  it('keeps exactly the newest `retention` rows after a retention pass', () => {
+    const { db, log } = openLog(RETENTION);
+    const rows = Array.from({ length: BOUND + 1 }, () => row(log, 'info', 'a'));
+    log.append(rows);
+    const stored = (db.prepare('SELECT id FROM events ORDER BY id').all() as { id: number }[]).map((r) => r.id);
+    expect(stored).toEqual(rows.slice(-RETENTION).map((r) => r.id));
+    expect(log.size).toBe(RETENTION);
+  });
+});
