@@ -28,6 +28,8 @@ const RETENTION_SLACK = 0.05;
 export class EventLog {
   private nextId: number;
   private reservedUpTo: number;
+  /** Newest id handed out (or stored, after a restart); ids in a lost reservation never count. */
+  private lastId: number;
   private rowCount: number;
   private readonly insertOne;
   private readonly insertChunk;
@@ -49,6 +51,7 @@ export class EventLog {
     const maxId = (db.prepare('SELECT max(id) AS m FROM events').get() as { m: number | null }).m ?? 0;
     this.reservedUpTo = Math.max(reserved, maxId);
     this.nextId = this.reservedUpTo + 1;
+    this.lastId = maxId;
     this.rowCount = (db.prepare('SELECT count(*) AS c FROM events').get() as { c: number }).c;
     this.insertOne = db.prepare('INSERT INTO events (id, severity, scope, data) VALUES (?, ?, ?, ?)');
     this.insertChunk = db.prepare(
@@ -83,12 +86,13 @@ export class EventLog {
       this.reservedUpTo = this.nextId + ID_BLOCK - 1;
       this.saveReservation.run(String(this.reservedUpTo));
     }
-    return this.nextId++;
+    this.lastId = this.nextId++;
+    return this.lastId;
   }
 
-  /** The highest id handed out so far (0 when none). */
+  /** The newest event id: the last handed out, or after a restart the newest stored (0 when none). */
   get lastIssuedId(): number {
-    return this.nextId - 1;
+    return this.lastId;
   }
 
   /** Number of stored rows (approximate between retention passes). */

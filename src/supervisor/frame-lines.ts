@@ -23,6 +23,8 @@ class LineCutter extends Transform {
   private lineBytes = 0;
   private dropping = false;
   private completed = 0;
+  /** Bytes of an incomplete UTF-8 character at the end of the last chunk, held back. */
+  private carry: Buffer | null = null;
   /** 1-based numbers of lines that were cut; split2 emits lines in the same order. */
   readonly cutLines = new Set<number>();
 
@@ -30,7 +32,10 @@ class LineCutter extends Transform {
     super();
   }
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+  override _transform(input: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    // A character split across chunks is judged whole, so a cut never falls inside it.
+    const chunk = this.carry === null ? input : Buffer.concat([this.carry, input]);
+    this.carry = null;
     let keep: Buffer[] | null = null; // only built when something in this chunk is dropped
     let start = 0;
     let copiedUpTo = 0;
@@ -61,13 +66,36 @@ class LineCutter extends Transform {
       this.dropping = false;
       start = nl + 1;
     }
-    if (keep === null) {
-      cb(null, chunk);
-      return;
+    let out = chunk;
+    if (keep !== null) {
+      keep.push(chunk.subarray(copiedUpTo));
+      out = Buffer.concat(keep);
     }
-    keep.push(chunk.subarray(copiedUpTo));
-    cb(null, Buffer.concat(keep));
+    if (!this.dropping) {
+      const held = incompleteTail(out);
+      if (held > 0) {
+        this.carry = Buffer.from(out.subarray(out.length - held));
+        out = out.subarray(0, out.length - held);
+        this.lineBytes -= held;
+      }
+    }
+    cb(null, out);
   }
+
+  override _flush(cb: TransformCallback): void {
+    cb(null, this.carry ?? undefined);
+  }
+}
+
+/** Number of bytes (0-3) of an incomplete UTF-8 sequence at the end of `buf`. */
+function incompleteTail(buf: Buffer): number {
+  for (let k = 1; k <= Math.min(3, buf.length); k++) {
+    const b = buf[buf.length - k] as number;
+    if ((b & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return need > k ? k : 0;
+  }
+  return 0;
 }
 
 /**
