@@ -4,7 +4,7 @@
  * `Last-Event-ID` / `sinceId` without gap or duplicate, the slow-client bound, and shutdown.
  * Events are published on the running service's bus, or by real generation jobs.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
@@ -351,6 +351,35 @@ describe('event stream: resume', () => {
     } finally {
       t.service.server.off('request', hook);
     }
+  });
+
+  it('leaves no listeners behind on the response after a long replay under back-pressure', async () => {
+    // Each replay page that meets back-pressure waits for 'drain' or 'close'; whichever loses
+    // must not stay registered for the life of the stream (a resume from far back is hundreds
+    // of pages with the default retention).
+    const t = await start();
+    const responses = new Map<string, ServerResponse>();
+    const capture = (req: IncomingMessage, res: ServerResponse) => {
+      if (req.url?.startsWith('/api/events/stream')) responses.set(req.headers['x-test-name'] as string, res);
+    };
+    t.service.server.on('request', capture);
+    const pad = 'p'.repeat(2048);
+    const initial = publishMany(t, 6000, () => ({ payload: { pad } })); // 12 pages of ~1 MB
+    await tick();
+
+    const live = await open(t, '', { 'x-test-name': 'live' });
+    const resumed = await open(t, '', { 'x-test-name': 'resumed', 'Last-Event-ID': '0' });
+    await resumed.until((x) => x.events.length >= initial.length, 'the replay', 60_000);
+    const last = publishMany(t, 1)[0] as BusEvent;
+    await resumed.until((x) => x.events.at(-1)?.id === last.id, 'a live event after the replay');
+    await live.until((x) => x.events.at(-1)?.id === last.id, 'the live event on the live-only stream');
+    expect(ids(resumed.events)).toEqual(ids([...initial, last]));
+
+    const baseline = responses.get('live') as ServerResponse;
+    const replayed = responses.get('resumed') as ServerResponse;
+    expect(replayed.listenerCount('close')).toBe(baseline.listenerCount('close'));
+    expect(replayed.listenerCount('error')).toBe(baseline.listenerCount('error'));
+    expect(replayed.listenerCount('drain')).toBe(baseline.listenerCount('drain'));
   });
 
   it('goes straight to live events when Last-Event-ID is the newest id', async () => {
