@@ -450,6 +450,49 @@ describe('event stream: slow clients', () => {
   });
 });
 
+describe('event stream: slow clients during a replay', () => {
+  it('drops a resuming client that stops reading once the live events held during its replay pass the bound', async () => {
+    const t = await start({ CONSOLE_SSE_MAX_QUEUE_BYTES: '65536' });
+    const pad = 'p'.repeat(2048);
+    // Far more than loopback buffers hold: the replay blocks, waiting for the reader.
+    const initial = publishMany(t, 6000, () => ({ payload: { pad } }));
+    await tick();
+
+    const slow = net.connect(t.service.port, '127.0.0.1');
+    sockets.push(slow);
+    await within(new Promise((r) => slow.once('connect', r)), 'the raw connection');
+    slow.pause();
+    slow.write('GET /api/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 0\r\n\r\n');
+    let slowClosed = false;
+    slow.once('close', () => (slowClosed = true));
+    slow.on('error', () => {});
+    await waitFor(async () => ((await busStatus(t)).subscribers === 1 ? true : undefined), 'the raw client subscribed');
+
+    // Live events published meanwhile are held until the replay ends; past 64 KB, the client goes.
+    const live: BusEvent[] = [];
+    while ((await busStatus(t)).slowClientsDropped === 0) {
+      live.push(...publishMany(t, 8, () => ({ payload: { pad } })));
+      await tick();
+      if (live.length > 10_000) throw new Error('the paused client was never dropped');
+    }
+    await waitFor(async () => ((await busStatus(t)).subscribers === 0 ? true : undefined), 'the subscriber count to drop');
+
+    let text = '';
+    slow.setEncoding('utf8');
+    slow.on('data', (s: string) => (text += s));
+    slow.resume();
+    await waitFor(() => (slowClosed ? true : undefined), 'the dropped connection to close');
+    const all = [...initial, ...live];
+    const received = parseFrames(text);
+    expect(received.length).toBeLessThan(initial.length);
+    expect(ids(received)).toEqual(ids(all.slice(0, received.length)));
+
+    const resumed = await open(t, '', { 'Last-Event-ID': received.at(-1)?.id ?? '0' });
+    await resumed.until((x) => x.events.at(-1)?.id === all.at(-1)?.id, 'the rest of the events', 60_000);
+    expect(ids([...received, ...resumed.events])).toEqual(ids(all));
+  });
+});
+
 describe('event stream: shutdown', () => {
   it('ends open streams when the service stops', async () => {
     const t = await start();
