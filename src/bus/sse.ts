@@ -115,11 +115,21 @@ class SseClient implements BusSubscriber {
         let frames = '';
         for (const r of rows) frames += `id: ${r.id}\ndata: ${r.data}\n\n`;
         cursor = (rows[rows.length - 1] as { id: number }).id;
-        if (!this.res.write(frames)) await Promise.race([once(this.res, 'drain'), once(this.res, 'close')]);
+        if (!this.res.write(frames)) await this.drained();
       }
       if (rows.length < REPLAY_PAGE) break;
     }
     this.goLive();
+  }
+
+  /** Resolves on `drain` or `close`, removing both listeners either way (no leak per page). */
+  private async drained(): Promise<void> {
+    const ac = new AbortController();
+    try {
+      await Promise.race([once(this.res, 'drain', { signal: ac.signal }), once(this.res, 'close', { signal: ac.signal })]);
+    } finally {
+      ac.abort();
+    }
   }
 
   private goLive(): void {

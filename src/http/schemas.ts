@@ -11,6 +11,20 @@ import { ID_PATTERN } from '../engine/ids.js';
 export const PathId = (name: string) =>
   z.string().meta({ description: `${name}; must match ${ID_PATTERN.source} and not contain "..", else 400` });
 
+/**
+ * An integer query parameter: decimal digits only (`0x10` and `1e2` are not integers here),
+ * documented as an integer.
+ */
+export const QueryInt = (min: number, max: number, dflt: number) =>
+  z
+    .string()
+    .regex(/^-?\d{1,16}$/, 'Input should be a valid integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .optional()
+    .transform((v) => v ?? dflt)
+    .meta({ override: { type: 'integer', minimum: min, maximum: max, default: dflt } });
+
 /** An identifier inside a body: a bad one is a 422 like any other invalid member. */
 export const BodyId = z
   .string()
@@ -64,7 +78,7 @@ const EventFilterFields = {
 
 export const EventsQuery = z.object({
   ...EventFilterFields,
-  limit: z.coerce.number().int().min(1).max(500).default(200).meta({ description: '1..500, default 200.' }),
+  limit: QueryInt(1, 500, 200).meta({ description: '1..500, default 200.' }),
 });
 
 export const StreamQuery = z.object({
@@ -124,7 +138,7 @@ export const Job = z
 
 export const JobsQuery = z.object({
   state: z.enum(['running', 'exited ok', 'exited failed', 'lost']).optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
+  limit: QueryInt(1, 500, 100),
 });
 
 const loose = (id: string, description: string, shape: z.ZodRawShape = {}) =>
