@@ -16,7 +16,8 @@ import type { ProposalsRepo } from '../state/proposals-repo.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import { frameLines, type FramedLine } from './frame-lines.js';
 import { transition, type JobStatus, type JobTrigger } from './job-state.js';
-import { groupAlive, killJobTree, signalGroup } from './kill-job.js';
+import { groupAlive, killJobTree, signalGroup, type KnownTree } from './kill-job.js';
+import { bootTimeMs, readProc } from './proc.js';
 
 /** Scope of every generation event (spec: Events). */
 export const GENERATION_SCOPE = 'engine/generation';
@@ -97,6 +98,8 @@ class RunningJob {
   cancelRequested = false;
   endedAt: string | null = null;
   killTimer: NodeJS.Timeout | undefined;
+  /** Processes of the job captured by kill passes (cancel, shutdown). */
+  readonly tree: KnownTree = new Map();
   readonly finished: Promise<void>;
   resolveFinished!: () => void;
 
@@ -367,9 +370,9 @@ export class Supervisor {
   }
 
   private terminate(job: RunningJob, graceMs: number): void {
-    killJobTree(job.pid, 'SIGTERM');
+    killJobTree(job.pid, 'SIGTERM', job.tree);
     clearTimeout(job.killTimer);
-    job.killTimer = setTimeout(() => killJobTree(job.pid, 'SIGKILL'), graceMs);
+    job.killTimer = setTimeout(() => killJobTree(job.pid, 'SIGKILL', job.tree), graceMs);
     job.killTimer.unref();
   }
 
@@ -394,8 +397,9 @@ export class Supervisor {
    */
   recoverLost(): JobRecord[] {
     const lost: JobRecord[] = [];
+    const boot = bootTimeMs();
     for (const rec of this.jobs.running()) {
-      const killed = rec.pid !== null && isOurChild(rec.pid, rec.argv) && groupAlive(rec.pid);
+      const killed = rec.pid !== null && leftoverOfJob(rec, boot);
       if (killed) killJobTree(rec.pid as number, 'SIGKILL');
       const endedAt = new Date().toISOString();
       const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
@@ -435,8 +439,23 @@ function exitCode(code: number | null, signal: NodeJS.Signals | null): number {
   return 128 + (n ?? 0);
 }
 
-/** Guards against pid reuse: the process must still run the command line we started. */
-function isOurChild(pid: number, argv: readonly string[]): boolean {
+/**
+ * Whether processes of a job from a previous run are still alive, guarding against pid reuse:
+ * nothing survives a reboot; a live leader must still run the tool we started; and with the
+ * leader gone, a live group with its id can only hold the job's own processes (Linux does not
+ * hand out a pid that is still some group's id).
+ */
+function leftoverOfJob(rec: JobRecord, boot: number | null): boolean {
+  const pid = rec.pid as number;
+  if (boot !== null && Date.parse(rec.startedAt) < boot) return false;
+  if (!groupAlive(pid)) return false;
+  const leader = readProc(pid);
+  if (leader === null || leader.state === 'Z') return true;
+  return leader.pgid === pid && isOurCommand(pid, rec.argv);
+}
+
+/** True when process `pid` runs the tool file of `argv`. */
+function isOurCommand(pid: number, argv: readonly string[]): boolean {
   try {
     const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     return argv.length > 1 && cmdline.includes(argv[1] as string);

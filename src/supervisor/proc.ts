@@ -1,0 +1,91 @@
+/**
+ * Process facts from Linux `/proc`, read synchronously so a process tree can be captured
+ * before any of it is signalled (a dead parent's children are re-parented at once, after
+ * which no parent link leads to them). Every function returns null or an empty result
+ * where `/proc` is not available.
+ */
+import fs from 'node:fs';
+
+export interface ProcInfo {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly pgid: number;
+  /** One-letter state: R, S, D, Z (zombie), T… */
+  readonly state: string;
+  /** Start time in clock ticks since boot: with the pid, identifies a process (no reuse). */
+  readonly startTime: number;
+}
+
+export const HAS_PROC = fs.existsSync('/proc/self/stat');
+
+/** Parses `/proc/<pid>/stat`; null when the process does not exist. */
+export function readProc(pid: number): ProcInfo | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return {
+    pid,
+    state: rest[0] ?? '?',
+    ppid: Number(rest[1]),
+    pgid: Number(rest[2]),
+    startTime: Number(rest[19]),
+  };
+}
+
+/** Every process visible in `/proc`. */
+export function listProcs(): ProcInfo[] {
+  if (!HAS_PROC) return [];
+  const out: ProcInfo[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
+    const p = readProc(Number(name));
+    if (p) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The processes of a job: `root`, its descendants (by parent links, whatever their group)
+ * and every member of the process group `root` leads. Zombies are left out: they are dead.
+ */
+export function jobProcesses(root: number): ProcInfo[] {
+  const all = listProcs();
+  const children = new Map<number, ProcInfo[]>();
+  for (const p of all) {
+    const list = children.get(p.ppid);
+    if (list) list.push(p);
+    else children.set(p.ppid, [p]);
+  }
+  const found = new Map<number, ProcInfo>();
+  const rootInfo = all.find((p) => p.pid === root);
+  const queue = rootInfo ? [rootInfo] : [];
+  for (const p of all) if (p.pgid === root) queue.push(p);
+  while (queue.length > 0) {
+    const p = queue.pop() as ProcInfo;
+    if (found.has(p.pid)) continue;
+    found.set(p.pid, p);
+    for (const c of children.get(p.pid) ?? []) queue.push(c);
+  }
+  return [...found.values()].filter((p) => p.state !== 'Z');
+}
+
+/** True when `pid` is still the process captured in `info` (same start time, not a zombie). */
+export function isSameProcess(info: ProcInfo): boolean {
+  const now = readProc(info.pid);
+  return now !== null && now.startTime === info.startTime && now.state !== 'Z';
+}
+
+/** System boot time in ms since the epoch, or null when unknown. */
+export function bootTimeMs(): number | null {
+  try {
+    const m = /^btime (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'utf8'));
+    return m ? Number(m[1]) * 1000 : null;
+  } catch {
+    return null;
+  }
+}
