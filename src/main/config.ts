@@ -46,6 +46,24 @@ export interface Config {
   readonly ttydHost: string | null;
   /** SERVICE_WRITE_UPSTREAM as a URL string, or null when mutations run locally. */
   readonly writeUpstream: string | null;
+  /**
+   * CONSOLE_API_TOKEN: the bearer token every route but health, config and the OpenAPI
+   * document requires (api-decisions.md, "Network and safety defaults"); null (blank or
+   * unset) leaves the API open.
+   */
+  readonly apiToken: string | null;
+  /** Per-project web terminals (api-decisions.md, "Service routes with partial shape": Terminal). */
+  readonly terminals: {
+    /** TTYD_BIN: an absolute path (when it named a path) or a program name looked up on PATH at each start. */
+    readonly bin: string;
+    /** TTYD_COMMAND as an argument list: the program (and its arguments) the terminal runs. */
+    readonly command: readonly string[];
+    /** CONSOLE_TTYD_PORTS: inclusive range of ports handed to terminals. */
+    readonly portFirst: number;
+    readonly portLast: number;
+    /** Ceiling on the wait for a new terminal to accept connections before start answers. */
+    readonly readyTimeoutMs: number;
+  };
   readonly jobs: {
     /** Cap on concurrently running generation jobs; past it the generation routes answer 503. */
     readonly maxRunning: number;
@@ -125,6 +143,36 @@ const url = z
     }
   });
 
+/**
+ * TTYD_COMMAND: a JSON array of strings (`["node","/path with space/x.mjs"]`), or words
+ * separated by white space (no quoting: nothing here goes through a shell).
+ */
+function parseCommand(s: string, ctx: z.RefinementCtx): string[] {
+  if (s.startsWith('[')) {
+    try {
+      const v: unknown = JSON.parse(s);
+      if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0)) return v as string[];
+    } catch {
+      // reported below
+    }
+    ctx.addIssue({ code: 'custom', message: 'expected a JSON array of non-empty strings, or words separated by spaces' });
+    return z.NEVER;
+  }
+  return s.split(/\s+/).filter((w) => w.length > 0);
+}
+
+/** CONSOLE_TTYD_PORTS: `first-last` (inclusive) or a single port. */
+function parsePortRange(s: string, ctx: z.RefinementCtx): { first: number; last: number } {
+  const m = /^(\d{1,5})(?:\s*-\s*(\d{1,5}))?$/.exec(s);
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2] ?? m[1]) : NaN;
+  if (!(first >= 1 && last <= 65535 && first <= last)) {
+    ctx.addIssue({ code: 'custom', message: 'expected a port range "first-last" within 1-65535, first <= last' });
+    return z.NEVER;
+  }
+  return { first, last };
+}
+
 const defaultThreads = Math.max(1, Math.min(4, os.availableParallelism() - 1));
 
 /** Every variable the service reads, with its default. Documented in README's configuration table. */
@@ -135,7 +183,21 @@ const envSchema = z.object({
   CONSOLE_STATE_DIR: nonEmpty.optional(),
   DISPATCH_CLI: nonEmpty.optional(),
   TTYD_HOST: z.string().optional(),
+  TTYD_BIN: nonEmpty.default('ttyd'),
+  TTYD_COMMAND: nonEmpty.default('bash').transform((s, ctx) => parseCommand(s, ctx)),
+  CONSOLE_TTYD_PORTS: z
+    .string()
+    .trim()
+    .default('7681-7699')
+    .transform((s, ctx) => parsePortRange(s, ctx)),
+  CONSOLE_TTYD_READY_MS: int(0, 600_000).default(10_000),
   SERVICE_WRITE_UPSTREAM: url.optional(),
+  // RFC 6750 b64token syntax, so the token can travel in an Authorization header unchanged.
+  CONSOLE_API_TOKEN: z
+    .string()
+    .trim()
+    .regex(/^([A-Za-z0-9._~+/-]+=*)?$/, 'expected a bearer token (letters, digits and - . _ ~ + / then optional =)')
+    .optional(),
   CONSOLE_MAX_RUNNING_JOBS: int(1, 4096).default(64),
   CONSOLE_RETRY_AFTER_SECONDS: int(1, 3600).default(2),
   CONSOLE_KILL_GRACE_MS: int(0, 600_000).default(5000),
@@ -187,6 +249,14 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     dispatchCli: e.DISPATCH_CLI ? abs(e.DISPATCH_CLI) : path.join(REPO_ROOT, 'dist', 'dispatch', 'cli.js'),
     ttydHost,
     writeUpstream: e.SERVICE_WRITE_UPSTREAM ?? null,
+    apiToken: e.CONSOLE_API_TOKEN ? e.CONSOLE_API_TOKEN : null,
+    terminals: {
+      bin: e.TTYD_BIN.includes('/') ? abs(e.TTYD_BIN) : e.TTYD_BIN,
+      command: e.TTYD_COMMAND,
+      portFirst: e.CONSOLE_TTYD_PORTS.first,
+      portLast: e.CONSOLE_TTYD_PORTS.last,
+      readyTimeoutMs: e.CONSOLE_TTYD_READY_MS,
+    },
     jobs: {
       maxRunning: e.CONSOLE_MAX_RUNNING_JOBS,
       retryAfterSeconds: e.CONSOLE_RETRY_AFTER_SECONDS,
