@@ -1,0 +1,98 @@
+/**
+ * The optional bearer token (api-decisions.md, "Network and safety defaults";
+ * issue 4, item 10): when CONSOLE_API_TOKEN is set, every route but `GET /api/health`,
+ * `GET /api/config` and `GET /api/openapi.json` needs `Authorization: Bearer <token>`;
+ * the event stream also takes `?token=` (EventSource cannot set headers). Unset: open.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { Request, RequestHandler } from 'express';
+import { HttpError } from './errors.js';
+
+/** Routes served without a token: what a client needs before it has one. */
+export const OPEN_ROUTES: readonly string[] = ['/api/health', '/api/config', '/api/openapi.json'];
+
+/** The route that also accepts the token as a query parameter. */
+export const TOKEN_QUERY_ROUTE = '/api/events/stream';
+
+/** Name of the security scheme in the OpenAPI document. */
+export const SECURITY_SCHEME = 'bearerAuth';
+
+/**
+ * The path as Express routes it: case-insensitive, with an optional trailing slash. Deciding
+ * on the same form as the router means no spelling reaches a protected route as "open".
+ */
+export function routedPath(req: Request): string {
+  const p = (req.originalUrl ?? req.url).split('?')[0] ?? '';
+  return (p.length > 1 ? p.replace(/\/$/, '') : p).toLowerCase();
+}
+
+/** Whether `method path` is served without a token (GET and HEAD of {@link OPEN_ROUTES}). */
+export function isOpenRoute(req: Request): boolean {
+  return (req.method === 'GET' || req.method === 'HEAD') && OPEN_ROUTES.includes(routedPath(req));
+}
+
+/**
+ * The middleware; with a null token it lets everything through. Register it after CORS (whose
+ * preflight answers end OPTIONS requests; they also pass here) and before the write proxy, so
+ * the front checks its own token before forwarding (the `Authorization` header is forwarded
+ * unchanged for the upstream to check its own).
+ * @throws HttpError 401 with `WWW-Authenticate: Bearer …` and a detail, through `next`.
+ */
+export function bearerAuth(token: string | null): RequestHandler {
+  if (token === null) return (_req, _res, next) => next();
+  const expected = digest(token);
+  return (req, _res, next) => {
+    if (req.method === 'OPTIONS' || isOpenRoute(req)) {
+      next();
+      return;
+    }
+    const presented = presentedToken(req);
+    if (presented === undefined) {
+      next(new HttpError(401, 'a bearer token is required (Authorization: Bearer <token>)', { 'WWW-Authenticate': 'Bearer realm="console-backend"' }));
+    } else if (!timingSafeEqual(digest(presented), expected)) {
+      next(
+        new HttpError(401, 'invalid bearer token', {
+          'WWW-Authenticate': 'Bearer realm="console-backend", error="invalid_token"',
+        }),
+      );
+    } else {
+      next();
+    }
+  };
+}
+
+/** The token of the `Authorization: Bearer` header, else `?token=` on the event stream. */
+function presentedToken(req: Request): string | undefined {
+  const header = req.get('authorization');
+  if (header !== undefined) {
+    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+    // A malformed header counts as a wrong token, not a missing one.
+    return m ? (m[1] as string) : '';
+  }
+  if (req.method === 'GET' && routedPath(req) === TOKEN_QUERY_ROUTE) {
+    const q = new URL(req.originalUrl ?? req.url, 'http://x').searchParams.get('token');
+    if (q !== null) return q;
+  }
+  return undefined;
+}
+
+/**
+ * Comparing fixed-size digests keeps the comparison constant-time whatever the lengths
+ * (timingSafeEqual itself throws on a length mismatch, which would leak the length).
+ */
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}
+
+/**
+ * Whether the listen address `host` is loopback only (127.0.0.0/8, ::1, localhost): the
+ * start-up warning about an open API beyond this machine uses it.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || h === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(h);
+  return false;
+}

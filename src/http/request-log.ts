@@ -1,0 +1,40 @@
+/**
+ * One structured log line per request (issue 4, item 9), written by pino-http when the answer
+ * ends: `{ reqId, method, route, path, status, durationMs, msg }` at level info (error for a
+ * 5xx). No bodies, no headers (so never `Authorization`), no query string (an event stream may
+ * carry `?token=`).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Request, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+
+/** The request-log middleware; register it first so every answer is logged, 401s included. */
+export function requestLog(logger: Logger, routeOf: (req: Request) => string): RequestHandler {
+  const line = (req: IncomingMessage, res: ServerResponse, durationMs: number) => {
+    const r = req as Request;
+    const ended = res.writableEnded;
+    return {
+      method: r.method,
+      route: routeOf(r),
+      path: (r.originalUrl ?? r.url ?? '').split('?')[0],
+      status: res.headersSent ? res.statusCode : null,
+      durationMs,
+      ...(ended ? {} : { aborted: true }),
+    };
+  };
+  const message = (req: IncomingMessage, res: ServerResponse) =>
+    `${req.method} ${routeOf(req as Request)} ${res.headersSent ? res.statusCode : '-'}${res.writableEnded ? '' : ' (aborted)'}`;
+
+  const middleware = pinoHttp({
+    logger,
+    // Only the request id is bound to `req.log`; the line itself is built below, field by field.
+    quietReqLogger: true,
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    customSuccessObject: (req, res, val: { responseTime: number }) => line(req, res, val.responseTime),
+    customErrorObject: (req, res, _err, val: { responseTime: number }) => line(req, res, val.responseTime),
+    customSuccessMessage: (req, res) => message(req, res),
+    customErrorMessage: (req, res) => message(req, res),
+  });
+  return middleware as unknown as RequestHandler;
+}

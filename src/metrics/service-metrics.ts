@@ -1,0 +1,131 @@
+/**
+ * The service's Prometheus metrics (issue 4, item 8; api-decisions.md, "Service routes with
+ * partial shape": `GET /api/metrics`). One prom-client {@link Registry} per service instance,
+ * never the global default one, so two instances in one process (tests, a front and its
+ * upstream) keep separate counts and never register a name twice.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { SEVERITIES } from '../bus/event.js';
+import type { EventBus } from '../bus/bus.js';
+import type { Supervisor } from '../supervisor/index.js';
+
+/** Outcome label of `console_jobs_exited_total`. */
+export type JobOutcome = 'ok' | 'failed' | 'lost';
+
+/** Outcome label of `console_write_proxy_requests_total`. */
+export type ProxyOutcome = 'answered' | 'failed';
+
+/** The part of the SSE hub the metrics read: the number of open streams. */
+export interface StreamCount {
+  readonly size: number;
+}
+
+/**
+ * Collectors of one service instance. The counters are fed by hooks (`observe*`), the gauges
+ * read their source at scrape time, so a scrape always shows the current value.
+ *
+ * Families (all prefixed `console_`): `jobs_started_total`, `jobs_exited_total{outcome}`,
+ * `jobs_running`, `events_published_total{severity}`, `sse_subscribers`,
+ * `http_request_duration_seconds{method,route,status}`, `write_proxy_requests_total{outcome}`;
+ * plus prom-client's default process and Node.js metrics (CPU, memory, GC, handles and the
+ * event-loop delay, `nodejs_eventloop_lag_*_seconds`).
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly jobsStarted: Counter;
+  private readonly jobsExited: Counter<'outcome'>;
+  private readonly events: Counter<'severity'>;
+  /** Request durations in seconds; `route` is the route template, never the raw URL. */
+  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly proxyRequests: Counter<'outcome'>;
+
+  constructor() {
+    const registers = [this.registry];
+    // The event-loop delay comes from perf_hooks.monitorEventLoopDelay inside the defaults.
+    collectDefaultMetrics({ register: this.registry });
+    this.jobsStarted = new Counter({ name: 'console_jobs_started_total', help: 'Generation jobs started since the service started.', registers });
+    this.jobsExited = new Counter({
+      name: 'console_jobs_exited_total',
+      help: 'Generation jobs ended, by outcome: ok (rc 0), failed (any other rc or a signal), lost (found running after a restart).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.events = new Counter({
+      name: 'console_events_published_total',
+      help: 'Bus events published since the service started, by severity.',
+      labelNames: ['severity'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'console_http_request_duration_seconds',
+      help: 'HTTP request durations until the answer ended, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.proxyRequests = new Counter({
+      name: 'console_write_proxy_requests_total',
+      help: 'Mutating requests forwarded to SERVICE_WRITE_UPSTREAM, by outcome: answered by the upstream, or failed (unreachable, cut).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    // Every label value is shown from the start: a family that only appears after the first
+    // failure makes `rate()` and alerts blind to it.
+    for (const outcome of ['ok', 'failed', 'lost'] as const) this.jobsExited.inc({ outcome }, 0);
+    for (const severity of SEVERITIES) this.events.inc({ severity }, 0);
+    for (const outcome of ['answered', 'failed'] as const) this.proxyRequests.inc({ outcome }, 0);
+  }
+
+  /** Counts every published event by severity (a bus tap: synchronous and cheap). */
+  observeBus(bus: EventBus): void {
+    bus.tap((event) => this.events.inc({ severity: event.severity }));
+  }
+
+  /** Counts job starts and exits, and reports the running jobs at scrape time. */
+  observeSupervisor(supervisor: Supervisor): void {
+    supervisor.onTransition((job, trigger) => {
+      if (trigger === 'accepted') this.jobsStarted.inc();
+      else if (trigger === 'exit') this.jobsExited.inc({ outcome: job.state === 'exited ok' ? 'ok' : 'failed' });
+    });
+    new Gauge({
+      name: 'console_jobs_running',
+      help: 'Generation jobs running now.',
+      registers: [this.registry],
+      collect() {
+        this.set(supervisor.runningCount);
+      },
+    });
+  }
+
+  /** Reports the open event streams at scrape time. */
+  observeStreams(hub: StreamCount): void {
+    new Gauge({
+      name: 'console_sse_subscribers',
+      help: 'Open event streams (GET /api/events/stream).',
+      registers: [this.registry],
+      collect() {
+        this.set(hub.size);
+      },
+    });
+  }
+
+  /** Counts jobs marked lost by the start-up recovery (they never pass through a transition listener). */
+  countLost(n: number): void {
+    if (n > 0) this.jobsExited.inc({ outcome: 'lost' }, n);
+  }
+
+  /** Counts one forwarded mutation by outcome. */
+  countProxied(outcome: ProxyOutcome): void {
+    this.proxyRequests.inc({ outcome });
+  }
+
+  /** `Content-Type` of {@link scrape}'s text (Prometheus text format 0.0.4). */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text exposition of every family. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
