@@ -27,9 +27,13 @@ export function routedPath(req: Request): string {
   return (p.length > 1 ? p.replace(/\/$/, '') : p).toLowerCase();
 }
 
-/** Whether `method path` is served without a token (GET and HEAD of {@link OPEN_ROUTES}). */
-export function isOpenRoute(req: Request): boolean {
-  return (req.method === 'GET' || req.method === 'HEAD') && OPEN_ROUTES.includes(routedPath(req));
+/**
+ * Whether `method path` is served without a token: GET and HEAD of {@link OPEN_ROUTES}.
+ * @param path as {@link routedPath} gives it, or a declared route path.
+ */
+export function isOpenRoute(method: string, path: string): boolean {
+  const m = method.toUpperCase();
+  return (m === 'GET' || m === 'HEAD') && OPEN_ROUTES.includes(path.toLowerCase());
 }
 
 /**
@@ -43,7 +47,7 @@ export function bearerAuth(token: string | null): RequestHandler {
   if (token === null) return (_req, _res, next) => next();
   const expected = digest(token);
   return (req, _res, next) => {
-    if (req.method === 'OPTIONS' || isOpenRoute(req)) {
+    if (req.method === 'OPTIONS' || isOpenRoute(req.method, routedPath(req))) {
       next();
       return;
     }

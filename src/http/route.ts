@@ -6,6 +6,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { ErrorBody } from './schemas.js';
 import { camelizeKeys, parseInput } from './validate.js';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
@@ -48,6 +49,25 @@ export interface RouteSpec<
   readonly handler: (input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>) => unknown;
 }
 
+/** Options of {@link Api.document}. */
+export interface DocumentOptions {
+  /**
+   * The bearer token scheme (api-decisions.md, "Network and safety defaults"). The scheme is
+   * always declared; when `required` (CONSOLE_API_TOKEN is set) every operation that
+   * `isOpen` does not name requires it and documents the 401, and `queryTokenPath` (the event
+   * stream) also accepts the token as `?token=`.
+   */
+  readonly bearer?: {
+    readonly required: boolean;
+    readonly isOpen: (method: string, path: string) => boolean;
+    readonly queryTokenPath?: string;
+  };
+}
+
+/** Names of the security schemes in the document. */
+export const BEARER_SCHEME = 'bearerAuth';
+export const QUERY_TOKEN_SCHEME = 'queryToken';
+
 export class Api {
   readonly router: Router = express.Router();
   private readonly specs: RouteSpec[] = [];
@@ -72,16 +92,42 @@ export class Api {
     return this.specs;
   }
 
-  /** Renders the OpenAPI 3.1 document of every declared route. */
-  document(info: { title: string; version: string; description: string }): object {
+  /**
+   * Renders the OpenAPI 3.1 document of every declared route. Besides each route's own
+   * answers it documents the framework's: 422 (validation) for routes with a query or a body,
+   * 413 and 415 for routes with a body, 401 for routes the bearer token protects.
+   */
+  document(info: { title: string; version: string; description: string }, options: DocumentOptions = {}): object {
     const paths: ZodOpenApiPathsObject = {};
+    const bearer = options.bearer;
     for (const s of this.specs) {
       const path = s.path.replace(/:([A-Za-z_]+)/g, '{$1}');
+      const protectedOp = bearer?.required === true && !bearer.isOpen(s.method, s.path);
+      const answers: Record<number, AnswerSpec> = { ...s.answers };
+      if ((s.body || s.query) && !answers[422]) answers[422] = { description: 'Validation failure: `detail` lists `{ loc, msg, type }`.', schema: ErrorBody };
+      if (s.body && !answers[413]) answers[413] = { description: 'The body is larger than CONSOLE_MAX_BODY_BYTES.', schema: ErrorBody };
+      if (s.body && !answers[415]) answers[415] = { description: 'The body is not JSON.', schema: ErrorBody };
+      if (protectedOp && !answers[401]) {
+        answers[401] = {
+          description: 'Missing or wrong bearer token.',
+          schema: ErrorBody,
+          headers: { 'WWW-Authenticate': '`Bearer realm="console-backend"` (with `error="invalid_token"` for a wrong token).' },
+        };
+      }
       const op: ZodOpenApiOperationObject = {
         operationId: s.operationId,
         summary: s.summary,
         ...(s.description ? { description: s.description } : {}),
         tags: [s.tag],
+        ...(bearer?.required
+          ? {
+              security: !protectedOp
+                ? []
+                : s.path === bearer.queryTokenPath
+                  ? [{ [BEARER_SCHEME]: [] }, { [QUERY_TOKEN_SCHEME]: [] }]
+                  : [{ [BEARER_SCHEME]: [] }],
+            }
+          : {}),
         requestParams: {
           ...(s.params ? { path: s.params as never } : {}),
           ...(s.query ? { query: s.query as never } : {}),
@@ -90,7 +136,7 @@ export class Api {
           ? { requestBody: { required: !s.bodyOptional, content: { 'application/json': { schema: s.body } } } }
           : {}),
         responses: Object.fromEntries(
-          Object.entries(s.answers).map(([status, a]) => [
+          Object.entries(answers).map(([status, a]) => [
             status,
             {
               description: a.description,
@@ -111,6 +157,26 @@ export class Api {
       info,
       servers: [{ url: '/', description: 'this service' }],
       paths,
+      ...(bearer
+        ? {
+            components: {
+              securitySchemes: {
+                [BEARER_SCHEME]: {
+                  type: 'http',
+                  scheme: 'bearer',
+                  description: `CONSOLE_API_TOKEN. ${bearer.required ? 'Set on this instance: required' : 'Not set on this instance: the API is open'}; never required by the open routes (health, config, this document).`,
+                },
+                [QUERY_TOKEN_SCHEME]: {
+                  type: 'apiKey',
+                  in: 'query',
+                  name: 'token',
+                  description: 'The same token as a query parameter, accepted by the event stream only (EventSource cannot set headers).',
+                },
+              },
+            },
+            ...(bearer.required ? { security: [{ [BEARER_SCHEME]: [] }] } : {}),
+          }
+        : {}),
     });
   }
 }

@@ -23,7 +23,14 @@ export const QueryInt = (min: number, max: number, dflt: number) =>
     .pipe(z.number().int().min(min).max(max))
     .optional()
     .transform((v) => v ?? dflt)
-    .meta({ override: { type: 'integer', minimum: min, maximum: max, default: dflt } });
+    .meta({
+      // Documented as what a client sends: an integer. The digits-only pattern of the string
+      // side means nothing on an integer, so it is dropped rather than merged in.
+      override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+        delete jsonSchema.pattern;
+        Object.assign(jsonSchema, { type: 'integer', minimum: min, maximum: max, default: dflt });
+      },
+    });
 
 /** An identifier inside a body: a bad one is a 422 like any other invalid member. */
 export const BodyId = z
