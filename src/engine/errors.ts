@@ -12,9 +12,14 @@ export interface MissingCanonicalFieldDetail {
   readonly fix_cli: string;
 }
 
-/** The command that reports (and, for legacy projects, fixes) canonical-field problems. */
+/**
+ * The command that fixes canonical-field problems (the `fix_cli` member): the engine CLI's
+ * `doctor --fix` (src/engine-cli) repairs every field it can derive safely and names the exact
+ * file and field to set by hand for the rest. `projectId` null (a memory entry of no project)
+ * gives the store-wide form.
+ */
 export function fixCli(projectId: string | null): string {
-  return projectId === null ? 'npm run engine -- doctor' : `npm run engine -- doctor --project ${projectId}`;
+  return projectId === null ? 'npm run engine -- doctor --fix' : `npm run engine -- doctor --project ${projectId} --fix`;
 }
 
 /** Builds the MissingCanonicalField detail. `where` names the file, relative to the store root. */
@@ -26,6 +31,17 @@ export function missingField(projectId: string | null, field: string, where: str
     remediation: `Canonical field "${field}" ${why} in ${where}; add it (see engine-format.md) and reload.`,
     fix_cli: fixCli(projectId),
   };
+}
+
+/**
+ * What is wrong, as `missingField` was told (`is missing`, `does not match the file name "x"`…),
+ * read back from a detail's `remediation`; the whole remediation when it has another shape.
+ */
+export function missingFieldReason(detail: MissingCanonicalFieldDetail): string {
+  const prefix = `Canonical field "${detail.field}" `;
+  const { remediation } = detail;
+  const end = remediation.lastIndexOf(' in ');
+  return remediation.startsWith(prefix) && end > prefix.length ? remediation.slice(prefix.length, end) : remediation;
 }
 
 export class MissingCanonicalFieldError extends Error {

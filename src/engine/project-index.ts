@@ -144,9 +144,10 @@ function listJson(dir: string): string[] {
 }
 
 /** A parsed entity file, or why it could not be read. */
-type Parsed = { readonly doc: Record<string, unknown> } | { readonly unreadable: string };
+export type Parsed = { readonly doc: Record<string, unknown> } | { readonly unreadable: string };
 
-function readJson(file: string): Parsed {
+/** Reads an entity file as a JSON object (exported for the engine CLI's doctor). Never throws. */
+export function readJson(file: string): Parsed {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -163,7 +164,12 @@ function readJson(file: string): Parsed {
   }
 }
 
-function parseShot(projectId: string, file: string, doc: Parsed): Shot | { error: MissingCanonicalFieldDetail } {
+/**
+ * Validates one shot file's canonical fields (engine-format.md, shots/): the first problem found,
+ * in the order shot_id, episode, beat_id, as a MissingCanonicalField detail. Exported so the
+ * engine CLI's doctor applies exactly the service's rules.
+ */
+export function parseShot(projectId: string, file: string, doc: Parsed): Shot | { error: MissingCanonicalFieldDetail } {
   const where = `projects/${projectId}/shots/${file}`;
   const fail = (field: string, why?: string) => ({ error: missingField(projectId, field, where, why) });
   if ('unreadable' in doc) return fail('shot_id', `cannot be read (${doc.unreadable})`);
@@ -179,7 +185,8 @@ function parseShot(projectId: string, file: string, doc: Parsed): Shot | { error
   return { shot_id: d.shot_id, episode: d.episode, beat_id: d.beat_id, order, raw: d };
 }
 
-function parseTake(projectId: string, file: string, doc: Parsed): Take | { error: MissingCanonicalFieldDetail } {
+/** Validates one take file's canonical fields (take_id, then shot_id); see {@link parseShot}. */
+export function parseTake(projectId: string, file: string, doc: Parsed): Take | { error: MissingCanonicalFieldDetail } {
   const where = `projects/${projectId}/takes/${file}`;
   const fail = (field: string, why?: string) => ({ error: missingField(projectId, field, where, why) });
   if ('unreadable' in doc) return fail('take_id', `cannot be read (${doc.unreadable})`);

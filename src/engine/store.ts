@@ -16,6 +16,7 @@ import {
   MissingCanonicalFieldError,
   NotFoundError,
   missingField,
+  type MissingCanonicalFieldDetail,
 } from './errors.js';
 import { checkId } from './ids.js';
 import { readProjectStatus, type ProjectStatus } from './project-file.js';
@@ -378,6 +379,36 @@ function toError(e: SynthesisError, projectId: string): Error {
   }
 }
 
+/**
+ * Validates one memory file (engine-format.md, memory/): canonical `id` (equal to the file name
+ * without `.json`), then `text`. `name` is the file name, `text` its contents. Returns the entry,
+ * or the first problem as a MissingCanonicalField detail whose `project_id` is the entry's own
+ * `project_id` when it has one. Exported so the engine CLI's doctor applies the same rules.
+ */
+export function parseMemoryEntry(
+  name: string,
+  text: string,
+): { readonly doc: Record<string, unknown> & { readonly id: string; readonly text: string } } | { readonly error: MissingCanonicalFieldDetail } {
+  const where = `memory/${name}`;
+  const expected = name.slice(0, -'.json'.length);
+  let doc: Record<string, unknown>;
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
+    doc = v as Record<string, unknown>;
+  } catch (err) {
+    return { error: missingField(null, 'id', where, `cannot be read (${(err as Error).message})`) };
+  }
+  const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
+  if (typeof doc.id !== 'string' || doc.id !== expected) {
+    return {
+      error: missingField(projectId, 'id', where, doc.id === undefined ? 'is missing' : `does not match the file name "${expected}"`),
+    };
+  }
+  if (typeof doc.text !== 'string') return { error: missingField(projectId, 'text', where) };
+  return { doc: doc as Record<string, unknown> & { id: string; text: string } };
+}
+
 async function readMemory(root: string, toggles: ReadonlyMap<string, boolean>): Promise<unknown[]> {
   const dir = path.join(root, 'memory');
   const names = await fsp.readdir(dir).catch((err: NodeJS.ErrnoException) => {
@@ -386,24 +417,16 @@ async function readMemory(root: string, toggles: ReadonlyMap<string, boolean>): 
   });
   const out: unknown[] = [];
   for (const name of names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort()) {
-    const where = `memory/${name}`;
-    const expected = name.slice(0, -'.json'.length);
-    let doc: Record<string, unknown>;
+    let text: string;
     try {
-      const v = JSON.parse(await fsp.readFile(path.join(dir, name), 'utf8')) as unknown;
-      if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
-      doc = v as Record<string, unknown>;
+      text = await fsp.readFile(path.join(dir, name), 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw new MissingCanonicalFieldError(missingField(null, 'id', where, `cannot be read (${(err as Error).message})`));
+      throw new MissingCanonicalFieldError(missingField(null, 'id', `memory/${name}`, `cannot be read (${(err as Error).message})`));
     }
-    const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
-    if (typeof doc.id !== 'string' || doc.id !== expected) {
-      throw new MissingCanonicalFieldError(
-        missingField(projectId, 'id', where, doc.id === undefined ? 'is missing' : `does not match the file name "${expected}"`),
-      );
-    }
-    if (typeof doc.text !== 'string') throw new MissingCanonicalFieldError(missingField(projectId, 'text', where));
+    const parsed = parseMemoryEntry(name, text);
+    if ('error' in parsed) throw new MissingCanonicalFieldError(parsed.error);
+    const doc = parsed.doc;
     const enabled = toggles.get(doc.id) ?? (typeof doc.enabled === 'boolean' ? doc.enabled : true);
     out.push({ ...doc, enabled });
   }

@@ -1,0 +1,176 @@
+/**
+ * Every canonical-field problem of one store file, found with the service's own rules
+ * (classifyProject, parseShot, parseTake, parseMemoryEntry), never a copy of them.
+ *
+ * The service stops at a file's first problem; the doctor wants them all. So after each
+ * problem the member is replaced, in memory only, by its derived value or by a stand-in,
+ * and the file is checked again, until the rules accept it (or stop making progress).
+ */
+import { fixCli, missingFieldReason, type MissingCanonicalFieldDetail } from '../engine/errors.js';
+import { classifyProject } from '../engine/project-file.js';
+import { parseShot, parseTake, type Parsed } from '../engine/project-index.js';
+import { parseMemoryEntry } from '../engine/store.js';
+import { titleFromId, type Derivation, type EntityKind, type Finding } from './findings.js';
+
+/** How one canonical member is repaired: derived (by `--fix`) or by hand, with a stand-in to go on checking. */
+type Resolution = { readonly derived: Derivation } | { readonly byHand: string; readonly standIn: unknown };
+
+type Check = (doc: Record<string, unknown>) => MissingCanonicalFieldDetail | null;
+
+/** Bound on re-checks of one file: more than the canonical members of any kind of file. */
+const MAX_ROUNDS = 8;
+
+/**
+ * Checks `project.json` of project `id`.
+ * @param text the file's contents. @param hasYaml whether `project.yaml` lies beside it.
+ */
+export function checkProjectJson(id: string, text: string, hasYaml: boolean): Finding[] {
+  const file = `projects/${id}/project.json`;
+  const check: Check = (doc) => {
+    const s = classifyProject(id, JSON.stringify(doc), hasYaml);
+    return s.kind === 'invalid' ? s.detail : null;
+  };
+  const first = classifyProject(id, text, hasYaml);
+  if (first.kind !== 'invalid') return [];
+  const doc = objectOf(text);
+  if (doc === null) return [unreadable(first.detail, file, 'project')];
+  return collect(doc, check, file, 'project', id, (field, d) => {
+    switch (field) {
+      case 'format':
+        // Only an absent member is derived: a project.yaml beside it, or a format of another
+        // type, means the file may not be a format-2 project at all.
+        return d.format === undefined && !hasYaml
+          ? { derived: { value: 2, placeholder: false } }
+          : { byHand: hasYaml ? 'the integer 2, or remove project.json and run the migrate command' : 'the integer 2', standIn: 2 };
+      case 'id':
+        return { derived: { value: id, placeholder: false } };
+      case 'title':
+        return blank(d.title)
+          ? { derived: { value: titleFromId(id), placeholder: true } }
+          : { byHand: 'a non-empty string', standIn: titleFromId(id) };
+      default:
+        return { byHand: 'see engine-format.md', standIn: 'x' };
+    }
+  });
+}
+
+/** Checks `shots/<file>` of project `projectId`. */
+export function checkShot(projectId: string, file: string, parsed: Parsed): Finding[] {
+  const where = `projects/${projectId}/shots/${file}`;
+  const check: Check = (doc) => errorOf(parseShot(projectId, file, { doc }));
+  if ('unreadable' in parsed) return [unreadable(errorOf(parseShot(projectId, file, parsed))!, where, 'shot')];
+  const stem = file.slice(0, -'.json'.length);
+  return collect(parsed.doc, check, where, 'shot', projectId, (field) => {
+    switch (field) {
+      case 'shot_id':
+        return { derived: { value: stem, placeholder: false } };
+      case 'episode':
+        return { byHand: "an integer ≥ 0: the shot's episode number", standIn: 0 };
+      case 'beat_id':
+        return { byHand: "an identifier (letters, digits, '.', '_', '-'): the shot's beat", standIn: 'b' };
+      default:
+        return { byHand: 'see engine-format.md', standIn: 'x' };
+    }
+  });
+}
+
+/** Checks `takes/<file>` of project `projectId`. */
+export function checkTake(projectId: string, file: string, parsed: Parsed): Finding[] {
+  const where = `projects/${projectId}/takes/${file}`;
+  const check: Check = (doc) => errorOf(parseTake(projectId, file, { doc }));
+  if ('unreadable' in parsed) return [unreadable(errorOf(parseTake(projectId, file, parsed))!, where, 'take')];
+  const stem = file.slice(0, -'.json'.length);
+  return collect(parsed.doc, check, where, 'take', projectId, (field) => {
+    switch (field) {
+      case 'take_id':
+        return { derived: { value: stem, placeholder: false } };
+      case 'shot_id':
+        return { byHand: "the id of the take's shot (a file name under shots/, without .json)", standIn: 'x' };
+      default:
+        return { byHand: 'see engine-format.md', standIn: 'x' };
+    }
+  });
+}
+
+/** Checks `memory/<name>`; `text` is the file's contents. */
+export function checkMemoryEntry(name: string, text: string): Finding[] {
+  const where = `memory/${name}`;
+  const first = parseMemoryEntry(name, text);
+  if (!('error' in first)) return [];
+  const doc = objectOf(text);
+  if (doc === null) return [unreadable(first.error, where, 'memory')];
+  const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
+  const check: Check = (d) => errorOf(parseMemoryEntry(name, JSON.stringify(d)));
+  const stem = name.slice(0, -'.json'.length);
+  return collect(doc, check, where, 'memory', projectId, (field) =>
+    field === 'id' ? { derived: { value: stem, placeholder: false } } : { byHand: "the entry's text, a string", standIn: '' },
+  );
+}
+
+function collect(
+  doc0: Record<string, unknown>,
+  check: Check,
+  file: string,
+  entity: EntityKind,
+  projectId: string | null,
+  resolve: (field: string, doc: Record<string, unknown>) => Resolution,
+): Finding[] {
+  const out: Finding[] = [];
+  let doc = { ...doc0 };
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const detail = check(doc);
+    if (detail === null) break;
+    if (out.some((f) => f.field === detail.field)) break; // no progress: the stand-in did not satisfy the rule
+    const r = resolve(detail.field, doc);
+    const base = {
+      severity: 'error',
+      code: 'missing_canonical_field',
+      project_id: projectId,
+      file,
+      entity,
+      field: detail.field,
+      problem: missingFieldReason(detail),
+    } as const;
+    if ('derived' in r) {
+      const shown = `${JSON.stringify(r.derived.value)}${r.derived.placeholder ? ', a placeholder to replace' : ''}`;
+      out.push({ ...base, fix: `${fixCli(projectId)} (sets it to ${shown})`, derived: r.derived });
+      doc = { ...doc, [detail.field]: r.derived.value };
+    } else {
+      out.push({ ...base, fix: `set "${detail.field}" by hand in ${file}: ${r.byHand}`, derived: null });
+      doc = { ...doc, [detail.field]: r.standIn };
+    }
+  }
+  return out;
+}
+
+function unreadable(detail: MissingCanonicalFieldDetail, file: string, entity: EntityKind): Finding {
+  return {
+    severity: 'error',
+    code: 'missing_canonical_field',
+    project_id: detail.project_id,
+    file,
+    entity,
+    field: detail.field,
+    problem: missingFieldReason(detail),
+    fix: `repair ${file} by hand: it must be a JSON object (see engine-format.md)`,
+    derived: null,
+  };
+}
+
+function errorOf(r: object): MissingCanonicalFieldDetail | null {
+  return 'error' in r ? (r.error as MissingCanonicalFieldDetail) : null;
+}
+
+/** The JSON object in `text`, or null when it is not one. */
+export function objectOf(text: string): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+function blank(v: unknown): boolean {
+  return v === undefined || v === null || v === '';
+}
