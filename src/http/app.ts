@@ -8,7 +8,12 @@ import { APP_VERSION } from '../main/config.js';
 import { errorMiddleware, HttpError, type ErrorReporter } from './errors.js';
 import { Api } from './route.js';
 import { beatRoutes } from './routes/beats.js';
+import { chatRoutes } from './routes/chat.js';
 import type { AppDeps } from './routes/deps.js';
+import { internalBusRoutes } from './routes/internal-bus.js';
+import { mediaRoutes } from './routes/media.js';
+import { slashRoutes } from './routes/slash.js';
+import { terminalRoutes } from './routes/terminals.js';
 import { eventRoutes } from './routes/events.js';
 import { generationRoutes } from './routes/generation.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -47,6 +52,11 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   eventRoutes(api, deps);
   generationRoutes(api, deps);
   jobRoutes(api, deps);
+  internalBusRoutes(api, deps);
+  terminalRoutes(api, deps);
+  chatRoutes(api, deps);
+  slashRoutes(api, deps);
+  mediaRoutes(api, deps);
 
   let document: object | undefined;
   api.router.get('/api/openapi.json', (_req, res) => {

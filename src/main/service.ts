@@ -16,6 +16,7 @@ import { EventLog } from '../state/event-log.js';
 import { JobsRepo } from '../state/jobs-repo.js';
 import { ProposalsRepo } from '../state/proposals-repo.js';
 import { Supervisor } from '../supervisor/index.js';
+import { TerminalManager } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
 import type { Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
@@ -81,7 +82,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
 
     const sse = new SseHub(bus, config.sse);
-    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, guards, startedAt: new Date() };
+    const terminals = new TerminalManager(bus, {
+      storeRoot: config.dataDir,
+      ...config.terminals,
+      host: config.host,
+      urlHost: config.ttydHost ?? config.host,
+      env: config.childEnv,
+      killGraceMs: config.jobs.killGraceMs,
+    });
+    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date() };
     const { app } = createApp(deps, { reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error') });
     const server = http.createServer(app);
     await new Promise<void>((resolve, reject) => {
@@ -100,12 +109,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const close = () =>
       (closing ??= (async () => {
         log.info('shutting down');
-        // 1. Stop accepting; 2. end event streams; 3. kill every job's process group and
-        // publish the exits; 4. close connections, workers and the database.
+        // 1. Stop accepting; 2. end event streams; 3. kill every job's and terminal's process
+        // tree and publish the exits; 4. close connections, workers and the database.
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         sse.closeAll();
-        await supervisor.stopAll();
+        await Promise.all([supervisor.stopAll(), terminals.stopAll()]);
         server.closeAllConnections();
         await serverClosed;
         store.close();

@@ -7,6 +7,7 @@ import type { EngineStore } from '../../engine/store.js';
 import type { GuardReport } from '../../main/guards.js';
 import type { Config } from '../../main/config.js';
 import type { Supervisor } from '../../supervisor/index.js';
+import type { TerminalManager } from '../../terminals/index.js';
 import type { SynthesisPool } from '../../workers/pool.js';
 
 export interface AppDeps {
@@ -16,6 +17,8 @@ export interface AppDeps {
   readonly store: EngineStore;
   readonly supervisor: Supervisor;
   readonly pool: SynthesisPool;
+  /** Per-project web terminals (ttyd). */
+  readonly terminals: TerminalManager;
   readonly guards: GuardReport;
   readonly startedAt: Date;
 }

@@ -58,6 +58,15 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
           uptimeSeconds: z.number(),
           jobs: z.looseObject({ running: z.number().int(), maxRunning: z.number().int(), recent: z.array(Job) }),
           bus: z.looseObject({ subscribers: z.number().int(), lastEventId: z.string(), retention: z.number().int() }),
+          terminals: z.array(
+            z.looseObject({
+              projectId: z.string(),
+              pid: z.number().int(),
+              port: z.number().int(),
+              state: z.enum(['running', 'exited', 'stopped']),
+              startedAt: z.string(),
+            }),
+          ),
         }),
       },
     },
@@ -93,5 +102,15 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
     cache: d.store.stats(),
     guards: d.guards,
     writeProxy: { enabled: d.config.writeUpstream !== null, upstream: d.config.writeUpstream },
+    terminals: d.terminals.list().map((t) => ({
+      projectId: t.projectId,
+      pid: t.pid,
+      port: t.port,
+      state: t.state,
+      startedAt: t.startedAt,
+      endedAt: t.endedAt,
+      rc: t.rc,
+      url: t.url,
+    })),
   };
 }

@@ -1,0 +1,74 @@
+/**
+ * `POST /api/internal/bus` (api-decisions.md, "Service routes with partial shape": Internal
+ * bus): the loopback entry by which out-of-process callers on this machine publish a bus
+ * event. The caller is judged by the socket's remote address only: a forwarded header
+ * (X-Forwarded-For…) is written by the client and proves nothing.
+ */
+import net from 'node:net';
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { HttpError } from '../errors.js';
+import type { Api } from '../route.js';
+import { ErrorBody, Severity } from '../schemas.js';
+import type { AppDeps } from './deps.js';
+
+export const INTERNAL_BUS_PATH = '/api/internal/bus';
+
+const LOOPBACK = new net.BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+
+/** True for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const family = net.isIPv6(address) ? 'ipv6' : net.isIPv4(address) ? 'ipv4' : null;
+  return family !== null && LOOPBACK.check(address, family);
+}
+
+/** 403 unless the TCP peer is a loopback address; runs before the body is validated. */
+const loopbackOnly: RequestHandler = (req, _res, next) => {
+  const peer = req.socket.remoteAddress;
+  if (isLoopback(peer)) return next();
+  next(new HttpError(403, `${INTERNAL_BUS_PATH} accepts loopback callers only (this request came from ${peer ?? 'an unknown address'})`));
+};
+
+/** An event without `id` and `ts` (the bus assigns them). */
+export const InternalBusEvent = z
+  .strictObject({
+    severity: Severity,
+    scope: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[^\s\x00-\x1f\x7f]+$/, 'must not contain white space or control characters')
+      .meta({ description: 'Slash-separated channel, e.g. `engine/render`.' }),
+    summary: z.string().min(1).max(2000),
+    detail: z.string().max(65_536).nullable().optional(),
+    payload: z.record(z.string(), z.unknown()).optional().meta({ description: 'Default `{}`.' }),
+  })
+  .meta({ id: 'InternalBusEvent', description: 'An event without `id` and `ts`; other members are refused (422).' });
+
+export function internalBusRoutes(api: Api, { bus }: AppDeps): void {
+  api.router.post(INTERNAL_BUS_PATH, loopbackOnly);
+  api.route({
+    method: 'post',
+    path: INTERNAL_BUS_PATH,
+    operationId: 'publishInternalEvent',
+    summary: 'Publish a bus event (loopback callers only)',
+    description:
+      'Accepted only when the TCP peer is a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104); forwarded headers are ignored. The event is stored before the answer.',
+    tag: 'Events',
+    body: InternalBusEvent,
+    answers: {
+      202: { description: 'Stored; `id` is the event id.', schema: z.object({ id: z.string() }) },
+      403: { description: 'The caller is not on the loopback interface.', schema: ErrorBody },
+      422: { description: 'Invalid event.', schema: ErrorBody },
+    },
+    handler: ({ res, body }) => {
+      const event = bus.publish(body);
+      bus.flush(); // stored now: `GET /api/events` returns it as soon as the caller has the id
+      res.status(202).json({ id: event.id });
+    },
+  });
+}

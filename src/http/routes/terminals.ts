@@ -1,0 +1,155 @@
+/**
+ * Per-project terminals (api-decisions.md, "Service routes with partial shape": Terminal):
+ * `POST /api/ttyd/start`, `POST /api/ttyd/stop`, `GET /api/ttyd/status`,
+ * `GET /api/ttyd/context-window`. The work is done by src/terminals (TerminalManager).
+ */
+import { z } from 'zod';
+import { checkId } from '../../engine/ids.js';
+import {
+  TerminalPortsExhaustedError,
+  TerminalProgramMissingError,
+  TerminalStartError,
+  type TerminalInfo,
+} from '../../terminals/index.js';
+import { HttpError } from '../errors.js';
+import type { Api } from '../route.js';
+import { ErrorBody } from '../schemas.js';
+import type { AppDeps } from './deps.js';
+
+const ProjectIdMember = z
+  .string()
+  .meta({ description: 'Project id (alias project_id); a malformed id is a 400, an unknown project a 404.' });
+
+export const Terminal = z
+  .object({
+    projectId: z.string(),
+    state: z.enum(['running', 'exited', 'stopped']).meta({ description: '`exited`: died by itself; `stopped`: by a stop request or the shutdown.' }),
+    pid: z.number().int(),
+    port: z.number().int(),
+    url: z.string().meta({ description: '`http://<TTYD_HOST or HOST>:<port>/`' }),
+    cwd: z.string().meta({ description: 'The project’s directory in the engine store.' }),
+    command: z.array(z.string()).meta({ description: 'What the terminal runs (TTYD_COMMAND).' }),
+    argv: z.array(z.string()).meta({ description: 'The terminal program’s full argument list.' }),
+    startedAt: z.string(),
+    endedAt: z.string().nullable(),
+    rc: z.number().int().nullable().meta({ description: 'Exit code; 128 + signal number when killed by a signal.' }),
+    signal: z.string().nullable(),
+  })
+  .meta({ id: 'Terminal' });
+
+const ContextWindow = z
+  .object({
+    projectId: z.string(),
+    cwd: z.string(),
+    command: z.array(z.string()),
+    port: z.number().int(),
+    url: z.string(),
+    startedAt: z.string(),
+    pid: z.number().int(),
+  })
+  .meta({ id: 'TerminalContextWindow' });
+
+const Unavailable = {
+  description: 'The terminal program cannot be found or is not executable, every port of the range is taken, it exited during start-up, or the service is stopping; `detail` says which.',
+  schema: ErrorBody,
+};
+
+/** Terminal start failures are 503s: the service works, the terminal facility does not. */
+function toHttp(err: unknown): unknown {
+  if (err instanceof TerminalProgramMissingError || err instanceof TerminalPortsExhaustedError || err instanceof TerminalStartError) {
+    return new HttpError(503, err.message);
+  }
+  return err;
+}
+
+export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
+  api.route({
+    method: 'post',
+    path: '/api/ttyd/start',
+    operationId: 'startTerminal',
+    summary: 'Start the project’s terminal (or return the running one)',
+    description:
+      'Starts `<TTYD_BIN> --port <p> [--interface <HOST>] --writable --check-origin <TTYD_COMMAND…>` without a shell, in the project’s directory, as the leader of its own process group, on the lowest free port of CONSOLE_TTYD_PORTS; answers once it accepts connections. Event: `ttyd started pid=<pid> port=<port>` (scope `terminal/<projectId>`).',
+    tag: 'Terminals',
+    body: z.object({ projectId: ProjectIdMember }),
+    answers: {
+      200: { description: 'A terminal was already running for the project: that one.', schema: Terminal },
+      201: { description: 'Started.', schema: Terminal },
+      400: { description: 'Malformed project id.', schema: ErrorBody },
+      404: { description: 'Unknown project.', schema: ErrorBody },
+      422: { description: 'Invalid body.', schema: ErrorBody },
+      503: Unavailable,
+    },
+    handler: async ({ res, body }) => {
+      const { created, terminal } = await terminals.start(body.projectId).catch((err: unknown) => Promise.reject(toHttp(err)));
+      res.status(created ? 201 : 200).json(terminal);
+    },
+  });
+
+  api.route({
+    method: 'post',
+    path: '/api/ttyd/stop',
+    operationId: 'stopTerminal',
+    summary: 'Stop the project’s terminal',
+    description:
+      'SIGTERM to its process group and tree, SIGKILL after CONSOLE_KILL_GRACE_MS; answers once it has exited. Stopping a project without a running terminal is not an error (`stopped: false`). Event: `ttyd stopped rc=<rc>`.',
+    tag: 'Terminals',
+    body: z.object({ projectId: ProjectIdMember }),
+    answers: {
+      200: {
+        description: 'Stopped (or nothing was running).',
+        schema: z.object({ stopped: z.boolean(), terminal: Terminal.nullable() }),
+      },
+      400: { description: 'Malformed project id.', schema: ErrorBody },
+      404: { description: 'Unknown project.', schema: ErrorBody },
+      422: { description: 'Invalid body.', schema: ErrorBody },
+    },
+    handler: async ({ res, body }) => {
+      res.json(await terminals.stop(body.projectId));
+    },
+  });
+
+  api.route({
+    method: 'get',
+    path: '/api/ttyd/status',
+    operationId: 'terminalStatus',
+    summary: 'Terminals: all, or one project’s',
+    description: 'The latest terminal of each project started since the service started, running or not (a terminal that died by itself shows as `exited` with its code).',
+    tag: 'Terminals',
+    query: z.object({ projectId: z.string().optional().meta({ description: 'Only this project’s terminal (a list of 0 or 1).' }) }),
+    answers: {
+      200: { description: 'Terminals by project id.', schema: z.object({ terminals: z.array(Terminal) }) },
+      400: { description: 'Malformed project id.', schema: ErrorBody },
+    },
+    handler: ({ res, query }) => {
+      let list: TerminalInfo[];
+      if (query.projectId === undefined) list = terminals.list();
+      else {
+        const one = terminals.get(checkId('project_id', query.projectId));
+        list = one ? [one] : [];
+      }
+      res.json({ terminals: list });
+    },
+  });
+
+  api.route({
+    method: 'get',
+    path: '/api/ttyd/context-window',
+    operationId: 'terminalContextWindow',
+    summary: 'The working context of the project’s running terminal',
+    tag: 'Terminals',
+    query: z.object({ projectId: z.string().meta({ description: 'Project id (alias project_id).' }) }),
+    answers: {
+      200: { description: 'Working directory, command, port, URL, start time and pid.', schema: ContextWindow },
+      400: { description: 'Malformed project id.', schema: ErrorBody },
+      404: { description: 'No running terminal for the project.', schema: ErrorBody },
+      422: { description: 'Missing projectId.', schema: ErrorBody },
+    },
+    handler: ({ res, query }) => {
+      const id = checkId('project_id', query.projectId);
+      const t = terminals.get(id);
+      if (!t || t.state !== 'running') throw new HttpError(404, `no running terminal for project ${id}`);
+      res.json({ projectId: t.projectId, cwd: t.cwd, command: t.command, port: t.port, url: t.url, startedAt: t.startedAt, pid: t.pid });
+    },
+  });
+}

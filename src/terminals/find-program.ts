@@ -1,0 +1,46 @@
+/**
+ * Resolving the terminal program (TTYD_BIN) before spawning it, so a missing program is a
+ * clear 503 rather than a child that fails to exec.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { TerminalProgramMissingError } from './errors.js';
+
+/**
+ * Returns the absolute path of the program `bin`.
+ * @param bin an absolute path, or a bare name looked up in `pathEnv` (like execvp does).
+ * @param pathEnv the PATH of the child environment (colon-separated folders).
+ * @throws TerminalProgramMissingError naming the program and why it cannot be used.
+ */
+export function findProgram(bin: string, pathEnv: string | undefined): string {
+  if (bin.includes('/')) {
+    const why = unusable(bin);
+    if (why) throw new TerminalProgramMissingError(`terminal program ${bin} ${why} (TTYD_BIN)`);
+    return bin;
+  }
+  for (const dir of (pathEnv ?? '').split(path.delimiter)) {
+    if (!dir) continue; // an empty PATH entry would mean the service's cwd: never trusted here
+    const candidate = path.resolve(dir, bin);
+    if (!unusable(candidate)) return candidate;
+  }
+  throw new TerminalProgramMissingError(
+    `terminal program "${bin}" not found on PATH; install ttyd or set TTYD_BIN to the program's path`,
+  );
+}
+
+/** Why `file` cannot be executed, or null when it can. */
+function unusable(file: string): string | null {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch {
+    return 'does not exist';
+  }
+  if (!st.isFile()) return 'is not a file';
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+  } catch {
+    return 'is not executable';
+  }
+  return null;
+}

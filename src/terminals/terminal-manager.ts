@@ -1,0 +1,373 @@
+/**
+ * Per-project web terminals (api-decisions.md, "Service routes with partial shape": Terminal;
+ * "Network and safety defaults").
+ *
+ * One `ttyd` per project, started without a shell from an argument array as
+ *   `<TTYD_BIN> --port <p> [--interface <addr>] --writable --check-origin <command…>`
+ * with the project's directory of the engine store as working directory, as the leader of
+ * its own process group. Stop and shutdown kill its whole process tree: the group, plus the
+ * descendants found by parent links (ttyd runs the command in a pty, i.e. a session of its
+ * own), captured before anything is signalled. A terminal that dies by itself stays listed
+ * as `exited` with its code until the next start for the project replaces it.
+ *
+ * Events, scope `terminal/<projectId>`: `ttyd started pid=<pid> port=<port>` (info),
+ * `ttyd stopped rc=<rc>` (info: stop or shutdown), `ttyd exited rc=<rc>` (died by itself:
+ * failure, or warning for rc 0).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import type { EventBus } from '../bus/bus.js';
+import { NotFoundError } from '../engine/errors.js';
+import { checkId } from '../engine/ids.js';
+import { projectDir } from '../engine/project-file.js';
+import { killJobTree, signalGroup, type KnownTree } from '../supervisor/kill-job.js';
+import { isSameProcess } from '../supervisor/proc.js';
+import { TerminalStartError } from './errors.js';
+import { findProgram } from './find-program.js';
+import { acceptsConnections, PortPool } from './port-pool.js';
+
+/** `running`; `exited` (died by itself); `stopped` (by a stop request or the shutdown). */
+export type TerminalState = 'running' | 'exited' | 'stopped';
+
+/** What status, context-window and start report about one terminal. */
+export interface TerminalInfo {
+  readonly projectId: string;
+  readonly state: TerminalState;
+  readonly pid: number;
+  readonly port: number;
+  /** `http://<TTYD_HOST or HOST>:<port>/` */
+  readonly url: string;
+  /** The project's directory in the engine store (absolute). */
+  readonly cwd: string;
+  /** The program the terminal runs, with its arguments (TTYD_COMMAND). */
+  readonly command: readonly string[];
+  /** The full argument list the terminal program was started with (resolved program first). */
+  readonly argv: readonly string[];
+  /** ISO-8601 UTC. */
+  readonly startedAt: string;
+  readonly endedAt: string | null;
+  /** Exit code; 128 + the signal number when a signal ended it; null while running. */
+  readonly rc: number | null;
+  readonly signal: string | null;
+}
+
+export interface TerminalManagerOptions {
+  /** Engine store root: a terminal's cwd is `<root>/projects/<projectId>`. */
+  readonly storeRoot: string;
+  /** TTYD_BIN: an absolute path or a name looked up on the child PATH at each start. */
+  readonly bin: string;
+  /** TTYD_COMMAND. */
+  readonly command: readonly string[];
+  readonly portFirst: number;
+  readonly portLast: number;
+  /** The service's listen address (HOST): the terminals bind the same interface. */
+  readonly host: string;
+  /** Host name put in terminal URLs: TTYD_HOST when set, else HOST. */
+  readonly urlHost: string;
+  /** Environment of the terminal program (PATH is also where TTYD_BIN is looked up). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Time between SIGTERM and SIGKILL on stop and shutdown. */
+  readonly killGraceMs: number;
+  /** Ceiling on the wait for a new terminal to accept connections before start returns. */
+  readonly readyTimeoutMs: number;
+}
+
+/** Result of {@link TerminalManager.start}: `created` is false when one was already running. */
+export interface StartResult {
+  readonly created: boolean;
+  readonly terminal: TerminalInfo;
+}
+
+/** Result of {@link TerminalManager.stop}: `stopped` is false when none was running. */
+export interface StopResult {
+  readonly stopped: boolean;
+  readonly terminal: TerminalInfo | null;
+}
+
+const STDERR_TAIL_CHARS = 2000;
+const READY_POLL_MS = 50;
+
+class Terminal {
+  state: TerminalState = 'running';
+  endedAt: string | null = null;
+  rc: number | null = null;
+  signal: string | null = null;
+  stderrTail = '';
+  /** Set when we asked it to end (stop or shutdown), so its exit is a stop, not a death. */
+  stopReason: 'stop' | 'shutdown' | null = null;
+  killing: Promise<void> | undefined;
+  /** Processes of its tree captured by kill passes. */
+  readonly known: KnownTree = new Map();
+  readonly exited: Promise<void>;
+  markExited!: () => void;
+
+  constructor(
+    readonly projectId: string,
+    readonly pid: number,
+    readonly port: number,
+    readonly url: string,
+    readonly cwd: string,
+    readonly command: readonly string[],
+    readonly argv: readonly string[],
+    readonly startedAt: string,
+    readonly child: ChildProcess,
+  ) {
+    this.exited = new Promise((resolve) => (this.markExited = resolve));
+  }
+
+  info(): TerminalInfo {
+    return {
+      projectId: this.projectId,
+      state: this.state,
+      pid: this.pid,
+      port: this.port,
+      url: this.url,
+      cwd: this.cwd,
+      command: this.command,
+      argv: this.argv,
+      startedAt: this.startedAt,
+      endedAt: this.endedAt,
+      rc: this.rc,
+      signal: this.signal,
+    };
+  }
+}
+
+export class TerminalManager {
+  private readonly terminals = new Map<string, Terminal>();
+  /** Per-project chains: starts and stops of one project run one after the other. */
+  private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly ports: PortPool;
+  /** `--interface` value, or null to bind every interface (HOST is a wildcard address). */
+  private readonly iface: string | null;
+  private stopping = false;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly options: TerminalManagerOptions,
+  ) {
+    this.iface = interfaceFor(options.host);
+    this.ports = new PortPool(options.portFirst, options.portLast, this.iface ?? '0.0.0.0');
+  }
+
+  /**
+   * Starts the project's terminal, or returns the running one.
+   * @throws InvalidIdError (malformed id), NotFoundError (no such project directory),
+   *   TerminalProgramMissingError, TerminalPortsExhaustedError, TerminalStartError (exited
+   *   during start-up, refused by the OS, or the service is stopping).
+   */
+  start(projectId: string): Promise<StartResult> {
+    const id = checkId('project_id', projectId);
+    const cwd = this.projectDirOf(id);
+    return this.serial(id, async () => {
+      if (this.stopping) throw new TerminalStartError('the service is shutting down');
+      const current = this.terminals.get(id);
+      if (current?.state === 'running') return { created: false, terminal: current.info() };
+      const program = findProgram(this.options.bin, this.options.env.PATH);
+      const port = await this.ports.reserve();
+      let t: Terminal;
+      try {
+        t = this.spawn(id, program, port, cwd);
+      } catch (err) {
+        this.ports.release(port);
+        throw err;
+      }
+      await this.waitReady(t);
+      return { created: true, terminal: t.info() };
+    });
+  }
+
+  /**
+   * Stops the project's terminal: SIGTERM to its process tree, SIGKILL after the grace
+   * period; resolves once it has exited.
+   * @throws InvalidIdError, NotFoundError (no such project directory).
+   */
+  stop(projectId: string): Promise<StopResult> {
+    const id = checkId('project_id', projectId);
+    this.projectDirOf(id);
+    return this.serial(id, async () => {
+      const t = this.terminals.get(id);
+      if (!t || t.state !== 'running') return { stopped: false, terminal: t?.info() ?? null };
+      await this.kill(t, 'stop');
+      return { stopped: true, terminal: t.info() };
+    });
+  }
+
+  /** The project's terminal (running or not), or null when none was started. */
+  get(projectId: string): TerminalInfo | null {
+    return this.terminals.get(projectId)?.info() ?? null;
+  }
+
+  /** Every terminal started since start-up (the latest per project), by project id. */
+  list(): TerminalInfo[] {
+    return [...this.terminals.values()].map((t) => t.info()).sort((a, b) => a.projectId.localeCompare(b.projectId));
+  }
+
+  get runningCount(): number {
+    let n = 0;
+    for (const t of this.terminals.values()) if (t.state === 'running') n++;
+    return n;
+  }
+
+  /** Refuses new starts and kills every running terminal's tree; resolves when all exited. */
+  async stopAll(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.terminals.values()].filter((t) => t.state === 'running').map((t) => this.kill(t, 'shutdown')));
+  }
+
+  /** The project's directory, which must exist. */
+  private projectDirOf(id: string): string {
+    const dir = projectDir(this.options.storeRoot, id);
+    if (!isDirectory(dir)) throw new NotFoundError(`unknown project ${id}`);
+    return dir;
+  }
+
+  private spawn(projectId: string, program: string, port: number, cwd: string): Terminal {
+    const args = [
+      '--port',
+      String(port),
+      ...(this.iface !== null ? ['--interface', this.iface] : []),
+      '--writable',
+      // Websocket connections only from ttyd's own page: another site cannot drive the shell.
+      '--check-origin',
+      ...this.options.command,
+    ];
+    const child = spawn(program, args, {
+      cwd,
+      detached: true, // leads its own process group: stop signals the whole group
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: this.options.env,
+      shell: false,
+    });
+    if (child.pid === undefined) {
+      child.once('error', () => {}); // reported by the error below
+      child.stderr?.destroy();
+      throw new TerminalStartError(`the operating system refused to start the terminal program ${program}`);
+    }
+    child.on('error', () => {
+      // After a successful spawn only signalling errors can come here; the exit handler ends it.
+    });
+    const t = new Terminal(
+      projectId,
+      child.pid,
+      port,
+      urlOf(this.options.urlHost, port),
+      cwd,
+      this.options.command,
+      [program, ...args],
+      new Date().toISOString(),
+      child,
+    );
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (s: string) => {
+      t.stderrTail = (t.stderrTail + s).slice(-STDERR_TAIL_CHARS);
+    });
+    child.once('exit', (code, signal) => this.onExit(t, code, signal));
+    this.terminals.set(projectId, t);
+    this.bus.publish({
+      severity: 'info',
+      scope: scopeOf(projectId),
+      summary: `ttyd started pid=${t.pid} port=${port}`,
+      payload: { project_id: projectId, pid: t.pid, port, url: t.url, cwd, argv: t.argv },
+    });
+    return t;
+  }
+
+  /** Resolves once the terminal accepts connections (or the ceiling passed while it runs). */
+  private async waitReady(t: Terminal): Promise<void> {
+    const host = this.iface ?? '127.0.0.1';
+    const until = Date.now() + this.options.readyTimeoutMs;
+    for (;;) {
+      if (t.state !== 'running') break;
+      if (await acceptsConnections(host, t.port)) return;
+      if (Date.now() >= until) return; // slow but alive: reported as running; the URL works once it listens
+      const exited = await Promise.race([t.exited.then(() => true), delay(READY_POLL_MS).then(() => false)]);
+      if (exited) break;
+    }
+    await t.exited;
+    if (t.stopReason === 'shutdown') throw new TerminalStartError('the service is shutting down');
+    const tail = t.stderrTail.trim().split('\n').slice(-3).join(' | ');
+    throw new TerminalStartError(`the terminal program exited during start-up (rc=${t.rc})${tail ? `: ${tail}` : ''}`);
+  }
+
+  /** Ends a running terminal's tree; idempotent. */
+  private kill(t: Terminal, reason: 'stop' | 'shutdown'): Promise<void> {
+    if (t.state !== 'running') return Promise.resolve();
+    t.killing ??= (async () => {
+      t.stopReason = reason;
+      killJobTree(t.pid, 'SIGTERM', t.known);
+      const timer = setTimeout(() => killJobTree(t.pid, 'SIGKILL', t.known), this.options.killGraceMs);
+      await t.exited;
+      clearTimeout(timer);
+    })();
+    return t.killing;
+  }
+
+  private onExit(t: Terminal, code: number | null, signal: NodeJS.Signals | null): void {
+    t.rc = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
+    t.signal = signal;
+    t.endedAt = new Date().toISOString();
+    t.state = t.stopReason ? 'stopped' : 'exited';
+    // What is left of its tree goes too: the rest of its group (the pid cannot be reused while
+    // the group has members), and descendants captured by a kill pass that ignored SIGTERM.
+    try {
+      signalGroup(t.pid, 'SIGKILL');
+    } catch {
+      // not ours any more
+    }
+    for (const p of t.known.values()) {
+      try {
+        if (isSameProcess(p)) process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    this.ports.release(t.port);
+    const died = t.stopReason === null;
+    this.bus.publish({
+      severity: died ? (t.rc === 0 ? 'warning' : 'failure') : 'info',
+      scope: scopeOf(t.projectId),
+      summary: `ttyd ${died ? 'exited' : 'stopped'} rc=${t.rc}`,
+      detail: died && t.stderrTail.trim() ? t.stderrTail.trim().slice(-500) : null,
+      payload: { project_id: t.projectId, pid: t.pid, port: t.port, rc: t.rc, signal: t.signal, reason: t.stopReason ?? 'exit' },
+    });
+    t.markExited();
+  }
+
+  private serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.chains.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.chains.set(id, tail);
+    void tail.then(() => {
+      if (this.chains.get(id) === tail) this.chains.delete(id);
+    });
+    return next;
+  }
+}
+
+/** Scope of a project's terminal events. */
+export const scopeOf = (projectId: string) => `terminal/${projectId}`;
+
+/** The `--interface` for a listen address: null (all interfaces) for wildcards. */
+function interfaceFor(host: string): string | null {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (h === '' || h === '0.0.0.0' || h === '::') return null;
+  return h === 'localhost' ? '127.0.0.1' : h;
+}
+
+function urlOf(host: string, port: number): string {
+  const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return `http://${h}:${port}/`;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
