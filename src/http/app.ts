@@ -8,6 +8,7 @@ import { APP_VERSION } from '../main/config.js';
 import { errorMiddleware, HttpError, type ErrorReporter } from './errors.js';
 import { Api } from './route.js';
 import { beatRoutes } from './routes/beats.js';
+import { clickRoutes } from './routes/clicks.js';
 import { chatRoutes } from './routes/chat.js';
 import type { AppDeps } from './routes/deps.js';
 import { internalBusRoutes } from './routes/internal-bus.js';
@@ -19,7 +20,11 @@ import { generationRoutes } from './routes/generation.js';
 import { jobRoutes } from './routes/jobs.js';
 import { memoryRoutes } from './routes/memory.js';
 import { projectRoutes } from './routes/projects.js';
+import { proposalRoutes } from './routes/proposals.js';
+import { selectionRoutes } from './routes/selection.js';
 import { serviceRoutes } from './routes/service.js';
+import { takeRoutes } from './routes/takes.js';
+import { workspaceRoutes } from './routes/workspace.js';
 
 export type { AppDeps } from './routes/deps.js';
 
@@ -52,6 +57,11 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   eventRoutes(api, deps);
   generationRoutes(api, deps);
   jobRoutes(api, deps);
+  proposalRoutes(api, deps);
+  takeRoutes(api, deps);
+  clickRoutes(api, deps);
+  workspaceRoutes(api, deps);
+  selectionRoutes(api, deps);
   internalBusRoutes(api, deps);
   terminalRoutes(api, deps);
   chatRoutes(api, deps);

@@ -98,6 +98,13 @@ export interface Config {
     /** Request bodies above this size answer 413. */
     readonly maxBodyBytes: number;
   };
+  /** The console's recorded state (issue: console state). */
+  readonly consoleState: {
+    /** Clicks kept per project (ring buffer); the oldest are evicted past it. */
+    readonly clicksPerProject: number;
+    /** Bound on the JSON size of one corrupt workspace blob report; past it, 413. */
+    readonly workspaceReportMaxBytes: number;
+  };
   readonly cors: {
     /** Exact origins allowed to call cross-origin (spec: Cross-cutting behaviour, item 1). */
     readonly origins: readonly string[];
@@ -210,6 +217,8 @@ const envSchema = z.object({
   CONSOLE_WORKER_THREADS: int(1, 64).default(defaultThreads),
   CONSOLE_CACHE_MAX_BYTES: int(0, 8 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   CONSOLE_MAX_BODY_BYTES: int(1024, 256 * 1024 * 1024).default(1024 * 1024),
+  CONSOLE_CLICKS_PER_PROJECT: int(1, 10_000_000).default(1000),
+  CONSOLE_WORKSPACE_REPORT_MAX_BYTES: int(1024, 256 * 1024 * 1024).default(256 * 1024),
   CONSOLE_CORS_DEV_HOSTS: z.string().transform(splitCsv).pipe(z.array(hostName)).default([]),
   CONSOLE_CORS_PORTS: z.string().transform(splitCsv).pipe(z.array(int(1, 65535))).default([5173, 5174, 5175]),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
@@ -273,6 +282,10 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     workers: { threads: e.CONSOLE_WORKER_THREADS },
     cache: { maxBytes: e.CONSOLE_CACHE_MAX_BYTES },
     http: { maxBodyBytes: e.CONSOLE_MAX_BODY_BYTES },
+    consoleState: {
+      clicksPerProject: e.CONSOLE_CLICKS_PER_PROJECT,
+      workspaceReportMaxBytes: e.CONSOLE_WORKSPACE_REPORT_MAX_BYTES,
+    },
     cors: { origins },
     logLevel: e.LOG_LEVEL,
     childEnv,

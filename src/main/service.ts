@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventBus } from '../bus/bus.js';
+import { ConsoleState } from '../console/index.js';
 import { SseHub } from '../bus/sse.js';
 import { EngineStore } from '../engine/store.js';
 import { createApp } from '../http/app.js';
@@ -73,7 +74,21 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
 
     const pool = new SynthesisPool(config.workers.threads);
     cleanup.unshift(() => pool.close());
-    const store = new EngineStore({ root: config.dataDir, runner: pool, bus, cacheMaxBytes: config.cache.maxBytes });
+    // The console's recorded take states and memory toggles feed the engine store's answers.
+    const consoleState = new ConsoleState(db, bus, {
+      storeRoot: config.dataDir,
+      registries: opts.registries ?? SHIPPED_REGISTRIES,
+      clicksPerProject: config.consoleState.clicksPerProject,
+      workspaceReportMaxBytes: config.consoleState.workspaceReportMaxBytes,
+    });
+    const store = new EngineStore({
+      root: config.dataDir,
+      runner: pool,
+      bus,
+      cacheMaxBytes: config.cache.maxBytes,
+      takeStates: consoleState.takes,
+      memoryToggles: consoleState.memory,
+    });
     cleanup.unshift(() => store.close());
     await store.start();
     supervisor.onExit((job) => store.invalidateProject(job.projectId));
@@ -90,7 +105,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       env: config.childEnv,
       killGraceMs: config.jobs.killGraceMs,
     });
-    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date() };
+    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), console: consoleState };
     const { app } = createApp(deps, { reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error') });
     const server = http.createServer(app);
     await new Promise<void>((resolve, reject) => {

@@ -2,6 +2,7 @@
  * What the routers need, built by the composition root (src/main/service.ts).
  */
 import type { EventBus } from '../../bus/bus.js';
+import type { ConsoleState } from '../../console/index.js';
 import type { SseHub } from '../../bus/sse.js';
 import type { EngineStore } from '../../engine/store.js';
 import type { GuardReport } from '../../main/guards.js';
@@ -21,4 +22,6 @@ export interface AppDeps {
   readonly terminals: TerminalManager;
   readonly guards: GuardReport;
   readonly startedAt: Date;
+  /** The console's recorded state: proposals, decisions, take actions, toggles, clicks, workspace, selection. */
+  readonly console: ConsoleState;
 }

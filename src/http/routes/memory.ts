@@ -1,13 +1,18 @@
 /**
- * `GET /api/memory` (spec: Read routes).
+ * `GET /api/memory` (spec: Read routes) and `POST /api/memory/{entry_id}/toggle`
+ * (api-decisions.md, "Mutations and lifecycle routes"; spec: Events, memory toggle).
  */
 import { z } from 'zod';
+import { MEMORY_SCOPE } from '../../console/index.js';
+import { checkId } from '../../engine/ids.js';
+import { HttpError } from '../errors.js';
 import type { Api } from '../route.js';
-import { MemoryEntry, MissingCanonicalField } from '../schemas.js';
+import { ErrorBody, MemoryEntry, MissingCanonicalField, PathId } from '../schemas.js';
+import { Extra, Scope } from './console-schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
 
-export function memoryRoutes(api: Api, { store }: AppDeps): void {
+export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void {
   api.route({
     method: 'get',
     path: '/api/memory',
@@ -20,5 +25,33 @@ export function memoryRoutes(api: Api, { store }: AppDeps): void {
       422: { description: 'An entry lacks a canonical field.', schema: MissingCanonicalField },
     },
     handler: async ({ req, res }) => sendCached(req, res, await store.listMemory()),
+  });
+
+  api.route({
+    method: 'post',
+    path: '/api/memory/:entryId/toggle',
+    operationId: 'toggleMemory',
+    summary: 'Enable or disable a memory entry',
+    description:
+      'Records the toggle (`GET /api/memory` then shows it as `enabled`) and emits `Memory entry enabled: <id>` or `Memory entry disabled: <id>` (info) in `scope` (default `engine/memory`), payload entry_id, on and the `extra` members. An entry with no file `memory/<entry_id>.json` is a 404 and nothing is recorded.',
+    tag: 'Engine',
+    params: z.object({ entryId: PathId('Memory entry id') }),
+    body: z.object({
+      on: z.boolean(),
+      scope: Scope.optional().meta({ description: 'Scope of the event, default `engine/memory`.' }),
+      extra: Extra.optional(),
+    }),
+    answers: {
+      200: { description: 'Recorded.', schema: z.object({ ok: z.literal(true), entryId: z.string(), on: z.boolean() }) },
+      400: { description: 'Malformed entry id.', schema: ErrorBody },
+      404: { description: '`unknown memory entry <entry_id>`.', schema: ErrorBody },
+      422: { description: 'Validation detail.', schema: ErrorBody },
+    },
+    handler: ({ res, params, body }) => {
+      const entryId = checkId('entry_id', params.entryId);
+      if (!store.memoryEntryExists(entryId)) throw new HttpError(404, `unknown memory entry ${entryId}`);
+      state.memory.toggle({ entryId, on: body.on, scope: body.scope ?? MEMORY_SCOPE, ...(body.extra ? { extra: body.extra } : {}) });
+      res.json({ ok: true, entryId, on: body.on });
+    },
   });
 }

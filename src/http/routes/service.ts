@@ -58,6 +58,9 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
           uptimeSeconds: z.number(),
           jobs: z.looseObject({ running: z.number().int(), maxRunning: z.number().int(), recent: z.array(Job) }),
           bus: z.looseObject({ subscribers: z.number().int(), lastEventId: z.string(), retention: z.number().int() }),
+          fallbacks: z
+            .record(z.string(), z.number().int())
+            .meta({ description: 'Raises of each sanctioned fallback by name, kept across restarts; every registered fallback is listed.' }),
           terminals: z.array(
             z.looseObject({
               projectId: z.string(),
@@ -101,6 +104,8 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
     workers: d.pool.stats(),
     cache: d.store.stats(),
     guards: d.guards,
+    // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
+    fallbacks: d.console.fallbacks.counts(),
     writeProxy: { enabled: d.config.writeUpstream !== null, upstream: d.config.writeUpstream },
     terminals: d.terminals.list().map((t) => ({
       projectId: t.projectId,

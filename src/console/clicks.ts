@@ -1,0 +1,33 @@
+/**
+ * Clicks (api-decisions.md, "Service routes with partial shape", Clicks): appended to a
+ * persisted ring buffer per project. Clicks emit no event: they are high-rate telemetry and
+ * would drown the bus (the spec leaves their events unspecified).
+ */
+import type { ClickRecord, ClicksRepo } from '../state/clicks-repo.js';
+import { nowIso } from './commit.js';
+
+export class ClickLog {
+  constructor(private readonly repo: ClicksRepo) {}
+
+  /** Clicks kept per project. */
+  get ringSize(): number {
+    return this.repo.ringSize;
+  }
+
+  /** Appends a click (one transaction with the eviction of the project's oldest). */
+  append(c: { projectId: string; target: string; x?: number; y?: number; meta?: Readonly<Record<string, unknown>> }): ClickRecord {
+    return this.repo.append({
+      projectId: c.projectId,
+      target: c.target,
+      x: c.x ?? null,
+      y: c.y ?? null,
+      meta: c.meta ?? null,
+      clickedAt: nowIso(),
+    });
+  }
+
+  /** Newest first; `projectId` null lists every project's. */
+  list(projectId: string | null, limit: number): ClickRecord[] {
+    return this.repo.list(projectId, limit);
+  }
+}

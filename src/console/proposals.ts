@@ -1,0 +1,136 @@
+/**
+ * Proposals and decisions (spec: "Proposal kinds", "Proposal decisions", Events rules 1-4;
+ * api-decisions.md, "Mutations and lifecycle routes").
+ *
+ * A decision resolves was_pending with a conditional UPDATE (`… WHERE status = 'pending'`)
+ * in the same transaction that logs the decision, raises the fallback and stores the events:
+ * of any number of decisions on one pending id, exactly one finds it pending.
+ */
+import { randomBytes } from 'node:crypto';
+import type { EventBus } from '../bus/bus.js';
+import type { ProposalKind } from '../registry/index.js';
+import type { Db } from '../state/db.js';
+import type { DecisionRecord, DecisionsRepo } from '../state/decisions-repo.js';
+import type { ProposalRecord, ProposalsRepo } from '../state/proposals-repo.js';
+import { commitWithEvents, nowIso } from './commit.js';
+import { DecisionValueError, evaluateDecision, isDecision, type Decision } from './decision.js';
+import type { FallbackCounter } from './fallbacks.js';
+
+/** Scope of the lifecycle routes' events (spec: partial-shape table, Proposals lifecycle). */
+export const LIFECYCLE_SCOPE = 'chat/proposals';
+
+/** Default scope of `POST /api/proposals/{id}/decision` (spec: Events table). */
+export const DECISION_SCOPE = 'engine';
+
+export interface DecideRequest {
+  readonly proposalId: string;
+  /** Checked by the decision table (DecisionValueError outside approved, rejected, deferred). */
+  readonly decision: string;
+  /** The caller's kind; when absent, the stored proposal's kind (or none) is used. */
+  readonly kind?: string;
+  readonly scope: string;
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+/** What a decision did. `wasPending` false means the `proposal_id_not_pending` fallback. */
+export interface DecideResult {
+  readonly proposalId: string;
+  readonly decision: Decision;
+  readonly kind: string | null;
+  readonly label: string;
+  readonly wasPending: boolean;
+  readonly deferredExecution: boolean;
+  /** Id of the decision event. */
+  readonly eventId: string;
+}
+
+export class ProposalDesk {
+  constructor(
+    private readonly db: Db,
+    private readonly bus: EventBus,
+    private readonly proposals: ProposalsRepo,
+    private readonly decisions: DecisionsRepo,
+    private readonly fallbacks: FallbackCounter,
+    private readonly kinds: readonly ProposalKind[],
+  ) {}
+
+  /**
+   * Creates a pending proposal `prop_<12 hex>` and emits `Proposal created: <title> (<id>)`
+   * (info, scope `chat/proposals`, payload proposal_id, kind, title).
+   */
+  create(p: { kind: string | null; title: string; payload: Readonly<Record<string, unknown>> }): ProposalRecord {
+    const createdAt = nowIso();
+    const id = `prop_${randomBytes(6).toString('hex')}`;
+    return commitWithEvents(this.db, this.bus, () => {
+      this.proposals.insertPending({ id, kind: p.kind, title: p.title, payload: p.payload, createdAt });
+      return {
+        result: this.proposals.get(id) as ProposalRecord,
+        events: [
+          {
+            severity: 'info',
+            scope: LIFECYCLE_SCOPE,
+            summary: `Proposal created: ${p.title} (${id})`,
+            detail: null,
+            payload: { proposal_id: id, kind: p.kind, title: p.title },
+          },
+        ],
+      };
+    }).result;
+  }
+
+  /** Stored proposals, newest first. */
+  list(status: string | null, limit: number): ProposalRecord[] {
+    return this.proposals.list(status, limit);
+  }
+
+  /** Every decision recorded for an id, oldest first (fallback ones included). */
+  history(proposalId: string): DecisionRecord[] {
+    return this.decisions.listFor(proposalId);
+  }
+
+  /**
+   * Records one decision: resolves was_pending and marks the id acted on, logs the decision,
+   * raises `proposal_id_not_pending` when it was not pending, and stores the events (the
+   * fallback event first, then the decision event), all in one transaction.
+   * @throws DecisionValueError for a decision value outside approved, rejected, deferred
+   *   (nothing is recorded).
+   */
+  decide(req: DecideRequest): DecideResult {
+    // Checked before anything is written, so an invalid value changes nothing.
+    if (!isDecision(req.decision)) throw new DecisionValueError(req.decision);
+    const at = nowIso();
+    const { result, events } = commitWithEvents(this.db, this.bus, () => {
+      const stored = this.proposals.get(req.proposalId);
+      const kind = req.kind ?? stored?.kind ?? null;
+      const wasPending = this.proposals.markDecided(req.proposalId, req.decision, at);
+      const out = evaluateDecision({ ...req, kind, wasPending }, this.kinds);
+      this.decisions.insert({
+        proposalId: req.proposalId,
+        decision: out.decision,
+        kind,
+        label: out.label,
+        wasPending,
+        deferredExecution: out.deferredExecution,
+        severity: out.event.severity,
+        scope: req.scope,
+        extra: req.extra ?? {},
+        decidedAt: at,
+      });
+      if (out.fallback) this.fallbacks.raise(out.fallback.name, at);
+      return {
+        result: { out, kind, wasPending },
+        events: out.fallback ? [out.fallback.event, out.event] : [out.event],
+      };
+    });
+    return {
+      proposalId: req.proposalId,
+      decision: result.out.decision,
+      kind: result.kind,
+      label: result.out.label,
+      wasPending: result.wasPending,
+      deferredExecution: result.out.deferredExecution,
+      eventId: (events[events.length - 1] as { id: string }).id,
+    };
+  }
+}
+

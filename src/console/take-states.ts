@@ -1,0 +1,161 @@
+/**
+ * Take actions and the recorded take states (spec: "Take actions", Events rule 5;
+ * api-decisions.md, "Mutations and lifecycle routes"). Also the engine store's
+ * {@link TakeStateSource}: the takes and lineage routes show `primary`, `circled` and
+ * `rejected` from here, and each write bumps the project's version so cached answers go stale.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { EventBus } from '../bus/bus.js';
+import type { Severity } from '../bus/event.js';
+import { MissingCanonicalFieldError, missingField } from '../engine/errors.js';
+import { checkId } from '../engine/ids.js';
+import type { TakeStateSource } from '../engine/store.js';
+import type { TakeState, TakeStates } from '../engine/synthesize.js';
+import type { Db } from '../state/db.js';
+import type { TakeStateRecord, TakeStateRepo } from '../state/take-state-repo.js';
+import { commitWithEvents, nowIso } from './commit.js';
+import type { FallbackCounter } from './fallbacks.js';
+import { evaluateTakeAction, nextTakeState, NO_TAKE_STATE } from './take-action.js';
+
+/** Default scope of take action events (spec: Events table). */
+export const TAKE_SCOPE = 'engine';
+
+export interface TakeActionRequest {
+  readonly projectId: string;
+  readonly takeId: string;
+  readonly action: string;
+  readonly severity?: Severity;
+  readonly scope: string;
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+/** What an action did: the event's severity, whether the take file exists, the take's state after it. */
+export interface TakeActionResult {
+  readonly takeId: string;
+  readonly action: string;
+  readonly severity: Severity;
+  readonly onDisk: boolean;
+  readonly state: TakeState;
+  readonly eventId: string;
+}
+
+/** The take file as far as actions need it: absent, or present with its shot id (null when unreadable). */
+type TakeFile = { readonly onDisk: false } | { readonly onDisk: true; readonly shotId: string | null };
+
+export class TakeStateBook implements TakeStateSource {
+  /** project id → take id → state; mirrors `take_states`, updated after each commit. */
+  private readonly byProject = new Map<string, Map<string, TakeStateRecord>>();
+  private readonly versions = new Map<string, number>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly bus: EventBus,
+    private readonly repo: TakeStateRepo,
+    private readonly fallbacks: FallbackCounter,
+    /** Engine store root: "on disk" means `projects/<project>/takes/<take_id>.json` exists below it. */
+    private readonly storeRoot: string,
+  ) {
+    for (const r of repo.all()) this.remember(r);
+  }
+
+  /** @inheritdoc Changes on every recorded action of the project. */
+  version(projectId: string): number {
+    return this.versions.get(projectId) ?? 0;
+  }
+
+  /** @inheritdoc */
+  snapshot(projectId: string): TakeStates {
+    const out: Record<string, TakeState> = {};
+    for (const [takeId, s] of this.byProject.get(projectId) ?? []) {
+      out[takeId] = { primary: s.primary, circled: s.circled, rejected: s.rejected };
+    }
+    return out;
+  }
+
+  /** The recorded state of one take (all false when none). */
+  stateOf(projectId: string, takeId: string): TakeState {
+    const s = this.byProject.get(projectId)?.get(takeId);
+    return s ? { primary: s.primary, circled: s.circled, rejected: s.rejected } : NO_TAKE_STATE;
+  }
+
+  /**
+   * Records a take action and emits its event. A take whose file is missing raises
+   * `take_id_not_on_disk`: the action is logged, its event has severity `fallback`, and the
+   * state is left unchanged. `marked_primary` makes the take its shot's only primary.
+   * @throws InvalidIdError for a malformed project or take id; MissingCanonicalFieldError
+   *   when `marked_primary` names a take file without a readable `shot_id`.
+   */
+  async act(req: TakeActionRequest): Promise<TakeActionResult> {
+    checkId('project_id', req.projectId);
+    checkId('take_id', req.takeId);
+    const file = await this.readTakeFile(req.projectId, req.takeId);
+    if (file.onDisk && file.shotId === null && req.action === 'marked_primary') {
+      const where = `projects/${req.projectId}/takes/${req.takeId}.json`;
+      throw new MissingCanonicalFieldError(missingField(req.projectId, 'shot_id', where, 'is missing or unreadable'));
+    }
+    const at = nowIso();
+    const out = evaluateTakeAction({ ...req, onDisk: file.onDisk });
+    const { result, events } = commitWithEvents(this.db, this.bus, () => {
+      this.repo.logAction({ ...req, severity: out.severity, onDisk: file.onDisk, extra: req.extra ?? {}, actedAt: at });
+      const changed: TakeStateRecord[] = [];
+      if (out.fallback) {
+        this.fallbacks.raise(out.fallback, at);
+      } else if (file.onDisk) {
+        const before = this.stateOf(req.projectId, req.takeId);
+        const after = nextTakeState(before, req.action);
+        const primary = req.action === 'marked_primary';
+        if (primary && file.shotId !== null) {
+          for (const other of this.repo.clearOtherPrimaries(req.projectId, file.shotId, req.takeId, at)) {
+            const s = this.byProject.get(req.projectId)?.get(other);
+            changed.push({ ...(s ?? { ...NO_TAKE_STATE, shotId: file.shotId }), projectId: req.projectId, takeId: other, primary: false });
+          }
+        }
+        if (after !== before) {
+          // Same rule as the repository: the file's shot wins only when marked primary.
+          const known = this.byProject.get(req.projectId)?.get(req.takeId)?.shotId ?? null;
+          const shotId = primary ? (file.shotId ?? known) : (known ?? file.shotId);
+          const record = { projectId: req.projectId, takeId: req.takeId, shotId, ...after };
+          this.repo.upsert(record, at);
+          changed.push(record);
+        }
+      }
+      return { result: changed, events: [out.event] };
+    });
+    // The mirror follows the database only once it committed.
+    for (const r of result) this.remember(r);
+    if (result.length > 0) this.versions.set(req.projectId, this.version(req.projectId) + 1);
+    return {
+      takeId: req.takeId,
+      action: req.action,
+      severity: out.severity,
+      onDisk: file.onDisk,
+      state: this.stateOf(req.projectId, req.takeId),
+      eventId: (events[0] as { id: string }).id,
+    };
+  }
+
+  private remember(r: TakeStateRecord): void {
+    let takes = this.byProject.get(r.projectId);
+    if (!takes) this.byProject.set(r.projectId, (takes = new Map()));
+    takes.set(r.takeId, r);
+  }
+
+  private async readTakeFile(projectId: string, takeId: string): Promise<TakeFile> {
+    const file = path.join(this.storeRoot, 'projects', projectId, 'takes', `${takeId}.json`);
+    let text: string;
+    try {
+      text = await fsp.readFile(file, 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return { onDisk: false };
+      throw err;
+    }
+    try {
+      const doc = JSON.parse(text) as { shot_id?: unknown } | null;
+      return { onDisk: true, shotId: typeof doc?.shot_id === 'string' ? doc.shot_id : null };
+    } catch {
+      return { onDisk: true, shotId: null };
+    }
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Clicks (api-decisions.md, "Service routes with partial shape", Clicks): a persisted ring
+ * buffer per project. Clicks emit no event.
+ */
+import { z } from 'zod';
+import { checkId } from '../../engine/ids.js';
+import type { Api } from '../route.js';
+import { BodyId, ErrorBody, QueryInt } from '../schemas.js';
+import { Click } from './console-schemas.js';
+import type { AppDeps } from './deps.js';
+
+export function clickRoutes(api: Api, { console: state, config }: AppDeps): void {
+  api.route({
+    method: 'post',
+    path: '/api/clicks',
+    operationId: 'appendClick',
+    summary: 'Append a click',
+    description: `Stores the click, committed before the answer. Each project keeps its newest clicks (CONSOLE_CLICKS_PER_PROJECT, now ${config.consoleState.clicksPerProject}); older ones are evicted in the same transaction. No event is emitted.`,
+    tag: 'Console',
+    body: z.object({
+      projectId: BodyId.meta({ description: 'Project id (alias project_id).' }),
+      target: z.string().min(1).max(512).meta({ description: 'What was clicked, e.g. a UI element name.' }),
+      x: z.number().optional(),
+      y: z.number().optional(),
+      meta: z.record(z.string(), z.unknown()).optional().meta({ description: 'Any further members, stored as given.' }),
+    }),
+    answers: { 201: { description: 'The stored click.', schema: Click }, 422: { description: 'Validation detail.', schema: ErrorBody } },
+    handler: ({ res, body }) => {
+      res.status(201).json(state.clicks.append(body));
+    },
+  });
+
+  api.route({
+    method: 'get',
+    path: '/api/clicks',
+    operationId: 'listClicks',
+    summary: 'List recent clicks',
+    description: 'Newest first, of one project or (without `projectId`) of all.',
+    tag: 'Console',
+    query: z.object({
+      projectId: z.string().optional().meta({ description: 'Project id (alias project_id); malformed gives 400.' }),
+      limit: QueryInt(1, 10_000, 100).meta({ description: '1..10000, default 100.' }),
+    }),
+    answers: {
+      200: { description: 'Clicks, newest first.', schema: z.array(Click) },
+      400: { description: 'Malformed project id.', schema: ErrorBody },
+      422: { description: 'Validation detail.', schema: ErrorBody },
+    },
+    handler: ({ res, query }) => {
+      const projectId = query.projectId === undefined ? null : checkId('projectId', query.projectId);
+      res.json(state.clicks.list(projectId, query.limit));
+    },
+  });
+}

@@ -1,0 +1,108 @@
+/**
+ * Take actions and the take states they leave (api-decisions.md, "Mutations and lifecycle
+ * routes"): every action is appended to a log; `take_states` holds the current `primary`,
+ * `circled` and `rejected` of each take, with a partial unique index that keeps one primary
+ * per shot.
+ */
+import type { Db } from './db.js';
+
+/** The current recorded state of one take. */
+export interface TakeStateRecord {
+  readonly projectId: string;
+  readonly takeId: string;
+  readonly shotId: string | null;
+  readonly primary: boolean;
+  readonly circled: boolean;
+  readonly rejected: boolean;
+}
+
+/** One logged take action. */
+export interface TakeActionRecord {
+  readonly projectId: string;
+  readonly takeId: string;
+  readonly action: string;
+  readonly severity: string;
+  readonly onDisk: boolean;
+  readonly scope: string;
+  readonly extra: Readonly<Record<string, unknown>>;
+  readonly actedAt: string;
+}
+
+interface StateRow {
+  project_id: string;
+  take_id: string;
+  shot_id: string | null;
+  is_primary: number;
+  circled: number;
+  rejected: number;
+}
+
+const fromRow = (r: StateRow): TakeStateRecord => ({
+  projectId: r.project_id,
+  takeId: r.take_id,
+  shotId: r.shot_id,
+  primary: r.is_primary !== 0,
+  circled: r.circled !== 0,
+  rejected: r.rejected !== 0,
+});
+
+export class TakeStateRepo {
+  private readonly allStmt;
+  private readonly clearPrimaryStmt;
+  private readonly upsertStmt;
+  private readonly logStmt;
+
+  constructor(db: Db) {
+    this.allStmt = db.prepare<[], StateRow>('SELECT * FROM take_states');
+    this.clearPrimaryStmt = db.prepare<[string, string, string, string], { take_id: string }>(
+      `UPDATE take_states SET is_primary = 0, updated_at = ?
+       WHERE project_id = ? AND shot_id = ? AND take_id != ? AND is_primary = 1 RETURNING take_id`,
+    );
+    // A take keeps the shot it was first recorded with, except when it is marked primary:
+    // then the shot read from its file at that moment wins (the caller cleared that shot's
+    // other primaries first, so the unique index holds).
+    this.upsertStmt = db.prepare(
+      `INSERT INTO take_states (project_id, take_id, shot_id, is_primary, circled, rejected, updated_at)
+       VALUES (@projectId, @takeId, @shotId, @primary, @circled, @rejected, @at)
+       ON CONFLICT (project_id, take_id) DO UPDATE SET
+         shot_id = CASE WHEN @primary = 1 THEN coalesce(excluded.shot_id, shot_id) ELSE coalesce(shot_id, excluded.shot_id) END,
+         is_primary = excluded.is_primary, circled = excluded.circled, rejected = excluded.rejected,
+         updated_at = excluded.updated_at`,
+    );
+    this.logStmt = db.prepare(
+      `INSERT INTO take_actions (project_id, take_id, action, severity, on_disk, scope, extra, acted_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+  }
+
+  /** Every stored take state (loaded once at start-up). */
+  all(): TakeStateRecord[] {
+    return this.allStmt.all().map(fromRow);
+  }
+
+  /**
+   * Clears `primary` on the other takes of a shot. Call inside the caller's transaction.
+   * @returns the take ids that lost it.
+   */
+  clearOtherPrimaries(projectId: string, shotId: string, keepTakeId: string, at: string): string[] {
+    return this.clearPrimaryStmt.all(at, projectId, shotId, keepTakeId).map((r) => r.take_id);
+  }
+
+  /** Writes a take's state. Call inside the caller's transaction. */
+  upsert(s: TakeStateRecord, at: string): void {
+    this.upsertStmt.run({
+      projectId: s.projectId,
+      takeId: s.takeId,
+      shotId: s.shotId,
+      primary: s.primary ? 1 : 0,
+      circled: s.circled ? 1 : 0,
+      rejected: s.rejected ? 1 : 0,
+      at,
+    });
+  }
+
+  /** Appends an action to the log. Call inside the caller's transaction. */
+  logAction(a: TakeActionRecord): void {
+    this.logStmt.run(a.projectId, a.takeId, a.action, a.severity, a.onDisk ? 1 : 0, a.scope, JSON.stringify(a.extra), a.actedAt);
+  }
+}
