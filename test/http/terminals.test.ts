@@ -299,6 +299,28 @@ describe('shutdown', () => {
   });
 });
 
+describe('stop escalation', () => {
+  it('kills a terminal that ignores SIGTERM with SIGKILL after the grace period', async () => {
+    const t = await start({ TTYD_STANDIN_IGNORE_TERM: '1', CONSOLE_KILL_GRACE_MS: '300' });
+    const term = (await J(startTerminal(t, A))) as Terminal;
+    const child = (await standinInfo(term)).childPid;
+    const stop = await J(t.post('/api/ttyd/stop', { projectId: A }));
+    expect(stop.terminal).toMatchObject({ state: 'stopped', signal: 'SIGKILL', rc: 137 });
+    expect(gone(term.pid)).toBe(true);
+    await waitFor(() => (gone(child) ? true : undefined), 'its command to die');
+  });
+});
+
+describe('HOST 0.0.0.0', () => {
+  it('binds the terminal on every interface (no --interface)', async () => {
+    const t = await start({ HOST: '0.0.0.0' });
+    const term = (await J(startTerminal(t, A))) as Terminal;
+    expect(term.argv).not.toContain('--interface');
+    expect(term.url).toBe(`http://0.0.0.0:${term.port}/`);
+    expect((await standinInfo(term)).options.interface).toBeUndefined();
+  });
+});
+
 describe('TTYD_HOST', () => {
   it('names the host of terminal URLs', async () => {
     const t = await start({ TTYD_HOST: ' console.example.test ' });
