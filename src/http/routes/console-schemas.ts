@@ -16,11 +16,14 @@ export const JsonValue = (description: string) =>
     })
     .meta({ description });
 
-/** An event scope: slash-separated segments of letters, digits, `.`, `_` and `-`. */
+/** An event scope: slash-separated segments of letters, digits, `.`, `_` and `-`, each starting with a letter or digit. */
 export const Scope = z
   .string()
   .max(200)
-  .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, 'must be slash-separated segments of letters, digits, ".", "_" or "-"');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]*(\/[A-Za-z0-9][A-Za-z0-9_.-]*)*$/,
+    'must be slash-separated segments of letters, digits, ".", "_" or "-", each starting with a letter or digit',
+  );
 
 /** Extra event payload members; they never replace the members the event itself defines. */
 export const Extra = z
