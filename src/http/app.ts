@@ -4,9 +4,13 @@
  */
 import cors from 'cors';
 import express, { type Express, type RequestHandler } from 'express';
-import { APP_VERSION } from '../main/config.js';
+import type { Logger } from '../main/logger.js';
+import { bearerAuth } from './auth.js';
 import { errorMiddleware, HttpError, type ErrorReporter } from './errors.js';
+import { requestLog } from './request-log.js';
+import { requestMetrics } from './request-metrics.js';
 import { Api } from './route.js';
+import { routeTemplates } from './route-template.js';
 import { beatRoutes } from './routes/beats.js';
 import { clickRoutes } from './routes/clicks.js';
 import { chatRoutes } from './routes/chat.js';
@@ -19,6 +23,8 @@ import { eventRoutes } from './routes/events.js';
 import { generationRoutes } from './routes/generation.js';
 import { jobRoutes } from './routes/jobs.js';
 import { memoryRoutes } from './routes/memory.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { openapiRoutes } from './routes/openapi.js';
 import { projectRoutes } from './routes/projects.js';
 import { proposalRoutes } from './routes/proposals.js';
 import { selectionRoutes } from './routes/selection.js';
@@ -30,6 +36,8 @@ export type { AppDeps } from './routes/deps.js';
 
 export interface CreateAppOptions {
   readonly reportError?: ErrorReporter;
+  /** Writes one line per request (pino-http); none when absent. */
+  readonly logger?: Logger;
 }
 
 /** Builds the app and the API description. */
@@ -39,6 +47,13 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   // Cached bodies carry their own ETag; hashing every other answer is wasted work.
   app.set('etag', false);
 
+  const api = new Api();
+  const routeOf = routeTemplates(api);
+  // Order matters. 1. The request log and the request timer see every answer, 401s and
+  // forwarded ones included. 2. CORS answers preflights before the token check. 3. The token.
+  // 4. The write proxy, before the body parsers, so forwarded bodies stream through untouched.
+  if (opts.logger) app.use(requestLog(opts.logger, routeOf));
+  app.use(requestMetrics(deps.metrics.httpDuration, routeOf));
   app.use(
     cors({
       origin: [...deps.config.cors.origins],
@@ -46,11 +61,14 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
       credentials: false,
     }),
   );
+  app.use(bearerAuth(deps.config.apiToken));
+  app.use(deps.writeProxy.middleware);
   app.use(requireJsonBody);
   app.use(express.json({ limit: deps.config.http.maxBodyBytes, strict: false }));
 
-  const api = new Api();
   serviceRoutes(api, deps);
+  openapiRoutes(api, deps);
+  metricsRoutes(api, deps);
   projectRoutes(api, deps);
   beatRoutes(api, deps);
   memoryRoutes(api, deps);
@@ -67,16 +85,6 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   chatRoutes(api, deps);
   slashRoutes(api, deps);
   mediaRoutes(api, deps);
-
-  let document: object | undefined;
-  api.router.get('/api/openapi.json', (_req, res) => {
-    document ??= api.document({
-      title: 'console-backend',
-      version: APP_VERSION,
-      description: 'HTTP/JSON backend of the episodic-video production console.',
-    });
-    res.json(document);
-  });
 
   app.use(api.router);
   app.use((req, _res, next) => next(new HttpError(404, `no route for ${req.method} ${req.path}`)));

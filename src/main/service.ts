@@ -10,7 +10,11 @@ import { ConsoleState } from '../console/index.js';
 import { SseHub } from '../bus/sse.js';
 import { EngineStore } from '../engine/store.js';
 import { createApp } from '../http/app.js';
+import { isLoopbackHost } from '../http/auth.js';
+import type { Api } from '../http/route.js';
+import { WriteProxy } from '../http/write-proxy.js';
 import type { AppDeps } from '../http/routes/deps.js';
+import { ServiceMetrics } from '../metrics/index.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import { openStateDb, type Db } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
@@ -37,6 +41,8 @@ export interface Service {
   readonly port: number;
   readonly server: http.Server;
   readonly deps: AppDeps;
+  /** Every declared route (`api.routes`), as served and documented. */
+  readonly api: Api;
   readonly db: Db;
   close(): Promise<void>;
 }
@@ -61,6 +67,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const cleanup: (() => unknown)[] = [() => db.close()];
   try {
     const bus = new EventBus(new EventLog(db, config.events.retention));
+    // Hooked before anything publishes, so the counters start with the start-up recovery.
+    const metrics = new ServiceMetrics();
+    metrics.observeBus(bus);
     const supervisor = new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), {
       dispatchCli: config.dispatchCli,
       childEnv: config.childEnv,
@@ -70,7 +79,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       lineMaxBytes: config.jobs.lineMaxBytes,
       historySize: config.jobs.historySize,
     });
-    for (const job of supervisor.recoverLost()) log.warn({ job }, 'job lost by a previous run');
+    metrics.observeSupervisor(supervisor);
+    const lost = supervisor.recoverLost();
+    for (const job of lost) log.warn({ job }, 'job lost by a previous run');
+    metrics.countLost(lost.length);
 
     const pool = new SynthesisPool(config.workers.threads);
     cleanup.unshift(() => pool.close());
@@ -97,6 +109,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
 
     const sse = new SseHub(bus, config.sse);
+    metrics.observeStreams(sse);
+    const writeProxy = new WriteProxy(config.writeUpstream, { onOutcome: (outcome) => metrics.countProxied(outcome) });
     const terminals = new TerminalManager(bus, {
       storeRoot: config.dataDir,
       ...config.terminals,
@@ -105,8 +119,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       env: config.childEnv,
       killGraceMs: config.jobs.killGraceMs,
     });
-    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), console: consoleState };
-    const { app } = createApp(deps, { reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error') });
+    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState };
+    const { app, api } = createApp(deps, { logger: log, reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error') });
     const server = http.createServer(app);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -119,6 +133,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
     log.info({ url, dataDir: config.dataDir, stateDir: config.stateDir }, 'console-backend listening');
+    if (config.writeUpstream !== null) log.info({ upstream: config.writeUpstream }, 'mutations are forwarded to the write upstream');
+    if (config.apiToken === null && !isLoopbackHost(config.host)) {
+      log.warn({ host: config.host }, 'listening beyond loopback without CONSOLE_API_TOKEN: every route is open to the network');
+    }
 
     let closing: Promise<void> | undefined;
     const close = () =>
@@ -136,9 +154,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await pool.close();
         bus.close();
         db.close();
+        metrics.close();
         log.info('stopped');
       })());
-    return { url, port, server, deps, db, close };
+    return { url, port, server, deps, api, db, close };
   } catch (err) {
     for (const fn of cleanup) await fn();
     throw err;

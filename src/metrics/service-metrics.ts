@@ -8,6 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { SEVERITIES } from '../bus/event.js';
 import type { EventBus } from '../bus/bus.js';
 import type { Supervisor } from '../supervisor/index.js';
+import { sampleEventLoopDelay } from './event-loop-delay.js';
 
 /** Outcome label of `console_jobs_exited_total`. */
 export type JobOutcome = 'ok' | 'failed' | 'lost';
@@ -26,9 +27,9 @@ export interface StreamCount {
  *
  * Families (all prefixed `console_`): `jobs_started_total`, `jobs_exited_total{outcome}`,
  * `jobs_running`, `events_published_total{severity}`, `sse_subscribers`,
- * `http_request_duration_seconds{method,route,status}`, `write_proxy_requests_total{outcome}`;
- * plus prom-client's default process and Node.js metrics (CPU, memory, GC, handles and the
- * event-loop delay, `nodejs_eventloop_lag_*_seconds`).
+ * `http_request_duration_seconds{method,route,status}`, `write_proxy_requests_total{outcome}`,
+ * `event_loop_delay_seconds`; plus prom-client's default process and Node.js metrics (CPU,
+ * memory, GC, handles, `nodejs_eventloop_lag_*_seconds`). {@link close} stops the sampling.
  */
 export class ServiceMetrics {
   readonly registry = new Registry();
@@ -38,11 +39,18 @@ export class ServiceMetrics {
   /** Request durations in seconds; `route` is the route template, never the raw URL. */
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   private readonly proxyRequests: Counter<'outcome'>;
+  private readonly stopSampling: () => void;
 
   constructor() {
     const registers = [this.registry];
-    // The event-loop delay comes from perf_hooks.monitorEventLoopDelay inside the defaults.
     collectDefaultMetrics({ register: this.registry });
+    const loopDelay = new Histogram({
+      name: 'console_event_loop_delay_seconds',
+      help: 'How late a timer due every 20 ms ran: time the main thread was held by other work.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.stopSampling = sampleEventLoopDelay(loopDelay);
     this.jobsStarted = new Counter({ name: 'console_jobs_started_total', help: 'Generation jobs started since the service started.', registers });
     this.jobsExited = new Counter({
       name: 'console_jobs_exited_total',
@@ -117,6 +125,11 @@ export class ServiceMetrics {
   /** Counts one forwarded mutation by outcome. */
   countProxied(outcome: ProxyOutcome): void {
     this.proxyRequests.inc({ outcome });
+  }
+
+  /** Stops the event-loop sampling timer (service shutdown). */
+  close(): void {
+    this.stopSampling();
   }
 
   /** `Content-Type` of {@link scrape}'s text (Prometheus text format 0.0.4). */

@@ -7,9 +7,11 @@ import type { SseHub } from '../../bus/sse.js';
 import type { EngineStore } from '../../engine/store.js';
 import type { GuardReport } from '../../main/guards.js';
 import type { Config } from '../../main/config.js';
+import type { ServiceMetrics } from '../../metrics/index.js';
 import type { Supervisor } from '../../supervisor/index.js';
 import type { TerminalManager } from '../../terminals/index.js';
 import type { SynthesisPool } from '../../workers/pool.js';
+import type { WriteProxy } from '../write-proxy.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -24,4 +26,8 @@ export interface AppDeps {
   readonly startedAt: Date;
   /** The console's recorded state: proposals, decisions, take actions, toggles, clicks, workspace, selection. */
   readonly console: ConsoleState;
+  /** This instance's Prometheus registry and collectors. */
+  readonly metrics: ServiceMetrics;
+  /** The write proxy (SERVICE_WRITE_UPSTREAM) and its counters. */
+  readonly writeProxy: WriteProxy;
 }

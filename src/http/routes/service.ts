@@ -106,7 +106,7 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
     guards: d.guards,
     // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
     fallbacks: d.console.fallbacks.counts(),
-    writeProxy: { enabled: d.config.writeUpstream !== null, upstream: d.config.writeUpstream },
+    writeProxy: d.writeProxy.status(),
     terminals: d.terminals.list().map((t) => ({
       projectId: t.projectId,
       pid: t.pid,

@@ -1,0 +1,181 @@
+/**
+ * The write proxy (spec: Cross-cutting behaviour, item 2; issue 4, item 6), with two real
+ * instances of the service: an upstream and a front started with SERVICE_WRITE_UPSTREAM set
+ * to the upstream's URL.
+ */
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { allEvents, waitFor } from '../helpers/events.js';
+import { rawRequest } from '../helpers/raw.js';
+import { fixture, startTestService, type TestService } from '../helpers/service.js';
+
+const PROJECT = 'harbor-lights';
+
+const services: TestService[] = [];
+afterEach(async () => {
+  for (const s of services.splice(0).reverse()) await s.close();
+});
+
+async function start(env: Record<string, string> = {}): Promise<TestService> {
+  const t = await startTestService({ env: { DISPATCH_CLI: fixture('echo-argv.mjs'), ...env } });
+  services.push(t);
+  return t;
+}
+
+/** An upstream and a front that forwards its mutations to it. */
+async function pair(upstreamEnv: Record<string, string> = {}, frontEnv: Record<string, string> = {}) {
+  const upstream = await start(upstreamEnv);
+  const front = await start({ SERVICE_WRITE_UPSTREAM: upstream.url, ...frontEnv });
+  return { upstream, front };
+}
+
+/** A service whose SERVICE_WRITE_UPSTREAM is its own URL (a port probed free first; retried if taken meanwhile). */
+async function startOnOwnPort(): Promise<TestService> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await start({ PORT: String(port), SERVICE_WRITE_UPSTREAM: `http://127.0.0.1:${port}` });
+    } catch (err) {
+      if (attempt >= 3 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const jobIds = async (t: TestService) => ((await (await t.get('/api/jobs')).json()) as { proposalId: string }[]).map((j) => j.proposalId);
+
+const proxyStatus = async (t: TestService) =>
+  ((await (await t.get('/api/system-status')).json()) as { writeProxy: Record<string, unknown> }).writeProxy;
+
+describe('write proxy', () => {
+  it('starts a generation job on the upstream, not on the front', async () => {
+    const { upstream, front } = await pair();
+    const res = await front.post('/api/proposals/generate', { project: PROJECT });
+    expect(res.status).toBe(202);
+    const { proposalId } = (await res.json()) as { proposalId: string };
+
+    expect(await jobIds(upstream)).toContain(proposalId);
+    expect(await jobIds(front)).not.toContain(proposalId);
+    // Reads stay local: the front's own job and event views know nothing of it.
+    expect((await front.get(`/api/jobs/${proposalId}`)).status).toBe(404);
+    const upstreamEvents = await waitFor(async () => {
+      const evs = (await allEvents(upstream.url, 'scopePrefix=engine/generation')).filter((e) => e.payload.proposal_id === proposalId);
+      return evs.some((e) => e.summary.startsWith('dispatch_cli exited')) ? evs : undefined;
+    }, 'the job to exit on the upstream');
+    expect(upstreamEvents.length).toBeGreaterThan(0);
+    expect((await allEvents(front.url, 'scopePrefix=engine/generation')).filter((e) => e.payload.proposal_id === proposalId)).toEqual([]);
+  });
+
+  it('forwards the body as sent: snake_case members arrive intact', async () => {
+    const { upstream, front } = await pair();
+    const res = await front.post('/api/proposals/generate', { project: PROJECT, shot_id: 'sh-7', dry_run: true, model: 'm/1' });
+    expect(res.status).toBe(202);
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    const job = (await (await upstream.get(`/api/jobs/${proposalId}`)).json()) as { argv: string[] };
+    expect(job.argv.slice(2)).toEqual(['--project', PROJECT, '--shot', 'sh-7', '--model', 'm/1', '--dry-run']);
+  });
+
+  it('answers with the upstream’s answer as is: a 422 and its detail', async () => {
+    const { upstream, front } = await pair();
+    const viaFront = await front.post('/api/proposals/generate', { project: '../etc', dry_run: 'yes' });
+    const direct = await upstream.post('/api/proposals/generate', { project: '../etc', dry_run: 'yes' });
+    expect(viaFront.status).toBe(422);
+    expect(viaFront.headers.get('content-type')).toBe(direct.headers.get('content-type'));
+    expect(await viaFront.json()).toEqual(await direct.json());
+  });
+
+  it('forwards what the front would refuse locally: the upstream is the authority for mutations', async () => {
+    // An upstream with a larger body bound accepts what the front's own bound (1 KiB) refuses.
+    const { front } = await pair({}, { CONSOLE_MAX_BODY_BYTES: '1024' });
+    const res = await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true, padding: 'x'.repeat(4096) });
+    expect(res.status).toBe(202);
+    // A non-JSON body is the upstream's 415, not a local one: same status, the upstream's detail.
+    const text = await rawRequest(front.url, '/api/proposals/generate', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    expect(text.status).toBe(415);
+    expect((await proxyStatus(front)).forwarded).toBe(2);
+  });
+
+  it('streams a text/event-stream answer through', async () => {
+    const { front } = await pair();
+    const res = await front.post('/api/chat', { message: 'hello there' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const body = await res.text();
+    expect(body).toContain('data: {"delta":');
+    expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
+  it('keeps reads local, with their local answers', async () => {
+    const { upstream, front } = await pair();
+    await upstream.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
+    expect(await jobIds(front)).toEqual([]);
+    expect((await front.get('/api/health')).status).toBe(200);
+    expect((await proxyStatus(front)).forwarded).toBe(0);
+  });
+
+  it('passes Authorization through for the upstream to check its own token', async () => {
+    const { front } = await pair({ CONSOLE_API_TOKEN: 'upstream-secret' });
+    const none = await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    const ok = await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true }, { headers: { 'content-type': 'application/json', authorization: 'Bearer upstream-secret' } });
+    expect(ok.status).toBe(202);
+  });
+
+  it('runs POST /api/internal/bus locally', async () => {
+    const { upstream, front } = await pair();
+    const res = await front.post('/api/internal/bus', { severity: 'info', scope: 'test/proxy', summary: 'local' });
+    expect(res.status).toBe(202);
+    expect((await allEvents(front.url, 'scopePrefix=test/proxy')).map((e) => e.summary)).toEqual(['local']);
+    expect(await allEvents(upstream.url, 'scopePrefix=test/proxy')).toEqual([]);
+    // Other spellings Express routes to the same handler are not forwarded either.
+    const upper = await front.post('/API/Internal/Bus/', { severity: 'info', scope: 'test/proxy', summary: 'upper' });
+    expect(upper.status).toBe(202);
+    expect((await proxyStatus(front)).forwarded).toBe(0);
+  });
+
+  it('answers 502 with a detail when the upstream is down, and reports it in the system status', async () => {
+    const { upstream, front } = await pair();
+    await upstream.stop();
+    const res = await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
+    expect(res.status).toBe(502);
+    const { detail } = (await res.json()) as { detail: string };
+    expect(detail).toMatch(new RegExp(`^write upstream ${upstream.url.replace(/[.]/g, '\\.')} unreachable: .*ECONNREFUSED`));
+    // Reads still work on the front.
+    expect((await front.get('/api/jobs')).status).toBe(200);
+    expect(await proxyStatus(front)).toMatchObject({
+      enabled: true,
+      upstream: upstream.url,
+      forwarded: 1,
+      answered: 0,
+      failures: 1,
+      lastFailure: { detail, at: expect.any(String) },
+    });
+  });
+
+  it('reports the proxy in the system status', async () => {
+    const { upstream, front } = await pair();
+    expect(await proxyStatus(upstream)).toEqual({ enabled: false, upstream: null, forwarded: 0, answered: 0, failures: 0, lastFailure: null });
+    await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
+    await front.post('/api/proposals/generate', { project: 'no such project!' });
+    expect(await proxyStatus(front)).toEqual({ enabled: true, upstream: upstream.url, forwarded: 2, answered: 2, failures: 0, lastFailure: null });
+  });
+
+  it('refuses a loop: a service whose upstream is itself answers 508 instead of forwarding forever', async () => {
+    const self = await startOnOwnPort();
+    const res = await self.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
+    expect(res.status).toBe(508);
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/^write proxy loop/);
+    expect(await jobIds(self)).toEqual([]);
+  });
+});
