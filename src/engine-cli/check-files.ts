@@ -6,7 +6,7 @@
  * problem the member is replaced, in memory only, by its derived value or by a stand-in,
  * and the file is checked again, until the rules accept it (or stop making progress).
  */
-import { fixCli, missingFieldReason, type MissingCanonicalFieldDetail } from '../engine/errors.js';
+import { fixCli, missingField, missingFieldReason, type MissingCanonicalFieldDetail } from '../engine/errors.js';
 import { classifyProject } from '../engine/project-file.js';
 import { parseShot, parseTake, type Parsed } from '../engine/project-index.js';
 import { parseMemoryEntry } from '../engine/store.js';
@@ -92,9 +92,13 @@ export function checkTake(projectId: string, file: string, parsed: Parsed): Find
   });
 }
 
-/** Checks `memory/<name>`; `text` is the file's contents. */
-export function checkMemoryEntry(name: string, text: string): Finding[] {
+/**
+ * Checks `memory/<name>`; `text` is the file's contents, or an Error when it could not be read
+ * (reported as the service reports it: canonical `id` cannot be read).
+ */
+export function checkMemoryEntry(name: string, text: string | Error): Finding[] {
   const where = `memory/${name}`;
+  if (text instanceof Error) return [unreadable(missingField(null, 'id', where, `cannot be read (${text.message})`), where, 'memory')];
   const first = parseMemoryEntry(name, text);
   if (!('error' in first)) return [];
   const doc = objectOf(text);

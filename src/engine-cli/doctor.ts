@@ -199,14 +199,14 @@ function diagnoseMemory(root: string, only: string | null): DoctorReport['memory
   const findings: Finding[] = [];
   let files = 0;
   for (const name of listJson(dir)) {
-    let text: string;
+    let text: string | Error;
     try {
       text = fs.readFileSync(path.join(dir, name), 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      text = '';
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // removed since the listing
+      text = err as Error;
     }
-    if (only !== null && objectOf(text)?.project_id !== only) continue;
+    if (only !== null && (typeof text !== 'string' || objectOf(text)?.project_id !== only)) continue;
     files += 1;
     findings.push(...checkMemoryEntry(name, text));
   }
