@@ -28,8 +28,10 @@ export function requestLog(logger: Logger, routeOf: (req: Request) => string): R
 
   const middleware = pinoHttp({
     logger,
-    // Only the request id is bound to `req.log`; the line itself is built below, field by field.
+    // Only the request id is bound to `req.log` and to the line; the line's other fields are
+    // built below, one by one (pino-http would otherwise bind the whole request, headers and all).
     quietReqLogger: true,
+    quietResLogger: true,
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
     customSuccessObject: (req, res, val: { responseTime: number }) => line(req, res, val.responseTime),
     customErrorObject: (req, res, _err, val: { responseTime: number }) => line(req, res, val.responseTime),

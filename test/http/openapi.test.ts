@@ -1,0 +1,177 @@
+/**
+ * `GET /api/openapi.json` (issue 4, item 7): a valid OpenAPI 3.1 document of every route,
+ * generated from the zod schemas that validate requests. The routes are not listed here: the
+ * tests walk what the Express app serves and what the Api declares, so routes added later are
+ * held to the same rules.
+ */
+import { Validator } from '@seriousme/openapi-schema-validator';
+import type { Express } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { RouteSpec } from '../../src/http/route.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- the document is walked as plain JSON */
+type Doc = any;
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
+const toDocPath = (p: string) => p.replace(/[:*]([A-Za-z_$][\w$]*)/g, '{$1}');
+const key = (method: string, path: string) => `${method.toUpperCase()} ${path}`;
+
+let open: TestService;
+let locked: TestService;
+let doc: Doc;
+let lockedDoc: Doc;
+
+beforeAll(async () => {
+  open = await startTestService();
+  locked = await startTestService({ env: { CONSOLE_API_TOKEN: 'doc-token' } });
+  doc = await (await open.get('/api/openapi.json')).json();
+  lockedDoc = await (await locked.get('/api/openapi.json')).json();
+});
+afterAll(async () => {
+  await open?.close();
+  await locked?.close();
+});
+
+/** `METHOD /path` of every operation in the document. */
+function documented(d: Doc): Set<string> {
+  const out = new Set<string>();
+  for (const [path, item] of Object.entries(d.paths as Record<string, Record<string, unknown>>)) {
+    for (const m of Object.keys(item)) if (METHODS.includes(m)) out.add(key(m, path));
+  }
+  return out;
+}
+
+/**
+ * `METHOD /path` of every route the Express app serves: route layers of the app's router and
+ * of every router mounted in it (the app is the server's request listener).
+ */
+function served(t: TestService): Set<string> {
+  const app = t.service.server.listeners('request')[0] as Express;
+  const out = new Set<string>();
+  const walk = (stack: any[]) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        for (const [m, on] of Object.entries(layer.route.methods as Record<string, boolean>)) if (on && m !== '_all') out.add(key(m, toDocPath(layer.route.path)));
+      } else if (Array.isArray(layer.handle?.stack)) {
+        walk(layer.handle.stack);
+      }
+    }
+  };
+  walk((app as any).router.stack);
+  return out;
+}
+
+const declared = (t: TestService) => new Set(t.service.api.routes.map((r) => key(r.method, toDocPath(r.path))));
+const op = (d: Doc, r: RouteSpec) => d.paths[toDocPath(r.path)]?.[r.method];
+const shapeKeys = (schema: z.ZodType | undefined): string[] => Object.keys((schema as unknown as { shape?: object })?.shape ?? {});
+
+describe('the OpenAPI document', () => {
+  it('is valid OpenAPI 3.1, with and without the token', async () => {
+    for (const d of [doc, lockedDoc]) {
+      const validator = new Validator();
+      const result = await validator.validate(d);
+      expect(result.errors ?? []).toEqual([]);
+      expect(result.valid).toBe(true);
+      expect(validator.version).toBe('3.1');
+      expect(d.openapi).toMatch(/^3\.1\./);
+    }
+  });
+
+  it('documents every route the app serves, and nothing it does not serve', () => {
+    const routes = served(open);
+    expect(routes.size).toBeGreaterThan(10);
+    expect([...routes].filter((r) => !documented(doc).has(r)).sort()).toEqual([]);
+    expect([...documented(doc)].filter((r) => !routes.has(r)).sort()).toEqual([]);
+    // The Api's own list is the same set.
+    expect([...declared(open)].sort()).toEqual([...documented(doc)].sort());
+    // Including the document itself and the metrics.
+    expect(documented(doc)).toContain('GET /api/openapi.json');
+    expect(documented(doc)).toContain('GET /api/metrics');
+  });
+
+  it('gives every route its operation id, path parameters, query parameters and body', () => {
+    const ids = new Set<string>();
+    for (const r of open.service.api.routes) {
+      const o = op(doc, r);
+      const where = key(r.method, r.path);
+      expect(o, where).toBeDefined();
+      expect(ids.has(o.operationId), `${where}: duplicate operationId ${o.operationId}`).toBe(false);
+      ids.add(o.operationId);
+      const params = (o.parameters ?? []) as { in: string; name: string; required?: boolean; schema?: unknown }[];
+      const pathParams = [...r.path.matchAll(/[:*]([A-Za-z_$][\w$]*)/g)].map((m) => m[1]);
+      expect(params.filter((p) => p.in === 'path').map((p) => p.name).sort(), where).toEqual([...pathParams].sort());
+      for (const p of params.filter((x) => x.in === 'path')) expect(p.required, `${where} ${p.name}`).toBe(true);
+      if (r.query) {
+        const names = params.filter((p) => p.in === 'query').map((p) => p.name);
+        expect(names.sort(), where).toEqual(shapeKeys(r.query).sort());
+        for (const p of params) expect(p.schema, `${where} ${p.name}`).toBeDefined();
+      }
+      if (r.body) {
+        expect(o.requestBody?.content?.['application/json']?.schema, `${where} body`).toBeDefined();
+        expect(o.requestBody.required, where).toBe(!r.bodyOptional);
+      } else {
+        expect(o.requestBody, where).toBeUndefined();
+      }
+    }
+  });
+
+  it('documents every declared answer, with its media type, and the framework’s own', () => {
+    for (const r of open.service.api.routes) {
+      const o = op(doc, r);
+      const where = key(r.method, r.path);
+      for (const [status, a] of Object.entries(r.answers)) {
+        const res = o.responses[status];
+        expect(res?.description, `${where} ${status}`).toBe(a.description);
+        if (a.schema || a.contentType) expect(res.content?.[a.contentType ?? 'application/json']?.schema, `${where} ${status}`).toBeDefined();
+        for (const h of Object.keys(a.headers ?? {})) expect(res.headers?.[h], `${where} ${status} ${h}`).toBeDefined();
+      }
+      if (r.body || r.query) expect(o.responses['422'], `${where} 422`).toBeDefined();
+      if (r.body) {
+        expect(o.responses['413'], `${where} 413`).toBeDefined();
+        expect(o.responses['415'], `${where} 415`).toBeDefined();
+      }
+      expect(Object.keys(o.responses).some((s) => /^2\d\d$/.test(s)), `${where}: a success answer`).toBe(true);
+    }
+  });
+
+  it('documents the streamed answers as text/event-stream and the metrics as Prometheus text', () => {
+    expect(doc.paths['/api/events/stream'].get.responses['200'].content).toHaveProperty(['text/event-stream']);
+    expect(Object.keys(doc.paths['/api/metrics'].get.responses['200'].content)).toEqual(['text/plain; version=0.0.4']);
+  });
+
+  it('documents integer query parameters as integers with their bounds and default', () => {
+    const limit = doc.paths['/api/events'].get.parameters.find((p: { name: string }) => p.name === 'limit');
+    expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 500, default: 200 });
+    expect(limit.schema).not.toHaveProperty('pattern');
+    expect(limit.required ?? false).toBe(false);
+  });
+
+  it('declares the bearer scheme; with the token set, requires it everywhere but the open routes', () => {
+    for (const d of [doc, lockedDoc]) {
+      expect(d.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+      expect(d.components.securitySchemes.queryToken).toMatchObject({ type: 'apiKey', in: 'query', name: 'token' });
+    }
+    // Open instance: no requirement anywhere.
+    expect(doc.security).toBeUndefined();
+    expect(doc.paths['/api/metrics'].get.security).toBeUndefined();
+    expect(doc.paths['/api/metrics'].get.responses['401']).toBeUndefined();
+
+    expect(lockedDoc.security).toEqual([{ bearerAuth: [] }]);
+    const openRoutes = ['/api/health', '/api/config', '/api/openapi.json'];
+    for (const r of locked.service.api.routes) {
+      const o = op(lockedDoc, r);
+      const where = key(r.method, r.path);
+      if (r.method === 'get' && openRoutes.includes(r.path)) {
+        expect(o.security, where).toEqual([]);
+        expect(o.responses['401'], where).toBeUndefined();
+      } else {
+        expect(o.security, where).toContainEqual({ bearerAuth: [] });
+        expect(o.responses['401'], where).toBeDefined();
+        expect(o.responses['401'].headers['WWW-Authenticate'], where).toBeDefined();
+      }
+    }
+    expect(lockedDoc.paths['/api/events/stream'].get.security).toEqual([{ bearerAuth: [] }, { queryToken: [] }]);
+  });
+});

@@ -1,0 +1,201 @@
+/**
+ * Structured logs (issue 4, item 9): one JSON line per request and per job transition on
+ * stdout, at LOG_LEVEL. The compiled service runs as a separate process (build first) and its
+ * stdout is read line by line.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor, waitForJobEvents } from '../helpers/events.js';
+import { fixture, makeTempStore } from '../helpers/service.js';
+
+const TOKEN = 'log-test-token-7c1e';
+const PROJECT = 'harbor-lights';
+const MARKER = 'BODY-MARKER-5d2a';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface ServiceProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  /** Every stdout line so far, parsed (a line that is not JSON fails the test). */
+  lines(): Record<string, unknown>[];
+  /** SIGTERM, then the exit; resolves with every stdout line. */
+  stop(): Promise<Record<string, unknown>[]>;
+}
+
+/** Starts the compiled service (test/fixtures/gen-start-service.mjs) with `env` on a free port. */
+async function startServiceProcess(env: Record<string, string>): Promise<ServiceProcess> {
+  const store = makeTempStore('sample');
+  cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const child = spawn(process.execPath, [fixture('gen-start-service.mjs')], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        CONSOLE_DATA_DIR: store.dataDir,
+        CONSOLE_STATE_DIR: store.stateDir,
+        DISPATCH_CLI: fixture('echo-argv.mjs'),
+        CONSOLE_WORKER_THREADS: '1',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exited = once(child, 'exit');
+    let gone = false;
+    void exited.then(() => (gone = true));
+    cleanups.push(() => {
+      if (!gone) child.kill('SIGKILL');
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const up = await waitFor(async () => {
+      if (gone) return false;
+      try {
+        return (await fetch(`${url}/api/health`)).ok ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 'the service process to answer /api/health');
+    const lines = () =>
+      out
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => {
+          try {
+            return JSON.parse(l) as Record<string, unknown>;
+          } catch {
+            throw new Error(`not a JSON line on stdout: ${l}`);
+          }
+        });
+    if (up) {
+      return {
+        child,
+        url,
+        lines,
+        stop: async () => {
+          child.kill('SIGTERM');
+          await exited;
+          return lines();
+        },
+      };
+    }
+    if (attempt >= 3 || !err.includes('EADDRINUSE')) throw new Error(`service process exited at start-up: ${err}`);
+  }
+}
+
+const requestLines = (lines: Record<string, unknown>[]) => lines.filter((l) => typeof l.route === 'string' && 'status' in l);
+
+describe('request and job logs', () => {
+  it('writes one line per request: method, route template, path, status, duration; no body, no credentials', async () => {
+    const svc = await startServiceProcess({ LOG_LEVEL: 'info', CONSOLE_API_TOKEN: TOKEN });
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    expect((await fetch(`${svc.url}/api/projects/${PROJECT}`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${svc.url}/api/projects/${PROJECT}`)).status).toBe(401);
+    const stream = await fetch(`${svc.url}/api/events/stream?token=${TOKEN}`);
+    expect(stream.status).toBe(200);
+    await stream.body?.cancel();
+    const gen = await fetch(`${svc.url}/api/proposals/generate`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ project: PROJECT, model: MARKER }),
+    });
+    expect(gen.status).toBe(202);
+    const { proposalId } = (await gen.json()) as { proposalId: string };
+    await waitFor(async () => {
+      const res = await fetch(`${svc.url}/api/jobs/${proposalId}`, { headers: auth });
+      return ((await res.json()) as { state: string }).state !== 'running' ? true : undefined;
+    }, 'the job to exit');
+
+    const lines = await svc.stop();
+    const reqs = requestLines(lines);
+    const project = reqs.filter((l) => l.route === '/api/projects/:projectId');
+    expect(project.map((l) => l.status).sort()).toEqual([200, 401]);
+    for (const l of project) {
+      expect(l).toMatchObject({ level: 30, method: 'GET', path: `/api/projects/${PROJECT}`, durationMs: expect.any(Number), reqId: expect.anything() });
+      expect(l.msg).toBe(`GET /api/projects/:projectId ${String(l.status)}`);
+    }
+    expect(reqs.find((l) => l.route === '/api/proposals/generate')).toMatchObject({ method: 'POST', status: 202 });
+    // The stream's line has its path without the query string (the token).
+    expect(reqs.find((l) => l.route === '/api/events/stream')).toMatchObject({ path: '/api/events/stream', status: 200 });
+    // One line per request: the health probes of the start-up wait are there too.
+    expect(reqs.filter((l) => l.route === '/api/proposals/generate')).toHaveLength(1);
+    expect(reqs.some((l) => l.route === '/api/health')).toBe(true);
+
+    const text = lines.map((l) => JSON.stringify(l)).join('\n');
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain(MARKER);
+    expect(text.toLowerCase()).not.toContain('authorization');
+    for (const l of reqs) {
+      expect(l).not.toHaveProperty('req');
+      expect(l).not.toHaveProperty('res');
+    }
+  });
+
+  it('writes one line per job transition: accepted and exited', async () => {
+    const svc = await startServiceProcess({ LOG_LEVEL: 'info' });
+    const gen = await fetch(`${svc.url}/api/proposals/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ project: PROJECT }),
+    });
+    const { proposalId } = (await gen.json()) as { proposalId: string };
+    await waitForJobEvents(svc.url, proposalId);
+    const lines = await svc.stop();
+    const mine = lines.filter((l) => (l.job as { proposalId?: string } | undefined)?.proposalId === proposalId);
+    expect(mine.map((l) => [l.trigger, l.msg])).toEqual([
+      ['accepted', 'job running'],
+      ['exit', 'job exited ok'],
+    ]);
+    expect(mine[1]).toMatchObject({ level: 30, job: { proposalId, state: 'exited ok', rc: 0, pid: expect.any(Number) } });
+  });
+
+  it('honours LOG_LEVEL: at warn, no request or job lines', async () => {
+    const svc = await startServiceProcess({ LOG_LEVEL: 'warn' });
+    const gen = await fetch(`${svc.url}/api/proposals/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ project: PROJECT }),
+    });
+    const { proposalId } = (await gen.json()) as { proposalId: string };
+    await waitForJobEvents(svc.url, proposalId);
+    await fetch(`${svc.url}/api/nope`);
+    const lines = await svc.stop();
+    expect(requestLines(lines)).toEqual([]);
+    expect(lines.filter((l) => 'job' in l)).toEqual([]);
+    for (const l of lines) expect(l.level as number).toBeGreaterThanOrEqual(40);
+  });
+
+  it('logs a 5xx at level error', async () => {
+    const svc = await startServiceProcess({ LOG_LEVEL: 'info', DISPATCH_CLI: '/nonexistent/dispatch.js' });
+    const res = await fetch(`${svc.url}/api/proposals/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ project: PROJECT }),
+    });
+    expect(res.status).toBe(500);
+    const lines = await svc.stop();
+    expect(requestLines(lines).find((l) => l.route === '/api/proposals/generate')).toMatchObject({ level: 50, status: 500 });
+  });
+});
