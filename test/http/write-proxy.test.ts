@@ -132,6 +132,20 @@ describe('write proxy', () => {
     expect(ok.status).toBe(202);
   });
 
+  it('checks the front’s own token before forwarding', async () => {
+    const { upstream, front } = await pair({ CONSOLE_API_TOKEN: 'shared-secret' }, { CONSOLE_API_TOKEN: 'shared-secret' });
+    const none = await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
+    expect(none.status).toBe(401);
+    const headers = { 'content-type': 'application/json', authorization: 'Bearer shared-secret' };
+    // Refused by the front itself: nothing was forwarded.
+    const status = ((await (await front.get('/api/system-status', { headers })).json()) as { writeProxy: { forwarded: number } }).writeProxy;
+    expect(status.forwarded).toBe(0);
+    const ok = await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true }, { headers });
+    expect(ok.status).toBe(202);
+    const { proposalId } = (await ok.json()) as { proposalId: string };
+    expect((await upstream.get(`/api/jobs/${proposalId}`, { headers })).status).toBe(200);
+  });
+
   it('runs POST /api/internal/bus locally', async () => {
     const { upstream, front } = await pair();
     const res = await front.post('/api/internal/bus', { severity: 'info', scope: 'test/proxy', summary: 'local' });

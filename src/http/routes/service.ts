@@ -70,6 +70,16 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               startedAt: z.string(),
             }),
           ),
+          writeProxy: z
+            .object({
+              enabled: z.boolean(),
+              upstream: z.string().nullable(),
+              forwarded: z.number().int(),
+              answered: z.number().int(),
+              failures: z.number().int(),
+              lastFailure: z.object({ at: z.string(), detail: z.string() }).nullable(),
+            })
+            .meta({ description: 'SERVICE_WRITE_UPSTREAM and the mutations forwarded to it since start-up.' }),
         }),
       },
     },
