@@ -87,6 +87,8 @@ describe('POST /api/internal/bus', () => {
       [{ severity: 'info', summary: 'a' }, ['body', 'scope']],
       [{ ...EVENT, scope: '' }, ['body', 'scope']],
       [{ ...EVENT, scope: 'has space' }, ['body', 'scope']],
+      [{ ...EVENT, scope: '/engine' }, ['body', 'scope']],
+      [{ ...EVENT, scope: 'engine//x' }, ['body', 'scope']],
       [{ ...EVENT, payload: [1, 2] }, ['body', 'payload']],
       [{ ...EVENT, id: '99' }, ['body']],
       [{ ...EVENT, ts: '2026-01-01T00:00:00.000Z' }, ['body']],

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { HttpError } from '../errors.js';
 import type { Api } from '../route.js';
 import { ErrorBody, Severity } from '../schemas.js';
+import { Scope } from './console-schemas.js';
 import type { AppDeps } from './deps.js';
 
 export const INTERNAL_BUS_PATH = '/api/internal/bus';
@@ -37,12 +38,7 @@ const loopbackOnly: RequestHandler = (req, _res, next) => {
 export const InternalBusEvent = z
   .strictObject({
     severity: Severity,
-    scope: z
-      .string()
-      .min(1)
-      .max(200)
-      .regex(/^[^\s\x00-\x1f\x7f]+$/, 'must not contain white space or control characters')
-      .meta({ description: 'Slash-separated channel, e.g. `engine/render`.' }),
+    scope: Scope.meta({ description: 'Slash-separated channel, e.g. `engine/render` (the rule of every caller-supplied scope).' }),
     summary: z.string().min(1).max(2000),
     detail: z.string().max(65_536).nullable().optional(),
     payload: z.record(z.string(), z.unknown()).optional().meta({ description: 'Default `{}`.' }),
