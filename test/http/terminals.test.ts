@@ -70,7 +70,8 @@ afterEach(async () => {
 async function start(env: Record<string, string> = {}, size = 10): Promise<TestService & { range: ReturnType<typeof portRange> }> {
   const range = portRange(size);
   const t = await startTestService({
-    env: { TTYD_BIN: STANDIN, TTYD_COMMAND: JSON.stringify(COMMAND), CONSOLE_TTYD_PORTS: range.env, ...env },
+    // The readiness wait is a ceiling (generous for slow machines), never an assertion.
+    env: { TTYD_BIN: STANDIN, TTYD_COMMAND: JSON.stringify(COMMAND), CONSOLE_TTYD_PORTS: range.env, CONSOLE_TTYD_READY_MS: '60000', ...env },
   });
   services.push(t);
   return Object.assign(t, { range });
