@@ -20,10 +20,11 @@ import {
 export interface BusSubscriber {
   readonly filter: EventFilter;
   /**
-   * Receives the frames (`id: …\ndata: …\n\n`, concatenated) of the events of one flush that
-   * pass its filter. Must not throw and must not block: slow consumers drop themselves.
+   * Receives the frames (`id: …\ndata: …\n\n`, concatenated, UTF-8) of the events of one
+   * flush that pass its filter. The buffer is shared by every subscriber with the same filter:
+   * never modify it. Must not throw and must not block: slow consumers drop themselves.
    */
-  receive(frames: string): void;
+  receive(frames: Buffer): void;
 }
 
 /** Called synchronously for every published event (metrics, logs). Must be cheap. */
@@ -60,7 +61,7 @@ export class EventBus {
       detail: input.detail ?? null,
       payload: input.payload ?? {},
     };
-    this.pending.push({ id, severity: input.severity, scope: input.scope, data: JSON.stringify(event), frame: undefined });
+    this.pending.push({ id, severity: input.severity, scope: input.scope, data: serialize(event), frame: undefined });
     this.published++;
     for (const tap of this.taps) tap(event);
     if (this.closed) {
@@ -137,18 +138,20 @@ export class EventBus {
   }
 
   private fanOut(batch: Pending[]): void {
-    const byFilter = new Map<string, string>();
+    // One encoded buffer per distinct filter, written as is to every subscriber with it.
+    const byFilter = new Map<string, Buffer>();
     for (const sub of this.subscribers) {
       const key = filterKey(sub.filter);
       let frames = byFilter.get(key);
       if (frames === undefined) {
-        frames = '';
+        let text = '';
         for (const p of batch) {
           if (passes(sub.filter, p.severity as Severity, p.scope)) {
             p.frame ??= `id: ${p.id}\ndata: ${p.data}\n\n`;
-            frames += p.frame;
+            text += p.frame;
           }
         }
+        frames = Buffer.from(text, 'utf8');
         byFilter.set(key, frames);
       }
       if (frames.length > 0) sub.receive(frames);
@@ -170,4 +173,17 @@ export class EventBus {
     }
     return this.lastTs;
   }
+}
+
+/**
+ * The event's JSON, members in the documented order. Assembled by hand around
+ * JSON.stringify of the variable parts: the same text as JSON.stringify(event), in a
+ * fraction of the time on the per-line hot path.
+ */
+function serialize(e: BusEvent): string {
+  return (
+    `{"id":"${e.id}","ts":"${e.ts}","severity":"${e.severity}","scope":${JSON.stringify(e.scope)}` +
+    `,"summary":${JSON.stringify(e.summary)},"detail":${e.detail === null ? 'null' : JSON.stringify(e.detail)}` +
+    `,"payload":${JSON.stringify(e.payload)}}`
+  );
 }

@@ -73,7 +73,7 @@ export class SseHub {
 
 class SseClient implements BusSubscriber {
   private replaying = true;
-  private held: string[] = [];
+  private held: Buffer[] = [];
   private heldBytes = 0;
   private closed = false;
   private unsubscribe: (() => void) | undefined;
@@ -138,10 +138,10 @@ class SseClient implements BusSubscriber {
     const held = this.held;
     this.held = [];
     this.heldBytes = 0;
-    if (held.length > 0) this.write(held.join(''));
+    if (held.length > 0) this.write(held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held));
   }
 
-  receive(frames: string): void {
+  receive(frames: Buffer): void {
     if (this.closed) return;
     if (this.replaying) {
       this.held.push(frames);
@@ -156,7 +156,7 @@ class SseClient implements BusSubscriber {
     if (!this.closed && !this.replaying) this.write(': ping\n\n');
   }
 
-  private write(chunk: string): void {
+  private write(chunk: Buffer | string): void {
     this.res.write(chunk);
     // Node buffers what the socket has not taken; that buffer is this client's queue.
     if (this.res.writableLength > this.options.maxQueueBytes) this.close('slow');

@@ -22,8 +22,12 @@ export interface EventRow {
 const ID_BLOCK = 10_000;
 /** Rows per multi-row INSERT: fewer statement steps per event on the hot path. */
 const INSERT_CHUNK = 64;
-/** Retention runs once the table holds this fraction more rows than the bound. */
-const RETENTION_SLACK = 0.05;
+/**
+ * Retention deletes in batches: once the newest id is this many ids (at least) past the
+ * bound, everything older than the newest `retention` ids goes in one range delete.
+ */
+const RETENTION_BATCH_MIN = 100;
+const RETENTION_BATCH_FRACTION = 0.05;
 
 export class EventLog {
   private nextId: number;
@@ -35,6 +39,10 @@ export class EventLog {
   private readonly insertChunk;
   private readonly saveReservation;
   private readonly appendTx;
+  private readonly deleteBefore;
+  /** Events with a smaller id have been deleted by retention. */
+  private retainedFrom: number;
+  private readonly retentionBatch: number;
   private readonly selects = new Map<string, Statement<unknown[]>>();
 
   /**
@@ -53,6 +61,9 @@ export class EventLog {
     this.nextId = this.reservedUpTo + 1;
     this.lastId = maxId;
     this.rowCount = (db.prepare('SELECT count(*) AS c FROM events').get() as { c: number }).c;
+    this.retainedFrom = (db.prepare('SELECT min(id) AS m FROM events').get() as { m: number | null }).m ?? 0;
+    this.retentionBatch = Math.max(RETENTION_BATCH_MIN, Math.floor(retention * RETENTION_BATCH_FRACTION));
+    this.deleteBefore = db.prepare('DELETE FROM events WHERE id < ?');
     this.insertOne = db.prepare('INSERT INTO events (id, severity, scope, data) VALUES (?, ?, ?, ?)');
     this.insertChunk = db.prepare(
       `INSERT INTO events (id, severity, scope, data) VALUES ${Array(INSERT_CHUNK).fill('(?, ?, ?, ?)').join(', ')}`,
@@ -105,15 +116,19 @@ export class EventLog {
     if (rows.length === 0) return;
     this.appendTx(rows);
     this.rowCount += rows.length;
-    if (this.rowCount > this.retention * (1 + RETENTION_SLACK) + 100) this.applyRetention();
+    const newest = (rows[rows.length - 1] as EventRow).id;
+    if (newest - this.retention >= this.retainedFrom + this.retentionBatch) this.applyRetention(newest);
   }
 
-  private applyRetention(): void {
-    const cutoff = this.db
-      .prepare('SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?')
-      .get(this.retention - 1) as { id: number } | undefined;
-    if (cutoff) this.db.prepare('DELETE FROM events WHERE id < ?').run(cutoff.id);
-    this.rowCount = (this.db.prepare('SELECT count(*) AS c FROM events').get() as { c: number }).c;
+  /**
+   * Keeps the events of the newest `retention` ids: a range delete on the primary key, so its
+   * cost is that of the rows deleted. Ids skipped by a crash count against the bound, so after
+   * one slightly fewer rows than `retention` may be kept, never more.
+   */
+  private applyRetention(newest: number): void {
+    const from = newest - this.retention + 1;
+    this.rowCount -= this.deleteBefore.run(from).changes;
+    this.retainedFrom = from;
   }
 
   /**
