@@ -1,0 +1,136 @@
+/**
+ * Child processes of the benchmarks: the service under test, baseline servers and load
+ * generators each run in their own process, so the figures of one never include the others.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import { SERVICE_ENTRY } from './paths.js';
+
+export interface Running {
+  readonly proc: ChildProcess;
+  readonly url: string;
+  /** SIGTERM, then wait for the exit. */
+  stop(): Promise<void>;
+  /** Resident set size of the process in bytes (from /proc), or null. */
+  rss(): number | null;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+async function waitHealthy(url: string, proc: ChildProcess, path: string): Promise<void> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`process exited with ${proc.exitCode} before answering ${path}`);
+    try {
+      const r = await fetch(url + path);
+      if (r.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) throw new Error(`no answer from ${url}${path}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function running(proc: ChildProcess, url: string): Running {
+  return {
+    proc,
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+    rss: () => rssOf(proc.pid),
+  };
+}
+
+/** RSS of `pid` in bytes, from /proc/<pid>/status. */
+export function rssOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts the real service (`node dist/main/index.js`) with `env` on a free port. */
+export async function startService(env: Record<string, string>, nodeArgs: string[] = []): Promise<Running> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [...nodeArgs, SERVICE_ENTRY], {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitHealthy(url, proc, '/api/health');
+  return running(proc, url);
+}
+
+/** Starts a node script that listens on `PORT` and answers `healthPath`. */
+export async function startServer(script: string, healthPath: string, env: Record<string, string> = {}): Promise<Running> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitHealthy(url, proc, healthPath);
+  return running(proc, url);
+}
+
+/** Runs a node script to completion; resolves with its stdout parsed as JSON (last line). */
+export function runJson<T>(script: string, args: string[] = [], env: Record<string, string> = {}): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [script, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    proc.on('error', reject);
+    proc.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`${script} exited with ${code}`));
+      const last = out.trim().split('\n').at(-1) ?? '';
+      try {
+        resolve(JSON.parse(last) as T);
+      } catch {
+        reject(new Error(`${script} printed no JSON result: ${out.slice(-300)}`));
+      }
+    });
+  });
+}
+
+/** A node script that prints `ready` when set up, then one JSON result line at the end. */
+export function startStaged<T>(script: string, args: string[] = [], env: Record<string, string> = {}): { ready: Promise<void>; result: Promise<T> } {
+  const proc = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  let readyResolve!: () => void;
+  const ready = new Promise<void>((r) => (readyResolve = r));
+  proc.stdout.setEncoding('utf8').on('data', (c: string) => {
+    out += c;
+    if (out.startsWith('ready\n')) readyResolve();
+  });
+  const result = new Promise<T>((resolve, reject) => {
+    proc.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`${script} exited with ${code}`));
+      try {
+        resolve(JSON.parse(out.trim().split('\n').at(-1) ?? '') as T);
+      } catch {
+        reject(new Error(`${script} printed no JSON result`));
+      }
+    });
+  });
+  return { ready, result };
+}

@@ -1,0 +1,11 @@
+/** Paths used by the benchmarks (compiled to bench/.work/dist). */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** bench/.work/dist/lib → repository root. */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
+export const BENCH_DIST = path.join(REPO_ROOT, 'bench', '.work', 'dist');
+export const WORK_DIR = path.join(REPO_ROOT, 'bench', '.work');
+export const SERVICE_ENTRY = path.join(REPO_ROOT, 'dist', 'main', 'index.js');
+export const RESULTS_FILE = path.join(REPO_ROOT, 'bench', 'RESULTS.md');
+export const benchScript = (rel: string) => path.join(BENCH_DIST, rel);

@@ -1,0 +1,71 @@
+/**
+ * Figures, ratios and the results table. Every row compares a figure with a baseline
+ * measured in the same run on the same machine; each is measured 3 times and reported as
+ * min/median/max, and the verdict uses the median ratio.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import { RESULTS_FILE } from './paths.js';
+
+/** min/median/max of a list of numbers. */
+export function spread(xs: readonly number[]): { min: number; median: number; max: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  return { min: s[0] ?? NaN, median: s[Math.floor((s.length - 1) / 2)] ?? NaN, max: s[s.length - 1] ?? NaN };
+}
+
+/** Percentile `p` (0..100) of `xs` (nearest rank). */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+}
+
+/** One line of the table. `ratios` holds one ratio per run; `better` says which way passes. */
+export interface Row {
+  readonly id: string;
+  readonly measure: string;
+  readonly unit: string;
+  readonly figures: readonly number[];
+  readonly baselines: readonly number[] | null;
+  readonly ratios: readonly number[] | null;
+  readonly target: string;
+  readonly pass: boolean;
+  readonly note?: string;
+}
+
+const fmt = (n: number) => (Number.isFinite(n) ? (Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(2)) : '—');
+const triple = (xs: readonly number[] | null) => {
+  if (!xs || xs.length === 0) return '—';
+  const s = spread(xs);
+  return `${fmt(s.min)} / ${fmt(s.median)} / ${fmt(s.max)}`;
+};
+
+/** Renders the rows as a Markdown table (min / median / max per cell). */
+export function table(rows: readonly Row[]): string {
+  const head = '| # | Measure | Figure (min / median / max) | Baseline (min / median / max) | Ratio (min / median / max) | Target | Result |';
+  const sep = '|---|---|---|---|---|---|---|';
+  const lines = rows.map(
+    (r) =>
+      `| ${r.id} | ${r.measure} | ${triple(r.figures)} ${r.unit} | ${r.baselines ? `${triple(r.baselines)} ${r.unit}` : '—'} | ${triple(r.ratios)} | ${r.target} | ${r.pass ? 'PASS' : 'MISS'}${r.note ? ` (${r.note})` : ''} |`,
+  );
+  return [head, sep, ...lines].join('\n');
+}
+
+/** Machine description for the results file. */
+export function machine(): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  return `${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
+}
+
+/** Appends a run to bench/RESULTS.md, newest last. */
+export function appendResults(rows: readonly Row[], extra: string): void {
+  const when = new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+  const text = `\n## ${when}\n\nMachine: ${machine()}\n\n${table(rows)}\n${extra ? `\n${extra}\n` : ''}`;
+  if (!fs.existsSync(RESULTS_FILE)) {
+    fs.writeFileSync(
+      RESULTS_FILE,
+      '# Benchmark results\n\nWritten by `npm run bench`. Every figure is measured 3 times (min / median / max) and compared with a baseline measured in the same run on the same machine; the verdict uses the median ratio.\n',
+    );
+  }
+  fs.appendFileSync(RESULTS_FILE, text);
+}

@@ -1,0 +1,120 @@
+/**
+ * P2: time from request to 202 with 64 concurrent generation requests (a tiny dispatch tool
+ * printing 3 lines), against a bare loop of child_process.spawn at the same concurrency.
+ * Target: p99 ≤ 1.5×; every spawn, line and exit event present.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { runJson, startService } from './lib/child.js';
+import { benchScript, WORK_DIR } from './lib/paths.js';
+import { percentile, type Row } from './lib/report.js';
+
+const CONCURRENCY = 64;
+const ROUNDS = 5;
+const LINES = 3;
+
+/** One POST over its own connection; resolves with {status, ms, proposalId}. */
+function post(url: string, body: string): Promise<{ status: number; ms: number; proposalId: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = http.request(
+      { host: u.hostname, port: u.port, path: '/api/proposals/generate', method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, proposalId: (JSON.parse(text) as { proposalId?: string }).proposalId ?? '' }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface Ev {
+  id: string;
+  severity: string;
+  summary: string;
+  detail: string | null;
+  payload: Record<string, unknown>;
+}
+
+async function events(url: string): Promise<Ev[]> {
+  const out: Ev[] = [];
+  let since = '0';
+  for (;;) {
+    const page = (await (await fetch(`${url}/api/events?limit=500&sinceId=${since}&scopePrefix=engine/generation`)).json()) as Ev[];
+    out.push(...page);
+    if (page.length < 500) return out;
+    since = (page.at(-1) as Ev).id;
+  }
+}
+
+export async function runP2(runs: number): Promise<Row[]> {
+  const tool = benchScript('tools/line-printer.js');
+  const figures: number[] = [];
+  const baselines: number[] = [];
+  const problems: string[] = [];
+  for (let run = 0; run < runs; run++) {
+    const base = await runJson<{ latencies: number[] }>(benchScript('baselines/spawn-loop.js'), [tool, String(CONCURRENCY), String(ROUNDS)], { BENCH_LINES: String(LINES) });
+    baselines.push(percentile(base.latencies, 99));
+
+    const state = fs.mkdtempSync(path.join(WORK_DIR, 'p2-state-'));
+    const svc = await startService({
+      CONSOLE_DATA_DIR: path.join(WORK_DIR, 'p3-store'),
+      CONSOLE_STATE_DIR: state,
+      DISPATCH_CLI: tool,
+      BENCH_LINES: String(LINES),
+      CONSOLE_MAX_RUNNING_JOBS: String(CONCURRENCY),
+    });
+    try {
+      const latencies: number[] = [];
+      const ids: string[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const answers = await Promise.all(Array.from({ length: CONCURRENCY }, () => post(svc.url, '{"project":"p2"}')));
+        for (const a of answers) {
+          if (a.status !== 202) problems.push(`status ${a.status}`);
+          latencies.push(a.ms);
+          ids.push(a.proposalId);
+        }
+        // Wait until this round's jobs have exited, so each round starts below the cap.
+        for (;;) {
+          const status = (await (await fetch(`${svc.url}/api/system-status`)).json()) as { jobs: { running: number } };
+          if (status.jobs.running === 0) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+      figures.push(percentile(latencies, 99));
+      // Every spawn, line and exit event present for every job.
+      const evs = await events(svc.url);
+      for (const id of ids) {
+        const spawn = evs.filter((e) => e.payload.proposal_id === id && e.summary.startsWith('dispatch_cli spawned')).length;
+        const exit = evs.filter((e) => e.payload.proposal_id === id && e.summary === 'dispatch_cli exited rc=0').length;
+        const lines = evs.filter((e) => e.detail?.startsWith(`${id} stdout line `)).length;
+        if (spawn !== 1 || exit !== 1 || lines !== LINES) {
+          problems.push(`${id}: spawn ${spawn}, lines ${lines}, exit ${exit}`);
+          break;
+        }
+      }
+    } finally {
+      await svc.stop();
+      fs.rmSync(state, { recursive: true, force: true });
+    }
+  }
+  const ratios = figures.map((f, i) => f / (baselines[i] as number));
+  const median = [...ratios].sort((a, b) => a - b)[Math.floor((ratios.length - 1) / 2)] as number;
+  return [
+    {
+      id: 'P2',
+      measure: `p99 time to 202, ${CONCURRENCY} concurrent generation requests (× ${ROUNDS} rounds)`,
+      unit: 'ms',
+      figures,
+      baselines,
+      ratios,
+      target: '≤ 1.5×, every event',
+      pass: median <= 1.5 && problems.length === 0,
+      ...(problems.length ? { note: problems.slice(0, 3).join(' | ') } : {}),
+    },
+  ];
+}

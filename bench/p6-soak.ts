@@ -1,0 +1,103 @@
+/**
+ * P6: RSS after 1,000,000 events through the bus and a 2-minute soak: ≤ 256 MB and flat (no
+ * growth in the last minute). The three runs go side by side (three service instances), so
+ * the row fits in the benchmark's time budget. Events come from generation jobs (4 × 250,000
+ * lines) with 2 SSE clients reading; during the soak a small job runs every 5 s and the read
+ * routes are polled, and RSS is sampled every 2 s.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { startService, startStaged, type Running } from './lib/child.js';
+import { benchScript, WORK_DIR } from './lib/paths.js';
+import type { Row } from './lib/report.js';
+
+const EVENTS = Number(process.env.BENCH_P6_EVENTS ?? 1_000_000);
+const JOBS = 4;
+const SOAK_MS = Number(process.env.BENCH_P6_SOAK_MS ?? 120_000);
+const LIMIT_MB = 256;
+/** Growth over the last minute that still counts as flat. */
+const FLAT_MB = 8;
+
+interface Soak {
+  finalMb: number;
+  growthMb: number;
+  problems: string[];
+}
+
+async function generate(svc: Running): Promise<void> {
+  const a = await fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"project":"p6"}' });
+  if (a.status !== 202) throw new Error(`generation answered ${a.status}`);
+}
+
+async function oneRun(index: number): Promise<Soak> {
+  const state = fs.mkdtempSync(path.join(WORK_DIR, `p6-state-${index}-`));
+  const svc = await startService({
+    CONSOLE_DATA_DIR: path.join(WORK_DIR, 'p3-store'),
+    CONSOLE_STATE_DIR: state,
+    DISPATCH_CLI: benchScript('tools/line-printer.js'),
+    BENCH_LINES: String(EVENTS / JOBS),
+    // The load clients share two cores with everything else: let them lag rather than be dropped.
+    CONSOLE_SSE_MAX_QUEUE_BYTES: String(512 * 1024 * 1024),
+  });
+  const problems: string[] = [];
+  try {
+    const clients = startStaged<{ errors: string[]; lines: number[] }>(benchScript('load/sse-clients.js'), [JSON.stringify({ url: svc.url, clients: 2, expectExits: JOBS })]);
+    await clients.ready;
+    for (let j = 0; j < JOBS; j++) await generate(svc);
+    const r = await clients.result;
+    if (r.errors.length) problems.push(r.errors[0] as string);
+    if (r.lines.some((n) => n !== EVENTS)) problems.push(`clients saw ${r.lines.join(',')} lines`);
+
+    // Soak: RSS every 2 s; light traffic.
+    const samples: { t: number; rss: number }[] = [];
+    const t0 = Date.now();
+    let tick = 0;
+    while (Date.now() - t0 < SOAK_MS) {
+      if (++tick % 3 === 0) {
+        const a = await fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"project":"p6","dryRun":true}' });
+        await a.arrayBuffer();
+      }
+      await (await fetch(`${svc.url}/api/events?limit=200`)).arrayBuffer();
+      await (await fetch(`${svc.url}/api/system-status`)).arrayBuffer();
+      samples.push({ t: Date.now() - t0, rss: (svc.rss() ?? 0) / 2 ** 20 });
+      await new Promise((res) => setTimeout(res, 2000));
+    }
+    const last = samples.filter((s) => s.t >= SOAK_MS - 60_000);
+    const first = last[0]?.rss ?? 0;
+    const growthMb = Math.max(...last.map((s) => s.rss)) - first;
+    return { finalMb: samples.at(-1)?.rss ?? NaN, growthMb, problems };
+  } finally {
+    await svc.stop();
+    fs.rmSync(state, { recursive: true, force: true });
+  }
+}
+
+export async function runP6(runs: number): Promise<Row[]> {
+  const results = await Promise.all(Array.from({ length: runs }, (_v, i) => oneRun(i)));
+  const finals = results.map((r) => r.finalMb);
+  const growth = results.map((r) => r.growthMb);
+  const problems = results.flatMap((r) => r.problems);
+  return [
+    {
+      id: 'P6',
+      measure: `RSS after ${EVENTS.toLocaleString('en')} events and a ${Math.round(SOAK_MS / 1000)} s soak`,
+      unit: 'MB',
+      figures: finals,
+      baselines: null,
+      ratios: null,
+      target: `≤ ${LIMIT_MB} MB`,
+      pass: Math.max(...finals) <= LIMIT_MB && problems.length === 0,
+      ...(problems.length ? { note: problems[0] as string } : {}),
+    },
+    {
+      id: 'P6 flat',
+      measure: 'RSS growth over the last minute of the soak',
+      unit: 'MB',
+      figures: growth,
+      baselines: null,
+      ratios: null,
+      target: `≤ ${FLAT_MB} MB (flat)`,
+      pass: Math.max(...growth) <= FLAT_MB,
+    },
+  ];
+}
