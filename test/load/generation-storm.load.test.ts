@@ -10,6 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
+import { rawRequest } from '../helpers/raw.js';
 import { fixture, makeTempStore, REPO_ROOT } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 
@@ -72,10 +73,11 @@ it('streams 32 jobs to 20 clients with reads going on, losing and duplicating no
     '/api/system-status',
     '/api/memory',
   ];
+  // A fresh connection per read: this process is busy parsing a million frames, so a pooled
+  // client's idle-socket timer can fire late and reuse a socket the server already closed.
   const readers = Array.from({ length: 4 }, async (_v, r) => {
     for (let i = r; reading; i++) {
-      const res = await fetch(url + (readPaths[i % readPaths.length] as string));
-      await res.arrayBuffer();
+      const res = await rawRequest(url, readPaths[i % readPaths.length] as string);
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     }
   });
