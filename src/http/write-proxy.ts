@@ -59,6 +59,8 @@ export class WriteProxy {
   private lastFailure: WriteProxyStatus['lastFailure'] = null;
   /** Names this instance in `Via`, so a proxy loop (an upstream pointing back here) is refused. */
   private readonly via = `1.1 console-backend-${randomBytes(4).toString('hex')}`;
+  /** Answers already failed: a cut can be reported by both the request and the answer. */
+  private readonly failed = new WeakSet<object>();
 
   /** @param upstream an http(s) URL without a trailing slash, or null for local mutations. */
   constructor(
@@ -88,15 +90,20 @@ export class WriteProxy {
       // that the upstream closes at the same moment would fail a POST that cannot be retried.
       on: {
         proxyReq: (proxyReq, _req, res) => {
-          proxyReq.appendHeader('via', this.via);
           // An answer the client stopped reading (a stream) stops the upstream request too.
+          // (http-proxy does so on the request's deprecated 'aborted' event; this does not rely on it.)
           res.once('close', () => {
             if (!res.writableFinished) proxyReq.destroy();
           });
         },
-        proxyRes: () => {
+        proxyRes: (proxyRes, _req, res) => {
           this.answered++;
           this.options.onOutcome?.('answered');
+          // http-proxy pipes the answer and reports only errors of the request: an answer the
+          // upstream cuts midway would leave the client waiting for the rest forever.
+          proxyRes.once('close', () => {
+            if (!proxyRes.complete) this.fail(upstream, new Error('the upstream cut its answer midway'), res);
+          });
         },
         error: (err, _req, res) => this.fail(upstream, err as NodeJS.ErrnoException, res),
       },
@@ -111,11 +118,17 @@ export class WriteProxy {
         return;
       }
       this.forwarded++;
+      // Set on the incoming headers, which http-proxy copies: a header set on the outgoing
+      // request in its `proxyReq` event can come after a streamed body already sent them.
+      req.headers.via = req.headers.via ? `${req.headers.via}, ${this.via}` : this.via;
       void proxy(req, res, next);
     };
   }
 
   private fail(upstream: string, err: NodeJS.ErrnoException, res: ServerResponse | Socket): void {
+    // The client left first (its close stopped the upstream request): not an upstream failure.
+    if (res.destroyed || this.failed.has(res)) return;
+    this.failed.add(res);
     this.failures++;
     const detail = `write upstream ${upstream} unreachable: ${err.message || err.code || 'connection failed'}`;
     this.lastFailure = { at: new Date().toISOString(), detail };

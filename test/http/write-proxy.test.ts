@@ -3,6 +3,7 @@
  * instances of the service: an upstream and a front started with SERVICE_WRITE_UPSTREAM set
  * to the upstream's URL.
  */
+import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allEvents, waitFor } from '../helpers/events.js';
@@ -183,6 +184,64 @@ describe('write proxy', () => {
     await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
     await front.post('/api/proposals/generate', { project: 'no such project!' });
     expect(await proxyStatus(front)).toEqual({ enabled: true, upstream: upstream.url, forwarded: 2, answered: 2, failures: 0, lastFailure: null });
+  });
+
+  /**
+   * Failure modes a real instance cannot be made to show on demand (an answer cut midway, an
+   * endless streamed answer) use a stand-in upstream: a plain HTTP server on loopback.
+   */
+  async function standIn(handler: http.RequestListener): Promise<{ url: string; close: () => Promise<void> }> {
+    const server = http.createServer(handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const close = () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      });
+    return { url, close };
+  }
+
+  it('cuts the answer when the upstream cuts it: a truncated body never looks complete', async () => {
+    const up = await standIn((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"delta":"first "}\n\n', () => setTimeout(() => res.socket?.destroy(), 50));
+    });
+    try {
+      const front = await start({ SERVICE_WRITE_UPSTREAM: up.url });
+      // node:http reports a chunked body that ends without its last chunk as an error (fetch
+      // hands the truncated text over as if complete).
+      const cut = rawRequest(front.url, '/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"hi"}' });
+      await expect(cut).rejects.toThrow(/aborted/);
+      expect(await proxyStatus(front)).toMatchObject({ forwarded: 1, answered: 1, failures: 1, lastFailure: { detail: expect.stringMatching(/cut its answer/) } });
+    } finally {
+      await up.close();
+    }
+  });
+
+  it('stops the upstream request when the client stops reading a streamed answer', async () => {
+    let upstreamClosed: () => void = () => {};
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    const up = await standIn((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const tick = setInterval(() => res.write('data: {"delta":"more "}\n\n'), 20);
+      res.on('close', () => {
+        clearInterval(tick);
+        upstreamClosed();
+      });
+    });
+    try {
+      const front = await start({ SERVICE_WRITE_UPSTREAM: up.url });
+      const controller = new AbortController();
+      const res = await front.post('/api/chat', { message: 'hi' }, { signal: controller.signal });
+      const reader = res.body!.getReader();
+      await reader.read();
+      controller.abort();
+      await closed; // with a ceiling: the test time-out
+      expect(await proxyStatus(front)).toMatchObject({ forwarded: 1, answered: 1, failures: 0 });
+    } finally {
+      await up.close();
+    }
   });
 
   it('refuses a loop: a service whose upstream is itself answers 508 instead of forwarding forever', async () => {
