@@ -94,9 +94,10 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
     post: (p, body, init) =>
       fetch(service.url + p, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(init?.headers ?? {}) },
         body: body === undefined ? undefined : JSON.stringify(body),
         ...init,
+        // After `init`, so extra headers add to the JSON content type instead of replacing it.
+        headers: { 'content-type': 'application/json', ...Object.fromEntries(new Headers(init?.headers).entries()) },
       }),
     stop,
     close: async () => {
