@@ -71,7 +71,7 @@ describe('evaluateDecision: payload extras and invalid values', () => {
   it('adds the extra members after the four of the spec, which they cannot replace', () => {
     const out = evaluateDecision({ ...base, extra: { reason: 'looks good', decision: 'forged', proposal_id: 'x' } }, PROPOSAL_KINDS);
     expect(out.event.payload).toEqual({ proposal_id: 'prop_0123456789ab', decision: 'approved', kind: null, deferred_execution: true, reason: 'looks good' });
-    expect(Object.keys(out.event.payload)).toEqual(['proposal_id', 'decision', 'kind', 'deferred_execution', 'reason']);
+    expect(Object.keys(out.event.payload ?? {})).toEqual(['proposal_id', 'decision', 'kind', 'deferred_execution', 'reason']);
   });
 
   it.each(['approve', 'APPROVED', '', 'pending'])('throws a ValueError-style DecisionValueError naming the valid values for %j (rule 4)', (decision) => {
