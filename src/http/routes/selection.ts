@@ -36,7 +36,7 @@ export function selectionRoutes(api: Api, { console: state }: AppDeps): void {
     operationId: 'putSelection',
     summary: 'Store a project’s selection',
     description:
-      'Replaces the selection. The body is an object: `episodeId`, `sceneId`, `beatId`, `shotId`, `takeId` (ids or null; snake_case accepted) and any other members, stored as given. It also records the project, and the most specific selected item (take, else shot, beat, scene, episode), as recently opened (`GET /api/recent`).',
+      'Replaces the selection. The body is an object: `episodeId`, `sceneId`, `beatId`, `shotId`, `takeId` (ids or null) and any other members, stored as given (top-level snake_case names are stored in camelCase). It also records the project, and the most specific selected item (take, else shot, beat, scene, episode), as recently opened (`GET /api/recent`).',
     tag: 'Console',
     query: ProjectQuery,
     body: SelectionBody,
