@@ -35,12 +35,13 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where
 
 function toIssue(i: z.core.$ZodIssue, where: Location, input: unknown): ValidationIssue {
   const loc = [where, ...i.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+  // Whatever the schema (type, enum, literal…), an absent required member is `missing`.
+  if (i.code !== 'unrecognized_keys' && i.code !== 'custom' && valueAt(input, i.path) === undefined) {
+    return { loc, msg: 'Field required', type: 'missing' };
+  }
   switch (i.code) {
-    case 'invalid_type': {
-      const missing = valueAt(input, i.path) === undefined;
-      if (missing) return { loc, msg: 'Field required', type: 'missing' };
+    case 'invalid_type':
       return { loc, msg: `Input should be a valid ${i.expected}`, type: `${i.expected}_type` };
-    }
     case 'too_small':
       return {
         loc,

@@ -217,7 +217,8 @@ describe('POST /api/proposals/{id}/decision: the decision table', () => {
     }
     const missing = await decide(svc, id, {});
     expect(missing.status).toBe(422);
-    expect((missing.json.detail as Issue[])[0]).toMatchObject({ loc: ['body', 'decision'] });
+    expect((missing.json.detail as Issue[])[0]).toMatchObject({ loc: ['body', 'decision'], msg: 'Field required', type: 'missing' });
+    expect(((await decide(svc, id, { decision: 'nope' })).json.detail as Issue[])[0]).toMatchObject({ type: 'enum' });
     expect((await decide(svc, id, { decision: 'approved', extra: 'x' })).status).toBe(422);
     for (const scope of ['../x', 'a//b', '/engine', '', 'engine/']) {
       expect((await decide(svc, id, { decision: 'approved', scope })).status, scope).toBe(422);
