@@ -5,14 +5,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { runJson, startServer, startService } from './lib/child.js';
+import { cpuMsOf, runJson, startServer, startService, type Running } from './lib/child.js';
 import { benchScript, WORK_DIR } from './lib/paths.js';
 import type { Row } from './lib/report.js';
 import { BENCH_PROJECT, beatId, generateStore } from './generate-store.js';
 
 export const BIG_STORE = path.join(WORK_DIR, 'store-10k');
 const CONNECTIONS = 32;
-const DURATION_S = 5;
+const DURATION_S = 2;
+/** Interleaved measurement slices per run. */
+const SLICES = 3;
 
 interface Cannon {
   rps: number;
@@ -24,6 +26,14 @@ interface Cannon {
 
 const cannon = (url: string, paths: string[]) =>
   runJson<Cannon>(benchScript('load/cannon.js'), [JSON.stringify({ url, paths, connections: CONNECTIONS, durationS: DURATION_S })]);
+
+/** A load slice against `server`, with the server's CPU time per request (µs). */
+async function slice(server: Running, paths: string[]): Promise<Cannon & { cpuUs: number }> {
+  const c0 = cpuMsOf(server.proc.pid) ?? 0;
+  const r = await cannon(server.url, paths);
+  const used = (cpuMsOf(server.proc.pid) ?? 0) - c0;
+  return { ...r, cpuUs: (used * 1000) / Math.max(1, r.total) };
+}
 
 /** Paths per route: several episodes and beats, so the cache serves many keys. */
 export function routePaths(): Record<string, string[]> {
@@ -41,18 +51,20 @@ export function ensureBigStore(): void {
   generateStore(BIG_STORE, { shots: 10_000, takes: 50_000, beatsPerEpisode: 25 });
 }
 
+/**
+ * Each run starts the bare server and the service side by side and measures them in
+ * interleaved slices (bare, then each route; three times), so a burst of noise from the host
+ * lands on both sides of a ratio alike. A run's figure is the median of its three slices.
+ */
 export async function runP1(runs: number): Promise<Row[]> {
   ensureBigStore();
   const routes = routePaths();
-  const base: Cannon[] = [];
-  const byRoute: Record<string, Cannon[]> = Object.fromEntries(Object.keys(routes).map((k) => [k, []]));
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] as number;
+  const base: { rps: number; p99: number; cpuUs: number }[] = [];
+  const byRoute: Record<string, { rps: number; p99: number; cpuUs: number; bad: number }[]> = Object.fromEntries(Object.keys(routes).map((k) => [k, []]));
   for (let run = 0; run < runs; run++) {
-    const bare = await startServer(benchScript('servers/bare-express.js'), '/health');
-    await cannon(bare.url, ['/json']); // warm-up
-    base.push(await cannon(bare.url, ['/json']));
-    await bare.stop();
-
     const state = fs.mkdtempSync(path.join(WORK_DIR, 'p1-state-'));
+    const bare = await startServer(benchScript('servers/bare-express.js'), '/health');
     const svc = await startService({ CONSOLE_DATA_DIR: BIG_STORE, CONSOLE_STATE_DIR: state });
     try {
       for (const paths of Object.values(routes)) {
@@ -61,21 +73,33 @@ export async function runP1(runs: number): Promise<Row[]> {
           if (r.status !== 200) throw new Error(`${p} answered ${r.status}`);
         }
       }
-      for (const [name, paths] of Object.entries(routes)) {
-        await cannon(svc.url, paths); // warm-up (JIT, connections)
-        byRoute[name]!.push(await cannon(svc.url, paths));
+      // Warm-up (JIT, connections) on both sides.
+      await cannon(bare.url, ['/json']);
+      for (const paths of Object.values(routes)) await cannon(svc.url, paths);
+      const slices: Record<string, (Cannon & { cpuUs: number })[]> = { bare: [], ...Object.fromEntries(Object.keys(routes).map((k) => [k, []])) };
+      for (let i = 0; i < SLICES; i++) {
+        slices.bare!.push(await slice(bare, ['/json']));
+        for (const [name, paths] of Object.entries(routes)) slices[name]!.push(await slice(svc, paths));
       }
+      const of = (cs: (Cannon & { cpuUs: number })[]) => ({
+        rps: median(cs.map((c) => c.rps)),
+        p99: median(cs.map((c) => c.p99)),
+        cpuUs: median(cs.map((c) => c.cpuUs)),
+        bad: cs.reduce((n, c) => n + c.errors + c.non2xx, 0),
+      });
+      base.push(of(slices.bare!));
+      for (const name of Object.keys(routes)) byRoute[name]!.push(of(slices[name]!));
     } finally {
       await svc.stop();
+      await bare.stop();
       fs.rmSync(state, { recursive: true, force: true });
     }
   }
   const rows: Row[] = [];
   for (const [name, results] of Object.entries(byRoute)) {
-    const bad = results.reduce((n, r) => n + r.errors + r.non2xx, 0);
-    const tput = results.map((r, i) => r.rps / (base[i] as Cannon).rps);
-    const p99 = results.map((r, i) => Math.max(r.p99, 1) / Math.max((base[i] as Cannon).p99, 1));
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] as number;
+    const bad = results.reduce((n, r) => n + r.bad, 0);
+    const tput = results.map((r, i) => r.rps / (base[i] as { rps: number }).rps);
+    const p99 = results.map((r, i) => Math.max(r.p99, 1) / Math.max((base[i] as { p99: number }).p99, 1));
     rows.push({
       id: `P1 ${name}`,
       measure: `throughput, ${name} route`,
@@ -85,7 +109,7 @@ export async function runP1(runs: number): Promise<Row[]> {
       ratios: tput,
       target: '≥ 0.8×',
       pass: median(tput) >= 0.8 && bad === 0,
-      ...(bad ? { note: `${bad} errors or non-2xx` } : {}),
+      note: `server CPU ${median(results.map((r) => r.cpuUs)).toFixed(0)} µs/request vs bare ${median(base.map((r) => r.cpuUs)).toFixed(0)}${bad ? `; ${bad} errors or non-2xx` : ''}`,
     });
     rows.push({
       id: `P1 ${name}`,

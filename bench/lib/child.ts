@@ -66,6 +66,18 @@ export function rssOf(pid: number | undefined): number | null {
   }
 }
 
+/** User + system CPU time of `pid` in ms (from /proc/<pid>/stat), or null. */
+export function cpuMsOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * (1000 / 100); // clock ticks of 10 ms
+  } catch {
+    return null;
+  }
+}
+
 /** Starts the real service (`node dist/main/index.js`) with `env` on a free port. */
 export async function startService(env: Record<string, string>, nodeArgs: string[] = []): Promise<Running> {
   const port = await freePort();

@@ -52,7 +52,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   // Order matters. 1. The request log and the request timer see every answer, 401s and
   // forwarded ones included. 2. CORS answers preflights before the token check. 3. The token.
   // 4. The write proxy, before the body parsers, so forwarded bodies stream through untouched.
-  if (opts.logger) app.use(requestLog(opts.logger, routeOf));
+  // Features that are off add no middleware: every layer costs every request.
+  const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
+  if (log) app.use(log);
   app.use(requestMetrics(deps.metrics.httpDuration, routeOf));
   app.use(
     cors({
@@ -61,10 +63,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
       credentials: false,
     }),
   );
-  app.use(bearerAuth(deps.config.apiToken));
-  app.use(deps.writeProxy.middleware);
-  app.use(requireJsonBody);
-  app.use(express.json({ limit: deps.config.http.maxBodyBytes, strict: false }));
+  if (deps.config.apiToken !== null) app.use(bearerAuth(deps.config.apiToken));
+  if (deps.config.writeUpstream !== null) app.use(deps.writeProxy.middleware);
+  app.use(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);
   openapiRoutes(api, deps);
@@ -93,14 +94,22 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
 }
 
 /**
- * Bodies must be JSON: a body with another content type is a 415. Besides clarity, this keeps
+ * Parses JSON bodies; a body with another content type is a 415. Besides clarity, this keeps
  * a cross-site page from posting "simple" (preflight-free) requests past the CORS allow-list.
+ * Requests without a body (every read) pass straight through.
  */
-const requireJsonBody: RequestHandler = (req, _res, next) => {
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (hasBody && !req.is('application/json') && !req.is('+json')) {
-    next(new HttpError(415, 'request bodies must be JSON (Content-Type: application/json)'));
-    return;
-  }
-  next();
-};
+function jsonBody(limit: number): RequestHandler {
+  const parse = express.json({ limit, strict: false });
+  return (req, res, next) => {
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (!hasBody) {
+      next();
+      return;
+    }
+    if (!req.is('application/json') && !req.is('+json')) {
+      next(new HttpError(415, 'request bodies must be JSON (Content-Type: application/json)'));
+      return;
+    }
+    parse(req, res, next);
+  };
+}

@@ -9,8 +9,13 @@ import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 
-/** The request-log middleware; register it first so every answer is logged, 401s included. */
-export function requestLog(logger: Logger, routeOf: (req: Request) => string): RequestHandler {
+/**
+ * The request-log middleware; register it first so every answer is logged, 401s included.
+ * Below level info only 5xx lines are written: then a `finish` listener stands in for
+ * pino-http, whose per-request child logger would cost every request for lines never written.
+ * @returns null when not even error lines are written.
+ */
+export function requestLog(logger: Logger, routeOf: (req: Request) => string): RequestHandler | null {
   const line = (req: IncomingMessage, res: ServerResponse, durationMs: number) => {
     const r = req as Request;
     const ended = res.writableEnded;
@@ -25,6 +30,19 @@ export function requestLog(logger: Logger, routeOf: (req: Request) => string): R
   };
   const message = (req: IncomingMessage, res: ServerResponse) =>
     `${req.method} ${routeOf(req as Request)} ${res.headersSent ? res.statusCode : '-'}${res.writableEnded ? '' : ' (aborted)'}`;
+
+  if (!logger.isLevelEnabled('info')) {
+    if (!logger.isLevelEnabled('error')) return null;
+    let reqId = 0;
+    return (req, res, next) => {
+      const t0 = performance.now();
+      const id = ++reqId;
+      res.once('finish', () => {
+        if (res.statusCode >= 500) logger.error({ reqId: id, ...line(req, res, Math.round(performance.now() - t0)) }, message(req, res));
+      });
+      next();
+    };
+  }
 
   const middleware = pinoHttp({
     logger,

@@ -44,8 +44,9 @@ function documented(d: Doc): Set<string> {
 }
 
 /**
- * `METHOD /path` of every route the Express app serves: route layers of the app's router and
- * of every router mounted in it (the app is the server's request listener).
+ * `METHOD /path` of every route the Express app serves: route layers of the app's router, of
+ * every router mounted in it, and of the API's per-segment routers (the app is the server's
+ * request listener).
  */
 function served(t: TestService): Set<string> {
   const app = t.service.server.listeners('request')[0] as Express;
@@ -60,6 +61,9 @@ function served(t: TestService): Set<string> {
     }
   };
   walk((app as any).router.stack);
+  // The API router hands each request to the router of its first path segment (a map
+  // lookup, not a mounted layer): walk those too.
+  for (const group of t.service.api.groupRouters) walk((group as any).stack);
   return out;
 }
 

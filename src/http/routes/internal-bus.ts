@@ -46,10 +46,10 @@ export const InternalBusEvent = z
   .meta({ id: 'InternalBusEvent', description: 'An event without `id` and `ts`; other members are refused (422).' });
 
 export function internalBusRoutes(api: Api, { bus }: AppDeps): void {
-  api.router.post(INTERNAL_BUS_PATH, loopbackOnly);
   api.route({
     method: 'post',
     path: INTERNAL_BUS_PATH,
+    guards: [loopbackOnly],
     operationId: 'publishInternalEvent',
     summary: 'Publish a bus event (loopback callers only)',
     description:
