@@ -11,6 +11,8 @@ import { parseArgs } from 'node:util';
 
 export const BENCH_PROJECT = 'bench-epic';
 export const EPISODES = 20;
+/** 50 beats of 10 shots per episode: about 500 shots an episode, in story-sized beats. */
+export const BEATS_PER_EPISODE = 50;
 
 export interface StoreShape {
   readonly shots: number;
@@ -78,6 +80,6 @@ if (process.argv[1] && import.meta.url.endsWith(path.basename(process.argv[1])))
     process.exit(2);
   }
   const shots = Number(values.shots ?? 10_000);
-  generateStore(path.resolve(dir), { shots, takes: Number(values.takes ?? 50_000), beatsPerEpisode: 25 });
+  generateStore(path.resolve(dir), { shots, takes: Number(values.takes ?? 50_000), beatsPerEpisode: BEATS_PER_EPISODE });
   process.stdout.write(`${JSON.stringify({ dir: path.resolve(dir), shots })}\n`);
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { cpuMsOf, runJson, startServer, startService, type Running } from './lib/child.js';
 import { benchScript, WORK_DIR } from './lib/paths.js';
 import type { Row } from './lib/report.js';
-import { BENCH_PROJECT, beatId, generateStore } from './generate-store.js';
+import { BEATS_PER_EPISODE, BENCH_PROJECT, beatId, EPISODES, generateStore } from './generate-store.js';
 
 export const BIG_STORE = path.join(WORK_DIR, 'store-10k');
 const CONNECTIONS = 32;
@@ -37,7 +37,7 @@ async function slice(server: Running, paths: string[]): Promise<Cannon & { cpuUs
 
 /** Paths per route: several episodes and beats, so the cache serves many keys. */
 export function routePaths(): Record<string, string[]> {
-  const beats = Array.from({ length: 8 }, (_v, i) => beatId((i % 20) + 1, (i * 3) % 25));
+  const beats = Array.from({ length: 8 }, (_v, i) => beatId((i % EPISODES) + 1, (i * 7) % BEATS_PER_EPISODE));
   const q = `projectId=${BENCH_PROJECT}`;
   return {
     episodes: [`/api/projects/${BENCH_PROJECT}/episodes`],
@@ -48,7 +48,7 @@ export function routePaths(): Record<string, string[]> {
 }
 
 export function ensureBigStore(): void {
-  generateStore(BIG_STORE, { shots: 10_000, takes: 50_000, beatsPerEpisode: 25 });
+  generateStore(BIG_STORE, { shots: 10_000, takes: 50_000, beatsPerEpisode: BEATS_PER_EPISODE });
 }
 
 /**

@@ -10,18 +10,18 @@ import path from 'node:path';
 import { runJson, startService } from './lib/child.js';
 import { benchScript, WORK_DIR } from './lib/paths.js';
 import type { Row } from './lib/report.js';
-import { BENCH_PROJECT, beatId } from './generate-store.js';
+import { BEATS_PER_EPISODE, BENCH_PROJECT, beatId } from './generate-store.js';
 import { BIG_STORE, ensureBigStore } from './p1-read-routes.js';
 
 const DURATION_S = 8;
 
-/** Lineage rooted at distinct takes (5 per shot, 20 shots per beat), plus episodes. */
+/** Lineage rooted at distinct takes (5 per shot), plus episodes. */
 function paths(): string[] {
   const out: string[] = [];
   for (let i = 0; i < 2000; i++) {
     const shot = (i * 37) % 10_000; // spread over the store
     const episode = Math.floor(shot / 500) + 1;
-    const beat = beatId(episode, Math.floor((shot % 500) / 20));
+    const beat = beatId(episode, Math.floor((shot % 500) / (500 / BEATS_PER_EPISODE)));
     const take = `tk_${String(shot * 5 + 1 + (i % 5)).padStart(6, '0')}`;
     out.push(`/api/beats/${beat}/lineage?projectId=${BENCH_PROJECT}&takeId=${take}`);
     if (i % 10 === 0) out.push(`/api/projects/${BENCH_PROJECT}/episodes`);
