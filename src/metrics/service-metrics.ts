@@ -84,9 +84,22 @@ export class ServiceMetrics {
     for (const outcome of ['answered', 'failed'] as const) this.proxyRequests.inc({ outcome }, 0);
   }
 
-  /** Counts every published event by severity (a bus tap: synchronous and cheap). */
+  /**
+   * Reports the bus's own per-severity counts at scrape time: the bus counts every event with
+   * one increment, and nothing runs per event here.
+   */
   observeBus(bus: EventBus): void {
-    bus.tap((event) => this.events.inc({ severity: event.severity }));
+    const reported: Record<string, number> = Object.fromEntries(SEVERITIES.map((s) => [s, 0]));
+    const events = this.events;
+    // prom-client calls `collect` before each scrape; add what was published since the last.
+    (events as unknown as { collect: () => void }).collect = () => {
+      const counts = bus.publishedBySeverity;
+      for (const severity of SEVERITIES) {
+        const delta = counts[severity] - (reported[severity] as number);
+        if (delta > 0) events.inc({ severity }, delta);
+        reported[severity] = counts[severity];
+      }
+    };
   }
 
   /** Counts job starts and exits, and reports the running jobs at scrape time. */

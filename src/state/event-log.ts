@@ -1,7 +1,13 @@
 /**
  * Persistence of bus events in the state database (api-decisions.md, Events): batched
- * inserts, reads in ascending id order with the list filters, a retention bound, and an
- * id reservation that keeps ids strictly increasing across restarts, crashes included.
+ * inserts, reads in ascending id order with the list filters, a retention bound, and an id
+ * reservation that keeps ids strictly increasing across restarts, crashes included.
+ *
+ * Events live in a ring of segment tables (`event_segment_<n>`): inserts go to the newest,
+ * and retention drops the oldest whole once the others still hold the bound. Deleting rows
+ * one by one cost as much as inserting them (and blocked the event loop for tens of ms per
+ * batch); dropping a table costs a tenth of that. The view `events` unites the segments for
+ * readers outside the service.
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
@@ -22,73 +28,165 @@ export interface EventRow {
 const ID_BLOCK = 10_000;
 /** Rows per multi-row INSERT: fewer statement steps per event on the hot path. */
 const INSERT_CHUNK = 64;
-/**
- * Retention deletes in batches: once the newest id is this many ids (at least) past the
- * bound, everything older than the newest `retention` ids goes in one range delete.
- */
-const RETENTION_BATCH_MIN = 100;
-const RETENTION_BATCH_FRACTION = 0.05;
+/** Segments hold a quarter of the retention bound each (within these limits). */
+const SEGMENTS_PER_RETENTION = 4;
+const SEGMENT_MIN = 100;
+const SEGMENT_MAX = 100_000;
+const SEGMENT_PREFIX = 'event_segment_';
+
+interface Segment {
+  readonly n: number;
+  readonly table: string;
+  minId: number;
+  maxId: number;
+  count: number;
+  readonly insertOne: Statement<unknown[]>;
+  readonly insertChunk: Statement<unknown[]>;
+}
 
 export class EventLog {
   private nextId: number;
   private reservedUpTo: number;
   /** Newest id handed out (or stored, after a restart); ids in a lost reservation never count. */
   private lastId: number;
-  private rowCount: number;
-  private readonly insertOne;
-  private readonly insertChunk;
+  /** Oldest first; never empty. */
+  private readonly segments: Segment[];
+  /** Rows per segment. */
+  readonly segmentSize: number;
   private readonly saveReservation;
   private readonly appendTx;
-  private readonly deleteBefore;
-  /** Events with a smaller id have been deleted by retention. */
-  private retainedFrom: number;
-  private readonly retentionBatch: number;
   private readonly selects = new Map<string, Statement<unknown[]>>();
 
   /**
-   * @param retention number of newest events kept; older ones are deleted in batches.
+   * @param retention number of newest events kept at least; at most one segment
+   *   (`segmentSize`) more are kept.
    */
   constructor(
     private readonly db: Db,
     readonly retention: number,
   ) {
+    this.segmentSize = Math.min(SEGMENT_MAX, Math.max(SEGMENT_MIN, Math.ceil(retention / SEGMENTS_PER_RETENTION)));
+    const names = (
+      db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${SEGMENT_PREFIX}%'`).all() as { name: string }[]
+    )
+      .map((r) => Number(r.name.slice(SEGMENT_PREFIX.length)))
+      .filter((n) => Number.isInteger(n) && n > 0)
+      .sort((a, b) => a - b);
+    this.segments = names.map((n) => this.openSegment(n));
+    if (this.segments.length === 0) this.segments.push(this.createSegment(1));
+
     const reserved = Number(
       (db.prepare(`SELECT value FROM meta WHERE key = 'event_id_reserved'`).get() as { value: string } | undefined)
         ?.value ?? 0,
     );
-    const maxId = (db.prepare('SELECT max(id) AS m FROM events').get() as { m: number | null }).m ?? 0;
+    const maxId = Math.max(0, ...this.segments.map((s) => s.maxId));
     this.reservedUpTo = Math.max(reserved, maxId);
     this.nextId = this.reservedUpTo + 1;
     this.lastId = maxId;
-    this.rowCount = (db.prepare('SELECT count(*) AS c FROM events').get() as { c: number }).c;
-    this.retainedFrom = (db.prepare('SELECT min(id) AS m FROM events').get() as { m: number | null }).m ?? 0;
-    this.retentionBatch = Math.max(RETENTION_BATCH_MIN, Math.floor(retention * RETENTION_BATCH_FRACTION));
-    this.deleteBefore = db.prepare('DELETE FROM events WHERE id < ?');
-    this.insertOne = db.prepare('INSERT INTO events (id, severity, scope, data) VALUES (?, ?, ?, ?)');
-    this.insertChunk = db.prepare(
-      `INSERT INTO events (id, severity, scope, data) VALUES ${Array(INSERT_CHUNK).fill('(?, ?, ?, ?)').join(', ')}`,
-    );
     this.saveReservation = db.prepare(
       `INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
     );
     this.appendTx = db.transaction((rows: readonly EventRow[]) => {
       let i = 0;
-      const args: (string | number)[] = new Array(INSERT_CHUNK * 4);
-      for (; i + INSERT_CHUNK <= rows.length; i += INSERT_CHUNK) {
-        for (let j = 0; j < INSERT_CHUNK; j++) {
-          const r = rows[i + j] as EventRow;
-          args[j * 4] = r.id;
-          args[j * 4 + 1] = r.severity;
-          args[j * 4 + 2] = r.scope;
-          args[j * 4 + 3] = r.data;
-        }
-        this.insertChunk.run(args);
+      while (i < rows.length) {
+        let seg = this.segments[this.segments.length - 1] as Segment;
+        if (seg.count >= this.segmentSize) seg = this.rotate();
+        const take = Math.min(rows.length - i, this.segmentSize - seg.count);
+        this.insertInto(seg, rows, i, i + take);
+        i += take;
       }
-      for (; i < rows.length; i++) {
-        const r = rows[i] as EventRow;
-        this.insertOne.run(r.id, r.severity, r.scope, r.data);
-      }
+      this.applyRetention();
     });
+  }
+
+  private openSegment(n: number): Segment {
+    const table = `${SEGMENT_PREFIX}${n}`;
+    const st = this.db.prepare(`SELECT min(id) AS lo, max(id) AS hi, count(*) AS c FROM ${table}`).get() as {
+      lo: number | null;
+      hi: number | null;
+      c: number;
+    };
+    return {
+      n,
+      table,
+      minId: st.lo ?? 0,
+      maxId: st.hi ?? 0,
+      count: st.c,
+      insertOne: this.db.prepare(`INSERT INTO ${table} (id, severity, scope, data) VALUES (?, ?, ?, ?)`),
+      insertChunk: this.db.prepare(
+        `INSERT INTO ${table} (id, severity, scope, data) VALUES ${Array(INSERT_CHUNK).fill('(?, ?, ?, ?)').join(', ')}`,
+      ),
+    };
+  }
+
+  private createSegment(n: number): Segment {
+    this.db.exec(
+      `CREATE TABLE IF NOT EXISTS ${SEGMENT_PREFIX}${n} (id INTEGER PRIMARY KEY, severity TEXT NOT NULL, scope TEXT NOT NULL, data TEXT NOT NULL) STRICT`,
+    );
+    return this.openSegment(n);
+  }
+
+  /** Starts a new newest segment (inside the append transaction). */
+  private rotate(): Segment {
+    const last = this.segments[this.segments.length - 1] as Segment;
+    const seg = this.createSegment(last.n + 1);
+    this.segments.push(seg);
+    this.rebuildView();
+    return seg;
+  }
+
+  /** Drops the oldest segments while the others still hold `retention` events. */
+  private applyRetention(): void {
+    let total = this.size;
+    let dropped = false;
+    while (this.segments.length > 1 && total - (this.segments[0] as Segment).count >= this.retention) {
+      const oldest = this.segments.shift() as Segment;
+      total -= oldest.count;
+      this.db.exec(`DROP VIEW IF EXISTS events; DROP TABLE ${oldest.table}`);
+      for (const key of [...this.selects.keys()]) if (key.startsWith(`${oldest.table}|`)) this.selects.delete(key);
+      dropped = true;
+    }
+    if (dropped) this.rebuildView();
+    // Segments made under a larger bound (before a restart with a smaller one) can hold more
+    // than a segment: trim the oldest by rows, a one-off cost of lowering the bound.
+    const excess = total - this.retention - this.segmentSize;
+    if (excess > 0) {
+      const oldest = this.segments[0] as Segment;
+      const cutoff = this.db
+        .prepare(`SELECT id FROM ${oldest.table} ORDER BY id LIMIT 1 OFFSET ?`)
+        .get(total - this.retention - 1) as { id: number } | undefined;
+      if (cutoff) {
+        oldest.count -= this.db.prepare(`DELETE FROM ${oldest.table} WHERE id <= ?`).run(cutoff.id).changes;
+        oldest.minId = cutoff.id + 1;
+      }
+    }
+  }
+
+  private rebuildView(): void {
+    const union = this.segments.map((s) => `SELECT id, severity, scope, data FROM ${s.table}`).join(' UNION ALL ');
+    this.db.exec(`DROP VIEW IF EXISTS events; CREATE VIEW events AS ${union}`);
+  }
+
+  private insertInto(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
+    let i = from;
+    const args: (string | number)[] = new Array(INSERT_CHUNK * 4);
+    for (; i + INSERT_CHUNK <= to; i += INSERT_CHUNK) {
+      for (let j = 0; j < INSERT_CHUNK; j++) {
+        const r = rows[i + j] as EventRow;
+        args[j * 4] = r.id;
+        args[j * 4 + 1] = r.severity;
+        args[j * 4 + 2] = r.scope;
+        args[j * 4 + 3] = r.data;
+      }
+      seg.insertChunk.run(args);
+    }
+    for (; i < to; i++) {
+      const r = rows[i] as EventRow;
+      seg.insertOne.run(r.id, r.severity, r.scope, r.data);
+    }
+    if (seg.count === 0) seg.minId = (rows[from] as EventRow).id;
+    seg.count += to - from;
+    seg.maxId = Math.max(seg.maxId, (rows[to - 1] as EventRow).id);
   }
 
   /** Hands out the next event id (synchronous; reserves a new block in the database when needed). */
@@ -106,29 +204,16 @@ export class EventLog {
     return this.lastId;
   }
 
-  /** Number of stored rows (approximate between retention passes). */
+  /** Number of stored rows. */
   get size(): number {
-    return this.rowCount;
+    let n = 0;
+    for (const s of this.segments) n += s.count;
+    return n;
   }
 
-  /** Writes `rows` (ascending ids) in one transaction, then applies retention if due. */
+  /** Writes `rows` (ascending ids) in one transaction, then applies retention. */
   append(rows: readonly EventRow[]): void {
-    if (rows.length === 0) return;
-    this.appendTx(rows);
-    this.rowCount += rows.length;
-    const newest = (rows[rows.length - 1] as EventRow).id;
-    if (newest - this.retention >= this.retainedFrom + this.retentionBatch) this.applyRetention(newest);
-  }
-
-  /**
-   * Keeps the events of the newest `retention` ids: a range delete on the primary key, so its
-   * cost is that of the rows deleted. Ids skipped by a crash count against the bound, so after
-   * one slightly fewer rows than `retention` may be kept, never more.
-   */
-  private applyRetention(newest: number): void {
-    const from = newest - this.retention + 1;
-    this.rowCount -= this.deleteBefore.run(from).changes;
-    this.retainedFrom = from;
+    if (rows.length > 0) this.appendTx(rows);
   }
 
   /**
@@ -136,39 +221,36 @@ export class EventLog {
    * @returns rows with the served JSON text.
    */
   after(sinceId: number, limit: number, filter: EventFilter, upTo: number = Number.MAX_SAFE_INTEGER): EventRow[] {
-    const { sql, args } = this.where(filter);
-    const stmt = this.select(`after${sql}`, () =>
-      `SELECT id, severity, scope, data FROM events WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`,
-    );
-    return stmt.all(sinceId, upTo, ...args, limit) as EventRow[];
+    const { sql, args } = where(filter);
+    const out: EventRow[] = [];
+    for (const seg of this.segments) {
+      if (seg.count === 0 || seg.maxId <= sinceId || seg.minId > upTo) continue;
+      const stmt = this.select(seg, `after${sql}`, () =>
+        `SELECT id, severity, scope, data FROM ${seg.table} WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`,
+      );
+      out.push(...(stmt.all(sinceId, upTo, ...args, limit - out.length) as EventRow[]));
+      if (out.length >= limit) break;
+    }
+    return out;
   }
 
   /** The newest `limit` events that pass `filter`, in ascending id order. */
   newest(limit: number, filter: EventFilter): EventRow[] {
-    const { sql, args } = this.where(filter);
-    const stmt = this.select(`newest${sql}`, () =>
-      `SELECT id, severity, scope, data FROM events WHERE 1${sql} ORDER BY id DESC LIMIT ?`,
-    );
-    return (stmt.all(...args, limit) as EventRow[]).reverse();
+    const { sql, args } = where(filter);
+    const out: EventRow[] = [];
+    for (let k = this.segments.length - 1; k >= 0 && out.length < limit; k--) {
+      const seg = this.segments[k] as Segment;
+      if (seg.count === 0) continue;
+      const stmt = this.select(seg, `newest${sql}`, () =>
+        `SELECT id, severity, scope, data FROM ${seg.table} WHERE 1${sql} ORDER BY id DESC LIMIT ?`,
+      );
+      out.push(...(stmt.all(...args, limit - out.length) as EventRow[]));
+    }
+    return out.reverse();
   }
 
-  private where(filter: EventFilter): { sql: string; args: (string | number)[] } {
-    let sql = '';
-    const args: (string | number)[] = [];
-    if (filter.severities !== null) {
-      const sev = [...new Set(filter.severities)];
-      sql += ` AND severity IN (${sev.map(() => '?').join(', ')})`;
-      args.push(...sev);
-    }
-    if (filter.scopePrefix !== null) {
-      // length() and substr() both count code points, so non-ASCII prefixes match exactly.
-      sql += ' AND substr(scope, 1, length(?)) = ?';
-      args.push(filter.scopePrefix, filter.scopePrefix);
-    }
-    return { sql, args };
-  }
-
-  private select(key: string, build: () => string): Statement<unknown[]> {
+  private select(seg: Segment, shape: string, build: () => string): Statement<unknown[]> {
+    const key = `${seg.table}|${shape}`;
     let stmt = this.selects.get(key);
     if (!stmt) {
       stmt = this.db.prepare<unknown[]>(build());
@@ -176,4 +258,20 @@ export class EventLog {
     }
     return stmt;
   }
+}
+
+function where(filter: EventFilter): { sql: string; args: (string | number)[] } {
+  let sql = '';
+  const args: (string | number)[] = [];
+  if (filter.severities !== null) {
+    const sev = [...new Set(filter.severities)];
+    sql += ` AND severity IN (${sev.map(() => '?').join(', ')})`;
+    args.push(...sev);
+  }
+  if (filter.scopePrefix !== null) {
+    // length() and substr() both count code points, so non-ASCII prefixes match exactly.
+    sql += ' AND substr(scope, 1, length(?)) = ?';
+    args.push(filter.scopePrefix, filter.scopePrefix);
+  }
+  return { sql, args };
 }

@@ -31,6 +31,11 @@ export class InvalidTransitionError extends Error {
   override name = 'InvalidTransitionError';
 }
 
+/** The line rows, taken once per output line: shared, not rebuilt each time. */
+const RUNNING: JobStatus = Object.freeze({ state: 'running' });
+const STDOUT_LINE = Object.freeze({ next: RUNNING, severity: 'info' as Severity });
+const STDERR_LINE = Object.freeze({ next: RUNNING, severity: 'warning' as Severity });
+
 /**
  * One row of the table: from `current` (null before the job exists) on `trigger`, the next
  * status and the severity of the event the supervisor publishes.
@@ -41,13 +46,13 @@ export function transition(
   trigger: JobTrigger,
 ): { readonly next: JobStatus; readonly severity: Severity } {
   if (current === null) {
-    if (trigger.kind === 'accepted') return { next: { state: 'running' }, severity: 'info' };
+    if (trigger.kind === 'accepted') return { next: RUNNING, severity: 'info' };
   } else if (current.state === 'running') {
     switch (trigger.kind) {
       case 'stdout-line':
-        return { next: current, severity: 'info' };
+        return STDOUT_LINE;
       case 'stderr-line':
-        return { next: current, severity: 'warning' };
+        return STDERR_LINE;
       case 'exit':
         return trigger.rc === 0
           ? { next: { state: 'exited ok', rc: 0, signal: trigger.signal }, severity: 'success' }

@@ -19,6 +19,9 @@ import { transition, type JobStatus, type JobTrigger } from './job-state.js';
 import { groupAlive, killJobTree, signalGroup, type KnownTree } from './kill-job.js';
 import { bootTimeMs, readProc } from './proc.js';
 
+/** Payload of every line event (spec: Events): one frozen object, so the bus reuses its JSON. */
+const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
+
 /** Scope of every generation event (spec: Events). */
 export const GENERATION_SCOPE = 'engine/generation';
 
@@ -260,7 +263,7 @@ export class Supervisor {
         scope: GENERATION_SCOPE,
         summary: line.text,
         detail: `${job.proposalId} ${source} line ${line.number}${line.cut ? ` (cut at ${max} bytes)` : ''}`,
-        payload: { source: 'dispatch_cli' },
+        payload: LINE_PAYLOAD,
       });
     };
     const drained = Promise.all([

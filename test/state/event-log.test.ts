@@ -168,12 +168,61 @@ describe('event log: reads and ids on a state database', () => {
     }
   });
 
-  it('keeps exactly the newest `retention` rows after a retention pass', () => {
+  it('keeps the newest `retention` rows, and at most one segment more, after a retention pass', () => {
     const { db, log } = openLog(RETENTION);
     const rows = Array.from({ length: BOUND + 1 }, () => row(log, 'info', 'a'));
     log.append(rows);
     const stored = (db.prepare('SELECT id FROM events ORDER BY id').all() as { id: number }[]).map((r) => r.id);
-    expect(stored).toEqual(rows.slice(-RETENTION).map((r) => r.id));
-    expect(log.size).toBe(RETENTION);
+    // A contiguous run ending with the newest, no shorter than the bound, no longer than one segment more.
+    expect(stored).toEqual(rows.slice(-stored.length).map((r) => r.id));
+    expect(stored.length).toBeGreaterThanOrEqual(RETENTION);
+    expect(stored.length).toBeLessThanOrEqual(RETENTION + log.segmentSize);
+    expect(log.size).toBe(stored.length);
+  });
+});
+
+describe('event log: segment tables', () => {
+  function temp(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-segments-'));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    return path.join(dir, 'state.db');
+  }
+  const segmentTables = (db: Db) =>
+    (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%' ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
+  const put = (log: EventLog, n: number) =>
+    log.append(Array.from({ length: n }, () => ({ id: log.takeId(), severity: 'info' as const, scope: 's', data: '{}' })));
+
+  it('drops whole old segments, keeps their number bounded, and the view sees exactly the kept rows', () => {
+    const file = temp();
+    const db = openStateDb(file);
+    const log = new EventLog(db, 1000); // segments of 250
+    for (let i = 0; i < 40; i++) put(log, 97);
+    const tables = segmentTables(db);
+    expect(tables.length).toBeLessThanOrEqual(1000 / log.segmentSize + 1);
+    const viewCount = (db.prepare('SELECT count(*) AS c FROM events').get() as { c: number }).c;
+    const tableCount = tables.reduce((n, t) => n + (db.prepare(`SELECT count(*) AS c FROM ${t}`).get() as { c: number }).c, 0);
+    expect(viewCount).toBe(tableCount);
+    expect(viewCount).toBe(log.size);
+    expect(log.size).toBeGreaterThanOrEqual(1000);
+    expect(log.after(0, 10_000, NO_FILTER).map((r) => r.id)).toEqual(log.newest(10_000, NO_FILTER).map((r) => r.id));
+    db.close();
+  });
+
+  it('continues in the newest segment after a restart, with ids still increasing', () => {
+    const file = temp();
+    let db = openStateDb(file);
+    let log = new EventLog(db, 1000);
+    put(log, 10);
+    const before = segmentTables(db);
+    const lastBefore = log.lastIssuedId;
+    db.close();
+    db = openStateDb(file);
+    log = new EventLog(db, 1000);
+    put(log, 10);
+    expect(segmentTables(db)).toEqual(before);
+    expect(log.size).toBe(20);
+    const ids = log.after(0, 100, NO_FILTER).map((r) => r.id);
+    expect(ids.slice(10).every((id) => id > lastBefore)).toBe(true);
+    db.close();
   });
 });
