@@ -17,6 +17,7 @@ interface ClientsResult {
   doneAt: number;
   lines: number[];
   frames: number[];
+  hashes: number[];
   exits: number[];
   errors: string[];
 }
@@ -39,7 +40,11 @@ export async function runP3(runs: number): Promise<Row[]> {
       CONSOLE_SSE_MAX_QUEUE_BYTES: String(512 * 1024 * 1024),
     });
     try {
-      const clients = startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [JSON.stringify({ url: svc.url, clients: CLIENTS, expectExits: CHILDREN })]);
+      // Per job: the spawn event, every line, the exit event.
+      const frames = CHILDREN * (LINES + 2);
+      const clients = startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [
+        JSON.stringify({ url: svc.url, clients: CLIENTS, expectExits: CHILDREN, expectFrames: frames }),
+      ]);
       await clients.ready;
       const t0 = Date.now();
       const answers = await Promise.all(
@@ -50,9 +55,10 @@ export async function runP3(runs: number): Promise<Row[]> {
       if (answers.some((a) => a.status !== 202)) throw new Error(`generation answered ${answers.map((a) => a.status).join(',')}`);
       const r = await clients.result;
       figures.push((CHILDREN * LINES) / ((r.doneAt - t0) / 1000));
-      const expected = CHILDREN * LINES;
-      const short = r.lines.filter((n) => n !== expected).length;
-      if (short > 0) problems.push(`${short} clients missed lines (${r.lines.join(',')})`);
+      // Client 0 checked every line of every job; the others match its events exactly.
+      if (r.lines[0] !== CHILDREN * LINES) problems.push(`client 0 saw ${r.lines[0]} lines`);
+      const differ = r.frames.filter((f, i) => f !== frames || r.hashes[i] !== r.hashes[0]).length;
+      if (differ > 0) problems.push(`${differ} clients differ from client 0 (${r.frames.join(',')})`);
       if (r.errors.length > 0) problems.push(r.errors.slice(0, 3).join('; '));
     } finally {
       await svc.stop();

@@ -17,6 +17,7 @@ const IDLE = 1000;
 interface ClientsResult {
   doneAt: number;
   frames: number[];
+  hashes: number[];
   lines: number[];
   errors: string[];
 }
@@ -51,15 +52,18 @@ export async function runP4(runs: number): Promise<Row[]> {
       CONSOLE_SSE_MAX_QUEUE_BYTES: String(256 * 1024 * 1024),
     });
     try {
-      const c = startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [JSON.stringify({ url: svc.url, clients: CLIENTS, expectExits: 1 })]);
+      const c = startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [
+        JSON.stringify({ url: svc.url, clients: CLIENTS, expectExits: 1, expectFrames: EVENTS + 2 }),
+      ]);
       await c.ready;
       const t0 = Date.now();
       const a = await fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"project":"p4"}' });
       if (a.status !== 202) throw new Error(`generation answered ${a.status}`);
       const r = await c.result;
       figures.push(EVENTS / ((r.doneAt - t0) / 1000));
-      const short = r.lines.filter((n) => n !== EVENTS).length;
-      if (short) problems.push(`${short} clients missed lines`);
+      if (r.lines[0] !== EVENTS) problems.push(`client 0 saw ${r.lines[0]} lines`);
+      const differ = r.frames.filter((f, i) => f !== EVENTS + 2 || r.hashes[i] !== r.hashes[0]).length;
+      if (differ) problems.push(`${differ} clients differ from client 0`);
       if (r.errors.length) problems.push(r.errors[0] as string);
 
       // 1,000 idle clients: RSS per client.

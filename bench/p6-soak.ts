@@ -41,12 +41,15 @@ async function oneRun(index: number): Promise<Soak> {
   });
   const problems: string[] = [];
   try {
-    const clients = startStaged<{ errors: string[]; lines: number[] }>(benchScript('load/sse-clients.js'), [JSON.stringify({ url: svc.url, clients: 2, expectExits: JOBS })]);
+    const clients = startStaged<{ errors: string[]; lines: number[]; frames: number[]; hashes: number[] }>(benchScript('load/sse-clients.js'), [
+      JSON.stringify({ url: svc.url, clients: 2, expectExits: JOBS, expectFrames: EVENTS + 2 * JOBS }),
+    ]);
     await clients.ready;
     for (let j = 0; j < JOBS; j++) await generate(svc);
     const r = await clients.result;
     if (r.errors.length) problems.push(r.errors[0] as string);
-    if (r.lines.some((n) => n !== EVENTS)) problems.push(`clients saw ${r.lines.join(',')} lines`);
+    if (r.lines[0] !== EVENTS) problems.push(`client 0 saw ${r.lines[0]} lines`);
+    if (r.frames[1] !== r.frames[0] || r.hashes[1] !== r.hashes[0]) problems.push('client 1 differs from client 0');
 
     // Soak: RSS every 2 s; light traffic.
     const samples: { t: number; rss: number }[] = [];

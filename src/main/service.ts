@@ -16,6 +16,7 @@ import { WriteProxy } from '../http/write-proxy.js';
 import type { AppDeps } from '../http/routes/deps.js';
 import { ServiceMetrics } from '../metrics/index.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
+import { Checkpointer } from '../state/checkpointer.js';
 import { openStateDb, type Db } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
 import { JobsRepo } from '../state/jobs-repo.js';
@@ -65,6 +66,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
 
   const db = openStateDb(config.stateDbPath);
   const cleanup: (() => unknown)[] = [() => db.close()];
+  const checkpointer = new Checkpointer(config.stateDbPath);
+  cleanup.unshift(() => checkpointer.stop());
   try {
     const bus = new EventBus(new EventLog(db, config.events.retention));
     // Hooked before anything publishes, so the counters start with the start-up recovery.
@@ -153,6 +156,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         store.close();
         await pool.close();
         bus.close();
+        await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
         db.close();
         metrics.close();
         log.info('stopped');

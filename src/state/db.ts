@@ -11,6 +11,9 @@ import { MIGRATIONS } from './migrations.js';
 
 export type Db = Database.Database;
 
+/** WAL pages after which a commit checkpoints by itself (see the checkpointer). */
+export const BACKSTOP_CHECKPOINT_PAGES = 20_000;
+
 /** Thrown when the state database cannot be opened or migrated; the message names the path. */
 export class StateDbError extends Error {
   override name = 'StateDbError';
@@ -30,6 +33,9 @@ export function openStateDb(file: string): Db {
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
     db.pragma('foreign_keys = ON');
+    // Checkpoints run on the checkpointer's thread (checkpointer.ts); this threshold is only a
+    // backstop that bounds the WAL (about 80 MB) when no checkpointer runs (tools, tests).
+    db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
     migrate(db);
     return db;
   } catch (err) {
