@@ -13,8 +13,8 @@ import { BEATS_PER_EPISODE, BENCH_PROJECT, beatId, EPISODES, generateStore } fro
 export const BIG_STORE = path.join(WORK_DIR, 'store-10k');
 const CONNECTIONS = 32;
 const DURATION_S = 2;
-/** Interleaved measurement slices per run. */
-const SLICES = 3;
+/** Back-to-back (bare, route) pairs per route and run. */
+const PAIRS = 3;
 
 interface Cannon {
   rps: number;
@@ -52,16 +52,27 @@ export function ensureBigStore(): void {
 }
 
 /**
- * Each run starts the bare server and the service side by side and measures them in
- * interleaved slices (bare, then each route; three times), so a burst of noise from the host
- * lands on both sides of a ratio alike. A run's figure is the median of its three slices.
+ * Each run starts the bare server and the service side by side, and measures every route in
+ * back-to-back pairs (a bare slice, then a route slice; three pairs): each ratio compares
+ * slices seconds apart, so a burst of noise from the host lands on both sides of it alike.
+ * A run's ratio is the median of its pair ratios.
  */
 export async function runP1(runs: number): Promise<Row[]> {
   ensureBigStore();
   const routes = routePaths();
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] as number;
-  const base: { rps: number; p99: number; cpuUs: number }[] = [];
-  const byRoute: Record<string, { rps: number; p99: number; cpuUs: number; bad: number }[]> = Object.fromEntries(Object.keys(routes).map((k) => [k, []]));
+  interface RunFigure {
+    rps: number;
+    baseRps: number;
+    p99: number;
+    baseP99: number;
+    tput: number;
+    p99Ratio: number;
+    cpuUs: number;
+    baseCpuUs: number;
+    bad: number;
+  }
+  const byRoute: Record<string, RunFigure[]> = Object.fromEntries(Object.keys(routes).map((k) => [k, []]));
   for (let run = 0; run < runs; run++) {
     const state = fs.mkdtempSync(path.join(WORK_DIR, 'p1-state-'));
     const bare = await startServer(benchScript('servers/bare-express.js'), '/health');
@@ -76,19 +87,21 @@ export async function runP1(runs: number): Promise<Row[]> {
       // Warm-up (JIT, connections) on both sides.
       await cannon(bare.url, ['/json']);
       for (const paths of Object.values(routes)) await cannon(svc.url, paths);
-      const slices: Record<string, (Cannon & { cpuUs: number })[]> = { bare: [], ...Object.fromEntries(Object.keys(routes).map((k) => [k, []])) };
-      for (let i = 0; i < SLICES; i++) {
-        slices.bare!.push(await slice(bare, ['/json']));
-        for (const [name, paths] of Object.entries(routes)) slices[name]!.push(await slice(svc, paths));
+      for (const [name, paths] of Object.entries(routes)) {
+        const pairs: { base: Cannon & { cpuUs: number }; route: Cannon & { cpuUs: number } }[] = [];
+        for (let i = 0; i < PAIRS; i++) pairs.push({ base: await slice(bare, ['/json']), route: await slice(svc, paths) });
+        byRoute[name]!.push({
+          rps: median(pairs.map((p) => p.route.rps)),
+          baseRps: median(pairs.map((p) => p.base.rps)),
+          p99: median(pairs.map((p) => p.route.p99)),
+          baseP99: median(pairs.map((p) => p.base.p99)),
+          tput: median(pairs.map((p) => p.route.rps / p.base.rps)),
+          p99Ratio: median(pairs.map((p) => Math.max(p.route.p99, 1) / Math.max(p.base.p99, 1))),
+          cpuUs: median(pairs.map((p) => p.route.cpuUs)),
+          baseCpuUs: median(pairs.map((p) => p.base.cpuUs)),
+          bad: pairs.reduce((n, p) => n + p.route.errors + p.route.non2xx, 0),
+        });
       }
-      const of = (cs: (Cannon & { cpuUs: number })[]) => ({
-        rps: median(cs.map((c) => c.rps)),
-        p99: median(cs.map((c) => c.p99)),
-        cpuUs: median(cs.map((c) => c.cpuUs)),
-        bad: cs.reduce((n, c) => n + c.errors + c.non2xx, 0),
-      });
-      base.push(of(slices.bare!));
-      for (const name of Object.keys(routes)) byRoute[name]!.push(of(slices[name]!));
     } finally {
       await svc.stop();
       await bare.stop();
@@ -98,25 +111,25 @@ export async function runP1(runs: number): Promise<Row[]> {
   const rows: Row[] = [];
   for (const [name, results] of Object.entries(byRoute)) {
     const bad = results.reduce((n, r) => n + r.bad, 0);
-    const tput = results.map((r, i) => r.rps / (base[i] as { rps: number }).rps);
-    const p99 = results.map((r, i) => Math.max(r.p99, 1) / Math.max((base[i] as { p99: number }).p99, 1));
+    const tput = results.map((r) => r.tput);
+    const p99 = results.map((r) => r.p99Ratio);
     rows.push({
       id: `P1 ${name}`,
       measure: `throughput, ${name} route`,
       unit: 'req/s',
       figures: results.map((r) => r.rps),
-      baselines: base.map((r) => r.rps),
+      baselines: results.map((r) => r.baseRps),
       ratios: tput,
       target: '≥ 0.8×',
       pass: median(tput) >= 0.8 && bad === 0,
-      note: `server CPU ${median(results.map((r) => r.cpuUs)).toFixed(0)} µs/request vs bare ${median(base.map((r) => r.cpuUs)).toFixed(0)}${bad ? `; ${bad} errors or non-2xx` : ''}`,
+      note: `server CPU ${median(results.map((r) => r.cpuUs)).toFixed(0)} µs/request vs bare ${median(results.map((r) => r.baseCpuUs)).toFixed(0)}${bad ? `; ${bad} errors or non-2xx` : ''}`,
     });
     rows.push({
       id: `P1 ${name}`,
       measure: `p99 latency, ${name} route`,
       unit: 'ms',
       figures: results.map((r) => r.p99),
-      baselines: base.map((r) => r.p99),
+      baselines: results.map((r) => r.baseP99),
       ratios: p99,
       target: '≤ 2×',
       pass: median(p99) <= 2,

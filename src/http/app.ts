@@ -87,9 +87,16 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   slashRoutes(api, deps);
   mediaRoutes(api, deps);
 
-  app.use(api.router);
+  app.use(api.dispatch);
   app.use((req, _res, next) => next(new HttpError(404, `no route for ${req.method} ${req.path}`)));
-  app.use(errorMiddleware(opts.reportError ?? ((err) => console.error(err))));
+  const logger = opts.logger;
+  app.use(
+    errorMiddleware(
+      opts.reportError ?? ((err) => console.error(err)),
+      // With a request log, 5xx answers are already in it (at level error).
+      logger && !log ? (req, status, detail) => logger.error({ method: req.method, route: routeOf(req), status, detail }, `${req.method} ${routeOf(req)} ${status}`) : undefined,
+    ),
+  );
   return { app, api };
 }
 

@@ -67,12 +67,20 @@ export function toHttpError(err: unknown): HttpError {
   return new HttpError(500, 'internal server error');
 }
 
-/** The error middleware, registered last. */
-export function errorMiddleware(report: ErrorReporter): ErrorRequestHandler {
+/** Hook for every 5xx answer the error middleware sends (logs when no request log runs). */
+export type ServerErrorLogger = (req: Request, status: number, detail: unknown) => void;
+
+/**
+ * The error middleware, registered last.
+ * @param report called with unexpected errors (a bug: logged with the stack).
+ * @param onServerError called for every 5xx answer, expected ones included.
+ */
+export function errorMiddleware(report: ErrorReporter, onServerError?: ServerErrorLogger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const http = toHttpError(err);
-    if (http.status >= 500 && !(err instanceof HttpError) && !(err instanceof ToolMissingError) && !(err instanceof SpawnError)) {
-      report(err, req);
+    if (http.status >= 500) {
+      if (!(err instanceof HttpError) && !(err instanceof ToolMissingError) && !(err instanceof SpawnError)) report(err, req);
+      onServerError?.(req, http.status, http.detail);
     }
     sendError(res, http);
   };

@@ -11,9 +11,8 @@ import { pinoHttp } from 'pino-http';
 
 /**
  * The request-log middleware; register it first so every answer is logged, 401s included.
- * Below level info only 5xx lines are written: then a `finish` listener stands in for
- * pino-http, whose per-request child logger would cost every request for lines never written.
- * @returns null when not even error lines are written.
+ * @returns null below level info, where no request line is written (pino-http's per-request
+ *   child logger would cost every request for lines never written).
  */
 export function requestLog(logger: Logger, routeOf: (req: Request) => string): RequestHandler | null {
   const line = (req: IncomingMessage, res: ServerResponse, durationMs: number) => {
@@ -31,18 +30,9 @@ export function requestLog(logger: Logger, routeOf: (req: Request) => string): R
   const message = (req: IncomingMessage, res: ServerResponse) =>
     `${req.method} ${routeOf(req as Request)} ${res.headersSent ? res.statusCode : '-'}${res.writableEnded ? '' : ' (aborted)'}`;
 
-  if (!logger.isLevelEnabled('info')) {
-    if (!logger.isLevelEnabled('error')) return null;
-    let reqId = 0;
-    return (req, res, next) => {
-      const t0 = performance.now();
-      const id = ++reqId;
-      res.once('finish', () => {
-        if (res.statusCode >= 500) logger.error({ reqId: id, ...line(req, res, Math.round(performance.now() - t0)) }, message(req, res));
-      });
-      next();
-    };
-  }
+  // Below info no request line is written: no middleware at all (5xx answers are then logged
+  // by the error middleware, which sees every one of them without a per-request listener).
+  if (!logger.isLevelEnabled('info')) return null;
 
   const middleware = pinoHttp({
     logger,

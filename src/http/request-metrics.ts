@@ -13,14 +13,10 @@ import type { Histogram } from 'prom-client';
 export function requestMetrics(histogram: Histogram<'method' | 'route' | 'status'>, routeOf: (req: Request) => string): RequestHandler {
   return (req, res, next) => {
     const end = histogram.startTimer();
-    let done = false;
-    const record = () => {
-      if (done) return;
-      done = true;
+    // 'close' comes last in every case (after 'finish' when the answer completed): one listener.
+    res.once('close', () => {
       end({ method: req.method, route: routeOf(req), status: res.headersSent ? String(res.statusCode) : 'aborted' });
-    };
-    res.once('finish', record);
-    res.once('close', record);
+    });
     next();
   };
 }

@@ -74,23 +74,23 @@ export const BEARER_SCHEME = 'bearerAuth';
 export const QUERY_TOKEN_SCHEME = 'queryToken';
 
 export class Api {
-  readonly router: Router = express.Router();
   private readonly specs: RouteSpec[] = [];
   /** One router per first path segment under /api (`projects`, `beats`, `events`…). */
   private readonly groups = new Map<string, Router>();
 
-  constructor() {
-    // Requests go straight to the router of their first segment: one map lookup instead of
-    // matching the request against every route of the service, one after the other.
-    this.router.use((req, res, next) => {
-      // Case-insensitive, as Express routes (`/API/Health/` reaches `/api/health`).
-      const path = req.path;
-      const end = path.indexOf('/', 5);
-      const group = path.slice(0, 5).toLowerCase() === '/api/' ? this.groups.get(path.slice(5, end === -1 ? undefined : end).toLowerCase()) : undefined;
-      if (group) group(req, res, next);
-      else next();
-    });
-  }
+  /**
+   * The API's request handler: each request goes straight to the router of its first path
+   * segment, one map lookup instead of matching it against every route, one after the other.
+   * Mount it on the app.
+   */
+  readonly dispatch: RequestHandler = (req, res, next) => {
+    // Case-insensitive, as Express routes (`/API/Health/` reaches `/api/health`).
+    const path = req.path;
+    const end = path.indexOf('/', 5);
+    const group = path.slice(0, 5).toLowerCase() === '/api/' ? this.groups.get(path.slice(5, end === -1 ? undefined : end).toLowerCase()) : undefined;
+    if (group) group(req, res, next);
+    else next();
+  };
 
   /** The group routers, for introspection (tests walk every layer the app serves). */
   get groupRouters(): readonly Router[] {
@@ -100,7 +100,7 @@ export class Api {
   /** The router a route path belongs to (routes keep their full path in it). */
   private routerFor(path: string): Router {
     const m = /^\/api\/([^/:*]+)(?:\/|$)/.exec(path);
-    if (!m) return this.router;
+    if (!m) throw new RangeError(`route paths start with /api/<segment>: ${path}`);
     const segment = (m[1] as string).toLowerCase();
     let group = this.groups.get(segment);
     if (!group) {

@@ -211,6 +211,23 @@ describe('conditional requests', () => {
     expect(again.status).toBe(304);
     const stale = await rawRequest(t.url, `/api/projects/${P}/episodes`, { headers: { 'if-none-match': 'W/"other"' } });
     expect(stale.status).toBe(200);
+    // A list, the strong form of the same tag, and `*` all match; no-cache asks for the body.
+    const strong = (etag as string).replace(/^W\//, '');
+    for (const inm of [`W/"a", ${etag}`, strong, '*']) {
+      expect((await rawRequest(t.url, `/api/projects/${P}/episodes`, { headers: { 'if-none-match': inm } })).status, inm).toBe(304);
+    }
+    const noCache = await rawRequest(t.url, `/api/projects/${P}/episodes`, { headers: { 'if-none-match': etag as string, 'cache-control': 'no-cache' } });
+    expect(noCache.status).toBe(200);
+    expect(noCache.json()).toHaveLength(2);
+  });
+
+  it('answers HEAD with the headers of GET and no body', async () => {
+    const get = await rawRequest(t.url, `/api/projects/${P}/episodes`);
+    const head = await rawRequest(t.url, `/api/projects/${P}/episodes`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.text).toBe('');
+    expect(head.headers['content-length']).toBe(get.headers['content-length']);
+    expect(head.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 });
 

@@ -187,6 +187,21 @@ describe('request and job logs', () => {
     for (const l of lines) expect(l.level as number).toBeGreaterThanOrEqual(40);
   });
 
+  it('at warn, still logs each 5xx answer at level error (and nothing for other answers)', async () => {
+    const svc = await startServiceProcess({ LOG_LEVEL: 'warn', DISPATCH_CLI: '/nonexistent/dispatch.js' });
+    const res = await fetch(`${svc.url}/api/proposals/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ project: PROJECT }),
+    });
+    expect(res.status).toBe(500);
+    await fetch(`${svc.url}/api/health`);
+    const lines = await svc.stop();
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ method: 'POST', route: '/api/proposals/generate', status: 500, detail: expect.stringContaining('/nonexistent/dispatch.js') });
+  });
+
   it('logs a 5xx at level error', async () => {
     const svc = await startServiceProcess({ LOG_LEVEL: 'info', DISPATCH_CLI: '/nonexistent/dispatch.js' });
     const res = await fetch(`${svc.url}/api/proposals/generate`, {
