@@ -122,7 +122,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       env: config.childEnv,
       killGraceMs: config.jobs.killGraceMs,
     });
-    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState };
+    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer };
     const { app, api } = createApp(deps, { logger: log, reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error') });
     const server = http.createServer(app);
     await new Promise<void>((resolve, reject) => {

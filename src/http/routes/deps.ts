@@ -2,6 +2,7 @@
  * What the routers need, built by the composition root (src/main/service.ts).
  */
 import type { EventBus } from '../../bus/bus.js';
+import type { Checkpointer } from '../../state/checkpointer.js';
 import type { ConsoleState } from '../../console/index.js';
 import type { SseHub } from '../../bus/sse.js';
 import type { EngineStore } from '../../engine/store.js';
@@ -24,6 +25,8 @@ export interface AppDeps {
   readonly terminals: TerminalManager;
   readonly guards: GuardReport;
   readonly startedAt: Date;
+  /** The state database's WAL checkpointer (failures are reported by the system status). */
+  readonly checkpointer: Checkpointer;
   /** The console's recorded state: proposals, decisions, take actions, toggles, clicks, workspace, selection. */
   readonly console: ConsoleState;
   /** This instance's Prometheus registry and collectors. */

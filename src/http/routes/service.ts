@@ -113,6 +113,7 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
     },
     workers: d.pool.stats(),
     cache: d.store.stats(),
+    database: { file: d.config.stateDbPath, checkpointFailures: d.checkpointer.failures },
     guards: d.guards,
     // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
     fallbacks: d.console.fallbacks.counts(),

@@ -1,0 +1,71 @@
+/**
+ * `GET /api/system-status` (issue 4, item 1): what an operator reads during a generation
+ * storm, answering while 64 jobs stream output.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/events.js';
+import { rawRequest } from '../helpers/raw.js';
+import { fixture, startTestService, type TestService } from '../helpers/service.js';
+
+let t: TestService | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+const status = async (s: TestService) => (await (await s.get('/api/system-status')).json()) as any;
+
+describe('GET /api/system-status', () => {
+  it('reports version, uptime, jobs, bus, workers, terminals, guards, fallbacks, write proxy and database', async () => {
+    t = await startTestService({ env: { DISPATCH_CLI: fixture('print-lines.mjs') } });
+    const res = await t.post('/api/proposals/generate', { project: 'harbor-lights' });
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    await waitFor(async () => ((await status(t!)).jobs.running === 0 ? true : undefined), 'the job to exit');
+    const s = await status(t);
+    expect(s.version).toBe('2.0.0');
+    expect(typeof s.uptimeSeconds).toBe('number');
+    expect(s.jobs).toMatchObject({ running: 0, maxRunning: 64, byState: { running: 0, 'exited ok': 1, 'exited failed': 0, lost: 0 } });
+    expect(s.jobs.recent[0]).toMatchObject({
+      proposalId,
+      pid: expect.any(Number),
+      state: 'exited ok',
+      startedAt: expect.any(String),
+      endedAt: expect.any(String),
+      rc: 0,
+      stdoutLines: 3,
+      stderrLines: 1,
+    });
+    expect(s.bus).toMatchObject({ subscribers: 0, retention: 200_000 });
+    expect(s.bus.lastEventId).toMatch(/^\d+$/);
+    expect(s.workers).toMatchObject({ threads: expect.any(Number), queueSize: expect.any(Number), completed: expect.any(Number) });
+    expect(s.terminals).toEqual([]);
+    expect(s.guards.fallbacks.map((f: { name: string }) => f.name).sort()).toEqual(['proposal_id_not_pending', 'take_id_not_on_disk']);
+    expect(s.fallbacks).toEqual({ proposal_id_not_pending: 0, take_id_not_on_disk: 0 });
+    expect(s.writeProxy).toMatchObject({ enabled: false });
+    expect(s.database).toEqual({ file: t.config.stateDbPath, checkpointFailures: 0 });
+  });
+
+  it('answers while 64 jobs stream output', async () => {
+    t = await startTestService({ env: { DISPATCH_CLI: fixture('load-tool.mjs'), LOAD_LINES: '2000' } });
+    const answers = await Promise.all(Array.from({ length: 64 }, () => t!.post('/api/proposals/generate', { project: 'harbor-lights' })));
+    expect(answers.map((a) => a.status)).toEqual(Array(64).fill(202));
+    const times: number[] = [];
+    const running: number[] = [];
+    for (;;) {
+      const t0 = performance.now();
+      const r = await rawRequest(t.url, '/api/system-status');
+      times.push(performance.now() - t0);
+      expect(r.status).toBe(200);
+      const s = r.json();
+      running.push(s.jobs.running);
+      expect(s.jobs.recent.length).toBeGreaterThan(0);
+      if (s.jobs.running === 0) break;
+    }
+    expect(Math.max(...running)).toBeGreaterThan(0);
+    expect(Math.max(...running)).toBeLessThanOrEqual(64);
+    times.sort((a, b) => a - b);
+    console.log(
+      `system-status under 64 streaming jobs: ${times.length} answers, median ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms, most jobs running at once ${Math.max(...running)}`,
+    );
+  });
+});
