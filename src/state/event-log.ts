@@ -66,14 +66,8 @@ export class EventLog {
     readonly retention: number,
   ) {
     this.segmentSize = Math.min(SEGMENT_MAX, Math.max(SEGMENT_MIN, Math.ceil(retention / SEGMENTS_PER_RETENTION)));
-    const names = (
-      db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${SEGMENT_PREFIX}%'`).all() as { name: string }[]
-    )
-      .map((r) => Number(r.name.slice(SEGMENT_PREFIX.length)))
-      .filter((n) => Number.isInteger(n) && n > 0)
-      .sort((a, b) => a - b);
-    this.segments = names.map((n) => this.openSegment(n));
-    if (this.segments.length === 0) this.segments.push(this.createSegment(1));
+    this.segments = [];
+    this.reload();
 
     const reserved = Number(
       (db.prepare(`SELECT value FROM meta WHERE key = 'event_id_reserved'`).get() as { value: string } | undefined)
@@ -211,9 +205,36 @@ export class EventLog {
     return n;
   }
 
-  /** Writes `rows` (ascending ids) in one transaction, then applies retention. */
+  /**
+   * Writes `rows` (ascending ids) in one transaction, then applies retention. When called
+   * inside a caller's transaction that later rolls back, what it did is undone but its
+   * in-memory view of the segments is not: a write that fails re-reads the segments from the
+   * database, and retries once when its segment table had vanished that way.
+   */
   append(rows: readonly EventRow[]): void {
-    if (rows.length > 0) this.appendTx(rows);
+    if (rows.length === 0) return;
+    try {
+      this.appendTx(rows);
+    } catch (err) {
+      this.reload();
+      if (!/no such table/i.test((err as Error).message)) throw err;
+      this.appendTx(rows);
+    }
+  }
+
+  /** Re-reads the segment tables and their extents from the database. */
+  private reload(): void {
+    const names = (
+      this.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${SEGMENT_PREFIX}%'`).all() as { name: string }[]
+    )
+      .map((r) => Number(r.name.slice(SEGMENT_PREFIX.length)))
+      .filter((n) => Number.isInteger(n) && n > 0)
+      .sort((a, b) => a - b);
+    this.segments.length = 0;
+    for (const n of names) this.segments.push(this.openSegment(n));
+    if (this.segments.length === 0) this.segments.push(this.createSegment(1));
+    this.selects.clear();
+    this.rebuildView();
   }
 
   /**

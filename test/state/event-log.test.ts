@@ -226,3 +226,29 @@ describe('event log: segment tables', () => {
     db.close();
   });
 });
+
+describe('event log: a caller transaction that rolls back', () => {
+  it('recovers when a segment it created inside the transaction is rolled back', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-rollback-'));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const db = openStateDb(path.join(dir, 'state.db'));
+    const log = new EventLog(db, 100); // segments of 100
+    const rows = (n: number) => Array.from({ length: n }, () => ({ id: log.takeId(), severity: 'info' as const, scope: 's', data: '{}' }));
+    log.append(rows(100)); // the first segment is full
+    // A caller's transaction appends (rotating to a new segment table), then fails.
+    expect(() =>
+      db.transaction(() => {
+        log.append(rows(5));
+        throw new Error('the caller fails after the events were written');
+      })(),
+    ).toThrow('the caller fails');
+    // The next append still works, and everything readable is consistent.
+    const next = rows(3);
+    log.append(next);
+    const stored = log.after(0, 1000, NO_FILTER).map((r) => r.id);
+    expect(stored.slice(-3)).toEqual(next.map((r) => r.id));
+    expect(log.size).toBe(stored.length);
+    expect((db.prepare('SELECT count(*) AS c FROM events').get() as { c: number }).c).toBe(stored.length);
+    db.close();
+  });
+});
