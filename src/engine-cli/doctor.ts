@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isValidId } from '../engine/ids.js';
 import { projectDir, readProjectStatusSync } from '../engine/project-file.js';
-import { readJson } from '../engine/project-index.js';
+import { listEntityFiles, readJson } from '../engine/project-index.js';
 import { checkMemoryEntry, checkProjectJson, checkShot, checkTake, objectOf } from './check-files.js';
 import { withMembers, type Change, type EntityKind, type Finding } from './findings.js';
 import { migrateCommand } from './commands.js';
@@ -113,8 +113,8 @@ function diagnoseProject(root: string, id: string): ProjectReport | null {
     const text = fs.readFileSync(path.join(dir, 'project.json'), 'utf8');
     findings.push(...checkProjectJson(id, text, fs.existsSync(path.join(dir, 'project.yaml'))));
   }
-  const shotFiles = listJson(path.join(dir, 'shots'));
-  const takeFiles = listJson(path.join(dir, 'takes'));
+  const shotFiles = listEntityFiles(path.join(dir, 'shots'));
+  const takeFiles = listEntityFiles(path.join(dir, 'takes'));
   for (const file of shotFiles) findings.push(...checkShot(id, file, readJson(path.join(dir, 'shots', file))));
   const shotIds = new Set(shotFiles.map(stem));
   const takeIds = new Set(takeFiles.map(stem));
@@ -198,7 +198,7 @@ function diagnoseMemory(root: string, only: string | null): DoctorReport['memory
   const dir = path.join(root, 'memory');
   const findings: Finding[] = [];
   let files = 0;
-  for (const name of listJson(dir)) {
+  for (const name of listEntityFiles(dir)) {
     let text: string | Error;
     try {
       text = fs.readFileSync(path.join(dir, name), 'utf8');
@@ -261,17 +261,6 @@ function listDirectories(dir: string): string[] {
     .sort();
 }
 
-/** Entity files as the service lists them: `*.json`, not dot-files (temp files), sorted. */
-function listJson(dir: string): string[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  return names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort();
-}
 
 function stem(file: string): string {
   return file.slice(0, -'.json'.length);

@@ -18,7 +18,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { missingFieldReason } from '../engine/errors.js';
 import { classifyProject, projectDir, readProjectStatusSync } from '../engine/project-file.js';
-import { parseShot, parseTake } from '../engine/project-index.js';
+import { listEntityFiles, parseShot, parseTake } from '../engine/project-index.js';
 import { mapProject, mapShot, mapTake, type Mapped } from './legacy-mapping.js';
 import { copyFileAtomic, storeJson, writeFileAtomic } from './write-atomic.js';
 
@@ -150,7 +150,7 @@ function mapSources(id: string, dir: string, base: string, projectFile: string):
 
   const outputs = new Map<string, string>();
   for (const kind of ['shots', 'takes'] as const) {
-    for (const name of listSources(path.join(base, kind))) {
+    for (const name of listEntityFiles(path.join(base, kind), SOURCE_EXT)) {
       const rel = `${kind}/${name}`;
       sources.push(rel);
       const doc = readLegacy(base, rel, problems);
@@ -214,16 +214,6 @@ function readLegacy(base: string, rel: string, problems: string[]): Record<strin
   return v as Record<string, unknown>;
 }
 
-function listSources(dir: string): string[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  return names.filter((n) => SOURCE_EXT.test(n) && !n.startsWith('.')).sort();
-}
 
 function sameBytes(a: string, b: string): boolean {
   try {

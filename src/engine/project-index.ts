@@ -77,7 +77,7 @@ export function loadProjectIndex(root: string, id: string): ProjectIndex {
   const takes: Take[] = [];
   let invalid: MissingCanonicalFieldDetail | null = null;
 
-  for (const file of listJson(path.join(dir, 'shots'))) {
+  for (const file of listEntityFiles(path.join(dir, 'shots'))) {
     const r = parseShot(id, file, readJson(path.join(dir, 'shots', file)));
     if ('error' in r) {
       invalid ??= r.error;
@@ -85,7 +85,7 @@ export function loadProjectIndex(root: string, id: string): ProjectIndex {
     }
     shots.push(r);
   }
-  for (const file of listJson(path.join(dir, 'takes'))) {
+  for (const file of listEntityFiles(path.join(dir, 'takes'))) {
     const r = parseTake(id, file, readJson(path.join(dir, 'takes', file)));
     if ('error' in r) {
       invalid ??= r.error;
@@ -130,8 +130,12 @@ export function loadProjectIndex(root: string, id: string): ProjectIndex {
   };
 }
 
-/** `*.json` names in `dir`, sorted (so the first reported problem is deterministic). */
-function listJson(dir: string): string[] {
+/**
+ * Entity file names in `dir` as the service lists them: names matching `ext` (default
+ * `.json`), never dot-files (the dispatch tool's temp files), sorted so that the first
+ * reported problem is deterministic. A missing folder has none.
+ */
+export function listEntityFiles(dir: string, ext: RegExp = /\.json$/): string[] {
   let names: string[];
   try {
     names = fs.readdirSync(dir);
@@ -139,8 +143,7 @@ function listJson(dir: string): string[] {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  // Dot-files are the dispatch tool's temp files, not entities.
-  return names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort();
+  return names.filter((n) => ext.test(n) && !n.startsWith('.')).sort();
 }
 
 /** A parsed entity file, or why it could not be read. */
