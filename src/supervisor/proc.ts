@@ -50,10 +50,35 @@ export function listProcs(): ProcInfo[] {
 }
 
 /**
- * The processes of a job: `root`, its descendants (by parent links, whatever their group)
- * and every member of the process group `root` leads. Zombies are left out: they are dead.
+ * True when the environment `pid` was started with holds `entry` (`NAME=value`, exactly).
+ * False when it cannot be read: gone, or another user's process (never one of ours).
  */
-export function jobProcesses(root: number): ProcInfo[] {
+export function hasEnvEntry(pid: number, entry: string): boolean {
+  let env: Buffer;
+  try {
+    env = fs.readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return false;
+  }
+  // Entries are NUL-terminated: match a whole entry, not a prefix or suffix of another.
+  const needle = Buffer.from(`${entry}\0`);
+  for (let at = env.indexOf(needle); at !== -1; at = env.indexOf(needle, at + 1)) {
+    if (at === 0 || env[at - 1] === 0) return true;
+  }
+  return false;
+}
+
+/**
+ * The processes of a job: `root`, its descendants (by parent links, whatever their group),
+ * every member of the process group `root` leads, and, given `mark` (an environment entry
+ * `NAME=value` the job was started with, which its descendants inherit), every process
+ * whose environment holds it, with its descendants: those that left the group and whose
+ * parent died (a double fork, a tool killed mid-way) have no other link to the job.
+ * With `leaderGone`, a process with the pid `root` is not taken for the leader; with `root`
+ * null, only `mark` leads to the job.
+ * Zombies are left out: they are dead.
+ */
+export function jobProcesses(root: number | null, mark?: string, leaderGone = false): ProcInfo[] {
   const all = listProcs();
   const children = new Map<number, ProcInfo[]>();
   for (const p of all) {
@@ -62,9 +87,14 @@ export function jobProcesses(root: number): ProcInfo[] {
     else children.set(p.ppid, [p]);
   }
   const found = new Map<number, ProcInfo>();
-  const rootInfo = all.find((p) => p.pid === root);
+  // Once the leader was reaped its pid may be reused: only its group (which keeps the id
+  // from being handed out while it has members) still leads to the job.
+  const rootInfo = leaderGone || root === null ? undefined : all.find((p) => p.pid === root);
   const queue = rootInfo ? [rootInfo] : [];
-  for (const p of all) if (p.pgid === root) queue.push(p);
+  if (root !== null) for (const p of all) if (p.pgid === root) queue.push(p);
+  if (mark !== undefined) {
+    for (const p of all) if (p.state !== 'Z' && p.pid !== process.pid && hasEnvEntry(p.pid, mark)) queue.push(p);
+  }
   while (queue.length > 0) {
     const p = queue.pop() as ProcInfo;
     if (found.has(p.pid)) continue;

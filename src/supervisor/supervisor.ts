@@ -16,7 +16,7 @@ import type { ProposalsRepo } from '../state/proposals-repo.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import { frameLines, type FramedLine } from './frame-lines.js';
 import { transition, type JobStatus, type JobTrigger } from './job-state.js';
-import { groupAlive, killJobTree, signalGroup, type KnownTree } from './kill-job.js';
+import { groupAlive, killJobTree, killLeftovers, type KnownTree } from './kill-job.js';
 import { bootTimeMs, readProc } from './proc.js';
 
 /** Payload of every line event (spec: Events): one frozen object, so the bus reuses its JSON. */
@@ -24,6 +24,16 @@ const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
 
 /** Scope of every generation event (spec: Events). */
 export const GENERATION_SCOPE = 'engine/generation';
+
+/**
+ * Environment variable set to the proposal id in every job's environment. Its descendants
+ * inherit it, so every process of the job can be found in /proc and killed, also those that
+ * left its process group and lost their parent, and also after the service itself died.
+ */
+export const JOB_ENV = 'CONSOLE_JOB_ID';
+
+/** The environment entry that marks the processes of job `proposalId`. */
+const jobMark = (proposalId: string): string => `${JOB_ENV}=${proposalId}`;
 
 /** What the dispatch tool is asked to do; episode and modality are never forwarded. */
 export interface GenerationRequest {
@@ -194,7 +204,7 @@ export class Supervisor {
     const child = spawn(argv[0] as string, argv.slice(1), {
       detached: true, // its own process group: cancel and shutdown signal the whole group
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: this.options.childEnv,
+      env: { ...this.options.childEnv, [JOB_ENV]: proposalId },
       shell: false,
     });
     if (child.pid === undefined) {
@@ -212,7 +222,7 @@ export class Supervisor {
     try {
       this.record(job, req);
     } catch (err) {
-      killJobTree(job.pid, 'SIGKILL'); // an unrecorded job must not run
+      killJobTree(job.pid, 'SIGKILL', job.tree, jobMark(proposalId)); // an unrecorded job must not run
       throw err;
     }
     this.running.set(proposalId, job);
@@ -274,12 +284,10 @@ export class Supervisor {
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
     void exited.then(async ({ code, signal }) => {
-      // Members of the group that outlive the tool would hold its pipes open: end them.
-      try {
-        signalGroup(job.pid, 'SIGKILL');
-      } catch {
-        // EPERM: the group id now belongs to someone else; nothing of ours is left in it.
-      }
+      // The job is its whole process tree: what outlives the tool ends with it. Members of its
+      // group would hold its pipes open; descendants it started elsewhere (daemons, sessions
+      // of their own) would run on, unwatched, forever.
+      killLeftovers(job.pid, 'SIGKILL', job.tree, jobMark(job.proposalId));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         drained,
@@ -373,9 +381,10 @@ export class Supervisor {
   }
 
   private terminate(job: RunningJob, graceMs: number): void {
-    killJobTree(job.pid, 'SIGTERM', job.tree);
+    const mark = jobMark(job.proposalId);
+    killJobTree(job.pid, 'SIGTERM', job.tree, mark);
     clearTimeout(job.killTimer);
-    job.killTimer = setTimeout(() => killJobTree(job.pid, 'SIGKILL', job.tree), graceMs);
+    job.killTimer = setTimeout(() => killJobTree(job.pid, 'SIGKILL', job.tree, mark), graceMs);
     job.killTimer.unref();
   }
 
@@ -395,15 +404,15 @@ export class Supervisor {
 
   /**
    * Start-up recovery: jobs the database still records as running belong to a previous run
-   * that died. Their process groups are killed if still alive, and each is marked `lost`
-   * with a failure event.
+   * that died. Every process left of them is killed (their process groups, their trees, and
+   * every process carrying their {@link JOB_ENV} entry, wherever it went), and each is
+   * marked `lost` with a failure event.
    */
   recoverLost(): JobRecord[] {
     const lost: JobRecord[] = [];
     const boot = bootTimeMs();
     for (const rec of this.jobs.running()) {
-      const killed = rec.pid !== null && leftoverOfJob(rec, boot);
-      if (killed) killJobTree(rec.pid as number, 'SIGKILL');
+      const killed = killLostJob(rec, boot);
       const endedAt = new Date().toISOString();
       const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
       this.jobs.finish(rec.proposalId, {
@@ -418,7 +427,7 @@ export class Supervisor {
         severity,
         scope: GENERATION_SCOPE,
         summary: `dispatch_cli lost pid=${rec.pid ?? 'unknown'}`,
-        detail: `the service stopped while job ${rec.proposalId} ran${killed ? '; its process group was killed' : ''}`,
+        detail: `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`,
         payload: { proposal_id: rec.proposalId, pid: rec.pid },
       });
       lost.push({ ...rec, state: next.state, endedAt });
@@ -443,18 +452,29 @@ function exitCode(code: number | null, signal: NodeJS.Signals | null): number {
 }
 
 /**
- * Whether processes of a job from a previous run are still alive, guarding against pid reuse:
- * nothing survives a reboot; a live leader must still run the tool we started; and with the
- * leader gone, a live group with its id can only hold the job's own processes (Linux does not
- * hand out a pid that is still some group's id).
+ * SIGKILLs what is left of a job of a previous run; returns the number of processes killed.
+ * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
+ * are. Its process group and the leader's tree are taken when they are still the job's.
  */
-function leftoverOfJob(rec: JobRecord, boot: number | null): boolean {
-  const pid = rec.pid as number;
-  if (boot !== null && Date.parse(rec.startedAt) < boot) return false;
+function killLostJob(rec: JobRecord, boot: number | null): number {
+  if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
+  const mark = jobMark(rec.proposalId);
+  return rec.pid !== null && groupOfJob(rec.pid, rec.argv)
+    ? killJobTree(rec.pid, 'SIGKILL', new Map(), mark)
+    : killLeftovers(null, 'SIGKILL', new Map(), mark);
+}
+
+/**
+ * Whether the process group `pid` of a job from a previous run is still the job's, guarding
+ * against pid reuse: a live leader must still run the tool we started; and with the leader
+ * gone, a live group with its id can only hold the job's own processes (Linux does not hand
+ * out a pid that is still some group's id).
+ */
+function groupOfJob(pid: number, argv: readonly string[]): boolean {
   if (!groupAlive(pid)) return false;
   const leader = readProc(pid);
   if (leader === null || leader.state === 'Z') return true;
-  return leader.pgid === pid && isOurCommand(pid, rec.argv);
+  return leader.pgid === pid && isOurCommand(pid, argv);
 }
 
 /** True when process `pid` runs the tool file of `argv`. */
