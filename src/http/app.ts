@@ -38,6 +38,8 @@ export interface CreateAppOptions {
   readonly reportError?: ErrorReporter;
   /** Writes one line per request (pino-http); none when absent. */
   readonly logger?: Logger;
+  /** Runs right after CORS: the shutdown gate (shutdown-gate.ts). */
+  readonly gate?: RequestHandler;
 }
 
 /** Builds the app and the API description. */
@@ -63,6 +65,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
       credentials: false,
     }),
   );
+  // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
+  if (opts.gate) app.use(opts.gate);
   if (deps.config.apiToken !== null) app.use(bearerAuth(deps.config.apiToken));
   if (deps.config.writeUpstream !== null) app.use(deps.writeProxy.middleware);
   app.use(jsonBody(deps.config.http.maxBodyBytes));

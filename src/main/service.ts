@@ -2,6 +2,7 @@
  * The composition root (style.md, practice 2): builds the state database, bus, supervisor,
  * worker pool and engine store, hands them to `createApp`, listens, and owns shutdown.
  */
+import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +12,7 @@ import { SseHub } from '../bus/sse.js';
 import { EngineStore } from '../engine/store.js';
 import { createApp } from '../http/app.js';
 import { isLoopbackHost } from '../http/auth.js';
+import { ShutdownGate, stopListening } from '../http/shutdown-gate.js';
 import type { Api } from '../http/route.js';
 import { WriteProxy } from '../http/write-proxy.js';
 import type { AppDeps } from '../http/routes/deps.js';
@@ -123,7 +125,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       killGraceMs: config.jobs.killGraceMs,
     });
     const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer };
-    const { app, api } = createApp(deps, { logger: log, reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error') });
+    // Once the shutdown began, late requests get a 503 and answers close their connection.
+    const gate = new ShutdownGate();
+    const { app, api } = createApp(deps, {
+      logger: log,
+      reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error'),
+      gate: gate.middleware,
+    });
     const server = http.createServer(app);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -145,13 +153,18 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const close = () =>
       (closing ??= (async () => {
         log.info('shutting down');
-        // 1. Stop accepting; 2. end event streams; 3. kill every job's and terminal's process
-        // tree and publish the exits; 4. close connections, workers and the database.
-        const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
+        // 1. Stop accepting: new connections are refused, requests on open ones get a 503;
+        // 2. end event streams; 3. kill every job's and terminal's process tree and publish the
+        // exits, while the requests in flight finish (at most the kill grace); 4. close
+        // connections (only now: see shutdown-gate.ts), workers and the database.
+        const serverClosed = once(server, 'close');
+        gate.close();
+        stopListening(server);
         sse.closeAll();
-        await Promise.all([supervisor.stopAll(), terminals.stopAll()]);
+        const [, , unfinished] = await Promise.all([supervisor.stopAll(), terminals.stopAll(), gate.drained(config.jobs.killGraceMs)]);
+        if (unfinished > 0) log.warn({ unfinished }, 'requests still unanswered at shutdown');
         server.closeAllConnections();
+        server.close();
         await serverClosed;
         store.close();
         await pool.close();
