@@ -19,8 +19,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
-import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
-import { fixture, makeTempStore } from '../helpers/service.js';
+import { allEvents, waitFor, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
+import { fixture, makeTempStore, startTestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 import {
   isGone,
@@ -236,3 +236,30 @@ it('SIGKILL during a graceful shutdown, before the SIGKILL escalation', async ()
   expect(r.lost).toBe(JOBS / 2); // the ones that ignore SIGTERM
   report(r);
 }, 90_000);
+
+it('a tool that exits by itself takes its whole tree with it, daemons and other sessions included', async () => {
+  // The orphans a crash would find start here: what a job leaves running when it ends.
+  const token = `rel-c-${randomBytes(6).toString('hex')}`;
+  onCleanup(() => killAll(tokenProcesses(token)));
+  const t = await startTestService({ env: { DISPATCH_CLI: TOOL, REL_C_TOKEN: token } });
+  onCleanup(() => t.close());
+  const started = await Promise.all([0, 1, 2, 3].map(() => t.post('/api/proposals/generate', { project: 'harbor-lights', model: 'exit' })));
+  const ids: string[] = [];
+  for (const r of started) {
+    expect(r.status).toBe(202);
+    ids.push(((await r.json()) as { proposalId: string }).proposalId);
+  }
+  const trees: number[] = [];
+  for (const id of ids) {
+    const { exit, lines } = await waitForJobEvents(t.url, id);
+    expect(exit.summary).toBe('dispatch_cli exited rc=0');
+    // tree <leader> <worker> <sub> <daemon> <session>
+    trees.push(...(lines.find((e) => e.summary.startsWith('tree '))?.summary.split(' ').slice(2).map(Number) ?? []));
+  }
+  expect(trees).toHaveLength(ids.length * DESCENDANTS);
+  await waitFor(() => (trees.every(isGone) ? true : undefined), 'every descendant of the exited jobs to end', 10_000).catch(() => {
+    throw new Error(`left running after their jobs exited: ${trees.filter((p) => !isGone(p)).join(' ')}`);
+  });
+  expect(tokenProcesses(token)).toEqual([]);
+  console.log(`crash-restart [exit]: ${ids.length} jobs exited rc 0, ${trees.length} descendants (same group, other sessions, double-forked) ended with them, 0 orphans`);
+});
