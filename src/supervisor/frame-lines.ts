@@ -3,7 +3,8 @@
  * splits and decodes them (undecodable bytes become U+FFFD; `\r\n` and `\n` end a line; a
  * last line without a newline is still delivered). split2 alone would drop an over-long
  * line entirely, and re-scan its whole buffer on every chunk of it, so the cut happens first,
- * on raw bytes.
+ * on raw bytes. Lines are delivered a bounded number per event-loop turn (see TURN_LINES):
+ * the rest waits, and the pipe's back-pressure slows the child.
  */
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import split2 from 'split2';
@@ -16,6 +17,17 @@ export interface FramedLine {
 }
 
 const NL = 0x0a;
+
+/**
+ * Lines, and characters of them, delivered per stream in one event-loop turn; past either the
+ * stream pauses until the next turn. Without a bound, a child writing faster than lines are
+ * published had its whole backlog framed and published in one turn (libuv reads up to
+ * 32 × 64 KB per poll, and every line is published synchronously): the loop was held for
+ * 100-700 ms at a time, with every other job's lines and every request behind it. 512 lines
+ * are one bus flush (FLUSH_BATCH), a few ms; the backlog waits in the pipe meanwhile.
+ */
+const TURN_LINES = 512;
+const TURN_CHARS = 256 * 1024;
 
 /** Keeps the first `maxBytes` bytes of each line (on a UTF-8 boundary) and drops the rest. */
 class LineCutter extends Transform {
@@ -99,7 +111,8 @@ function incompleteTail(buf: Buffer): number {
 }
 
 /**
- * Frames `source` into lines and calls `onLine` for each, in order.
+ * Frames `source` into lines and calls `onLine` for each, in order, at most TURN_LINES lines
+ * (TURN_CHARS characters) per event-loop turn.
  * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
  * @returns a promise that settles once the last line has been delivered (source ended,
  *   errored or was destroyed); it never rejects.
@@ -116,10 +129,23 @@ export function frameLines(source: Readable, maxBytes: number, onLine: (line: Fr
         resolve();
       }
     };
+    let turnLines = TURN_LINES;
+    let turnChars = TURN_CHARS;
+    const nextTurn = () => {
+      turnLines = TURN_LINES;
+      turnChars = TURN_CHARS;
+      lines.resume();
+    };
     lines.on('data', (text: string) => {
       number++;
       const cut = cutter.cutLines.delete(number);
       onLine({ text, number, cut });
+      if (--turnLines === 0 || (turnChars -= text.length) <= 0) {
+        // Paused, split2 buffers what it frames; once its buffers fill, the pipe is no longer
+        // read and the child blocks on its writes.
+        lines.pause();
+        setImmediate(nextTurn);
+      }
     });
     lines.on('end', done);
     lines.on('close', done);

@@ -251,7 +251,7 @@ describe('dispatch tool faults', () => {
     const running = (await get<Job[]>('/api/jobs?state=running')).body;
     console.log(
       `tool-faults: ${jobsRun} jobs run (+2 refused), each in a final state with its exit event; processes of the jobs seen at most ${maxProcesses} at once, ${left.length} left; ` +
-        `service descriptors before ${baseline.total} (pipes ${baseline.pipes}, sockets ${baseline.sockets}), after ${fds.total} (pipes ${fds.pipes}, sockets ${fds.sockets}); service ran as ${ROOT ? 'uid 65534' : `uid ${process.getuid?.()}`}`,
+        `service descriptors before ${baseline.total} (pipes ${baseline.pipes}, sockets ${baseline.sockets}, TCP ${baseline.tcp}), after ${fds.total} (pipes ${fds.pipes}, sockets ${fds.sockets}, TCP ${fds.tcp}); service ran as ${ROOT ? 'uid 65534' : `uid ${process.getuid?.()}`}`,
     );
     expect(running).toEqual([]);
     expect(left).toEqual([]);
