@@ -7,6 +7,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '../main/logger.js';
 import { bearerAuth } from './auth.js';
 import { errorMiddleware, HttpError, type ErrorReporter } from './errors.js';
+import { depthError } from './json-depth.js';
 import { requestLog } from './request-log.js';
 import { requestMetrics } from './request-metrics.js';
 import { Api } from './route.js';
@@ -107,7 +108,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
 /**
  * Parses JSON bodies; a body with another content type is a 415. Besides clarity, this keeps
  * a cross-site page from posting "simple" (preflight-free) requests past the CORS allow-list.
- * Requests without a body (every read) pass straight through.
+ * Requests without a body (every read) pass straight through. A body nested deeper than
+ * MAX_JSON_DEPTH levels is a 422 `json_too_deep`.
  */
 function jsonBody(limit: number): RequestHandler {
   const parse = express.json({ limit, strict: false });
@@ -121,6 +123,7 @@ function jsonBody(limit: number): RequestHandler {
       next(new HttpError(415, 'request bodies must be JSON (Content-Type: application/json)'));
       return;
     }
-    parse(req, res, next);
+    // Nested past MAX_JSON_DEPTH: a 422 here, before any step that recurses (json-depth.ts).
+    parse(req, res, (err?: unknown) => next(err ?? depthError(req.body)));
   };
 }

@@ -12,6 +12,7 @@ import { SseHub } from '../bus/sse.js';
 import { EngineStore } from '../engine/store.js';
 import { createApp } from '../http/app.js';
 import { isLoopbackHost } from '../http/auth.js';
+import { answerClientError } from '../http/client-error.js';
 import { ShutdownGate, stopListening } from '../http/shutdown-gate.js';
 import type { Api } from '../http/route.js';
 import { WriteProxy } from '../http/write-proxy.js';
@@ -133,6 +134,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       gate: gate.middleware,
     });
     const server = http.createServer(app);
+    // Requests the HTTP parser refuses get a JSON `{ detail }` like every other rejection.
+    server.on('clientError', answerClientError);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => {

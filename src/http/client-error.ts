@@ -1,0 +1,34 @@
+/**
+ * Requests that Node's HTTP parser refuses before any route sees them: a request target that
+ * is not a path (`GET api/health`), a malformed request line or header, headers past
+ * Node's size limit, a request not received in time. Node's own answer is a bare status line
+ * without a body; here it is the service's error shape (spec: Errors), a JSON `{ "detail" }`,
+ * like every other rejection, and the connection is closed (the parser cannot go on).
+ */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/** What the parser reported, by Node's error code; anything else is a 400. */
+const ANSWERS: Readonly<Record<string, readonly [number, string]>> = {
+  HPE_HEADER_OVERFLOW: [431, `the request line and headers are larger than ${http.maxHeaderSize} bytes`],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'chunk extensions too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request was not received in time'],
+};
+
+/**
+ * The server's `clientError` listener (`server.on('clientError', answerClientError)`).
+ * Mirrors Node's default: an answer only when the socket is writable and no answer to an
+ * earlier request on it has started; then the socket is destroyed.
+ */
+export function answerClientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && err.code !== 'ECONNRESET' && !inFlight?.headersSent) {
+    const [status, detail] = ANSWERS[err.code ?? ''] ?? [400, `malformed HTTP request: ${err.reason ?? err.message}`.replace(/[\r\n]+/g, ' ')];
+    const body = JSON.stringify({ detail });
+    socket.write(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}

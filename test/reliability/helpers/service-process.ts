@@ -1,0 +1,166 @@
+/**
+ * The service as a separate process, from the compiled `dist/` (test/fixtures/gen-start-service.mjs,
+ * as `npm start` runs it): for faults that end the process (start-up failures), and for
+ * watching its file access with strace. Build first (`npm test` does).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import { waitFor } from '../../helpers/events.js';
+import { fixture } from '../../helpers/service.js';
+
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly port: number;
+  /** Resolves with the exit code and signal. */
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+  stderr(): string;
+  stdout(): string;
+  /** The pid of the service itself (a wrapper such as strace runs it as its child). */
+  servicePid(): number;
+  /** SIGTERM to the service, then waits for the exit (SIGKILL after `ceilingMs`). */
+  stop(ceilingMs?: number): Promise<[number | null, NodeJS.Signals | null]>;
+}
+
+export interface SpawnOptions {
+  /** Environment of the service (PATH, HOST, PORT and LOG_LEVEL are set unless given). */
+  readonly env: Record<string, string>;
+  /** Words put before `node <fixture>`: e.g. `['strace', …]` or `['setpriv', …]`. */
+  readonly wrapper?: readonly string[];
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.on('error', () => resolve(false));
+  });
+}
+
+function launch(port: number, opts: SpawnOptions): ServiceProcess {
+  const argv = [...(opts.wrapper ?? []), process.execPath, fixture('gen-start-service.mjs')];
+  const child = spawn(argv[0] as string, argv.slice(1), {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'silent', CONSOLE_WORKER_THREADS: '1', ...opts.env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  let out = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    child,
+    url,
+    port,
+    exited,
+    stderr: () => err,
+    stdout: () => out,
+    servicePid: () => servicePid(child.pid as number),
+    stop: async (ceilingMs = 30_000) => {
+      // The signal goes to the service: strace, sent a SIGTERM, would leave it running detached.
+      if (child.exitCode === null && child.signalCode === null) process.kill(servicePid(child.pid as number), 'SIGTERM');
+      const timer = setTimeout(() => {
+        try {
+          process.kill(servicePid(child.pid as number), 'SIGKILL');
+        } catch {
+          // gone already
+        }
+        child.kill('SIGKILL');
+      }, ceilingMs);
+      const r = await exited;
+      clearTimeout(timer);
+      return r;
+    },
+  };
+}
+
+/** `pid` when it runs node, else its first child that does (the program a wrapper started). */
+function servicePid(pid: number): number {
+  const exe = (p: number) => {
+    try {
+      return fs.readlinkSync(`/proc/${p}/exe`);
+    } catch {
+      return '';
+    }
+  };
+  if (exe(pid) === fs.realpathSync(process.execPath)) return pid;
+  let children: string[] = [];
+  try {
+    children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+  } catch {
+    return pid;
+  }
+  const node = children.map(Number).find((c) => exe(c) === fs.realpathSync(process.execPath));
+  return node ?? pid;
+}
+
+/**
+ * Starts the service and waits until it answers `/api/health` (a ceiling, not an assertion).
+ * A port taken between the probe and the listen makes the service exit: another is tried.
+ * @throws when the process exits before answering (its stderr in the message).
+ */
+export async function startServiceProcess(opts: SpawnOptions): Promise<ServiceProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const p = launch(port, opts);
+    let gone = false;
+    void p.exited.then(() => (gone = true));
+    const up = await waitFor(
+      async () => {
+        if (gone) return false;
+        try {
+          return (await fetch(`${p.url}/api/health`)).ok ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      'the service to answer /api/health',
+      60_000,
+    );
+    if (up) return p;
+    if (attempt >= 3 || !/EADDRINUSE/.test(p.stderr())) throw new Error(`the service exited before serving: ${p.stderr()}`);
+  }
+}
+
+/**
+ * Runs the service expecting a failed start-up: waits for its exit (a ceiling of
+ * `ceilingMs`, after which it is killed and the test fails on the result).
+ * @returns exit code, stderr, and whether anything ever accepted connections on its port.
+ */
+export async function failedStart(opts: SpawnOptions, ceilingMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; listened: boolean }> {
+  const port = await freePort();
+  const p = launch(port, opts);
+  let listened = false;
+  let done = false;
+  void p.exited.then(() => (done = true));
+  // Probe the port while the process lives: a service that listened even briefly is caught.
+  const probing = (async () => {
+    while (!done) {
+      if (await listening(port)) listened = true;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), ceilingMs);
+  const [code, signal] = await p.exited;
+  clearTimeout(timer);
+  await probing;
+  if (await listening(port)) listened = true;
+  return { code, signal, stderr: p.stderr(), listened };
+}
