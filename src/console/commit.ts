@@ -1,9 +1,9 @@
 /**
  * One write of the console's state: the database changes and the events they emit commit
- * in a single SQLite transaction (the bus is flushed inside it), so an acknowledged write
- * has its event stored too, and a crash keeps both or neither.
+ * in a single SQLite transaction, so an acknowledged write has its event stored too, and a
+ * crash keeps both or neither.
  */
-import type { EventBus } from '../bus/bus.js';
+import type { EventBus, StagedEvents } from '../bus/bus.js';
 import type { BusEvent, EventInput } from '../bus/event.js';
 import type { Db } from '../state/db.js';
 
@@ -14,20 +14,28 @@ export interface Written<T> {
 }
 
 /**
- * Runs `write` (synchronous database work) in one transaction, then publishes its events and
- * flushes the bus before the transaction commits. Publishing comes last, so a failing write
- * publishes nothing.
+ * Runs `write` (synchronous database work) in one transaction, with its events stored in the
+ * same transaction ({@link EventBus.stage}), and delivers the events to stream clients only
+ * once the transaction committed: a commit that fails (disk full) leaves neither the state nor
+ * events that anyone saw. Events others queued meanwhile are stored with it, or queued again.
  * @returns the result and the published events (with their ids).
- * @throws whatever `write` or the event log throws; the transaction is then rolled back.
+ * @throws whatever `write`, the event log or the commit throws; the transaction is then rolled
+ *   back and nothing is delivered.
  */
 export function commitWithEvents<T>(db: Db, bus: EventBus, write: () => Written<T>): { result: T; events: BusEvent[] } {
-  return db.transaction(() => {
-    const { result, events } = write();
-    const published = events.map((e) => bus.publish(e));
-    // Nested in this transaction (a savepoint): the events are stored with the state.
-    bus.flush();
-    return { result, events: published };
-  })();
+  let staged: StagedEvents | undefined;
+  try {
+    const result = db.transaction(() => {
+      const out = write();
+      staged = bus.stage(out.events);
+      return out.result;
+    })();
+    bus.settle(staged as StagedEvents, true);
+    return { result, events: [...(staged as StagedEvents).events] };
+  } catch (err) {
+    if (staged) bus.settle(staged, false);
+    throw err;
+  }
 }
 
 /** Now as ISO-8601 UTC with milliseconds. */

@@ -4,6 +4,7 @@
  * `{ "detail": … }` (spec: Errors): a string, the MissingCanonicalField object, or the
  * validation array of `{ loc, msg, type }` (api-decisions.md, Validation errors).
  */
+import Database from 'better-sqlite3';
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { InvalidIdError } from '../engine/ids.js';
 import { LegacyProjectError, MissingCanonicalFieldError, NotFoundError } from '../engine/errors.js';
@@ -56,6 +57,7 @@ export function toHttpError(err: unknown): HttpError {
   if (err instanceof ToolMissingError) return new HttpError(500, err.message);
   if (err instanceof SpawnError) return new HttpError(500, err.message);
   if (err instanceof JobCapacityError) return new HttpError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) });
+  if (err instanceof Database.SqliteError) return stateDbError(err);
   const e = err as { type?: string; status?: number; message?: string; limit?: number };
   // body-parser errors
   if (e?.type === 'entity.too.large') return new HttpError(413, `request body too large (limit ${e.limit} bytes)`);
@@ -64,6 +66,22 @@ export function toHttpError(err: unknown): HttpError {
   }
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new HttpError(415, e.message ?? 'unsupported encoding');
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, e.message ?? 'bad request');
+  return new HttpError(500, 'internal server error');
+}
+
+/**
+ * The state database refused an operation (a fault of the machine, not of the request): 507 when
+ * its disk is full, 503 when it is busy (with Retry-After), read-only, failing or corrupt; the
+ * detail says what happened and that nothing was stored. Anything else (a constraint) is a bug:
+ * a 500 without internals.
+ */
+function stateDbError(err: { code: string; message: string }): HttpError {
+  const c = err.code;
+  if (c === 'SQLITE_FULL') return new HttpError(507, `state database full (no space left on its disk): nothing was stored (${err.message})`);
+  if (c.startsWith('SQLITE_BUSY') || c.startsWith('SQLITE_LOCKED')) {
+    return new HttpError(503, `state database busy: nothing was stored, try again (${err.message})`, { 'Retry-After': '1' });
+  }
+  if (/^SQLITE_(READONLY|IOERR|CANTOPEN|CORRUPT|NOTADB)/.test(c)) return new HttpError(503, `state database unavailable: nothing was stored (${err.message}, ${c})`);
   return new HttpError(500, 'internal server error');
 }
 
@@ -79,7 +97,9 @@ export function errorMiddleware(report: ErrorReporter, onServerError?: ServerErr
   return (err, req, res, _next) => {
     const http = toHttpError(err);
     if (http.status >= 500) {
-      if (!(err instanceof HttpError) && !(err instanceof ToolMissingError) && !(err instanceof SpawnError)) report(err, req);
+      // Expected faults (a missing tool, a full disk) are in the request log; only bugs get a stack.
+      const expected = err instanceof HttpError || err instanceof ToolMissingError || err instanceof SpawnError || (err instanceof Database.SqliteError && http.status !== 500);
+      if (!expected) report(err, req);
       onServerError?.(req, http.status, http.detail);
     }
     sendError(res, http);

@@ -72,7 +72,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const checkpointer = new Checkpointer(config.stateDbPath);
   cleanup.unshift(() => checkpointer.stop());
   try {
-    const bus = new EventBus(new EventLog(db, config.events.retention));
+    const bus = new EventBus(new EventLog(db, config.events.retention), {
+      // While the state database refuses events (disk full…), they are held and retried: the
+      // log is where an operator sees it happen.
+      onStoreState: (state, outage) =>
+        state === 'recovered'
+          ? log.warn({ outage, stateDb: config.stateDbPath }, 'state database stores events again')
+          : log.error({ outage, stateDb: config.stateDbPath }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them'),
+    });
     // Hooked before anything publishes, so the counters start with the start-up recovery.
     const metrics = new ServiceMetrics();
     metrics.observeBus(bus);

@@ -47,6 +47,8 @@ interface Segment {
 export class EventLog {
   private nextId: number;
   private reservedUpTo: number;
+  /** A reservation takeId could not store: stored by the next append. */
+  private reservationUnsaved = false;
   /** Newest id handed out (or stored, after a restart); ids in a lost reservation never count. */
   private lastId: number;
   /** Oldest first; never empty. */
@@ -81,6 +83,7 @@ export class EventLog {
       `INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
     );
     this.appendTx = db.transaction((rows: readonly EventRow[]) => {
+      if (this.reservationUnsaved) this.saveReservation.run(String(this.reservedUpTo));
       let i = 0;
       while (i < rows.length) {
         let seg = this.segments[this.segments.length - 1] as Segment;
@@ -183,11 +186,19 @@ export class EventLog {
     seg.maxId = Math.max(seg.maxId, (rows[to - 1] as EventRow).id);
   }
 
-  /** Hands out the next event id (synchronous; reserves a new block in the database when needed). */
+  /**
+   * Hands out the next event id (synchronous; reserves a new block in the database when needed).
+   * Never throws: a reservation the database cannot store now (disk full) is stored by the next
+   * append, in its transaction, so no event is ever stored beyond a stored reservation.
+   */
   takeId(): number {
     if (this.nextId > this.reservedUpTo) {
       this.reservedUpTo = this.nextId + ID_BLOCK - 1;
-      this.saveReservation.run(String(this.reservedUpTo));
+      try {
+        this.saveReservation.run(String(this.reservedUpTo));
+      } catch {
+        this.reservationUnsaved = true;
+      }
     }
     this.lastId = this.nextId++;
     return this.lastId;
@@ -220,6 +231,18 @@ export class EventLog {
       if (!/no such table/i.test((err as Error).message)) throw err;
       this.appendTx(rows);
     }
+    // Stored with the rows (inside a caller's transaction, resync() undoes this on a rollback).
+    this.reservationUnsaved = false;
+  }
+
+  /**
+   * Re-reads what the database holds after a transaction that stored events rolled back (the
+   * caller's, see EventBus.settle): the segments and their extents.
+   */
+  resync(): void {
+    this.reload();
+    // The reservation may have been stored by the rolled-back transaction: store it again.
+    this.reservationUnsaved = true;
   }
 
   /** Re-reads the segment tables and their extents from the database. */
@@ -234,7 +257,12 @@ export class EventLog {
     for (const n of names) this.segments.push(this.openSegment(n));
     if (this.segments.length === 0) this.segments.push(this.createSegment(1));
     this.selects.clear();
-    this.rebuildView();
+    try {
+      this.rebuildView();
+    } catch {
+      // The database refuses writes (the failure that brought us here, often): the view, for
+      // readers outside the service, is rebuilt at the next rotation or retention pass.
+    }
   }
 
   /**

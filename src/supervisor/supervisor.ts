@@ -153,6 +153,13 @@ export class Supervisor {
   private stopping = false;
   private startedTotal = 0;
   private finishedTotal = 0;
+  /**
+   * Final states the state database could not store when the job ended (disk full…), by
+   * proposal id: served from here and stored by a retry every second, so an exit never throws
+   * out of the exit handler (it crashed the service) and is never forgotten while it runs.
+   */
+  private readonly unsaved = new Map<string, { rec: JobRecord; fin: Parameters<JobsRepo['finish']>[1] }>();
+  private saveRetry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly bus: EventBus,
@@ -312,7 +319,7 @@ export class Supervisor {
     job.status = next;
     job.endedAt = new Date().toISOString();
     const rec = job.record();
-    this.jobs.finish(job.proposalId, {
+    this.saveFinish(job.proposalId, rec, {
       state: rec.state,
       endedAt: job.endedAt,
       rc,
@@ -321,7 +328,13 @@ export class Supervisor {
       stderrLines: job.stderrLines,
     });
     this.running.delete(job.proposalId);
-    if (++this.finishedTotal % PRUNE_EVERY === 0) this.jobs.prune(this.options.historySize);
+    if (++this.finishedTotal % PRUNE_EVERY === 0) {
+      try {
+        this.jobs.prune(this.options.historySize);
+      } catch {
+        // The next prune catches up.
+      }
+    }
     this.bus.publish({
       severity,
       scope: GENERATION_SCOPE,
@@ -334,6 +347,38 @@ export class Supervisor {
     job.resolveFinished();
   }
 
+  /** Stores a job's final state, or keeps it for the retry when the database refuses it. */
+  private saveFinish(proposalId: string, rec: JobRecord, fin: Parameters<JobsRepo['finish']>[1]): void {
+    try {
+      this.jobs.finish(proposalId, fin);
+    } catch {
+      this.unsaved.set(proposalId, { rec, fin });
+      this.scheduleSaveRetry();
+    }
+  }
+
+  /** Stores the kept final states; what still fails waits for the next try. */
+  private retryUnsaved(): void {
+    for (const [id, { fin }] of this.unsaved) {
+      try {
+        this.jobs.finish(id, fin);
+        this.unsaved.delete(id);
+      } catch {
+        break; // the database still refuses: all of them wait
+      }
+    }
+    if (this.unsaved.size > 0) this.scheduleSaveRetry();
+  }
+
+  private scheduleSaveRetry(): void {
+    if (this.saveRetry !== undefined) return;
+    this.saveRetry = setTimeout(() => {
+      this.saveRetry = undefined;
+      this.retryUnsaved();
+    }, 1000);
+    this.saveRetry.unref();
+  }
+
   private notifyTransition(job: RunningJob, trigger: JobTrigger['kind']): void {
     if (this.transitionListeners.length === 0) return;
     const rec = job.record();
@@ -342,12 +387,12 @@ export class Supervisor {
 
   /** A job by proposal id: live figures while running, else the stored record. */
   get(proposalId: string): JobRecord | undefined {
-    return this.running.get(proposalId)?.record() ?? this.jobs.get(proposalId);
+    return this.running.get(proposalId)?.record() ?? this.unsaved.get(proposalId)?.rec ?? this.jobs.get(proposalId);
   }
 
   /** Jobs newest first, running ones with live line counts. */
   list(limit: number, state?: string): JobRecord[] {
-    return this.jobs.list(limit, state).map((r) => this.running.get(r.proposalId)?.record() ?? r);
+    return this.jobs.list(limit, state).map((r) => this.running.get(r.proposalId)?.record() ?? this.unsaved.get(r.proposalId)?.rec ?? r);
   }
 
   /** Jobs by state over the whole history in the state database. */
@@ -374,7 +419,11 @@ export class Supervisor {
     }
     if (!job.cancelRequested) {
       job.cancelRequested = true;
-      this.jobs.markCancelRequested(proposalId);
+      try {
+        this.jobs.markCancelRequested(proposalId);
+      } catch {
+        // The database refuses writes (disk full): the job is stopped all the same.
+      }
       this.terminate(job, this.options.killGraceMs);
     }
     return job.record();
@@ -400,6 +449,13 @@ export class Supervisor {
       this.terminate(job, graceMs);
     }
     await Promise.all(jobs.map((j) => j.finished));
+    // A last try for final states the database refused; those it still refuses stay `running`
+    // in it, and the next start marks them lost.
+    clearTimeout(this.saveRetry);
+    this.saveRetry = undefined;
+    if (this.unsaved.size > 0) this.retryUnsaved();
+    clearTimeout(this.saveRetry);
+    this.saveRetry = undefined;
   }
 
   /**

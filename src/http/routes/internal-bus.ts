@@ -62,8 +62,8 @@ export function internalBusRoutes(api: Api, { bus }: AppDeps): void {
       422: { description: 'Invalid event.', schema: ErrorBody },
     },
     handler: ({ res, body }) => {
-      const event = bus.publish(body);
-      bus.flush(); // stored now: `GET /api/events` returns it as soon as the caller has the id
+      // Stored now: `GET /api/events` returns it as soon as the caller has the id.
+      const event = bus.publishStored(body);
       res.status(202).json({ id: event.id });
     },
   });

@@ -95,13 +95,12 @@ export function slashRoutes(api: Api, { bus, store }: AppDeps): void {
         }
       }
       const summary = `Slash command ${name}${args ? ` ${args}` : ''}`;
-      const event = bus.publish({
+      const event = bus.publishStored({
         severity: 'info',
         scope: SLASH_SCOPE,
         summary: summary.length > 300 ? `${summary.slice(0, 300)}…` : summary,
         payload: { command: name, args, project_id: projectId },
       });
-      bus.flush();
       res.status(202).json({ id: event.id, scope: SLASH_SCOPE, command: name, args, projectId });
     },
   });

@@ -1,0 +1,361 @@
+/**
+ * State database faults (issue 6, item 7). The service runs as its own process from the
+ * compiled `dist/` (as `npm start` runs it), on real faults of the file system:
+ * - a read-only state folder: a read-only bind mount (EROFS, which root cannot bypass), and a
+ *   folder the service's user cannot write (the service run as `nobody` with setpriv: EACCES);
+ * - a full disk: a small tmpfs filled with a file of zeros (ENOSPC, SQLITE_FULL);
+ * - a corrupt database file: garbage bytes, and a real database cut short.
+ * Each stops start-up with a message naming the path and saying why, exit code 1, nothing
+ * served, and a database file that was there is left byte for byte as it was.
+ * Then the disk fills while the service runs and a job prints lines: the service stays up,
+ * serves reads, refuses writes with a 507 and a detail, holds the events it cannot store and
+ * stores them once there is space again; nothing acknowledged is lost (checked after a restart).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { EventBus } from '../../src/bus/bus.js';
+import { NO_FILTER, type EventInput } from '../../src/bus/event.js';
+import { commitWithEvents } from '../../src/console/commit.js';
+import { openStateDb } from '../../src/state/db.js';
+import { EventLog } from '../../src/state/event-log.js';
+import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
+import { fixture, SAMPLE_STORE, startTestService } from '../helpers/service.js';
+import { SseClient } from '../helpers/sse.js';
+import { bindReadOnly, canMount, fillDisk, mountTmpfs } from './helpers/mounts.js';
+import { failedStart, startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+
+const DB = 'console-state.db';
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+/** Mounting needs root and a kernel that allows it (checked once). */
+const MOUNTABLE = canMount();
+
+/** A temp root with a store copy, readable by every user (for the setpriv case). */
+function makeRoot(): { tmp: string; store: string } {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rel-a-statedb-'));
+  fs.chmodSync(tmp, 0o755);
+  const store = path.join(tmp, 'store');
+  fs.cpSync(SAMPLE_STORE, store, { recursive: true });
+  cleanups.push(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  return { tmp, store };
+}
+
+const sha = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+const listing = (dir: string) => fs.readdirSync(dir).sort();
+
+/** A real state database with some events in it, closed cleanly (no WAL left). */
+async function realDatabase(tmp: string): Promise<string> {
+  const t = await startTestService({ store: 'empty' });
+  for (let i = 0; i < 200; i++) expect((await t.post('/api/internal/bus', { severity: 'info', scope: 'seed', summary: `seed ${i} ${'x'.repeat(300)}` })).status).toBe(202);
+  await t.stop();
+  const file = path.join(tmp, 'seed.db');
+  fs.copyFileSync(path.join(t.stateDir, DB), file);
+  fs.rmSync(t.tmp, { recursive: true, force: true });
+  return file;
+}
+
+/** Starts the service on `stateDir` expecting it to refuse; checks the common promises. */
+async function expectRefusal(store: string, stateDir: string, message: RegExp, wrapper?: string[]): Promise<string> {
+  const r = await failedStart({ env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: stateDir }, ...(wrapper ? { wrapper } : {}) });
+  expect({ code: r.code, signal: r.signal }).toEqual({ code: 1, signal: null });
+  expect(r.listened, 'the service must serve nothing').toBe(false);
+  const line = r.stderr.trim();
+  expect(line).toContain(`console-backend: cannot open state database ${path.join(stateDir, DB)}: `);
+  expect(line).toMatch(message);
+  return line;
+}
+
+const reasons: string[] = [];
+const note = (what: string, line: string) => reasons.push(`${what}: ${line.replace(/^console-backend: /, '')}`);
+afterAll(() => {
+  if (reasons.length > 0) console.log(`state-db-faults: ${reasons.length} start-ups refused (exit 1, nothing served, files unchanged):\n  ${reasons.join('\n  ')}`);
+});
+
+describe('start-up on a state folder that cannot be written', () => {
+  it('this machine can mount file systems for the tests (root, mount(8))', () => {
+    // Said plainly rather than skipped silently: the fault tests below need it.
+    expect(MOUNTABLE, 'mounting a tmpfs failed: run the tests as root on a machine that allows mount(2)').toBe(true);
+  });
+
+  it.runIf(MOUNTABLE)('a read-only file system (bind mount, EROFS): the folder, a folder to create, an existing database', async () => {
+    const { tmp, store } = makeRoot();
+    // Empty, and a subfolder the service would have to create.
+    const src = path.join(tmp, 'ro-src');
+    fs.mkdirSync(src);
+    const ro = path.join(tmp, 'ro');
+    cleanups.push(bindReadOnly(src, ro));
+    note('read-only folder', await expectRefusal(store, ro, new RegExp(`: ${ro} is on a read-only file system`)));
+    note('read-only parent', await expectRefusal(store, path.join(ro, 'sub'), new RegExp(`the folder ${ro}/sub cannot be created: ${ro} is on a read-only file system`)));
+    expect(listing(src)).toEqual([]);
+
+    // A database written before, now on a read-only mount: refused, untouched.
+    const withDb = path.join(tmp, 'with-db');
+    fs.mkdirSync(withDb);
+    fs.copyFileSync(await realDatabase(tmp), path.join(withDb, DB));
+    const before = sha(path.join(withDb, DB));
+    const roDb = path.join(tmp, 'ro-db');
+    cleanups.push(bindReadOnly(withDb, roDb));
+    note('read-only database', await expectRefusal(store, roDb, new RegExp(`: ${roDb} is on a read-only file system`)));
+    expect(sha(path.join(withDb, DB))).toBe(before);
+    expect(listing(withDb)).toEqual([DB]);
+  });
+
+  it('a folder the service user cannot write (run as nobody with setpriv, EACCES)', async () => {
+    const { tmp, store } = makeRoot();
+    const locked = path.join(tmp, 'locked');
+    fs.mkdirSync(locked);
+    fs.chmodSync(locked, 0o555);
+    const asNobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
+    note('folder not writable', await expectRefusal(store, locked, new RegExp(`: ${locked} is not writable by this user \\(permission denied\\)`), asNobody));
+    // A database the user may read but not write (root's file in root's 0755 folder).
+    const theirs = path.join(tmp, 'theirs');
+    fs.mkdirSync(theirs);
+    fs.copyFileSync(await realDatabase(tmp), path.join(theirs, DB));
+    fs.chmodSync(path.join(theirs, DB), 0o644);
+    const before = sha(path.join(theirs, DB));
+    note('database not writable', await expectRefusal(store, theirs, /is not writable by this user \(permission denied\)/, asNobody));
+    expect(sha(path.join(theirs, DB))).toBe(before);
+    expect(listing(theirs)).toEqual([DB]);
+  });
+});
+
+describe('start-up on a full disk', () => {
+  it.runIf(MOUNTABLE)('a new database, and an existing one: refused naming the folder, the file untouched', async () => {
+    const { tmp, store } = makeRoot();
+    const full = path.join(tmp, 'full');
+    cleanups.push(mountTmpfs(full, '2m'));
+    const filler = fillDisk(full);
+    note('full disk, new database', await expectRefusal(store, full, new RegExp(`: no space left on the disk of ${full} \\(database or disk is full\\)`)));
+    fs.rmSync(filler.file);
+    // Once there is room, it starts there (the empty file SQLite made is a valid empty database).
+    const ok = await startServiceProcess({ env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: full } });
+    expect((await (await fetch(`${ok.url}/api/internal/bus`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ severity: 'info', scope: 'x', summary: 'kept' }) })).json()) as { id: string }).toHaveProperty('id');
+    expect(await ok.stop()).toEqual([0, null]);
+
+    // The database exists; the disk fills while the service is stopped.
+    const before = sha(path.join(full, DB));
+    const filled = fillDisk(full);
+    note('full disk, existing database', await expectRefusal(store, full, new RegExp(`: no space left on the disk of ${full}`)));
+    expect(sha(path.join(full, DB))).toBe(before);
+    fs.rmSync(filled.file);
+    const again = await startServiceProcess({ env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: full } });
+    expect((await allEvents(again.url, 'scopePrefix=x')).map((e) => e.summary)).toEqual(['kept']);
+    expect(await again.stop()).toEqual([0, null]);
+  });
+});
+
+describe('start-up on a corrupt database file', () => {
+  it('garbage bytes, a database cut short: reported naming the file, never replaced nor changed', async () => {
+    const { tmp, store } = makeRoot();
+    const real = await realDatabase(tmp);
+    const size = fs.statSync(real).size;
+    const cases: [string, Buffer][] = [
+      ['garbage', randomBytes(8192)],
+      ['text', Buffer.from('not a database at all\n'.repeat(100))],
+      ['cut to half', fs.readFileSync(real).subarray(0, Math.floor(size / 2))],
+      ['cut mid-page', fs.readFileSync(real).subarray(0, 10_000)],
+      ['header only', fs.readFileSync(real).subarray(0, 100)],
+      // The header intact, a page in the middle overwritten: found by the start-up check.
+      ['page overwritten', Buffer.concat([fs.readFileSync(real).subarray(0, 4096 * 8), randomBytes(4096), fs.readFileSync(real).subarray(4096 * 9)])],
+    ];
+    for (const [what, bytes] of cases) {
+      const dir = path.join(tmp, what.replace(/\W+/g, '-'));
+      fs.mkdirSync(dir);
+      fs.writeFileSync(path.join(dir, DB), bytes);
+      const line = await expectRefusal(store, dir, /not a valid SQLite database \((file is not a database|database disk image is malformed.*)\); the file was left as it is: move it away to start with an empty state, or restore a backup$/);
+      note(`corrupt (${what})`, line);
+      expect({ what, sha: sha(path.join(dir, DB)) }).toEqual({ what, sha: createHash('sha256').update(bytes).digest('hex') });
+      expect({ what, files: listing(dir) }).toEqual({ what, files: [DB] });
+    }
+  });
+});
+
+describe('the disk fills while the service runs', () => {
+  it.runIf(MOUNTABLE)('stays up, serves reads, refuses writes with 507, holds the events of a running job and stores them once there is room; nothing acknowledged is lost', async () => {
+    const { tmp, store } = makeRoot();
+    const stateDir = path.join(tmp, 'state');
+    cleanups.push(mountTmpfs(stateDir, '6m'));
+    const LINES = 3000;
+    const env = {
+      CONSOLE_DATA_DIR: store,
+      CONSOLE_STATE_DIR: stateDir,
+      DISPATCH_CLI: fixture('ev-lines.mjs'),
+      // The job prints its lines over about three seconds (its knobs come from the environment).
+      EV_LINES: String(LINES),
+      EV_BATCH: '20',
+      EV_INTERVAL_MS: '20',
+      EV_PAD: '100',
+      LOG_LEVEL: 'warn',
+    };
+    let svc: ServiceProcess = await startServiceProcess({ env });
+    cleanups.push(() => svc.stop());
+    // A stream client throughout: it must never see an event that is not stored.
+    const sse = new SseClient(`${svc.url}/api/events/stream`);
+    cleanups.push(() => sse.close());
+    await sse.until((c) => c.status === 200 && c.frames.length > 0, 'the stream to open');
+    const post = (p: string, body: unknown, method = 'POST') => fetch(`${svc.url}${p}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+    // Acknowledged before the fault.
+    const acked: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: `before ${i}` });
+      expect(r.status).toBe(202);
+      acked.push(((await r.json()) as { id: string }).id);
+    }
+    const job = (await (await post('/api/proposals/generate', { project: 'harbor-lights' })).json()) as { proposalId: string };
+    expect(job.proposalId).toMatch(/^gen_/);
+
+    // The disk fills while the job prints.
+    const filler = fillDisk(stateDir);
+    const tried = { writes: 0, acked: 0, refused: 0 };
+    const refusals = new Map<number, string>();
+    let summary = 0;
+    // Events go on until the database needs room it cannot have (its WAL and file must grow).
+    while (refusals.size === 0 || tried.writes < 40) {
+      expect(tried.writes, 'the database never ran out of room').toBeLessThan(20_000);
+      const r = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: `during ${summary++} ${'d'.repeat(1000)}` });
+      tried.writes++;
+      const body = (await r.json()) as { id?: string; detail?: string };
+      if (r.status === 202) {
+        tried.acked++;
+        acked.push(body.id as string);
+      } else {
+        tried.refused++;
+        expect(r.status).toBe(507);
+        expect(body.detail).toMatch(/^state database full \(no space left on its disk\): nothing was stored \(database or disk is full\)$/);
+        refusals.set(r.status, body.detail as string);
+      }
+    }
+    // Every kind of write is refused the same way, and none is half done.
+    const proposal = await post('/api/proposals', { title: 'during the outage' });
+    const click = await post('/api/clicks', { projectId: 'harbor-lights', target: 'x' });
+    const workspace = await post('/api/workspace-state/ws-full', { revision: 0, state: { a: 1 } }, 'PUT');
+    for (const r of [proposal, click, workspace]) {
+      expect(r.status).toBe(507);
+      expect(((await r.json()) as { detail: string }).detail).toMatch(/^state database full/);
+    }
+    // Reads go on.
+    for (const p of ['/api/health', '/api/projects', '/api/events?limit=5', '/api/jobs', '/api/system-status', `/api/workspace-state/ws-full`]) {
+      const r = await fetch(`${svc.url}${p}`);
+      expect({ p, status: r.status }).toEqual({ p, status: p.includes('ws-full') ? 404 : 200 });
+    }
+    // The job ends while the disk is still full; its exit is known, the service is up.
+    const ended = await waitFor(async () => {
+      const r = (await (await fetch(`${svc.url}/api/jobs/${job.proposalId}`)).json()) as { state: string; stdoutLines: number };
+      return r.state === 'running' ? undefined : r;
+    }, 'the job to end');
+    expect(ended).toMatchObject({ state: 'exited ok', stdoutLines: LINES });
+    expect(svc.child.exitCode).toBeNull();
+
+    // Room again: the held events are stored, and an event says what happened.
+    fs.rmSync(filler.file);
+    const outage = await waitFor(async () => (await allEvents(svc.url, 'scopePrefix=service/state'))[0], 'the event of the outage');
+    expect(outage).toMatchObject({ severity: 'warning', summary: 'events stored late: the state database could not store them for a while', payload: { dropped: 0, error: 'database or disk is full' } });
+    const after = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: 'after' });
+    expect(after.status).toBe(202);
+    const afterId = ((await after.json()) as { id: string }).id;
+    acked.push(afterId);
+    await sse.until((c) => c.events.some((e) => e.id === afterId), 'the stream to deliver the last write');
+    sse.close();
+    expect(await svc.stop()).toEqual([0, null]);
+
+    // After a restart: every acknowledged write, the job's every line and its exit, ids in order.
+    svc = await startServiceProcess({ env });
+    const all = await allEvents(svc.url);
+    const ids = all.map((e) => BigInt(e.id));
+    for (let i = 1; i < ids.length; i++) expect(ids[i] as bigint).toBeGreaterThan(ids[i - 1] as bigint);
+    const stored = new Set(all.map((e) => e.id));
+    expect(acked.filter((id) => !stored.has(id))).toEqual([]);
+    // The stream delivered in order, once each, only stored events, the held ones included.
+    const streamed = sse.events.map((e) => e.id);
+    expect(streamed.filter((id) => !stored.has(id))).toEqual([]);
+    for (let i = 1; i < streamed.length; i++) expect(BigInt(streamed[i] as string)).toBeGreaterThan(BigInt(streamed[i - 1] as string));
+    expect(sse.events.filter((e) => e.detail?.startsWith(`${job.proposalId} stdout line `))).toHaveLength(LINES);
+    const lines = all.filter((e) => e.scope === 'engine/generation' && e.detail?.startsWith(`${job.proposalId} stdout line `));
+    expect(lines.map((e: EngineEvent) => e.summary.split(' ').slice(0, 2).join(' '))).toEqual(Array.from({ length: LINES }, (_, i) => `line ${i + 1}`));
+    expect(all.some((e) => e.summary === 'dispatch_cli exited rc=0' && e.payload.proposal_id === job.proposalId)).toBe(true);
+    expect((await (await fetch(`${svc.url}/api/jobs/${job.proposalId}`)).json()) as object).toMatchObject({ state: 'exited ok', stdoutLines: LINES });
+    console.log(
+      `state-db-faults: disk full at run time: ${tried.writes} writes tried while full (${tried.acked} acknowledged, ${tried.refused} refused with 507), ${LINES} job lines all stored and streamed (${(outage.payload as { held: number }).held} events held at most), ${acked.length} acknowledged writes all found after a restart, ${streamed.length} streamed events all stored, service never down`,
+    );
+  });
+});
+
+describe('the event bus while the state database refuses writes', () => {
+  /** A bus on a real database file, with a subscriber that records the ids it receives. */
+  function busOn(maxUnstored: number) {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rel-a-bus-'));
+    const db = openStateDb(path.join(tmp, DB));
+    cleanups.push(() => {
+      db.close();
+      fs.rmSync(tmp, { recursive: true, force: true });
+    });
+    const states: string[] = [];
+    const bus = new EventBus(new EventLog(db, 10_000), { maxUnstored, retryMs: 20, onStoreState: (s) => states.push(s) });
+    const got: number[] = [];
+    bus.subscribe({ filter: NO_FILTER, receive: (frames) => got.push(...[...frames.toString('utf8').matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))) });
+    // What the database holds, read straight from it (the bus's own reads flush first).
+    const stored = () => (db.prepare('SELECT id FROM events ORDER BY id').all() as { id: number }[]).map((r) => r.id);
+    return { db, bus, states, got, stored };
+  }
+  const ev = (summary: string): EventInput => ({ severity: 'info', scope: 'test', summary });
+  const tick = () => new Promise((r) => setImmediate(r));
+
+  it('holds what it cannot store (bounded, the excess counted), delivers nothing unstored, refuses stored publishes, and says what happened once it stores again', async () => {
+    const { db, bus, states, got, stored } = busOn(20);
+    bus.publishStored(ev('before'));
+    expect(got).toEqual([1]);
+    // SQLite refuses every write from now on (SQLITE_READONLY), as a full or read-only disk would.
+    db.pragma('query_only = ON');
+    for (let i = 0; i < 50; i++) bus.publish(ev(`held ${i}`)); // never throws at a producer
+    await tick();
+    expect(states).toEqual(['failing']);
+    expect(bus.storeOutage).toMatchObject({ held: 20, dropped: 30 });
+    expect(() => bus.publishStored(ev('refused'))).toThrow(/readonly/);
+    expect(got).toEqual([1]);
+    expect(stored()).toEqual([1]);
+
+    db.pragma('query_only = OFF');
+    await waitFor(() => (bus.storeOutage === null ? true : undefined), 'the retry to store the held events', 10_000);
+    await tick();
+    expect(states).toEqual(['failing', 'recovered']);
+    // The newest 20 of the 50 held (ids 32..51), never the refused one (52), then the report.
+    const outage = bus.readNewest(1, NO_FILTER)[0] as { id: number; data: string };
+    expect(JSON.parse(outage.data)).toMatchObject({ severity: 'failure', scope: 'service/state', summary: '30 events lost: the state database could not store them' });
+    expect(got).toEqual([1, ...Array.from({ length: 20 }, (_, i) => 32 + i), outage.id]);
+    expect(stored()).toEqual(got);
+  });
+
+  it('a console write rolled back at its commit delivers none of its events; events queued before it are stored and delivered once', async () => {
+    const { db, bus, got, stored } = busOn(1000);
+    db.exec('CREATE TABLE t_parent (id INTEGER PRIMARY KEY); CREATE TABLE t_child (p INTEGER REFERENCES t_parent (id))');
+    bus.publish(ev('queued 1'));
+    bus.publish(ev('queued 2'));
+    // A commit that fails after the events were written in the transaction (a deferred foreign
+    // key fails at COMMIT, as a full disk does when the WAL must grow).
+    expect(() =>
+      commitWithEvents(db, bus, () => {
+        db.pragma('defer_foreign_keys = ON');
+        db.prepare('INSERT INTO t_child (p) VALUES (42)').run();
+        return { result: null, events: [ev('the write')] };
+      }),
+    ).toThrow(/FOREIGN KEY/);
+    expect(got).toEqual([]);
+    expect(stored()).toEqual([]);
+    await tick();
+    expect(got).toEqual([1, 2]);
+    expect(stored()).toEqual([1, 2]);
+    // The next write commits with its event; ids go on increasing (3 was the rolled-back one's).
+    const { events } = commitWithEvents(db, bus, () => ({ result: null, events: [ev('next write')] }));
+    expect(events.map((e) => e.id)).toEqual(['4']);
+    expect(got).toEqual([1, 2, 4]);
+    expect(stored()).toEqual([1, 2, 4]);
+  });
+});
+
