@@ -1,14 +1,18 @@
 /**
- * Line framing of a child's output pipe (spec: Events, one event per output line): `\n` and
- * `\r\n` end a line; each line is cut at a byte bound (on a UTF-8 boundary) and decoded on its
- * own (undecodable bytes become U+FFFD); a last line without a newline is still delivered.
+ * Line framing of a child's output pipe (spec: Events, one event per output line): bytes are
+ * cut per line at a bound, then split2 splits and decodes them (undecodable bytes become
+ * U+FFFD; `\r\n` and `\n` end a line; a last line without a newline is still delivered).
+ * split2 alone would drop an over-long line entirely, and re-scan its whole buffer on every
+ * chunk of it, so the cut happens first, on raw bytes.
  *
  * All streams together deliver at most TURN_LINES lines (TURN_CHARS characters) per
- * event-loop turn: the rest of a chunk waits, as raw bytes, until a later turn, and the chunks
- * behind it wait in the pipe (the writable side holds the chunk's callback, so `pipe` stops
- * reading and the child blocks on its writes). A line's string is only made when delivered.
+ * event-loop turn. split2's output is read in paused mode (`read()`), so a stream stops the
+ * moment the budget is spent, without a line in hand; it then waits in a queue, the next turn
+ * serves the queue in order, and meanwhile split2's buffers fill, the pipe is no longer read
+ * and the child blocks on its writes.
  */
-import { Writable, type Readable } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import split2 from 'split2';
 
 /** One framed line. `number` counts from 1 per stream; `cut` is set when bytes were dropped. */
 export interface FramedLine {
@@ -18,16 +22,15 @@ export interface FramedLine {
 }
 
 const NL = 0x0a;
-const CR = 0x0d;
 
 /**
- * Lines, and characters of them, framed and delivered per event-loop turn by all streams
- * together; past either, streams wait for the next turn, in turn order (a queue). Without a
- * bound, a child writing faster than lines are published had its whole backlog framed and
- * published in one turn (libuv reads up to 32 × 64 KB per poll, and every line is published
- * synchronously): the loop was held for 100-700 ms at a time, with every other job's lines
- * and every request behind it. A per-stream bound would still let 64 flooding jobs take
- * 64 times as long. 512 lines are one bus flush (FLUSH_BATCH), a few ms.
+ * Lines, and characters of them, delivered per event-loop turn by all streams together; past
+ * either, streams wait for the next turn, in turn order (a queue). Without a bound, a child
+ * writing faster than lines are published had its whole backlog framed and published in one
+ * turn (libuv reads up to 32 × 64 KB per poll, and every line is published synchronously):
+ * the loop was held for 100-700 ms at a time, with every other job's lines and every request
+ * behind it. A per-stream bound would still let 64 flooding jobs take 64 times as long.
+ * 512 lines are one bus flush (FLUSH_BATCH), a few ms.
  */
 const TURN_LINES = 512;
 const TURN_CHARS = 256 * 1024;
@@ -35,8 +38,8 @@ const TURN_CHARS = 256 * 1024;
 /** What this turn has delivered so far; reset by the first `tick` after it. */
 let turnLines = 0;
 let turnChars = 0;
-/** Streams with bytes left to frame, waiting for the next turn (oldest first). */
-const waiting: LineFramer[] = [];
+/** Streams with lines left to deliver, waiting for the next turn (oldest first). */
+const waiting: LineReader[] = [];
 let tickScheduled = false;
 
 const budgetLeft = () => turnLines < TURN_LINES && turnChars < TURN_CHARS;
@@ -53,125 +56,124 @@ function tick(): void {
   tickScheduled = false;
   turnLines = 0;
   turnChars = 0;
-  for (let n = waiting.length; n > 0 && budgetLeft(); n--) (waiting.shift() as LineFramer).continueFraming();
+  for (let n = waiting.length; n > 0 && budgetLeft(); n--) {
+    const reader = waiting.shift() as LineReader;
+    reader.queued = false;
+    reader.pump();
+  }
   if (waiting.length > 0) scheduleTick();
 }
 
-/** Bytes kept of a line that spans chunks beyond the bound: enough to back a cut off. */
-const CUT_SLACK = 4;
-
-/** True for a UTF-8 continuation byte (10xxxxxx). */
-const isContinuation = (b: number | undefined) => b !== undefined && (b & 0xc0) === 0x80;
-
-class LineFramer extends Writable {
+/** Reads split2's lines of one stream within the shared budget and delivers them in order. */
+class LineReader {
   private number = 0;
-  /** Bytes of the current line from earlier chunks (at most maxBytes + CUT_SLACK kept). */
-  private partial: Buffer[] = [];
-  private partialKept = 0;
-  /** Bytes of the current line so far, kept or not. */
-  private partialTotal = 0;
-  /** The chunk being framed, the offset of its first unframed byte, and its write callback. */
-  private chunk: Buffer | null = null;
-  private offset = 0;
-  private callback: ((err?: Error | null) => void) | null = null;
+  /** In `waiting`: its lines go when the queue reaches it, not before (turn order). */
+  queued = false;
 
   constructor(
-    private readonly maxBytes: number,
+    private readonly lines: Transform,
+    private readonly cutter: LineCutter,
     private readonly onLine: (line: FramedLine) => void,
-  ) {
-    super({ decodeStrings: true });
+  ) {}
+
+  /** Delivers lines until split2 has none ready or the turn's budget is spent. */
+  pump(): void {
+    if (this.queued) return;
+    while (budgetLeft()) {
+      const text = this.lines.read() as string | null;
+      // None ready: 'readable' calls again when split2 has more (or ends the stream).
+      if (text === null) return;
+      const number = ++this.number;
+      turnLines++;
+      turnChars += text.length;
+      scheduleTick(); // renews the budget next turn
+      this.onLine({ text, number, cut: this.cutter.cutLines.delete(number) });
+    }
+    this.queued = true;
+    waiting.push(this);
+    scheduleTick();
+  }
+}
+
+/** Keeps the first `maxBytes` bytes of each line (on a UTF-8 boundary) and drops the rest. */
+class LineCutter extends Transform {
+  /** Bytes of the current line passed on so far. */
+  private lineBytes = 0;
+  private dropping = false;
+  private completed = 0;
+  /** Bytes of an incomplete UTF-8 character at the end of the last chunk, held back. */
+  private carry: Buffer | null = null;
+  /** 1-based numbers of lines that were cut; split2 emits lines in the same order. */
+  readonly cutLines = new Set<number>();
+
+  constructor(private readonly maxBytes: number) {
+    super();
   }
 
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.chunk = chunk;
-    this.offset = 0;
-    this.callback = cb;
-    this.frame();
-  }
-
-  override _final(cb: (err?: Error | null) => void): void {
-    // The last line without a newline: delivered as is (a `\r` at its end is kept).
-    if (this.partialTotal > 0) this.deliverPartial(null, 0, 0, false);
-    cb();
-  }
-
-  /** Frames the current chunk until it is done or this turn's budget is spent. */
-  private frame(): void {
-    const chunk = this.chunk as Buffer;
-    while (this.offset < chunk.length) {
-      if (!budgetLeft()) {
-        // The chunk's callback is held: `pipe` stops reading the child's output meanwhile.
-        waiting.push(this);
-        scheduleTick();
-        return;
-      }
-      const start = this.offset;
+  override _transform(input: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    // A character split across chunks is judged whole, so a cut never falls inside it.
+    const chunk = this.carry === null ? input : Buffer.concat([this.carry, input]);
+    this.carry = null;
+    let keep: Buffer[] | null = null; // only built when something in this chunk is dropped
+    let start = 0;
+    let copiedUpTo = 0;
+    while (start <= chunk.length) {
       const nl = chunk.indexOf(NL, start);
-      if (nl === -1) {
-        this.keepPartial(chunk, start, chunk.length);
-        this.offset = chunk.length;
-        break;
+      const end = nl === -1 ? chunk.length : nl;
+      const len = end - start;
+      if (this.dropping) {
+        keep ??= [];
+        keep.push(chunk.subarray(copiedUpTo, start));
+        copiedUpTo = end; // skip [start, end)
+      } else if (this.lineBytes + len > this.maxBytes) {
+        let room = this.maxBytes - this.lineBytes;
+        // Back off to a character boundary (at most 3 continuation bytes in UTF-8).
+        for (let i = 0; i < 3 && room > 0 && ((chunk[start + room] as number) & 0xc0) === 0x80; i++) room--;
+        keep ??= [];
+        keep.push(chunk.subarray(copiedUpTo, start + room));
+        copiedUpTo = end;
+        this.lineBytes += room;
+        this.dropping = true;
+        this.cutLines.add(this.completed + 1);
+      } else {
+        this.lineBytes += len;
       }
-      this.offset = nl + 1;
-      if (this.partialTotal > 0) this.deliverPartial(chunk, start, nl, true);
-      else this.deliver(chunk, start, nl, nl - start, true);
+      if (nl === -1) break;
+      this.completed++;
+      this.lineBytes = 0;
+      this.dropping = false;
+      start = nl + 1;
     }
-    const cb = this.callback as (err?: Error | null) => void;
-    this.chunk = null;
-    this.callback = null;
-    cb();
-  }
-
-  /** Called by `tick`: goes on framing the chunk it stopped in. */
-  continueFraming(): void {
-    if (this.chunk !== null) this.frame();
-  }
-
-  /** Adds bytes [start, end) of `chunk` to the current line, keeping what a cut needs. */
-  private keepPartial(chunk: Buffer, start: number, end: number): void {
-    const room = this.maxBytes + CUT_SLACK - this.partialKept;
-    const take = Math.min(end - start, Math.max(0, room));
-    if (take > 0) {
-      // A copy: the chunk itself must not be held (it may be a slice of a larger buffer).
-      this.partial.push(Buffer.from(chunk.subarray(start, start + take)));
-      this.partialKept += take;
+    let out = chunk;
+    if (keep !== null) {
+      keep.push(chunk.subarray(copiedUpTo));
+      out = Buffer.concat(keep);
     }
-    this.partialTotal += end - start;
-  }
-
-  /** Ends the line begun in earlier chunks with bytes [start, end) of `chunk` (null: none). */
-  private deliverPartial(chunk: Buffer | null, start: number, end: number, terminated: boolean): void {
-    if (chunk !== null) this.keepPartial(chunk, start, end);
-    const bytes = this.partial.length === 1 ? (this.partial[0] as Buffer) : Buffer.concat(this.partial, this.partialKept);
-    const total = this.partialTotal;
-    this.partial = [];
-    this.partialKept = 0;
-    this.partialTotal = 0;
-    this.deliver(bytes, 0, bytes.length, total, terminated);
-  }
-
-  /**
-   * Delivers the line held in bytes [start, end) of `buf`, whose full length was `total`
-   * bytes (more than end - start when bytes past the bound were not kept).
-   * @param terminated the line ended with `\n`: a `\r` before it is not part of the line.
-   */
-  private deliver(buf: Buffer, start: number, end: number, total: number, terminated: boolean): void {
-    let stop = end;
-    let cut = false;
-    if (total > this.maxBytes) {
-      // Keep the first maxBytes bytes, backed off so that no character is split.
-      let room = this.maxBytes;
-      for (let i = 0; i < 3 && room > 0 && isContinuation(buf[start + room]); i++) room--;
-      stop = start + room;
-      cut = true;
+    if (!this.dropping) {
+      const held = incompleteTail(out);
+      if (held > 0) {
+        this.carry = Buffer.from(out.subarray(out.length - held));
+        out = out.subarray(0, out.length - held);
+        this.lineBytes -= held;
+      }
     }
-    if (terminated && stop > start && buf[stop - 1] === CR) stop--;
-    const text = buf.toString('utf8', start, stop);
-    turnLines++;
-    turnChars += text.length;
-    scheduleTick(); // renews the budget next turn
-    this.onLine({ text, number: ++this.number, cut });
+    cb(null, out);
   }
+
+  override _flush(cb: TransformCallback): void {
+    cb(null, this.carry ?? undefined);
+  }
+}
+
+/** Number of bytes (0-3) of an incomplete UTF-8 sequence at the end of `buf`. */
+function incompleteTail(buf: Buffer): number {
+  for (let k = 1; k <= Math.min(3, buf.length); k++) {
+    const b = buf[buf.length - k] as number;
+    if ((b & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return need > k ? k : 0;
+  }
+  return 0;
 }
 
 /**
@@ -182,7 +184,9 @@ class LineFramer extends Writable {
  *   errored or was destroyed); it never rejects.
  */
 export function frameLines(source: Readable, maxBytes: number, onLine: (line: FramedLine) => void): Promise<void> {
-  const framer = new LineFramer(maxBytes, onLine);
+  const cutter = new LineCutter(maxBytes);
+  const lines = split2();
+  const reader = new LineReader(lines, cutter, onLine);
   return new Promise<void>((resolve) => {
     let settled = false;
     const done = () => {
@@ -191,15 +195,17 @@ export function frameLines(source: Readable, maxBytes: number, onLine: (line: Fr
         resolve();
       }
     };
-    framer.on('finish', done);
-    framer.on('close', done);
-    framer.on('error', done);
-    // A source error or teardown still ends the framing, delivering what was framed.
-    const end = () => {
-      if (!framer.writableEnded) framer.end();
+    lines.on('readable', () => reader.pump());
+    lines.on('end', done);
+    lines.on('close', done);
+    lines.on('error', done);
+    cutter.on('error', () => lines.end());
+    // A source error or teardown still ends the line stream, delivering what was framed.
+    const endCutter = () => {
+      if (!cutter.writableEnded) cutter.end();
     };
-    source.on('error', end);
-    source.on('close', end);
-    source.pipe(framer);
+    source.on('error', endCutter);
+    source.on('close', endCutter);
+    source.pipe(cutter).pipe(lines);
   });
 }

@@ -122,3 +122,45 @@ describe('frameLines: order and numbering', () => {
     });
   });
 });
+
+describe('frameLines: one budget per event-loop turn, shared by every stream', () => {
+  it('four children flooding at once: at most 512 lines a turn in all (a turn counted by setImmediate), each stream in order', async () => {
+    const STREAMS = 4;
+    const LINES = 20_000;
+    // Turns are counted by a setImmediate chain; a window between two counts can hold the end
+    // of one budget and the whole of the next, hence 2 × 512.
+    let turn = 0;
+    let counting = true;
+    const countTurns = () => {
+      turn++;
+      if (counting) setImmediate(countTurns);
+    };
+    setImmediate(countTurns);
+    const perTurn = new Map<number, number>();
+    const byStream: FramedLine[][] = [];
+    const runs: Promise<void>[] = [];
+    for (let s = 0; s < STREAMS; s++) {
+      const child = spawn(process.execPath, [fixture('print-lines.mjs'), '--out', String(LINES), '--err', '0'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const lines: FramedLine[] = [];
+      byStream.push(lines);
+      runs.push(
+        frameLines(child.stdout, 1024, (l) => {
+          lines.push(l);
+          perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1);
+        }),
+      );
+    }
+    await Promise.all(runs);
+    counting = false;
+
+    for (const lines of byStream) {
+      expect(lines).toHaveLength(LINES);
+      expect(lines.every((l, i) => l.number === i + 1 && l.text === `out ${i + 1}`)).toBe(true);
+    }
+    const most = Math.max(...perTurn.values());
+    console.log(`frame-lines: ${STREAMS} × ${LINES.toLocaleString('en')} lines in ${perTurn.size} turns, at most ${most} lines in one turn`);
+    expect(most).toBeLessThanOrEqual(2 * 512);
+  });
+});
