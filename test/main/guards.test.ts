@@ -100,6 +100,9 @@ describe('a failing guard stops start-up', () => {
     expect(stderr).toMatch(message);
     // Nothing listens on the port: a connection is refused.
     await expect(connect(port)).rejects.toThrow(/ECONNREFUSED/);
+    // Nor was the state database created: the guards run first.
+    expect(fs.existsSync(path.join(stateDir, 'console-state.db'))).toBe(false);
+    console.log(`guards: ${which}: exit ${code}, port ${port} refused connections, no state database; ${stderr.trim().split('\n').find((l) => /guard/i.test(l)) ?? stderr.trim()}`);
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 });
