@@ -6,7 +6,7 @@ import cors from 'cors';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '../main/logger.js';
 import { bearerAuth } from './auth.js';
-import { errorMiddleware, HttpError, type ErrorReporter } from './errors.js';
+import { errorMiddleware, HttpError, ValidationError, type ErrorReporter } from './errors.js';
 import { depthError } from './json-depth.js';
 import { requestLog } from './request-log.js';
 import { requestMetrics } from './request-metrics.js';
@@ -106,7 +106,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
 }
 
 /**
- * Parses JSON bodies; a body with another content type is a 415. Besides clarity, this keeps
+ * Parses JSON bodies; a body with another content type is a 422 `content_type` (as a body that
+ * is not JSON is a 422 `json_invalid`: every rejection of a body is a 413 or a 422, issue 6,
+ * item 1). Besides clarity, this keeps
  * a cross-site page from posting "simple" (preflight-free) requests past the CORS allow-list.
  * Requests without a body (every read) pass straight through. A body nested deeper than
  * MAX_JSON_DEPTH levels is a 422 `json_too_deep`.
@@ -120,7 +122,8 @@ function jsonBody(limit: number): RequestHandler {
       return;
     }
     if (!req.is('application/json') && !req.is('+json')) {
-      next(new HttpError(415, 'request bodies must be JSON (Content-Type: application/json)'));
+      const type = req.headers['content-type'] ?? 'none';
+      next(new ValidationError([{ loc: ['body'], msg: `request bodies must be JSON (Content-Type: application/json), not ${type}`, type: 'content_type' }]));
       return;
     }
     // Nested past MAX_JSON_DEPTH: a 422 here, before any step that recurses (json-depth.ts).

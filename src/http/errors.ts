@@ -64,7 +64,10 @@ export function toHttpError(err: unknown): HttpError {
   if (e?.type === 'entity.parse.failed') {
     return new ValidationError([{ loc: ['body'], msg: `JSON decode error: ${e.message ?? 'invalid JSON'}`, type: 'json_invalid' }]);
   }
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new HttpError(415, e.message ?? 'unsupported encoding');
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    // A body that cannot be decoded is unprocessable like one that is not JSON.
+    return new ValidationError([{ loc: ['body'], msg: e.message ?? 'unsupported body encoding', type: 'body_encoding' }]);
+  }
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, e.message ?? 'bad request');
   return new HttpError(500, 'internal server error');
 }

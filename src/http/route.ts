@@ -133,7 +133,7 @@ export class Api {
   /**
    * Renders the OpenAPI 3.1 document of every declared route. Besides each route's own
    * answers it documents the framework's: 422 (validation) for routes with a query or a body,
-   * 413 and 415 for routes with a body, 401 for routes the bearer token protects.
+   * 413 for routes with a body, 401 for routes the bearer token protects.
    */
   document(info: { title: string; version: string; description: string }, options: DocumentOptions = {}): object {
     const paths: ZodOpenApiPathsObject = {};
@@ -142,9 +142,13 @@ export class Api {
       const path = s.path.replace(/:([A-Za-z_]+)/g, '{$1}');
       const protectedOp = bearer?.required === true && !bearer.isOpen(s.method, s.path);
       const answers: Record<number, AnswerSpec> = { ...s.answers };
-      if ((s.body || s.query) && !answers[422]) answers[422] = { description: 'Validation failure: `detail` lists `{ loc, msg, type }`.', schema: ErrorBody };
+      if ((s.body || s.query) && !answers[422]) answers[422] = {
+          description: s.body
+            ? 'Validation failure: `detail` lists `{ loc, msg, type }`; also a body that is not JSON (`json_invalid`, `content_type`, `body_encoding`) or nested too deep (`json_too_deep`).'
+            : 'Validation failure: `detail` lists `{ loc, msg, type }`.',
+          schema: ErrorBody,
+        };
       if (s.body && !answers[413]) answers[413] = { description: 'The body is larger than CONSOLE_MAX_BODY_BYTES.', schema: ErrorBody };
-      if (s.body && !answers[415]) answers[415] = { description: 'The body is not JSON.', schema: ErrorBody };
       if (protectedOp && !answers[401]) {
         answers[401] = {
           description: 'Missing or wrong bearer token.',

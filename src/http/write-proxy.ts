@@ -4,7 +4,7 @@
  * except `POST /api/internal/bus` is forwarded, body and headers (`Authorization` included)
  * unchanged, to the upstream, and answered with the upstream's answer as it streams (status,
  * headers, body). Reads stay local. The upstream is the authority for mutations: the local
- * body checks (415, 413, validation) are not applied to what is forwarded.
+ * body checks (413, validation) are not applied to what is forwarded.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';

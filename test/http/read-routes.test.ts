@@ -255,9 +255,10 @@ describe('cross-cutting HTTP behaviour', () => {
     expect(body.detail).toContain('/api/nothing-here');
   });
 
-  it('answers 415 for a non-JSON body, 422 for malformed JSON and 413 past the body limit', async () => {
+  it('answers 422 for a non-JSON body and for malformed JSON, and 413 past the body limit', async () => {
     const form = await fetch(`${t.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"project":"x"}' });
-    expect(form.status).toBe(415);
+    expect(form.status).toBe(422);
+    expect(((await form.json()) as any).detail[0]).toMatchObject({ loc: ['body'], type: 'content_type' });
     const bad = await fetch(`${t.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"project":' });
     expect(bad.status).toBe(422);
     expect(((await bad.json()) as any).detail[0]).toMatchObject({ loc: ['body'], type: 'json_invalid' });

@@ -100,9 +100,9 @@ describe('write proxy', () => {
     const { front } = await pair({}, { CONSOLE_MAX_BODY_BYTES: '1024' });
     const res = await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true, padding: 'x'.repeat(4096) });
     expect(res.status).toBe(202);
-    // A non-JSON body is the upstream's 415, not a local one: same status, the upstream's detail.
+    // A non-JSON body is the upstream's 422, not a local one: forwarded, the upstream's detail.
     const text = await rawRequest(front.url, '/api/proposals/generate', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
-    expect(text.status).toBe(415);
+    expect(text.status).toBe(422);
     expect((await proxyStatus(front)).forwarded).toBe(2);
   });
 

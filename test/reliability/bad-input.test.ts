@@ -4,7 +4,7 @@
  * (compiled `dist/`, as `npm start` runs it), under strace when the machine has it, so that
  * every file it touches after start-up is seen.
  *
- * What must hold: no 5xx; every rejection is a 400, 404, 413, 415 or 422 (or a status the
+ * What must hold: no 5xx; every rejection is a 400, 404, 413 or 422 (or a status the
  * target route documents: 409, 410, 412, 416) with a `detail`; no answer carries the content
  * of a file outside the store (sentinels planted next to the store, and inside a project
  * where only traversal reaches them); no file outside the store and the state folder is
@@ -36,7 +36,7 @@ const TTYD = fixture('ttyd-standin.mjs');
  * Statuses any route may answer to bad input; 431 is Node's parser refusing a request line
  * and headers past 16 KB (an id of 10 KB, percent-encoded).
  */
-const REJECTIONS = new Set([400, 404, 413, 415, 422, 431]);
+const REJECTIONS = new Set([400, 404, 413, 422, 431]);
 /** Statuses allowed where the aimed route documents them (a real condition, not bad input). */
 const DOCUMENTED = new Set([409, 410, 412, 416]);
 
