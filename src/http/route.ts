@@ -133,7 +133,8 @@ export class Api {
   /**
    * Renders the OpenAPI 3.1 document of every declared route. Besides each route's own
    * answers it documents the framework's: 422 (validation) for routes with a query or a body,
-   * 413 for routes with a body, 401 for routes the bearer token protects.
+   * 413 for routes with a body, 507 and 503 (state database faults) for routes that write,
+   * 401 for routes the bearer token protects.
    */
   document(info: { title: string; version: string; description: string }, options: DocumentOptions = {}): object {
     const paths: ZodOpenApiPathsObject = {};
@@ -149,6 +150,11 @@ export class Api {
           schema: ErrorBody,
         };
       if (s.body && !answers[413]) answers[413] = { description: 'The body is larger than CONSOLE_MAX_BODY_BYTES.', schema: ErrorBody };
+      if (s.method !== 'get') {
+        // Writes meet the state database's faults (src/http/errors.ts, stateDbError).
+        answers[507] ??= { description: 'The state database has no space left on its disk: nothing was stored.', schema: ErrorBody };
+        answers[503] ??= { description: 'The state database is busy (with Retry-After), read-only or failing: nothing was stored.', schema: ErrorBody };
+      }
       if (protectedOp && !answers[401]) {
         answers[401] = {
           description: 'Missing or wrong bearer token.',

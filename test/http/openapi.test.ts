@@ -132,6 +132,10 @@ describe('the OpenAPI document', () => {
         for (const h of Object.keys(a.headers ?? {})) expect(res.headers?.[h], `${where} ${status} ${h}`).toBeDefined();
       }
       if (r.body || r.query) expect(o.responses['422'], `${where} 422`).toBeDefined();
+      if (r.method !== 'get') {
+        expect(o.responses['507'], `${where} 507`).toBeDefined();
+        expect(o.responses['503'], `${where} 503`).toBeDefined();
+      }
       if (r.body) {
         expect(o.responses['413'], `${where} 413`).toBeDefined();
       }
