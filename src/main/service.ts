@@ -130,8 +130,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       host: config.host,
       urlHost: config.ttydHost ?? config.host,
       env: config.childEnv,
+      owner: config.stateDbPath,
       killGraceMs: config.jobs.killGraceMs,
     });
+    const leftovers = terminals.killLeftovers();
+    if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
     const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
     const gate = new ShutdownGate();

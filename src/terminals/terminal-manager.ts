@@ -10,6 +10,11 @@
  * own), captured before anything is signalled. A terminal that dies by itself stays listed
  * as `exited` with its code until the next start for the project replaces it.
  *
+ * Every terminal starts with `CONSOLE_TERMINAL_OF=<state database path>` in its environment,
+ * which its descendants inherit: kill passes find those that left the tree by that mark, and
+ * the next start of the service on the same state folder kills the terminals a service
+ * killed with SIGKILL left running ({@link TerminalManager.killLeftovers}).
+ *
  * Events, scope `terminal/<projectId>`: `ttyd started pid=<pid> port=<port>` (info),
  * `ttyd stopped rc=<rc>` (info: stop or shutdown), `ttyd exited rc=<rc>` (died by itself:
  * failure, or warning for rc 0).
@@ -21,7 +26,7 @@ import type { EventBus } from '../bus/bus.js';
 import { NotFoundError } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
 import { projectDir } from '../engine/project-file.js';
-import { killJobTree, signalGroup, type KnownTree } from '../supervisor/kill-job.js';
+import { killJobTree, killLeftovers, signalGroup, type KnownTree } from '../supervisor/kill-job.js';
 import { isSameProcess } from '../supervisor/proc.js';
 import { TerminalStartError } from './errors.js';
 import { findProgram } from './find-program.js';
@@ -67,6 +72,11 @@ export interface TerminalManagerOptions {
   readonly urlHost: string;
   /** Environment of the terminal program (PATH is also where TTYD_BIN is looked up). */
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * What marks this service's terminals: the value of `CONSOLE_TERMINAL_OF` in their
+   * environment (the state database's path: one service per state folder).
+   */
+  readonly owner: string;
   /** Time between SIGTERM and SIGKILL on stop and shutdown. */
   readonly killGraceMs: number;
   /** Ceiling on the wait for a new terminal to accept connections before start returns. */
@@ -142,11 +152,16 @@ export class TerminalManager {
   /** `--interface` value, or null to bind every interface (HOST is a wildcard address). */
   private readonly iface: string | null;
   private stopping = false;
+  /** `CONSOLE_TERMINAL_OF=<owner>`: the environment entry of every terminal of this service. */
+  private readonly mark: string;
+  private readonly childEnv: Readonly<Record<string, string>>;
 
   constructor(
     private readonly bus: EventBus,
     private readonly options: TerminalManagerOptions,
   ) {
+    this.mark = `${TERMINAL_MARK}=${options.owner}`;
+    this.childEnv = { ...options.env, [TERMINAL_MARK]: options.owner };
     this.iface = interfaceFor(options.host);
     this.ports = new PortPool(options.portFirst, options.portLast, this.iface ?? '0.0.0.0');
   }
@@ -210,6 +225,27 @@ export class TerminalManager {
     return n;
   }
 
+  /**
+   * Kills what terminals of an earlier run on the same state folder left running (a service
+   * killed with SIGKILL cannot stop them): every process whose environment holds this
+   * service's mark, with its descendants. Call at start-up, before any terminal starts.
+   * Publishes one warning event in scope `terminal` when it killed something.
+   * @returns the number of processes killed (0 without /proc).
+   */
+  killLeftovers(): number {
+    const killed = killLeftovers(null, 'SIGKILL', new Map(), this.mark);
+    if (killed > 0) {
+      this.bus.publish({
+        severity: 'warning',
+        scope: 'terminal',
+        summary: `ttyd leftovers killed: ${killed}`,
+        detail: `${killed} processes of terminals started by an earlier run on this state folder were still running`,
+        payload: { killed },
+      });
+    }
+    return killed;
+  }
+
   /** Refuses new starts and kills every running terminal's tree; resolves when all exited. */
   async stopAll(): Promise<void> {
     this.stopping = true;
@@ -237,7 +273,7 @@ export class TerminalManager {
       cwd,
       detached: true, // leads its own process group: stop signals the whole group
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: this.options.env,
+      env: this.childEnv,
       shell: false,
     });
     if (child.pid === undefined) {
@@ -349,6 +385,9 @@ export class TerminalManager {
 
 /** Scope of a project's terminal events. */
 export const scopeOf = (projectId: string) => `terminal/${projectId}`;
+
+/** The environment variable that marks a terminal and its descendants with their service. */
+export const TERMINAL_MARK = 'CONSOLE_TERMINAL_OF';
 
 /** The `--interface` for a listen address: null (all interfaces) for wildcards. */
 function interfaceFor(host: string): string | null {
