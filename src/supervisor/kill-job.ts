@@ -39,9 +39,11 @@ export type KnownTree = Map<number, ProcInfo>;
  * @param known processes captured by earlier passes (updated in place).
  * @param mark the environment entry (`NAME=value`) the job was started with: processes that
  *   hold it are the job's wherever they went (see {@link jobProcesses}).
+ * @param notBefore the leader's start time (clock ticks since boot): older processes are not
+ *   searched for the mark.
  * @returns the number of live processes of the job signalled (0 without /proc).
  */
-export function killJobTree(pid: number, signal: NodeJS.Signals, known: KnownTree = new Map(), mark?: string): number {
+export function killJobTree(pid: number, signal: NodeJS.Signals, known: KnownTree = new Map(), mark?: string, notBefore?: number): number {
   if (!HAS_PROC) {
     treeKill(pid, signal, () => {
       // The leader may already be gone; tree-kill reports that as an error we do not need.
@@ -49,7 +51,7 @@ export function killJobTree(pid: number, signal: NodeJS.Signals, known: KnownTre
     safely(() => signalGroup(pid, signal));
     return 0;
   }
-  for (const p of jobProcesses(pid, mark)) known.set(p.pid, p);
+  for (const p of jobProcesses(pid, mark, false, notBefore)) known.set(p.pid, p);
   return signalAll(pid, signal, known);
 }
 
@@ -57,15 +59,15 @@ export function killJobTree(pid: number, signal: NodeJS.Signals, known: KnownTre
  * What is left of a job whose leader already ended: signals the group `pgid` (null: none of
  * its own, e.g. a reused pid), the processes captured by earlier passes, and every process
  * holding `mark` with its descendants. The leader's pid itself is not followed (it may have
- * been reused). Never throws.
+ * been reused). `notBefore` as for {@link killJobTree}. Never throws.
  * @returns the number of live processes of the job signalled (0 without /proc).
  */
-export function killLeftovers(pgid: number | null, signal: NodeJS.Signals, known: KnownTree, mark: string): number {
+export function killLeftovers(pgid: number | null, signal: NodeJS.Signals, known: KnownTree, mark: string, notBefore?: number): number {
   if (!HAS_PROC) {
     if (pgid !== null) safely(() => signalGroup(pgid, signal));
     return 0;
   }
-  for (const p of jobProcesses(pgid, mark, true)) known.set(p.pid, p);
+  for (const p of jobProcesses(pgid, mark, true, notBefore)) known.set(p.pid, p);
   return signalAll(pgid, signal, known);
 }
 

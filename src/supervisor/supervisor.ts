@@ -113,6 +113,8 @@ class RunningJob {
   killTimer: NodeJS.Timeout | undefined;
   /** Processes of the job captured by kill passes (cancel, shutdown). */
   readonly tree: KnownTree = new Map();
+  /** The leader's start time in clock ticks since boot (no process of the job is older). */
+  readonly startTicks: number | undefined;
   readonly finished: Promise<void>;
   resolveFinished!: () => void;
 
@@ -125,6 +127,7 @@ class RunningJob {
     readonly child: ChildProcess,
   ) {
     this.finished = new Promise((r) => (this.resolveFinished = r));
+    this.startTicks = readProc(pid)?.startTime;
   }
 
   record(): JobRecord {
@@ -294,7 +297,7 @@ export class Supervisor {
       // The job is its whole process tree: what outlives the tool ends with it. Members of its
       // group would hold its pipes open; descendants it started elsewhere (daemons, sessions
       // of their own) would run on, unwatched, forever.
-      killLeftovers(job.pid, 'SIGKILL', job.tree, jobMark(job.proposalId));
+      killLeftovers(job.pid, 'SIGKILL', job.tree, jobMark(job.proposalId), job.startTicks);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         drained,
@@ -431,9 +434,9 @@ export class Supervisor {
 
   private terminate(job: RunningJob, graceMs: number): void {
     const mark = jobMark(job.proposalId);
-    killJobTree(job.pid, 'SIGTERM', job.tree, mark);
+    killJobTree(job.pid, 'SIGTERM', job.tree, mark, job.startTicks);
     clearTimeout(job.killTimer);
-    job.killTimer = setTimeout(() => killJobTree(job.pid, 'SIGKILL', job.tree, mark), graceMs);
+    job.killTimer = setTimeout(() => killJobTree(job.pid, 'SIGKILL', job.tree, mark, job.startTicks), graceMs);
     job.killTimer.unref();
   }
 
