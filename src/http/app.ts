@@ -56,10 +56,11 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   // forwarded ones included. 2. CORS answers preflights before the token check. 3. The token.
   // 4. The write proxy, before the body parsers, so forwarded bodies stream through untouched.
   // Features that are off add no middleware: every layer costs every request.
+  const chain: RequestHandler[] = [];
   const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
-  if (log) app.use(log);
-  app.use(requestMetrics(deps.metrics.httpDuration, routeOf));
-  app.use(
+  if (log) chain.push(log);
+  chain.push(requestMetrics(deps.metrics.httpDuration, routeOf));
+  chain.push(
     cors({
       origin: [...deps.config.cors.origins],
       methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
@@ -67,10 +68,10 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
     }),
   );
   // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
-  if (opts.gate) app.use(opts.gate);
-  if (deps.config.apiToken !== null) app.use(bearerAuth(deps.config.apiToken));
-  if (deps.config.writeUpstream !== null) app.use(deps.writeProxy.middleware);
-  app.use(jsonBody(deps.config.http.maxBodyBytes));
+  if (opts.gate) chain.push(opts.gate);
+  if (deps.config.apiToken !== null) chain.push(bearerAuth(deps.config.apiToken));
+  if (deps.config.writeUpstream !== null) chain.push(deps.writeProxy.middleware);
+  chain.push(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);
   openapiRoutes(api, deps);
@@ -92,7 +93,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   slashRoutes(api, deps);
   mediaRoutes(api, deps);
 
-  app.use(api.dispatch);
+  chain.push(api.dispatch);
+  app.use(inSequence(chain));
   app.use((req, _res, next) => next(new HttpError(404, `no route for ${req.method} ${req.path}`)));
   const logger = opts.logger;
   app.use(
@@ -103,6 +105,37 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
     ),
   );
   return { app, api };
+}
+
+/**
+ * The middleware of `handlers` run in turn as one: what Express's router does for a stack of
+ * layers, without matching a path and saving and restoring the request's URL for each (a
+ * tenth of the service's CPU on the read routes, P1). An error, or a `next()` past the last,
+ * goes on to the app's next layer (the 404, the error mapping).
+ */
+function inSequence(handlers: readonly RequestHandler[]): RequestHandler {
+  return (req, res, next) => {
+    let i = 0;
+    const step = (err?: unknown): void => {
+      if (err !== undefined && err !== null) {
+        next(err);
+        return;
+      }
+      const handler = handlers[i++];
+      if (handler === undefined) {
+        next();
+        return;
+      }
+      try {
+        const out = handler(req, res, step) as unknown;
+        // An async middleware's rejection is an error, as Express 5 treats it.
+        if (out instanceof Promise) out.catch(step);
+      } catch (e) {
+        step(e);
+      }
+    };
+    step();
+  };
 }
 
 /**

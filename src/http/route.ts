@@ -3,7 +3,8 @@
  * with its zod schemas (path, query, body, answers); `Api.route` validates requests with
  * them and `Api.document` renders them through zod-openapi (issue: service routes, item 7).
  */
-import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { ErrorBody } from './schemas.js';
@@ -73,47 +74,52 @@ export interface DocumentOptions {
 export const BEARER_SCHEME = 'bearerAuth';
 export const QUERY_TOKEN_SCHEME = 'queryToken';
 
+/** A declared route as the dispatcher runs it. */
+type Served = (req: Request, res: Response, next: NextFunction, params: Record<string, string | undefined>) => void;
+
 export class Api {
   private readonly specs: RouteSpec[] = [];
-  /** One router per first path segment under /api (`projects`, `beats`, `events`…). */
-  private readonly groups = new Map<string, Router>();
-
   /**
-   * The API's request handler: each request goes straight to the router of its first path
-   * segment, one map lookup instead of matching it against every route, one after the other.
-   * Mount it on the app.
+   * Every route in one radix tree (find-my-way): a request is matched in one walk of its
+   * path, instead of against each route's regular expression in turn through Express's
+   * router layers (13% of the service's CPU on the read routes, P1). Matching follows
+   * Express's defaults: case-insensitive, an optional trailing slash, parameters decoded, a
+   * parameter never empty; GET routes answer HEAD.
    */
+  // maxParamLength: find-my-way's default (100) would make a long id a 404; the identifier
+  // guard answers it (400) with the reason. Node's parser bounds the whole request line anyway.
+  private readonly router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 64 * 1024 });
+
+  /** The API's request handler: runs the route a request matches, or passes it on (404). Mount it on the app. */
   readonly dispatch: RequestHandler = (req, res, next) => {
-    // Case-insensitive, as Express routes (`/API/Health/` reaches `/api/health`).
-    const path = req.path;
-    const end = path.indexOf('/', 5);
-    const group = path.slice(0, 5).toLowerCase() === '/api/' ? this.groups.get(path.slice(5, end === -1 ? undefined : end).toLowerCase()) : undefined;
-    if (group) group(req, res, next);
-    else next();
+    const found = this.router.find(req.method as HTTPMethod, req.path);
+    if (found === null) {
+      next();
+      return;
+    }
+    (found.handler as unknown as Served)(req, res, next, found.params);
   };
 
-  /** The group routers, for introspection (tests walk every layer the app serves). */
-  get groupRouters(): readonly Router[] {
-    return [...this.groups.values()];
+  private readonly registered: { method: string; path: string }[] = [];
+
+  /** Method and path of every route the dispatcher serves, for introspection (tests). */
+  get served(): readonly { method: string; path: string }[] {
+    return this.registered;
   }
 
-  /** The router a route path belongs to (routes keep their full path in it). */
-  private routerFor(path: string): Router {
-    const m = /^\/api\/([^/:*]+)(?:\/|$)/.exec(path);
-    if (!m) throw new RangeError(`route paths start with /api/<segment>: ${path}`);
-    const segment = (m[1] as string).toLowerCase();
-    let group = this.groups.get(segment);
-    if (!group) {
-      group = express.Router();
-      this.groups.set(segment, group);
-    }
-    return group;
+  private on(method: HTTPMethod, path: string, served: Served): void {
+    this.router.on(method, path, served as never);
+    this.registered.push({ method, path });
   }
 
   /** Registers a route on the router and in the document. */
   route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): void {
     this.specs.push(spec as unknown as RouteSpec);
-    this.routerFor(spec.path)[spec.method](spec.path, ...(spec.guards ?? []), async (req: Request, res: Response) => {
+    const guards = spec.guards ?? [];
+    // What Express sets once a route handled a request: the route template (request logs and
+    // metric labels read it, route-template.ts).
+    const route = { path: spec.path };
+    const handle = async (req: Request, res: Response): Promise<void> => {
       const params = spec.params ? parseInput(spec.params, req.params, 'path') : {};
       const query = spec.query ? parseInput(spec.query, camelizeKeys({ ...req.query }), 'query') : {};
       let body: unknown = undefined;
@@ -122,7 +128,36 @@ export class Api {
         body = parseInput(spec.body, raw === undefined ? undefined : camelizeKeys(raw), 'body');
       }
       await spec.handler({ req, res, params, query, body } as RouteInput<z.output<P>, z.output<Q>, z.output<B>>);
-    });
+    };
+    const served: Served = (req, res, next, params) => {
+      for (const k in params) {
+        if (params[k] === '') {
+          next(); // `//` where a parameter belongs: no route, as in Express
+          return;
+        }
+      }
+      req.params = params as Record<string, string>;
+      (req as { route?: unknown }).route = route;
+      let i = 0;
+      // The guards in turn, then the handler; an error from any goes to the error middleware.
+      const step = (err?: unknown): void => {
+        if (err !== undefined && err !== null) {
+          next(err);
+          return;
+        }
+        const guard = guards[i++];
+        try {
+          if (guard) guard(req, res, step);
+          else handle(req, res).catch(next);
+        } catch (e) {
+          next(e);
+        }
+      };
+      step();
+    };
+    const method = spec.method.toUpperCase() as HTTPMethod;
+    this.on(method, spec.path, served);
+    if (method === 'GET') this.on('HEAD', spec.path, served);
   }
 
   /** The routes declared so far (for tests and the document). */

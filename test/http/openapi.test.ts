@@ -45,7 +45,7 @@ function documented(d: Doc): Set<string> {
 
 /**
  * `METHOD /path` of every route the Express app serves: route layers of the app's router, of
- * every router mounted in it, and of the API's per-segment routers (the app is the server's
+ * every router mounted in it, and the routes of the API's dispatcher (the app is the server's
  * request listener).
  */
 function served(t: TestService): Set<string> {
@@ -61,9 +61,8 @@ function served(t: TestService): Set<string> {
     }
   };
   walk((app as any).router.stack);
-  // The API router hands each request to the router of its first path segment (a map
-  // lookup, not a mounted layer): walk those too.
-  for (const group of t.service.api.groupRouters) walk((group as any).stack);
+  // The API's routes are served by its own dispatcher (one radix tree, not router layers).
+  for (const r of t.service.api.served) if (r.method !== 'HEAD') out.add(key(r.method.toLowerCase(), toDocPath(r.path)));
   return out;
 }
 
