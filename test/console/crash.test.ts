@@ -9,15 +9,12 @@
  * Five lanes run side by side, each with its own state directory that every restart reuses,
  * so recovery runs again and again on a database that was itself recovered.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
-import { waitFor } from '../helpers/events.js';
-import { fixture, makeTempStore, REPO_ROOT } from '../helpers/service.js';
+import { startServiceProcess } from '../helpers/process.js';
+import { makeTempStore, REPO_ROOT } from '../helpers/service.js';
 
 const LANES = 5;
 const KILLS_PER_LANE = 10;
@@ -30,62 +27,14 @@ afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface Proc {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly exited: Promise<unknown>;
-  stderr(): string;
-}
-
-/** Starts the compiled service on a free port; retries when the port was taken meanwhile. */
-async function startProcess(dataDir: string, stateDir: string): Promise<Proc> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const child = spawn(process.execPath, [fixture('gen-start-service.mjs')], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        CONSOLE_DATA_DIR: dataDir,
-        CONSOLE_STATE_DIR: stateDir,
-        LOG_LEVEL: 'silent',
-        CONSOLE_WORKER_THREADS: '1',
-        // Large enough that no acknowledged click is evicted during the test.
-        CONSOLE_CLICKS_PER_PROJECT: '1000000',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let err = '';
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    let gone = false;
-    const exited = once(child, 'exit').then(() => (gone = true));
-    cleanups.push(() => {
-      if (!gone) child.kill('SIGKILL');
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const up = await waitFor(async () => {
-      if (gone) return false;
-      try {
-        return (await fetch(`${url}/api/health`)).ok ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 'the service process to answer /api/health');
-    if (up) return { child, url, exited, stderr: () => err };
-    if (attempt >= 3 || !err.includes('EADDRINUSE')) throw new Error(`service process exited at start-up: ${err}`);
-  }
-}
+/** Starts the compiled service on a free port (clicks never evicted during the test). */
+const startProcess = (dataDir: string, stateDir: string) =>
+  startServiceProcess(
+    { dataDir, stateDir },
+    // Large enough that no acknowledged click is evicted during the test.
+    { CONSOLE_CLICKS_PER_PROJECT: '1000000' },
+    (fn) => cleanups.push(fn),
+  );
 
 /** What the test saw acknowledged, cumulated over the lane's runs. */
 interface Acked {

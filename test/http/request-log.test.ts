@@ -3,12 +3,10 @@
  * stdout, at LOG_LEVEL. The compiled service runs as a separate process (build first) and its
  * stdout is read line by line.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import fs from 'node:fs';
-import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor, waitForJobEvents } from '../helpers/events.js';
+import { startServiceProcess } from '../helpers/process.js';
 import { fixture, makeTempStore } from '../helpers/service.js';
 
 const TOKEN = 'log-test-token-7c1e';
@@ -20,19 +18,7 @@ afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface ServiceProcess {
-  readonly child: ChildProcess;
+interface LoggingService {
   readonly url: string;
   /** Every stdout line so far, parsed (a line that is not JSON fails the test). */
   lines(): Record<string, unknown>[];
@@ -40,76 +26,39 @@ interface ServiceProcess {
   stop(): Promise<Record<string, unknown>[]>;
 }
 
-/** Starts the compiled service (test/fixtures/gen-start-service.mjs) with `env` on a free port. */
-async function startServiceProcess(env: Record<string, string>): Promise<ServiceProcess> {
+/** Starts the compiled service with `env` on a temp copy of the sample store; its stdout is its log. */
+async function startLoggingService(env: Record<string, string>): Promise<LoggingService> {
   const store = makeTempStore('sample');
   cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const child = spawn(process.execPath, [fixture('gen-start-service.mjs')], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        CONSOLE_DATA_DIR: store.dataDir,
-        CONSOLE_STATE_DIR: store.stateDir,
-        DISPATCH_CLI: fixture('echo-argv.mjs'),
-        CONSOLE_WORKER_THREADS: '1',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const exited = once(child, 'exit');
-    let gone = false;
-    void exited.then(() => (gone = true));
-    cleanups.push(() => {
-      if (!gone) child.kill('SIGKILL');
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const up = await waitFor(async () => {
-      if (gone) return false;
-      try {
-        return (await fetch(`${url}/api/health`)).ok ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 'the service process to answer /api/health');
-    const lines = () =>
-      out
-        .split('\n')
-        .filter((l) => l.trim() !== '')
-        .map((l) => {
-          try {
-            return JSON.parse(l) as Record<string, unknown>;
-          } catch {
-            throw new Error(`not a JSON line on stdout: ${l}`);
-          }
-        });
-    if (up) {
-      return {
-        child,
-        url,
-        lines,
-        stop: async () => {
-          child.kill('SIGTERM');
-          await exited;
-          return lines();
-        },
-      };
-    }
-    if (attempt >= 3 || !err.includes('EADDRINUSE')) throw new Error(`service process exited at start-up: ${err}`);
-  }
+  const svc = await startServiceProcess(store, { DISPATCH_CLI: fixture('echo-argv.mjs'), LOG_LEVEL: 'info', ...env }, (fn) => cleanups.push(fn));
+  const lines = () =>
+    svc
+      .stdout()
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => {
+        try {
+          return JSON.parse(l) as Record<string, unknown>;
+        } catch {
+          throw new Error(`not a JSON line on stdout: ${l}`);
+        }
+      });
+  return {
+    url: svc.url,
+    lines,
+    stop: async () => {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+      return lines();
+    },
+  };
 }
 
 const requestLines = (lines: Record<string, unknown>[]) => lines.filter((l) => typeof l.route === 'string' && 'status' in l);
 
 describe('request and job logs', () => {
   it('writes one line per request: method, route template, path, status, duration; no body, no credentials', async () => {
-    const svc = await startServiceProcess({ LOG_LEVEL: 'info', CONSOLE_API_TOKEN: TOKEN });
+    const svc = await startLoggingService({ LOG_LEVEL: 'info', CONSOLE_API_TOKEN: TOKEN });
     const auth = { authorization: `Bearer ${TOKEN}` };
     expect((await fetch(`${svc.url}/api/projects/${PROJECT}`, { headers: auth })).status).toBe(200);
     expect((await fetch(`${svc.url}/api/projects/${PROJECT}`)).status).toBe(401);
@@ -154,7 +103,7 @@ describe('request and job logs', () => {
   });
 
   it('writes one line per job transition: accepted and exited', async () => {
-    const svc = await startServiceProcess({ LOG_LEVEL: 'info' });
+    const svc = await startLoggingService({ LOG_LEVEL: 'info' });
     const gen = await fetch(`${svc.url}/api/proposals/generate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -172,7 +121,7 @@ describe('request and job logs', () => {
   });
 
   it('honours LOG_LEVEL: at warn, no request or job lines', async () => {
-    const svc = await startServiceProcess({ LOG_LEVEL: 'warn' });
+    const svc = await startLoggingService({ LOG_LEVEL: 'warn' });
     const gen = await fetch(`${svc.url}/api/proposals/generate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -188,7 +137,7 @@ describe('request and job logs', () => {
   });
 
   it('at warn, still logs each 5xx answer at level error (and nothing for other answers)', async () => {
-    const svc = await startServiceProcess({ LOG_LEVEL: 'warn', DISPATCH_CLI: '/nonexistent/dispatch.js' });
+    const svc = await startLoggingService({ LOG_LEVEL: 'warn', DISPATCH_CLI: '/nonexistent/dispatch.js' });
     const res = await fetch(`${svc.url}/api/proposals/generate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -203,7 +152,7 @@ describe('request and job logs', () => {
   });
 
   it('logs a 5xx at level error', async () => {
-    const svc = await startServiceProcess({ LOG_LEVEL: 'info', DISPATCH_CLI: '/nonexistent/dispatch.js' });
+    const svc = await startLoggingService({ LOG_LEVEL: 'info', DISPATCH_CLI: '/nonexistent/dispatch.js' });
     const res = await fetch(`${svc.url}/api/proposals/generate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { allEvents, waitFor } from '../helpers/events.js';
 import { rawRequest } from '../helpers/raw.js';
 import { fixture, startTestService, type TestService } from '../helpers/service.js';
+import { freePort } from '../helpers/process.js';
 
 const PROJECT = 'harbor-lights';
 
@@ -40,17 +41,6 @@ async function startOnOwnPort(): Promise<TestService> {
       if (attempt >= 3 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     }
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 const jobIds = async (t: TestService) => ((await (await t.get('/api/jobs')).json()) as { proposalId: string }[]).map((j) => j.proposalId);

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkStartupGuards, StartupGuardError, utcDate } from '../../src/main/guards.js';
 import { GENERATION_EXECUTOR, SHIPPED_REGISTRIES, type Registries } from '../../src/registry/index.js';
 import { fixture, makeTempStore, startTestService, type TestService } from '../helpers/service.js';
+import { freePort } from '../helpers/process.js';
 
 const expired = { name: 'old_path', retireBy: '2026-01-31', description: '' };
 const dead = { name: 'ReviewProposal', label: 'Review', executor: null };
@@ -106,15 +107,6 @@ describe('a failing guard stops start-up', () => {
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function connect(port: number): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -4,85 +4,26 @@
  * exits, close the state database, exit 0; issue text: jobs recorded as running at start-up
  * are marked lost). The service runs as a separate process from the compiled `dist/`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
+import { startServiceProcess as startProcess } from '../helpers/process.js';
 import { fixture, makeTempStore, startTestService, type TestService } from '../helpers/service.js';
 
 const PROJECT = 'harbor-lights';
 const TOOL = fixture('gen-grandchild.mjs');
+
+/** The compiled service on `store`, with the grandchild tool and a short kill grace. */
+const startServiceProcess = (store: { dataDir: string; stateDir: string }) =>
+  startProcess(store, { DISPATCH_CLI: TOOL, CONSOLE_KILL_GRACE_MS: '500' }, (fn) => cleanups.push(fn));
 
 /** Cleanup registered by each test: service processes, in-process services, stray pids, temp dirs. */
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface ServiceProcess {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
-  stderr(): string;
-}
-
-/**
- * Starts `gen-start-service.mjs` on a free port and waits until it answers /api/health.
- * A port taken between the probe and the listen makes the service exit 1: try another.
- */
-async function startServiceProcess(store: { dataDir: string; stateDir: string }): Promise<ServiceProcess> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const child = spawn(process.execPath, [fixture('gen-start-service.mjs')], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        CONSOLE_DATA_DIR: store.dataDir,
-        CONSOLE_STATE_DIR: store.stateDir,
-        DISPATCH_CLI: TOOL,
-        LOG_LEVEL: 'silent',
-        CONSOLE_KILL_GRACE_MS: '500',
-        CONSOLE_WORKER_THREADS: '1',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let err = '';
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    let gone = false;
-    void exited.then(() => (gone = true));
-    cleanups.push(() => {
-      if (!gone) child.kill('SIGKILL');
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const up = await waitFor(async () => {
-      if (gone) return false;
-      try {
-        return (await fetch(`${url}/api/health`)).ok ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 'the service process to answer /api/health');
-    if (up) return { child, url, exited, stderr: () => err };
-    if (attempt >= 3 || !err.includes('EADDRINUSE')) throw new Error(`service process exited at start-up: ${err}`);
-  }
-}
 
 async function generate(url: string): Promise<{ proposalId: string; pid: number }> {
   const res = await fetch(`${url}/api/proposals/generate`, {

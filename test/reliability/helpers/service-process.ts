@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { waitFor } from '../../helpers/events.js';
 import { fixture } from '../../helpers/service.js';
+import { freePort } from '../../helpers/process.js';
 
 export interface ServiceProcess {
   readonly child: ChildProcess;
@@ -29,17 +30,6 @@ export interface SpawnOptions {
   readonly env: Record<string, string>;
   /** Words put before `node <fixture>`: e.g. `['strace', …]` or `['setpriv', …]`. */
   readonly wrapper?: readonly string[];
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Whether something accepts TCP connections on 127.0.0.1:`port`. */

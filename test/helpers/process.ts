@@ -1,0 +1,86 @@
+/**
+ * The compiled service as a separate process, for tests that kill it, signal it or read its
+ * output (shutdown, crash, logs, reliability): started as `npm start` runs it, through
+ * test/fixtures/gen-start-service.mjs (build first), on a free loopback port.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
+import { waitFor } from './events.js';
+import { fixture } from './service.js';
+
+/** A loopback port free at the time of the call (the caller retries when it is taken meanwhile). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly port: number;
+  /** Resolves with the exit code and signal. */
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+  /** Everything the service wrote on stderr so far. */
+  stderr(): string;
+  /** Everything the service wrote on stdout so far (its log lines). */
+  stdout(): string;
+}
+
+/**
+ * Starts the compiled service on a free port with `env` added to a minimal environment
+ * (`LOG_LEVEL=silent` and one worker thread unless `env` says otherwise), and waits until it
+ * answers /api/health. A port taken between the probe and the listen makes it exit 1:
+ * another port is tried, three times at most.
+ * @param cleanup registers a function that kills the process (run by the caller after the test).
+ * @throws when the service exits during start-up, with its stderr.
+ */
+export async function startServiceProcess(
+  store: { dataDir: string; stateDir: string },
+  env: Record<string, string>,
+  cleanup: (fn: () => unknown) => void,
+): Promise<ServiceProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const child = spawn(process.execPath, [fixture('gen-start-service.mjs')], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        CONSOLE_DATA_DIR: store.dataDir,
+        CONSOLE_STATE_DIR: store.stateDir,
+        LOG_LEVEL: 'silent',
+        CONSOLE_WORKER_THREADS: '1',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    let gone = false;
+    void exited.then(() => (gone = true));
+    cleanup(() => {
+      if (!gone) child.kill('SIGKILL');
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const up = await waitFor(async () => {
+      if (gone) return false;
+      try {
+        return (await fetch(`${url}/api/health`)).ok ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 'the service process to answer /api/health');
+    if (up) return { child, url, port, exited, stderr: () => err, stdout: () => out };
+    if (attempt >= 3 || !err.includes('EADDRINUSE')) throw new Error(`service process exited at start-up: ${err}`);
+  }
+}
