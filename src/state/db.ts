@@ -34,6 +34,9 @@ export function openStateDb(file: string): Db {
   let db: Db | undefined;
   try {
     makeFolder(dir);
+    // An existing database this user cannot write is refused before SQLite opens it: SQLite
+    // would open it read-only, and leave -wal and -shm files beside it on the way to failing.
+    if (fs.existsSync(file)) fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK);
     db = new Database(file);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');

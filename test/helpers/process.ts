@@ -21,6 +21,14 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * setpriv's words that start a program as root without the capabilities that let root ignore
+ * file permissions (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): permission bits then hold for it,
+ * and it still reaches the project wherever it was cloned (an unprivileged user could not
+ * cross a 0700 temp folder). setpriv execs the program: its pid is the program's.
+ */
+export const WITHOUT_FILE_OVERRIDE = ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--'] as const;
+
 export interface ServiceProcess {
   readonly child: ChildProcess;
   readonly url: string;

@@ -2,7 +2,8 @@
  * State database faults (issue 6, item 7). The service runs as its own process from the
  * compiled `dist/` (as `npm start` runs it), on real faults of the file system:
  * - a read-only state folder: a read-only bind mount (EROFS, which root cannot bypass), and a
- *   folder the service's user cannot write (the service run as `nobody` with setpriv: EACCES);
+ *   folder the service's user cannot write (the service run as root without its file-permission
+ *   override, with setpriv: EACCES);
  * - a full disk: a small tmpfs filled with a file of zeros (ENOSPC, SQLITE_FULL);
  * - a corrupt database file: garbage bytes, and a real database cut short.
  * Each stops start-up with a message naming the path and saying why, exit code 1, nothing
@@ -22,6 +23,7 @@ import { commitWithEvents } from '../../src/console/commit.js';
 import { openStateDb } from '../../src/state/db.js';
 import { EventLog } from '../../src/state/event-log.js';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
+import { WITHOUT_FILE_OVERRIDE } from '../helpers/process.js';
 import { fixture, SAMPLE_STORE, startTestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 import { bindReadOnly, canMount, fillDisk, mountTmpfs } from './helpers/mounts.js';
@@ -106,20 +108,22 @@ describe('start-up on a state folder that cannot be written', () => {
     expect(listing(withDb)).toEqual([DB]);
   });
 
-  it('a folder the service user cannot write (run as nobody with setpriv, EACCES)', async () => {
+  it('a folder the service user cannot write (setpriv: root without its file-permission override, EACCES)', async () => {
     const { tmp, store } = makeRoot();
     const locked = path.join(tmp, 'locked');
     fs.mkdirSync(locked);
     fs.chmodSync(locked, 0o555);
-    const asNobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
-    note('folder not writable', await expectRefusal(store, locked, new RegExp(`: ${locked} is not writable by this user \\(permission denied\\)`), asNobody));
-    // A database the user may read but not write (root's file in root's 0755 folder).
+    // Root, so it reaches the project wherever it was cloned (another user could not cross a
+    // 0700 temp folder); without CAP_DAC_OVERRIDE, so permission bits hold for it.
+    const limited = [...WITHOUT_FILE_OVERRIDE];
+    note('folder not writable', await expectRefusal(store, locked, new RegExp(`: ${locked} is not writable by this user \\(permission denied\\)`), limited));
+    // A database the user may read but not write (a 0444 file in a writable folder).
     const theirs = path.join(tmp, 'theirs');
     fs.mkdirSync(theirs);
     fs.copyFileSync(await realDatabase(tmp), path.join(theirs, DB));
-    fs.chmodSync(path.join(theirs, DB), 0o644);
+    fs.chmodSync(path.join(theirs, DB), 0o444);
     const before = sha(path.join(theirs, DB));
-    note('database not writable', await expectRefusal(store, theirs, /is not writable by this user \(permission denied\)/, asNobody));
+    note('database not writable', await expectRefusal(store, theirs, /is not writable by this user \(permission denied\)/, limited));
     expect(sha(path.join(theirs, DB))).toBe(before);
     expect(listing(theirs)).toEqual([DB]);
   });

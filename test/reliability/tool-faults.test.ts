@@ -3,8 +3,9 @@
  * that closes stdout early and keeps running, one killed by a signal, one that is not
  * executable (or not something node can run), one whose grandchild holds its output open
  * after it exits: each ends in a final job state with a clear event, and none leaks a process
- * or a pipe. The compiled service runs as a separate process (as an unprivileged user when the
- * test runs as root, so a file without read permission is unreadable to it); its descriptors
+ * or a pipe. The compiled service runs as a separate process (when the test runs as root,
+ * without root's file-permission override, so a file without read permission is unreadable
+ * to it); its descriptors
  * are counted in /proc/<pid>/fd and leftover processes are found by a marker in their
  * environment (zombies count as gone: this container's PID 1 does not reap).
  */
@@ -17,8 +18,6 @@ import { rawRequest } from '../helpers/raw.js';
 import { markedProcesses, procState, startServiceProcess, TOOL, type FdCount, type ServiceProcess } from '../fixtures/rel-b-service.js';
 
 const ROOT = process.getuid?.() === 0;
-/** The unprivileged user the service runs as when the test runs as root. */
-const NOBODY = { uid: 65534, gid: 65534 };
 
 let svc: ServiceProcess;
 let tools: string;
@@ -109,7 +108,7 @@ beforeAll(async () => {
   fs.chmodSync(tools, 0o755);
   toolLink = path.join(tools, 'tool.js');
   fs.symlinkSync(TOOL, toolLink);
-  svc = await startServiceProcess({ env: { DISPATCH_CLI: toolLink }, ...(ROOT ? { user: NOBODY } : {}) });
+  svc = await startServiceProcess({ env: { DISPATCH_CLI: toolLink }, ...(ROOT ? { withoutFileOverride: true } : {}) });
   // Warm-up: the first job creates what the service keeps for every later one (libuv's
   // child-signal pipe); the baseline is taken after it.
   const { proposalId } = await start('burst:3');
@@ -251,7 +250,7 @@ describe('dispatch tool faults', () => {
     const running = (await get<Job[]>('/api/jobs?state=running')).body;
     console.log(
       `tool-faults: ${jobsRun} jobs run (+2 refused), each in a final state with its exit event; processes of the jobs seen at most ${maxProcesses} at once, ${left.length} left; ` +
-        `service descriptors before ${baseline.total} (pipes ${baseline.pipes}, sockets ${baseline.sockets}, TCP ${baseline.tcp}), after ${fds.total} (pipes ${fds.pipes}, sockets ${fds.sockets}, TCP ${fds.tcp}); service ran as ${ROOT ? 'uid 65534' : `uid ${process.getuid?.()}`}`,
+        `service descriptors before ${baseline.total} (pipes ${baseline.pipes}, sockets ${baseline.sockets}, TCP ${baseline.tcp}), after ${fds.total} (pipes ${fds.pipes}, sockets ${fds.sockets}, TCP ${fds.tcp}); service ran as ${ROOT ? 'root without CAP_DAC_OVERRIDE' : `uid ${process.getuid?.()}`}`,
     );
     expect(running).toEqual([]);
     expect(left).toEqual([]);
