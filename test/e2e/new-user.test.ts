@@ -6,11 +6,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, waitForJobEvents } from '../helpers/events.js';
+import { answersFor, freePort } from '../helpers/process.js';
 import { REPO_ROOT } from '../helpers/service.js';
 
 let child: ChildProcess;
@@ -23,7 +23,7 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), CONSOLE_STATE_DIR: path.join(tmp, 'state'), LOG_LEVEL: 'warn' };
   child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'main', 'index.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => ((await fetch(`${url}/api/health`).catch(() => null))?.ok ? true : undefined), 'the service to listen');
+  await waitFor(() => answersFor(url, path.join(tmp, 'state')), 'the service to listen');
 });
 
 afterAll(async () => {
@@ -105,12 +105,3 @@ describe('a new user on the bundled sample store', () => {
     expect(await exited).toBe(0);
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}

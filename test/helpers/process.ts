@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import path from 'node:path';
 import { waitFor } from './events.js';
 import { fixture } from './service.js';
 
@@ -29,6 +30,27 @@ export function freePort(): Promise<number> {
  */
 export const WITHOUT_FILE_OVERRIDE = ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--'] as const;
 
+/**
+ * Whether the service answering at `url` is the one on `stateDir` (its state database is
+ * there). Another test's service may take the port a probe found free: it then answers
+ * /api/health for ours, which exits with EADDRINUSE. Writes sent to it would land in another
+ * database (a crash test once "lost" an acknowledged write that way).
+ * @returns true for ours; undefined while nothing answers, or another service does.
+ */
+export async function answersFor(url: string, stateDir: string, token?: string): Promise<true | undefined> {
+  try {
+    const res = await fetch(`${url}/api/system-status`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    if (!res.ok) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    const status = (await res.json()) as { database?: { file?: string } };
+    return status.database?.file?.startsWith(path.resolve(stateDir) + path.sep) ? true : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface ServiceProcess {
   readonly child: ChildProcess;
   readonly url: string;
@@ -44,7 +66,7 @@ export interface ServiceProcess {
 /**
  * Starts the compiled service on a free port with `env` added to a minimal environment
  * (`LOG_LEVEL=silent` and one worker thread unless `env` says otherwise), and waits until it
- * answers /api/health. A port taken between the probe and the listen makes it exit 1:
+ * answers, checked to be this service ({@link answersFor}). A port taken between the probe and the listen makes it exit 1:
  * another port is tried, three times at most.
  * @param cleanup registers a function that kills the process (run by the caller after the test).
  * @throws when the service exits during start-up, with its stderr.
@@ -80,14 +102,7 @@ export async function startServiceProcess(
       if (!gone) child.kill('SIGKILL');
     });
     const url = `http://127.0.0.1:${port}`;
-    const up = await waitFor(async () => {
-      if (gone) return false;
-      try {
-        return (await fetch(`${url}/api/health`)).ok ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 'the service process to answer /api/health');
+    const up = await waitFor(async () => (gone ? false : answersFor(url, store.stateDir, env.CONSOLE_API_TOKEN)), 'the service process to answer');
     if (up) return { child, url, port, exited, stderr: () => err, stdout: () => out };
     if (attempt >= 3 || !err.includes('EADDRINUSE')) throw new Error(`service process exited at start-up: ${err}`);
   }

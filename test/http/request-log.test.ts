@@ -88,9 +88,9 @@ describe('request and job logs', () => {
     expect(reqs.find((l) => l.route === '/api/proposals/generate')).toMatchObject({ method: 'POST', status: 202 });
     // The stream's line has its path without the query string (the token).
     expect(reqs.find((l) => l.route === '/api/events/stream')).toMatchObject({ path: '/api/events/stream', status: 200 });
-    // One line per request: the health probes of the start-up wait are there too.
+    // One line per request: the status probes of the start-up wait are there too.
     expect(reqs.filter((l) => l.route === '/api/proposals/generate')).toHaveLength(1);
-    expect(reqs.some((l) => l.route === '/api/health')).toBe(true);
+    expect(reqs.some((l) => l.route === '/api/system-status' && l.status === 200)).toBe(true);
 
     const text = lines.map((l) => JSON.stringify(l)).join('\n');
     expect(text).not.toContain(TOKEN);

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { waitFor } from '../../helpers/events.js';
 import { fixture } from '../../helpers/service.js';
-import { freePort } from '../../helpers/process.js';
+import { answersFor, freePort } from '../../helpers/process.js';
 
 export interface ServiceProcess {
   readonly child: ChildProcess;
@@ -102,7 +102,8 @@ function servicePid(pid: number): number {
 }
 
 /**
- * Starts the service and waits until it answers `/api/health` (a ceiling, not an assertion).
+ * Starts the service and waits until it answers (a ceiling, not an assertion), checked to be
+ * this service when `CONSOLE_STATE_DIR` is given.
  * A port taken between the probe and the listen makes the service exit: another is tried.
  * @throws when the process exits before answering (its stderr in the message).
  */
@@ -112,16 +113,19 @@ export async function startServiceProcess(opts: SpawnOptions): Promise<ServicePr
     const p = launch(port, opts);
     let gone = false;
     void p.exited.then(() => (gone = true));
+    const stateDir = opts.env.CONSOLE_STATE_DIR;
     const up = await waitFor(
       async () => {
         if (gone) return false;
+        // Checked to be this service when its state folder is known (answersFor).
+        if (stateDir !== undefined) return answersFor(p.url, stateDir, opts.env.CONSOLE_API_TOKEN);
         try {
           return (await fetch(`${p.url}/api/health`)).ok ? true : undefined;
         } catch {
           return undefined;
         }
       },
-      'the service to answer /api/health',
+      'the service to answer',
       60_000,
     );
     if (up) return p;
