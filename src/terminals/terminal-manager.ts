@@ -11,9 +11,10 @@
  * as `exited` with its code until the next start for the project replaces it.
  *
  * Every terminal starts with `CONSOLE_TERMINAL_OF=<state database path>` in its environment,
- * which its descendants inherit: kill passes find those that left the tree by that mark, and
- * the next start of the service on the same state folder kills the terminals a service
- * killed with SIGKILL left running ({@link TerminalManager.killLeftovers}).
+ * which its descendants inherit: by that mark, the next start of the service on the same
+ * state folder kills what the terminals of a service killed with SIGKILL left running
+ * ({@link TerminalManager.killLeftovers}). The mark is the service's, not one terminal's, so
+ * stopping one terminal does not use it.
  *
  * Events, scope `terminal/<projectId>`: `ttyd started pid=<pid> port=<port>` (info),
  * `ttyd stopped rc=<rc>` (info: stop or shutdown), `ttyd exited rc=<rc>` (died by itself:
