@@ -7,6 +7,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '../main/logger.js';
 import { bearerAuth } from './auth.js';
 import { errorMiddleware, HttpError, ValidationError, type ErrorReporter } from './errors.js';
+import { inSequence } from './in-sequence.js';
 import { depthError } from './json-depth.js';
 import { requestLog } from './request-log.js';
 import { requestMetrics } from './request-metrics.js';
@@ -105,37 +106,6 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
     ),
   );
   return { app, api };
-}
-
-/**
- * The middleware of `handlers` run in turn as one: what Express's router does for a stack of
- * layers, without matching a path and saving and restoring the request's URL for each (a
- * tenth of the service's CPU on the read routes, P1). An error, or a `next()` past the last,
- * goes on to the app's next layer (the 404, the error mapping).
- */
-function inSequence(handlers: readonly RequestHandler[]): RequestHandler {
-  return (req, res, next) => {
-    let i = 0;
-    const step = (err?: unknown): void => {
-      if (err !== undefined && err !== null) {
-        next(err);
-        return;
-      }
-      const handler = handlers[i++];
-      if (handler === undefined) {
-        next();
-        return;
-      }
-      try {
-        const out = handler(req, res, step) as unknown;
-        // An async middleware's rejection is an error, as Express 5 treats it.
-        if (out instanceof Promise) out.catch(step);
-      } catch (e) {
-        step(e);
-      }
-    };
-    step();
-  };
 }
 
 /**

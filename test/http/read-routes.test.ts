@@ -255,6 +255,13 @@ describe('cross-cutting HTTP behaviour', () => {
     expect(body.detail).toContain('/api/nothing-here');
   });
 
+  it('matches routes as Express does: any case, an optional trailing slash, never an empty parameter', async () => {
+    expect((await json(`/API/Projects/${P}/`)).status).toBe(200);
+    const empty = await json('/api/projects//episodes');
+    expect(empty.status).toBe(404);
+    expect(empty.body.detail).toContain('/api/projects//episodes');
+  });
+
   it('answers 422 for a non-JSON body and for malformed JSON, and 413 past the body limit', async () => {
     const form = await fetch(`${t.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"project":"x"}' });
     expect(form.status).toBe(422);

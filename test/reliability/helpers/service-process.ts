@@ -3,22 +3,15 @@
  * as `npm start` runs it): for faults that end the process (start-up failures), and for
  * watching its file access with strace. Build first (`npm test` does).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import { waitFor } from '../../helpers/events.js';
 import { fixture } from '../../helpers/service.js';
-import { answersFor, freePort } from '../../helpers/process.js';
+import { answersFor, freePort, type ServiceProcess as BaseServiceProcess } from '../../helpers/process.js';
 
-export interface ServiceProcess {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly port: number;
-  /** Resolves with the exit code and signal. */
-  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
-  stderr(): string;
-  stdout(): string;
+export interface ServiceProcess extends BaseServiceProcess {
   /** The pid of the service itself (a wrapper such as strace runs it as its child). */
   servicePid(): number;
   /** SIGTERM to the service, then waits for the exit (SIGKILL after `ceilingMs`). */
