@@ -80,6 +80,9 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               lastFailure: z.object({ at: z.string(), detail: z.string() }).nullable(),
             })
             .meta({ description: 'SERVICE_WRITE_UPSTREAM and the mutations forwarded to it since start-up.' }),
+          limits: z
+            .record(z.string(), z.number())
+            .meta({ description: 'Every configured bound, by the variable that sets it (README, Configuration), with its value on this instance.' }),
         }),
       },
     },
@@ -87,6 +90,25 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
       res.json(systemStatus(deps));
     },
   });
+}
+
+/**
+ * Every configured bound of the service, by the name an operator sets it with (README,
+ * Configuration): what a careless or hostile input meets. A bound that is not listed here is
+ * not configurable, and a configurable one is listed here.
+ */
+export function limitsOf(c: AppDeps['config']): Record<string, number> {
+  return {
+    CONSOLE_MAX_BODY_BYTES: c.http.maxBodyBytes,
+    CONSOLE_MAX_RUNNING_JOBS: c.jobs.maxRunning,
+    CONSOLE_LINE_MAX_BYTES: c.jobs.lineMaxBytes,
+    CONSOLE_JOB_HISTORY: c.jobs.historySize,
+    CONSOLE_EVENT_RETENTION: c.events.retention,
+    CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
+    CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,
+    CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
+    CONSOLE_WORKSPACE_REPORT_MAX_BYTES: c.consoleState.workspaceReportMaxBytes,
+  };
 }
 
 function systemStatus(d: AppDeps): Record<string, unknown> {
@@ -118,6 +140,7 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
     // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
     fallbacks: d.console.fallbacks.counts(),
     writeProxy: d.writeProxy.status(),
+    limits: limitsOf(d.config),
     terminals: d.terminals.list().map((t) => ({
       projectId: t.projectId,
       pid: t.pid,
