@@ -1,0 +1,101 @@
+/**
+ * A job's processes all end with the job (issue 10, item 5), through the real server on port 0:
+ * the dispatch tool leaves processes that keep forking (test/fixtures/gen-forking-tree.mjs: a
+ * daemon in a session of its own whose parent is gone, and a member of the job's process group
+ * that holds its stdout), then exits 0. After the exit event no process holding the job's mark
+ * `CONSOLE_JOB_ID=<proposal id>` is left, and the service answered all along: its /proc scans
+ * and kill passes run on a worker thread, not on the event loop.
+ */
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { treeProcesses } from '../../src/process/proc-scan.js';
+import { waitForJobEvents } from '../helpers/events.js';
+import { fixture, startTestService, type TestService } from '../helpers/service.js';
+
+let t: TestService | undefined;
+const marks: string[] = [];
+afterEach(async () => {
+  // Whatever the outcome, nothing of the job outlives the test (again and again: it forks).
+  for (const mark of marks.splice(0)) {
+    for (let pass = 0; pass < 50; pass++) {
+      const left = treeProcesses(null, null, mark);
+      if (left.length === 0) break;
+      for (const p of left) kill(p.pid);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  await t?.close();
+  t = undefined;
+});
+
+function kill(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
+
+/** The service's log lines, parsed (the service runs in this process, with this logger). */
+function memoryLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  return { logger, lines };
+}
+
+/** Requests /api/health one after the other until `stop` resolves; the time each took, in ms. */
+async function pollHealth(url: string, stop: Promise<unknown>): Promise<number[]> {
+  let done = false;
+  void stop.finally(() => (done = true));
+  const took: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/api/health`);
+    expect(res.status).toBe(200);
+    await res.body?.cancel();
+    took.push(performance.now() - t0);
+  }
+  return took;
+}
+
+describe('the sweep after a job’s exit', () => {
+  it.each([
+    ['a daemon in a session of its own, parent gone, that keeps forking', 'daemon'],
+    ['that daemon and a member of the job’s group holding its stdout, both forking', 'daemon+group'],
+  ])('kills every process of the tree: %s', async (_name, model) => {
+    const { logger, lines } = memoryLogger();
+    t = await startTestService({ env: { DISPATCH_CLI: fixture('gen-forking-tree.mjs') }, logger });
+    const res = await t.post('/api/proposals/generate', { project: 'harbor-lights', model });
+    expect(res.status).toBe(202);
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    const mark = `CONSOLE_JOB_ID=${proposalId}`;
+    marks.push(mark);
+
+    const events = waitForJobEvents(t.url, proposalId);
+    const health = await pollHealth(t.url, events);
+    const { exit, lines: out } = await events;
+
+    expect(exit).toMatchObject({ severity: 'success', summary: 'dispatch_cli exited rc=0', detail: null, payload: { proposal_id: proposalId, rc: 0 } });
+    const tree = out.find((e) => e.summary.startsWith('tree '))?.summary.split(' ').map(Number);
+    expect(tree, 'the tool’s "tree" line').toBeDefined();
+    const [, daemon, children] = tree as number[];
+    expect(children).toBeGreaterThanOrEqual(150);
+    // Nothing holding the job's mark is alive once its exit is published (zombies are dead:
+    // this container's PID 1 does not reap the orphans).
+    const left = treeProcesses(null, null, mark);
+    expect(left.map((p) => p.pid)).toEqual([]);
+    expect(treeProcesses(daemon as number, null)).toEqual([]);
+
+    const swept = lines.find((l) => l.msg === 'job leftovers killed' && (l.job as { proposalId: string }).proposalId === proposalId);
+    const { killed, passes, ms } = (swept?.leftovers ?? {}) as { killed: number; passes: number; ms: number };
+    // Each child is two processes: hundreds were killed.
+    expect(killed).toBeGreaterThan(children as number);
+    const worst = Math.max(...health);
+    console.log(
+      `leftover sweep (${model}): ${children} children of the daemon when the tool exited; ${killed} processes killed in ${passes} passes, ${ms} ms; ` +
+        `${health.length} health requests meanwhile, slowest ${worst.toFixed(1)} ms`,
+    );
+    // A ceiling, not a timing: it guards against a scan that holds the event loop for seconds.
+    expect(worst).toBeLessThan(2000);
+  });
+});
