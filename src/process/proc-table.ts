@@ -4,6 +4,7 @@
  * hand it tasks (issue 10, item 5: killing a big tree never stalls the event loop). Where
  * `/proc` is missing, tree-kill's `ps` walk and a signal to the group stand in.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
@@ -17,10 +18,17 @@ export const PROC_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'process', 'proc-wo
 export class ProcTable {
   private readonly pool: Piscina;
 
-  /** @param filename the compiled worker; tests of the module may pass their own build. */
+  /**
+   * @param filename the compiled worker; tests of the module may pass another.
+   * @throws Error when the file does not exist (the service was not built).
+   */
   constructor(filename: string = PROC_WORKER_FILE) {
+    if (!fs.existsSync(filename)) throw new Error(`process worker not found: ${filename} (run npm run build)`);
     // One thread: passes of one tree run in order, and a scan never competes with another.
     this.pool = new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
+    // A worker that dies outside a task is replaced by Piscina; unheard, the event would end
+    // the service. Tasks it took reject, and the methods below fall back.
+    this.pool.on('error', () => {});
   }
 
   /**

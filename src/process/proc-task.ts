@@ -36,7 +36,7 @@ export interface TreePassTask extends TreeTarget {
 export interface TreePassResult {
   /** False where `/proc` is missing: nothing was captured nor signalled. */
   readonly procAvailable: boolean;
-  /** The tree's processes alive when signalled (those of `known` included), to pass on. */
+  /** The tree's processes alive when captured, just before the signals (to pass on as `known`). */
   readonly known: ProcInfo[];
 }
 

@@ -21,26 +21,23 @@ export default function runProcTask(task: ProcTask): TreePassResult | DescribeRe
 /** Captures the tree, then signals its group and each of its live processes. Never throws. */
 function treePass(t: TreePassTask): TreePassResult {
   if (!HAS_PROC) return { procAvailable: false, known: [...t.known] };
-  const captured = new Map<number, ProcInfo>();
-  for (const p of t.known) captured.set(p.pid, p);
-  for (const p of treeProcesses(t.root, t.pgid, t.mark, t.notBefore)) captured.set(p.pid, p);
+  const live = new Map<number, ProcInfo>();
+  for (const p of treeProcesses(t.root, t.pgid, t.mark, t.notBefore)) live.set(p.pid, p);
+  // A pid captured earlier is taken only while it is still that same process (no reuse); one
+  // that ended is dropped: it never comes back.
+  for (const p of t.known) if (!live.has(p.pid) && isSameProcess(p)) live.set(p.pid, p);
+  // Everything is captured (and counted) before the first signal: a process the group signal
+  // ends at once was alive all the same, and its children are not re-parented unseen.
   if (t.pgid !== null) send(-t.pgid, t.signal);
-  const live: ProcInfo[] = [];
-  for (const p of captured.values()) {
-    // A pid captured earlier is signalled only while it is still that same process; one that
-    // ended is dropped (it never comes back). The leader was signalled with its group.
-    if (!isSameProcess(p)) continue;
-    if (p.pid === t.pgid || send(p.pid, t.signal)) live.push(p);
-  }
-  return { procAvailable: true, known: live };
+  for (const p of live.values()) if (p.pid !== t.pgid) send(p.pid, t.signal);
+  return { procAvailable: true, known: [...live.values()] };
 }
 
-/** `kill(target, signal)`; false when it failed (ESRCH: gone; EPERM: not ours any more). */
-function send(target: number, signal: NodeJS.Signals): boolean {
+/** `kill(target, signal)`; a failure means it is gone (ESRCH) or not ours any more (EPERM). */
+function send(target: number, signal: NodeJS.Signals): void {
   try {
     process.kill(target, signal);
-    return true;
   } catch {
-    return false;
+    // nothing to do either way
   }
 }

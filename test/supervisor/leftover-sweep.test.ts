@@ -11,30 +11,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { treeProcesses } from '../../src/process/proc-scan.js';
 import { waitForJobEvents } from '../helpers/events.js';
 import { fixture, startTestService, type TestService } from '../helpers/service.js';
+import { killMarked } from '../process/helpers.js';
 
 let t: TestService | undefined;
 const marks: string[] = [];
 afterEach(async () => {
-  // Whatever the outcome, nothing of the job outlives the test (again and again: it forks).
-  for (const mark of marks.splice(0)) {
-    for (let pass = 0; pass < 50; pass++) {
-      const left = treeProcesses(null, null, mark);
-      if (left.length === 0) break;
-      for (const p of left) kill(p.pid);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
+  // Whatever the outcome, nothing of the job outlives the test.
+  for (const mark of marks.splice(0)) await killMarked(mark);
   await t?.close();
   t = undefined;
 });
-
-function kill(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // gone
-  }
-}
 
 /** The service's log lines, parsed (the service runs in this process, with this logger). */
 function memoryLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {

@@ -9,24 +9,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readProc, treeProcesses } from '../../src/process/proc-scan.js';
 import { allEvents, waitFor } from '../helpers/events.js';
 import { fixture, startTestService, type TestService } from '../helpers/service.js';
+import { killMarked } from '../process/helpers.js';
 
 const A = 'harbor-lights';
 let t: TestService | undefined;
 let mark: string | undefined;
 afterEach(async () => {
-  // Whatever the outcome, nothing of the terminal outlives the test (again and again: it forks).
-  for (let pass = 0; mark !== undefined && pass < 50; pass++) {
-    const left = treeProcesses(null, null, mark);
-    if (left.length === 0) break;
-    for (const p of left) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  // Whatever the outcome, nothing of the terminal outlives the test.
+  if (mark !== undefined) await killMarked(mark);
   mark = undefined;
   await t?.close();
   t = undefined;
