@@ -85,3 +85,31 @@ describe('the sweep after a job’s exit', () => {
     expect(worst).toBeLessThan(2000);
   });
 });
+
+describe('a sweep stopped by its bound', () => {
+  it('reports the survivors: a warning event before the exit event, and an error log line; system status shows the bounds', async () => {
+    const { logger, lines } = memoryLogger();
+    t = await startTestService({
+      env: { DISPATCH_CLI: fixture('gen-forking-tree.mjs'), FORKING_TARGET: '40', CONSOLE_SWEEP_MAX_PASSES: '1', CONSOLE_SWEEP_MAX_MS: '60000' },
+      logger,
+    });
+    const status = (await (await t.get('/api/system-status')).json()) as { limits: Record<string, number> };
+    expect(status.limits).toMatchObject({ CONSOLE_SWEEP_MAX_PASSES: 1, CONSOLE_SWEEP_MAX_MS: 60000 });
+    const res = await t.post('/api/proposals/generate', { project: 'harbor-lights' });
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    marks.push(`CONSOLE_JOB_ID=${proposalId}`);
+
+    const { all, exit } = await waitForJobEvents(t.url, proposalId);
+    expect(exit).toMatchObject({ severity: 'success', summary: 'dispatch_cli exited rc=0', payload: { proposal_id: proposalId, rc: 0 } });
+    const warning = all.find((e) => e.summary.startsWith('dispatch_cli leftovers survived: '));
+    expect(warning).toMatchObject({ severity: 'warning', scope: 'engine/generation', payload: { proposal_id: proposalId, passes: 1 } });
+    const n = Number(warning!.summary.split(': ')[1]);
+    expect(n).toBeGreaterThan(40); // one pass: all it found, SIGKILLed but not seen gone
+    expect(warning!.payload.left).toBe(n);
+    expect(warning!.detail).toMatch(new RegExp(`^${n} processes were still running after 1 kill passes in \\d+ ms \\(pids [\\d ]+( …)?\\)$`));
+    expect(Number(warning!.id)).toBeLessThan(Number(exit.id));
+    const logged = lines.find((l) => l.msg === 'job processes survived the leftover sweep');
+    expect(logged).toMatchObject({ level: 50, job: { proposalId }, leftovers: { passes: 1, killed: n } });
+    expect((logged!.leftovers as { left: number[] }).left).toHaveLength(n);
+  });
+});
