@@ -127,16 +127,12 @@ class RunningJob {
     readonly proc: ManagedProcess,
   ) {}
 
-  get pid(): number {
-    return this.proc.pid;
-  }
-
   record(): JobRecord {
     const s = this.status;
     return {
       proposalId: this.proposalId,
       projectId: this.projectId,
-      pid: this.pid,
+      pid: this.proc.pid,
       argv: this.argv,
       state: s.state,
       startedAt: this.startedAt,
@@ -247,7 +243,7 @@ export class Supervisor {
     this.bus.publish({
       severity,
       scope: GENERATION_SCOPE,
-      summary: `dispatch_cli spawned pid=${job.pid}`,
+      summary: `dispatch_cli spawned pid=${job.proc.pid}`,
       payload: { proposal_id: proposalId, argv },
     });
     this.notifyTransition(job, 'accepted');

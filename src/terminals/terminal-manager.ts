@@ -123,15 +123,11 @@ class Terminal {
     readonly proc: ManagedProcess,
   ) {}
 
-  get pid(): number {
-    return this.proc.pid;
-  }
-
   info(): TerminalInfo {
     return {
       projectId: this.projectId,
       state: this.state,
-      pid: this.pid,
+      pid: this.proc.pid,
       port: this.port,
       url: this.url,
       cwd: this.cwd,
@@ -308,8 +304,8 @@ export class TerminalManager {
     this.bus.publish({
       severity: 'info',
       scope: scopeOf(projectId),
-      summary: `ttyd started pid=${t.pid} port=${port}`,
-      payload: { project_id: projectId, pid: t.pid, port, url: t.url, cwd, argv: t.argv },
+      summary: `ttyd started pid=${t.proc.pid} port=${port}`,
+      payload: { project_id: projectId, pid: t.proc.pid, port, url: t.url, cwd, argv: t.argv },
     });
     return t;
   }
@@ -355,7 +351,7 @@ export class TerminalManager {
         scope: scopeOf(t.projectId),
         summary: `ttyd leftovers survived: ${leftovers.left.length}`,
         detail: describeLeftovers(leftovers),
-        payload: { project_id: t.projectId, pid: t.pid, left: leftovers.left.length, passes: leftovers.passes },
+        payload: { project_id: t.projectId, pid: t.proc.pid, left: leftovers.left.length, passes: leftovers.passes },
       });
     }
     const died = t.stopReason === null;
@@ -364,7 +360,7 @@ export class TerminalManager {
       scope: scopeOf(t.projectId),
       summary: `ttyd ${died ? 'exited' : 'stopped'} rc=${t.rc}`,
       detail: died && t.stderrTail.trim() ? t.stderrTail.trim().slice(-500) : null,
-      payload: { project_id: t.projectId, pid: t.pid, port: t.port, rc: t.rc, signal: t.signal, reason: t.stopReason ?? 'exit' },
+      payload: { project_id: t.projectId, pid: t.proc.pid, port: t.port, rc: t.rc, signal: t.signal, reason: t.stopReason ?? 'exit' },
     });
   }
 
