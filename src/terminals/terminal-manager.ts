@@ -269,15 +269,15 @@ export class TerminalManager {
       ...this.options.command,
     ];
     // Its own mark, besides the service's: what its tree leaves running is found by it.
-    const own = `${TERMINAL_ID}=term_${randomBytes(6).toString('hex')}`;
+    const id = `term_${randomBytes(6).toString('hex')}`;
     let proc: ManagedProcess;
     try {
       proc = spawnManaged(this.procs, program, args, {
         cwd,
-        env: { ...this.childEnv, [TERMINAL_ID]: own.slice(TERMINAL_ID.length + 1) },
+        env: { ...this.childEnv, [TERMINAL_ID]: id },
         stdout: 'ignore',
         stderr: 'pipe',
-        mark: own,
+        mark: `${TERMINAL_ID}=${id}`,
         sweep: this.options.sweep,
       });
     } catch (err) {
