@@ -3,13 +3,15 @@
  * `exitCode`, `signal`, `isTerminated`, and `rc` (128 + the signal's number for a signal),
  * from real fixture processes.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { exitFactsOf, ProcTable, spawnManaged } from '../../src/process/index.js';
 import { fixture } from '../helpers/service.js';
-import { lineStartingWith, testSpawnOptions } from './helpers.js';
+import { killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 
 const procs = new ProcTable();
 afterAll(() => procs.close());
+// Whatever the outcome, no process of a test outlives it.
+afterEach(killTestProcesses);
 
 const start = (file: string, args: string[] = []) => spawnManaged(procs, process.execPath, [fixture(file), ...args], testSpawnOptions());
 

@@ -50,6 +50,13 @@ export function lineStartingWith(stream: Readable, prefix: string): Promise<stri
 }
 
 let marks = 0;
+/** Marks handed out by {@link testSpawnOptions} and not yet cleaned up. */
+const handedOut: string[] = [];
+
+/** SIGKILLs every process of the marks handed out so far (an `afterEach`: nothing outlives its test). */
+export async function killTestProcesses(): Promise<void> {
+  for (const mark of handedOut.splice(0)) await killMarked(mark);
+}
 
 /**
  * Options for a test's managed process: PATH, and a mark of its own (`TEST_MARK=<n>-<pid>`):
@@ -57,6 +64,7 @@ let marks = 0;
  */
 export function testSpawnOptions(extra: Partial<ManagedSpawnOptions> = {}): ManagedSpawnOptions & { mark: string } {
   const value = `${++marks}-${process.pid}`;
+  handedOut.push(`TEST_MARK=${value}`);
   return {
     stdout: 'pipe',
     stderr: 'ignore',

@@ -6,14 +6,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ProcessSpawnError, ProcTable, spawnManaged } from '../../src/process/index.js';
 import { readProc } from '../../src/process/proc-scan.js';
 import { fixture } from '../helpers/service.js';
-import { lineStartingWith, testSpawnOptions } from './helpers.js';
+import { killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 
 const procs = new ProcTable();
 afterAll(() => procs.close());
+// Whatever the outcome, no process of a test outlives it.
+afterEach(killTestProcesses);
 
 
 describe('spawnManaged', () => {

@@ -6,20 +6,14 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ProcTable, spawnManaged } from '../../src/process/index.js';
 import { fixture } from '../helpers/service.js';
-import { gone, killMarked, lineStartingWith, testSpawnOptions } from './helpers.js';
+import { gone, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 
 const procs = new ProcTable();
 afterAll(() => procs.close());
-const marks: string[] = [];
-afterEach(async () => {
-  for (const m of marks.splice(0)) await killMarked(m);
-});
+// Whatever the outcome, no process of a test outlives it.
+afterEach(killTestProcesses);
 
-function start(file: string) {
-  const opts = testSpawnOptions();
-  marks.push(opts.mark);
-  return spawnManaged(procs, process.execPath, [fixture(file)], opts);
-}
+const start = (file: string) => spawnManaged(procs, process.execPath, [fixture(file)], testSpawnOptions());
 
 describe('stop', () => {
   it('ends a process that honours SIGTERM with SIGTERM (rc 143); nothing is left to sweep', async () => {

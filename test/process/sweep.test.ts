@@ -8,21 +8,18 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ProcTable, spawnManaged, sweepTree } from '../../src/process/index.js';
 import { treeProcesses } from '../../src/process/proc-scan.js';
 import { fixture } from '../helpers/service.js';
-import { gone, killMarked, lineStartingWith, testSpawnOptions } from './helpers.js';
+import { gone, killMarked, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 
 const procs = new ProcTable();
 afterAll(() => procs.close());
+/** Marks of processes a test started itself (not through testSpawnOptions). */
 const marks: string[] = [];
 afterEach(async () => {
+  // Whatever the outcome, no process of a test outlives it.
+  await killTestProcesses();
   for (const m of marks.splice(0)) await killMarked(m);
 });
-
-/** Options with a mark of its own, killed after the test. */
-function options(extra: Parameters<typeof testSpawnOptions>[0] = {}) {
-  const opts = testSpawnOptions(extra);
-  marks.push(opts.mark);
-  return opts;
-}
+const options = testSpawnOptions; // marks it hands out are killed after each test
 
 describe('the sweep after the exit', () => {
   it('kills what the tool left: group members, a session of its own, and a double fork found only by the mark', async () => {
