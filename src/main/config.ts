@@ -76,6 +76,13 @@ export interface Config {
     /** Finished jobs kept in the state database (and listed by `GET /api/jobs`). */
     readonly historySize: number;
   };
+  /** Managed child processes: jobs and terminals (src/process; issue 10, item 5). */
+  readonly processes: {
+    /** Most kill passes of the sweep of what a job's or terminal's tree left running. */
+    readonly sweepMaxPasses: number;
+    /** Time after which that sweep starts no new pass, in ms. */
+    readonly sweepMaxMs: number;
+  };
   readonly events: {
     /** Number of newest events kept in the state database. */
     readonly retention: number;
@@ -210,6 +217,8 @@ const envSchema = z.object({
   CONSOLE_KILL_GRACE_MS: int(0, 600_000).default(5000),
   CONSOLE_LINE_MAX_BYTES: int(256, 8 * 1024 * 1024).default(16 * 1024),
   CONSOLE_JOB_HISTORY: int(1, 10_000_000).default(10_000),
+  CONSOLE_SWEEP_MAX_PASSES: int(1, 100_000).default(100),
+  CONSOLE_SWEEP_MAX_MS: int(0, 600_000).default(5000),
   CONSOLE_EVENT_RETENTION: int(100, 100_000_000).default(200_000),
   CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
@@ -273,6 +282,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       lineMaxBytes: e.CONSOLE_LINE_MAX_BYTES,
       historySize: e.CONSOLE_JOB_HISTORY,
     },
+    processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
     events: { retention: e.CONSOLE_EVENT_RETENTION },
     sse: {
       heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,

@@ -24,6 +24,7 @@ import { openStateDb, type Db } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
 import { JobsRepo } from '../state/jobs-repo.js';
 import { ProposalsRepo } from '../state/proposals-repo.js';
+import { ProcTable } from '../process/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
@@ -83,7 +84,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // Hooked before anything publishes, so the counters start with the start-up recovery.
     const metrics = new ServiceMetrics();
     metrics.observeBus(bus);
-    const supervisor = new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), {
+    // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop.
+    const procs = new ProcTable();
+    cleanup.unshift(() => procs.close());
+    const sweep = { maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs };
+    const supervisor = new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), procs, {
       dispatchCli: config.dispatchCli,
       childEnv: config.childEnv,
       maxRunning: config.jobs.maxRunning,
@@ -91,9 +96,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       killGraceMs: config.jobs.killGraceMs,
       lineMaxBytes: config.jobs.lineMaxBytes,
       historySize: config.jobs.historySize,
+      sweep,
     });
     metrics.observeSupervisor(supervisor);
-    const lost = supervisor.recoverLost();
+    const lost = await supervisor.recoverLost();
     for (const job of lost) log.warn({ job }, 'job lost by a previous run');
     metrics.countLost(lost.length);
 
@@ -120,11 +126,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     supervisor.onTransition((job, trigger) => {
       if (trigger === 'accepted' || trigger === 'exit') log.info({ job: summary(job), trigger }, `job ${job.state}`);
     });
+    supervisor.onLeftovers((job, leftovers) => {
+      const { killed, passes, ms, left } = leftovers;
+      if (left.length > 0) log.error({ job: summary(job), leftovers: { killed, passes, ms, left } }, 'job processes survived the leftover sweep');
+      else log.info({ job: summary(job), leftovers: { killed, passes, ms } }, 'job leftovers killed');
+    });
 
     const sse = new SseHub(bus, config.sse);
     metrics.observeStreams(sse);
     const writeProxy = new WriteProxy(config.writeUpstream, { onOutcome: (outcome) => metrics.countProxied(outcome) });
-    const terminals = new TerminalManager(bus, {
+    const terminals = new TerminalManager(bus, procs, {
       storeRoot: config.dataDir,
       ...config.terminals,
       host: config.host,
@@ -132,8 +143,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       env: config.childEnv,
       owner: config.stateDbPath,
       killGraceMs: config.jobs.killGraceMs,
+      sweep,
     });
-    const leftovers = terminals.killLeftovers();
+    const leftovers = await terminals.killLeftovers();
     if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
     const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
@@ -181,6 +193,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await serverClosed;
         store.close();
         await pool.close();
+        await procs.close(); // after the jobs and terminals ended: their sweeps are done
         bus.close();
         await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
         db.close();

@@ -2,22 +2,20 @@
  * The generation supervisor (spec: Generation; States and transitions, "Generation job").
  *
  * `start` spawns `<node> <dispatch tool> --project … [--shot …] [--model …] [--dry-run]`
- * from an argument array, without a shell, in its own process group; frames stdout and
- * stderr into line events; and publishes the exit once the process has exited and both
- * pipes are drained, so a job's exit event always follows its last line event.
+ * as a managed process (src/process: from an argument array, without a shell, in its own
+ * process group); frames stdout and stderr into line events; and publishes the exit once the
+ * process has exited, what its tree left running was swept, and both pipes are drained, so a
+ * job's exit event always follows its last line event.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import type { EventBus } from '../bus/bus.js';
 import type { JobRecord, JobsRepo } from '../state/jobs-repo.js';
 import type { ProposalsRepo } from '../state/proposals-repo.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
+import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ExitFacts, type ManagedProcess, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { frameLines, type FramedLine } from './frame-lines.js';
 import { transition, type JobStatus, type JobTrigger } from './job-state.js';
-import { groupAlive, killJobTree, killLeftovers, type KnownTree } from './kill-job.js';
-import { bootTimeMs, readProc } from './proc.js';
 
 /** Payload of every line event (spec: Events): one frozen object, so the bus reuses its JSON. */
 const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
@@ -54,6 +52,8 @@ export interface SupervisorOptions {
   readonly lineMaxBytes: number;
   /** Finished jobs kept in the state database; older ones are pruned. */
   readonly historySize: number;
+  /** Bounds of the sweep of what a job's tree left running after its exit (and at recovery). */
+  readonly sweep: SweepBounds;
 }
 
 /** Pruning runs once per this many finished jobs. */
@@ -104,38 +104,35 @@ export type JobExitListener = (job: JobRecord) => void;
 /** Transition listener for logs and metrics. */
 export type JobTransitionListener = (job: JobRecord, trigger: JobTrigger['kind']) => void;
 
+/**
+ * Called, before the exit is published, when the sweep after a job's exit killed processes its
+ * tree left running (`killed` > 0), or could not end them all within its bounds (`left`).
+ */
+export type JobLeftoversListener = (job: JobRecord, leftovers: SweepReport) => void;
+
 class RunningJob {
   status: JobStatus = { state: 'running' };
   stdoutLines = 0;
   stderrLines = 0;
   cancelRequested = false;
   endedAt: string | null = null;
-  killTimer: NodeJS.Timeout | undefined;
-  /** Processes of the job captured by kill passes (cancel, shutdown). */
-  readonly tree: KnownTree = new Map();
-  /** The leader's start time in clock ticks since boot (no process of the job is older). */
-  readonly startTicks: number | undefined;
-  readonly finished: Promise<void>;
-  resolveFinished!: () => void;
+  /** Resolves once the exit is published (set when supervision starts). */
+  finished: Promise<void> = Promise.resolve();
 
   constructor(
     readonly proposalId: string,
     readonly projectId: string,
-    readonly pid: number,
     readonly argv: readonly string[],
     readonly startedAt: string,
-    readonly child: ChildProcess,
-  ) {
-    this.finished = new Promise((r) => (this.resolveFinished = r));
-    this.startTicks = readProc(pid)?.startTime;
-  }
+    readonly proc: ManagedProcess,
+  ) {}
 
   record(): JobRecord {
     const s = this.status;
     return {
       proposalId: this.proposalId,
       projectId: this.projectId,
-      pid: this.pid,
+      pid: this.proc.pid,
       argv: this.argv,
       state: s.state,
       startedAt: this.startedAt,
@@ -153,6 +150,7 @@ export class Supervisor {
   private readonly running = new Map<string, RunningJob>();
   private readonly exitListeners: JobExitListener[] = [];
   private readonly transitionListeners: JobTransitionListener[] = [];
+  private readonly leftoversListeners: JobLeftoversListener[] = [];
   private stopping = false;
   private startedTotal = 0;
   private finishedTotal = 0;
@@ -164,10 +162,12 @@ export class Supervisor {
   private readonly unsaved = new Map<string, { rec: JobRecord; fin: Parameters<JobsRepo['finish']>[1] }>();
   private saveRetry: NodeJS.Timeout | undefined;
 
+  /** @param procs the process worker that scans and signals the jobs' trees. */
   constructor(
     private readonly bus: EventBus,
     private readonly jobs: JobsRepo,
     private readonly proposals: ProposalsRepo,
+    private readonly procs: ProcTable,
     private readonly options: SupervisorOptions,
   ) {}
 
@@ -177,6 +177,10 @@ export class Supervisor {
 
   onTransition(fn: JobTransitionListener): void {
     this.transitionListeners.push(fn);
+  }
+
+  onLeftovers(fn: JobLeftoversListener): void {
+    this.leftoversListeners.push(fn);
   }
 
   /** Number of jobs currently running. */
@@ -211,28 +215,25 @@ export class Supervisor {
 
     const proposalId = `gen_${randomBytes(6).toString('hex')}`;
     const argv = [process.execPath, tool, ...Supervisor.toolArgs(req)];
-    const child = spawn(argv[0] as string, argv.slice(1), {
-      detached: true, // its own process group: cancel and shutdown signal the whole group
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...this.options.childEnv, [JOB_ENV]: proposalId },
-      shell: false,
-    });
-    if (child.pid === undefined) {
-      child.once('error', () => {}); // reported through the SpawnError below
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      throw new SpawnError('the operating system refused to start the dispatch tool');
+    let proc: ManagedProcess;
+    try {
+      proc = spawnManaged(this.procs, argv[0] as string, argv.slice(1), {
+        env: { ...this.options.childEnv, [JOB_ENV]: proposalId },
+        stdout: 'pipe',
+        stderr: 'pipe',
+        mark: jobMark(proposalId),
+        sweep: this.options.sweep,
+      });
+    } catch (err) {
+      if (err instanceof ProcessSpawnError) throw new SpawnError('the operating system refused to start the dispatch tool');
+      throw err;
     }
-    child.on('error', () => {
-      // Errors after a successful spawn (e.g. a kill of a gone process) change nothing: the
-      // exit handler below ends the job.
-    });
 
-    const job = new RunningJob(proposalId, req.project, child.pid, argv, new Date().toISOString(), child);
+    const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
     try {
       this.record(job, req);
     } catch (err) {
-      killJobTree(job.pid, 'SIGKILL', job.tree, jobMark(proposalId)); // an unrecorded job must not run
+      void proc.signalTree('SIGKILL'); // an unrecorded job must not run
       throw err;
     }
     this.running.set(proposalId, job);
@@ -242,11 +243,11 @@ export class Supervisor {
     this.bus.publish({
       severity,
       scope: GENERATION_SCOPE,
-      summary: `dispatch_cli spawned pid=${job.pid}`,
+      summary: `dispatch_cli spawned pid=${job.proc.pid}`,
       payload: { proposal_id: proposalId, argv },
     });
     this.notifyTransition(job, 'accepted');
-    this.supervise(job);
+    job.finished = this.supervise(job);
     return job.record();
   }
 
@@ -271,8 +272,9 @@ export class Supervisor {
     });
   }
 
-  private supervise(job: RunningJob): void {
-    const { child } = job;
+  /** Publishes the job's lines, then its exit; resolves once the exit is published. */
+  private supervise(job: RunningJob): Promise<void> {
+    const { child } = job.proc;
     const max = this.options.lineMaxBytes;
     const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {
       if (source === 'stdout') job.stdoutLines++;
@@ -290,14 +292,11 @@ export class Supervisor {
       frameLines(child.stdout!, max, onLine('stdout')),
       frameLines(child.stderr!, max, onLine('stderr')),
     ]);
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-    void exited.then(async ({ code, signal }) => {
-      // The job is its whole process tree: what outlives the tool ends with it. Members of its
-      // group would hold its pipes open; descendants it started elsewhere (daemons, sessions
-      // of their own) would run on, unwatched, forever.
-      killLeftovers(job.pid, 'SIGKILL', job.tree, jobMark(job.proposalId), job.startTicks);
+    // The job is its whole process tree: what outlives the tool ends with it (the managed
+    // process sweeps it after the exit, until none is left). Members of its group would hold
+    // its pipes open; descendants it started elsewhere (daemons, sessions of their own) would
+    // run on, unwatched, forever.
+    return job.proc.ended.then(async ({ exit, leftovers }) => {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         drained,
@@ -312,12 +311,11 @@ export class Supervisor {
       ]);
       clearTimeout(timer);
       await drained;
-      this.finish(job, exitCode(code, signal), signal);
+      this.finish(job, exit, leftovers);
     });
   }
 
-  private finish(job: RunningJob, rc: number, signal: NodeJS.Signals | null): void {
-    clearTimeout(job.killTimer);
+  private finish(job: RunningJob, { rc, signal }: ExitFacts, leftovers: SweepReport): void {
     const { next, severity } = transition(job.status, { kind: 'exit', rc, signal });
     job.status = next;
     job.endedAt = new Date().toISOString();
@@ -338,6 +336,7 @@ export class Supervisor {
         // The next prune catches up.
       }
     }
+    this.reportLeftovers(job, rec, leftovers);
     this.bus.publish({
       severity,
       scope: GENERATION_SCOPE,
@@ -347,7 +346,24 @@ export class Supervisor {
     });
     this.notifyTransition(job, 'exit');
     for (const fn of this.exitListeners) fn(rec);
-    job.resolveFinished();
+  }
+
+  /**
+   * Tells the listeners what the sweep after the exit killed; processes it could not end within
+   * its bounds also get a warning event, published before the exit event (issue 10, item 5).
+   */
+  private reportLeftovers(job: RunningJob, rec: JobRecord, leftovers: SweepReport): void {
+    if (leftovers.killed === 0 && leftovers.left.length === 0) return;
+    for (const fn of this.leftoversListeners) fn(rec, leftovers);
+    const n = leftovers.left.length;
+    if (n === 0) return;
+    this.bus.publish({
+      severity: 'warning',
+      scope: GENERATION_SCOPE,
+      summary: `dispatch_cli leftovers survived: ${n}`,
+      detail: describeLeftovers(leftovers),
+      payload: { proposal_id: job.proposalId, left: n, passes: leftovers.passes },
+    });
   }
 
   /** Stores a job's final state, or keeps it for the retry when the database refuses it. */
@@ -427,17 +443,9 @@ export class Supervisor {
       } catch {
         // The database refuses writes (disk full): the job is stopped all the same.
       }
-      this.terminate(job, this.options.killGraceMs);
+      job.proc.stop(this.options.killGraceMs);
     }
     return job.record();
-  }
-
-  private terminate(job: RunningJob, graceMs: number): void {
-    const mark = jobMark(job.proposalId);
-    killJobTree(job.pid, 'SIGTERM', job.tree, mark, job.startTicks);
-    clearTimeout(job.killTimer);
-    job.killTimer = setTimeout(() => killJobTree(job.pid, 'SIGKILL', job.tree, mark, job.startTicks), graceMs);
-    job.killTimer.unref();
   }
 
   /**
@@ -449,7 +457,7 @@ export class Supervisor {
     const jobs = [...this.running.values()];
     for (const job of jobs) {
       job.cancelRequested = true;
-      this.terminate(job, graceMs);
+      job.proc.stop(graceMs);
     }
     await Promise.all(jobs.map((j) => j.finished));
     // A last try for final states the database refused; those it still refuses stay `running`
@@ -464,14 +472,14 @@ export class Supervisor {
   /**
    * Start-up recovery: jobs the database still records as running belong to a previous run
    * that died. Every process left of them is killed (their process groups, their trees, and
-   * every process carrying their {@link JOB_ENV} entry, wherever it went), and each is
-   * marked `lost` with a failure event.
+   * every process carrying their {@link JOB_ENV} entry, wherever it went, swept until none is
+   * left), and each is marked `lost` with a failure event.
    */
-  recoverLost(): JobRecord[] {
+  async recoverLost(): Promise<JobRecord[]> {
     const lost: JobRecord[] = [];
-    const boot = bootTimeMs();
+    const boot = await this.procs.bootTimeMs();
     for (const rec of this.jobs.running()) {
-      const killed = killLostJob(rec, boot);
+      const killed = await this.killLostJob(rec, boot);
       const endedAt = new Date().toISOString();
       const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
       this.jobs.finish(rec.proposalId, {
@@ -493,6 +501,31 @@ export class Supervisor {
     }
     return lost;
   }
+
+  /**
+   * SIGKILLs what is left of a job of a previous run; returns the number of processes killed.
+   * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
+   * are. Its process group and the leader's tree are taken when they are still the job's.
+   */
+  private async killLostJob(rec: JobRecord, boot: number | null): Promise<number> {
+    if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
+    const leader = rec.pid !== null && (await this.groupOfJob(rec.pid, rec.argv)) ? rec.pid : null;
+    const swept = await sweepTree(this.procs, { root: leader, pgid: leader, mark: jobMark(rec.proposalId), known: [] }, this.options.sweep);
+    return swept.killed;
+  }
+
+  /**
+   * Whether the process group `pid` of a job from a previous run is still the job's, guarding
+   * against pid reuse: a live leader must still run the tool we started; and with the leader
+   * gone, a live group with its id can only hold the job's own processes (Linux does not hand
+   * out a pid that is still some group's id).
+   */
+  private async groupOfJob(pid: number, argv: readonly string[]): Promise<boolean> {
+    if (!groupAlive(pid)) return false;
+    const { info, cmdline } = await this.procs.describe(pid);
+    if (info === null || info.state === 'Z') return true;
+    return info.pgid === pid && argv.length > 1 && cmdline !== null && cmdline.includes(argv[1] as string);
+  }
 }
 
 function isFile(file: string): boolean {
@@ -503,45 +536,12 @@ function isFile(file: string): boolean {
   }
 }
 
-/** rc for the exit event: the code, or 128 + signal number when killed by a signal. */
-function exitCode(code: number | null, signal: NodeJS.Signals | null): number {
-  if (code !== null) return code;
-  const n = signal ? os.constants.signals[signal] : undefined;
-  return 128 + (n ?? 0);
-}
-
-/**
- * SIGKILLs what is left of a job of a previous run; returns the number of processes killed.
- * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
- * are. Its process group and the leader's tree are taken when they are still the job's.
- */
-function killLostJob(rec: JobRecord, boot: number | null): number {
-  if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
-  const mark = jobMark(rec.proposalId);
-  return rec.pid !== null && groupOfJob(rec.pid, rec.argv)
-    ? killJobTree(rec.pid, 'SIGKILL', new Map(), mark)
-    : killLeftovers(null, 'SIGKILL', new Map(), mark);
-}
-
-/**
- * Whether the process group `pid` of a job from a previous run is still the job's, guarding
- * against pid reuse: a live leader must still run the tool we started; and with the leader
- * gone, a live group with its id can only hold the job's own processes (Linux does not hand
- * out a pid that is still some group's id).
- */
-function groupOfJob(pid: number, argv: readonly string[]): boolean {
-  if (!groupAlive(pid)) return false;
-  const leader = readProc(pid);
-  if (leader === null || leader.state === 'Z') return true;
-  return leader.pgid === pid && isOurCommand(pid, argv);
-}
-
-/** True when process `pid` runs the tool file of `argv`. */
-function isOurCommand(pid: number, argv: readonly string[]): boolean {
+/** True while a group led by `pgid` exists that we may signal (a signal 0 to it succeeds). */
+function groupAlive(pgid: number): boolean {
   try {
-    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    return argv.length > 1 && cmdline.includes(argv[1] as string);
+    process.kill(-pgid, 0);
+    return true;
   } catch {
-    return false;
+    return false; // ESRCH: none; EPERM: another user's, never one of our jobs
   }
 }

@@ -4,31 +4,30 @@
  *
  * One `ttyd` per project, started without a shell from an argument array as
  *   `<TTYD_BIN> --port <p> [--interface <addr>] --writable --check-origin <command…>`
- * with the project's directory of the engine store as working directory, as the leader of
- * its own process group. Stop and shutdown kill its whole process tree: the group, plus the
- * descendants found by parent links (ttyd runs the command in a pty, i.e. a session of its
- * own), captured before anything is signalled. A terminal that dies by itself stays listed
- * as `exited` with its code until the next start for the project replaces it.
+ * with the project's directory of the engine store as working directory, as a managed process
+ * (src/process: the leader of its own process group). Stop and shutdown kill its whole process
+ * tree: the group, plus the descendants found by parent links (ttyd runs the command in a pty,
+ * i.e. a session of its own), captured before anything is signalled, and, once it exited,
+ * every process that holds its own mark `CONSOLE_TERMINAL_ID=<id>`, swept until none is left.
+ * A terminal that dies by itself stays listed as `exited` with its code until the next start
+ * for the project replaces it.
  *
- * Every terminal starts with `CONSOLE_TERMINAL_OF=<state database path>` in its environment,
- * which its descendants inherit: by that mark, the next start of the service on the same
- * state folder kills what the terminals of a service killed with SIGKILL left running
- * ({@link TerminalManager.killLeftovers}). The mark is the service's, not one terminal's, so
- * stopping one terminal does not use it.
+ * Every terminal also starts with `CONSOLE_TERMINAL_OF=<state database path>` in its
+ * environment, which its descendants inherit: by that mark, the next start of the service on
+ * the same state folder kills what the terminals of a service killed with SIGKILL left running
+ * ({@link TerminalManager.killLeftovers}).
  *
  * Events, scope `terminal/<projectId>`: `ttyd started pid=<pid> port=<port>` (info),
  * `ttyd stopped rc=<rc>` (info: stop or shutdown), `ttyd exited rc=<rc>` (died by itself:
  * failure, or warning for rc 0).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import type { EventBus } from '../bus/bus.js';
 import { NotFoundError } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
 import { projectDir } from '../engine/project-file.js';
-import { killJobTree, killLeftovers, signalGroup, type KnownTree } from '../supervisor/kill-job.js';
-import { isSameProcess } from '../supervisor/proc.js';
+import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ManagedProcess, type ProcessEnd, type ProcTable, type SweepBounds } from '../process/index.js';
 import { TerminalStartError } from './errors.js';
 import { findProgram } from './find-program.js';
 import { acceptsConnections, PortPool } from './port-pool.js';
@@ -80,6 +79,8 @@ export interface TerminalManagerOptions {
   readonly owner: string;
   /** Time between SIGTERM and SIGKILL on stop and shutdown. */
   readonly killGraceMs: number;
+  /** Bounds of the sweep of what a terminal's tree left running after its exit (and at start-up). */
+  readonly sweep: SweepBounds;
   /** Ceiling on the wait for a new terminal to accept connections before start returns. */
   readonly readyTimeoutMs: number;
 }
@@ -108,30 +109,25 @@ class Terminal {
   /** Set when we asked it to end (stop or shutdown), so its exit is a stop, not a death. */
   stopReason: 'stop' | 'shutdown' | null = null;
   killing: Promise<void> | undefined;
-  /** Processes of its tree captured by kill passes. */
-  readonly known: KnownTree = new Map();
-  readonly exited: Promise<void>;
-  markExited!: () => void;
+  /** Resolves once its end is published (set when it starts). */
+  exited: Promise<void> = Promise.resolve();
 
   constructor(
     readonly projectId: string,
-    readonly pid: number,
     readonly port: number,
     readonly url: string,
     readonly cwd: string,
     readonly command: readonly string[],
     readonly argv: readonly string[],
     readonly startedAt: string,
-    readonly child: ChildProcess,
-  ) {
-    this.exited = new Promise((resolve) => (this.markExited = resolve));
-  }
+    readonly proc: ManagedProcess,
+  ) {}
 
   info(): TerminalInfo {
     return {
       projectId: this.projectId,
       state: this.state,
-      pid: this.pid,
+      pid: this.proc.pid,
       port: this.port,
       url: this.url,
       cwd: this.cwd,
@@ -157,8 +153,10 @@ export class TerminalManager {
   private readonly mark: string;
   private readonly childEnv: Readonly<Record<string, string>>;
 
+  /** @param procs the process worker that scans and signals the terminals' trees. */
   constructor(
     private readonly bus: EventBus,
+    private readonly procs: ProcTable,
     private readonly options: TerminalManagerOptions,
   ) {
     this.mark = `${TERMINAL_MARK}=${options.owner}`;
@@ -229,12 +227,12 @@ export class TerminalManager {
   /**
    * Kills what terminals of an earlier run on the same state folder left running (a service
    * killed with SIGKILL cannot stop them): every process whose environment holds this
-   * service's mark, with its descendants. Call at start-up, before any terminal starts.
-   * Publishes one warning event in scope `terminal` when it killed something.
+   * service's mark, with its descendants, swept until none is left. Call at start-up, before
+   * any terminal starts. Publishes one warning event in scope `terminal` when it killed something.
    * @returns the number of processes killed (0 without /proc).
    */
-  killLeftovers(): number {
-    const killed = killLeftovers(null, 'SIGKILL', new Map(), this.mark);
+  async killLeftovers(): Promise<number> {
+    const { killed } = await sweepTree(this.procs, { root: null, pgid: null, mark: this.mark, known: [] }, this.options.sweep);
     if (killed > 0) {
       this.bus.publish({
         severity: 'warning',
@@ -270,43 +268,44 @@ export class TerminalManager {
       '--check-origin',
       ...this.options.command,
     ];
-    const child = spawn(program, args, {
-      cwd,
-      detached: true, // leads its own process group: stop signals the whole group
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: this.childEnv,
-      shell: false,
-    });
-    if (child.pid === undefined) {
-      child.once('error', () => {}); // reported by the error below
-      child.stderr?.destroy();
-      throw new TerminalStartError(`the operating system refused to start the terminal program ${program}`);
+    // Its own mark, besides the service's: what its tree leaves running is found by it.
+    const id = `term_${randomBytes(6).toString('hex')}`;
+    let proc: ManagedProcess;
+    try {
+      proc = spawnManaged(this.procs, program, args, {
+        cwd,
+        env: { ...this.childEnv, [TERMINAL_ID]: id },
+        stdout: 'ignore',
+        stderr: 'pipe',
+        mark: `${TERMINAL_ID}=${id}`,
+        sweep: this.options.sweep,
+      });
+    } catch (err) {
+      if (err instanceof ProcessSpawnError) throw new TerminalStartError(`the operating system refused to start the terminal program ${program}`);
+      throw err;
     }
-    child.on('error', () => {
-      // After a successful spawn only signalling errors can come here; the exit handler ends it.
-    });
+    const { child } = proc;
     const t = new Terminal(
       projectId,
-      child.pid,
       port,
       urlOf(this.options.urlHost, port),
       cwd,
       this.options.command,
       [program, ...args],
       new Date().toISOString(),
-      child,
+      proc,
     );
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (s: string) => {
       t.stderrTail = (t.stderrTail + s).slice(-STDERR_TAIL_CHARS);
     });
-    child.once('exit', (code, signal) => this.onExit(t, code, signal));
+    t.exited = proc.ended.then((end) => this.onEnd(t, end));
     this.terminals.set(projectId, t);
     this.bus.publish({
       severity: 'info',
       scope: scopeOf(projectId),
-      summary: `ttyd started pid=${t.pid} port=${port}`,
-      payload: { project_id: projectId, pid: t.pid, port, url: t.url, cwd, argv: t.argv },
+      summary: `ttyd started pid=${t.proc.pid} port=${port}`,
+      payload: { project_id: projectId, pid: t.proc.pid, port, url: t.url, cwd, argv: t.argv },
     });
     return t;
   }
@@ -333,43 +332,36 @@ export class TerminalManager {
     if (t.state !== 'running') return Promise.resolve();
     t.killing ??= (async () => {
       t.stopReason = reason;
-      killJobTree(t.pid, 'SIGTERM', t.known);
-      const timer = setTimeout(() => killJobTree(t.pid, 'SIGKILL', t.known), this.options.killGraceMs);
+      t.proc.stop(this.options.killGraceMs);
       await t.exited;
-      clearTimeout(timer);
     })();
     return t.killing;
   }
 
-  private onExit(t: Terminal, code: number | null, signal: NodeJS.Signals | null): void {
-    t.rc = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
-    t.signal = signal;
+  /** Its exit, once what its tree left running was swept (the managed process did that). */
+  private onEnd(t: Terminal, { exit, leftovers }: ProcessEnd): void {
+    t.rc = exit.rc;
+    t.signal = exit.signal;
     t.endedAt = new Date().toISOString();
     t.state = t.stopReason ? 'stopped' : 'exited';
-    // What is left of its tree goes too: the rest of its group (the pid cannot be reused while
-    // the group has members), and descendants captured by a kill pass that ignored SIGTERM.
-    try {
-      signalGroup(t.pid, 'SIGKILL');
-    } catch {
-      // not ours any more
-    }
-    for (const p of t.known.values()) {
-      try {
-        if (isSameProcess(p)) process.kill(p.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
     this.ports.release(t.port);
+    if (leftovers.left.length > 0) {
+      this.bus.publish({
+        severity: 'warning',
+        scope: scopeOf(t.projectId),
+        summary: `ttyd leftovers survived: ${leftovers.left.length}`,
+        detail: describeLeftovers(leftovers),
+        payload: { project_id: t.projectId, pid: t.proc.pid, left: leftovers.left.length, passes: leftovers.passes },
+      });
+    }
     const died = t.stopReason === null;
     this.bus.publish({
       severity: died ? (t.rc === 0 ? 'warning' : 'failure') : 'info',
       scope: scopeOf(t.projectId),
       summary: `ttyd ${died ? 'exited' : 'stopped'} rc=${t.rc}`,
       detail: died && t.stderrTail.trim() ? t.stderrTail.trim().slice(-500) : null,
-      payload: { project_id: t.projectId, pid: t.pid, port: t.port, rc: t.rc, signal: t.signal, reason: t.stopReason ?? 'exit' },
+      payload: { project_id: t.projectId, pid: t.proc.pid, port: t.port, rc: t.rc, signal: t.signal, reason: t.stopReason ?? 'exit' },
     });
-    t.markExited();
   }
 
   private serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
@@ -389,6 +381,9 @@ export const scopeOf = (projectId: string) => `terminal/${projectId}`;
 
 /** The environment variable that marks a terminal and its descendants with their service. */
 export const TERMINAL_MARK = 'CONSOLE_TERMINAL_OF';
+
+/** The environment variable that marks one terminal's tree (`term_<12 hex>`). */
+export const TERMINAL_ID = 'CONSOLE_TERMINAL_ID';
 
 /** The `--interface` for a listen address: null (all interfaces) for wildcards. */
 function interfaceFor(host: string): string | null {

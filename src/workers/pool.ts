@@ -10,8 +10,8 @@ import type { SynthesisResult, SynthesisTask } from './synthesis-task.js';
 
 export const SYNTHESIS_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'workers', 'synthesize.js');
 
-/** Worker flags: require(esm) off, where this Node has the flag (20.17 and later). */
-const NO_REQUIRE_ESM = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module') ? ['--no-experimental-require-module'] : [];
+/** Worker flags: require(esm) off, where this Node has the flag (20.17 and later); the process worker (src/process) uses them too. */
+export const NO_REQUIRE_ESM = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module') ? ['--no-experimental-require-module'] : [];
 
 /** What the engine store needs from the pool; tests of the store may pass their own. */
 export interface SynthesisRunner {

@@ -3,7 +3,7 @@
  * `text/event-stream` frames `data: {"delta": …}` ending with `data: [DONE]`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listProcs } from '../../src/supervisor/proc.js';
+import { listProcs } from '../../src/process/proc-scan.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let t: TestService;

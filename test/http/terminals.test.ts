@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readProc } from '../../src/supervisor/proc.js';
+import { readProc } from '../../src/process/proc-scan.js';
 import { allEvents, waitFor } from '../helpers/events.js';
 import { fixture, startTestService, type TestService } from '../helpers/service.js';
 

@@ -103,6 +103,8 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_MAX_RUNNING_JOBS: c.jobs.maxRunning,
     CONSOLE_LINE_MAX_BYTES: c.jobs.lineMaxBytes,
     CONSOLE_JOB_HISTORY: c.jobs.historySize,
+    CONSOLE_SWEEP_MAX_PASSES: c.processes.sweepMaxPasses,
+    CONSOLE_SWEEP_MAX_MS: c.processes.sweepMaxMs,
     CONSOLE_EVENT_RETENTION: c.events.retention,
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
     CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,

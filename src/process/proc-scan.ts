@@ -3,9 +3,13 @@
  * before any of it is signalled (a dead parent's children are re-parented at once, after
  * which no parent link leads to them). Every function returns null or an empty result
  * where `/proc` is not available.
+ *
+ * Synchronous reads block their thread: this module runs in the process worker
+ * (`proc-worker.ts`), never on the service's main thread (issue 10, item 5). Tests may use it.
  */
 import fs from 'node:fs';
 
+/** One process as `/proc/<pid>/stat` shows it (a plain object: it crosses threads). */
 export interface ProcInfo {
   readonly pid: number;
   readonly ppid: number;
@@ -16,6 +20,7 @@ export interface ProcInfo {
   readonly startTime: number;
 }
 
+/** Whether this machine has Linux `/proc` (elsewhere tree-kill's `ps` walk stands in). */
 export const HAS_PROC = fs.existsSync('/proc/self/stat');
 
 /**
@@ -102,18 +107,19 @@ function hasEnvNeedle(pid: number, needle: Buffer): boolean {
 }
 
 /**
- * The processes of a job: `root`, its descendants (by parent links, whatever their group),
- * every member of the process group `root` leads, and, given `mark` (an environment entry
- * `NAME=value` the job was started with, which its descendants inherit), every process
- * whose environment holds it, with its descendants: those that left the group and whose
- * parent died (a double fork, a tool killed mid-way) have no other link to the job.
- * With `leaderGone`, a process with the pid `root` is not taken for the leader; with `root`
- * null, only `mark` leads to the job. Given `notBefore` (the leader's start time, in clock
- * ticks since boot), only processes started since are searched for the mark: no process of
- * the job is older than its leader.
+ * The live processes of a tree (a job, a terminal): `root`, its descendants (by parent links,
+ * whatever their group), every member of the process group `pgid`, and, given `mark` (an
+ * environment entry `NAME=value` the tree was started with, which its descendants inherit),
+ * every process whose environment holds it, with its descendants: those that left the group
+ * and whose parent died (a double fork, a tool killed mid-way) have no other link to it.
+ * `root` null: the leader is gone (once reaped its pid may be reused: only its group, which
+ * keeps the id from being handed out while it has members, and the mark still lead to the
+ * tree). Given `notBefore` (the leader's start time, in clock ticks since boot), a process
+ * with the pid `root` is taken for the leader only when it started then, and only processes
+ * started since are searched for the mark: no process of the tree is older than its leader.
  * Zombies are left out: they are dead.
  */
-export function jobProcesses(root: number | null, mark?: string, leaderGone = false, notBefore?: number): ProcInfo[] {
+export function treeProcesses(root: number | null, pgid: number | null, mark?: string, notBefore?: number): ProcInfo[] {
   const all = listProcs();
   const children = new Map<number, ProcInfo[]>();
   for (const p of all) {
@@ -122,11 +128,9 @@ export function jobProcesses(root: number | null, mark?: string, leaderGone = fa
     else children.set(p.ppid, [p]);
   }
   const found = new Map<number, ProcInfo>();
-  // Once the leader was reaped its pid may be reused: only its group (which keeps the id
-  // from being handed out while it has members) still leads to the job.
-  const rootInfo = leaderGone || root === null ? undefined : all.find((p) => p.pid === root);
+  const rootInfo = root === null ? undefined : all.find((p) => p.pid === root && (notBefore === undefined || p.startTime === notBefore));
   const queue = rootInfo ? [rootInfo] : [];
-  if (root !== null) for (const p of all) if (p.pgid === root) queue.push(p);
+  if (pgid !== null) for (const p of all) if (p.pgid === pgid) queue.push(p);
   if (mark !== undefined) {
     const needle = Buffer.from(`${mark}\0`);
     for (const p of all) {
@@ -147,6 +151,15 @@ export function jobProcesses(root: number | null, mark?: string, leaderGone = fa
 export function isSameProcess(info: ProcInfo): boolean {
   const now = readProc(info.pid);
   return now !== null && now.startTime === info.startTime && now.state !== 'Z';
+}
+
+/** The command line of `pid` (its arguments), or null when it cannot be read. */
+export function readCmdline(pid: number): string[] | null {
+  const len = readProcFile(`/proc/${pid}/cmdline`);
+  if (len < 0) return null;
+  const args = scratch.toString('utf8', 0, len).split('\0');
+  if (args.at(-1) === '') args.pop(); // each argument ends with a NUL
+  return args;
 }
 
 /** System boot time in ms since the epoch, or null when unknown. */

@@ -1,0 +1,10 @@
+/**
+ * Managed child processes (issue 11, item 1): the one place that spawns a detached child,
+ * turns its exit into facts, stops its tree with a grace period, and sweeps what it left
+ * running. Used by the generation supervisor and the terminal manager.
+ */
+export { spawnManaged, ManagedProcess, ProcessSpawnError, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
+export { exitFactsOf, type ExitFacts } from './exit-facts.js';
+export { ProcTable, PROC_WORKER_FILE } from './proc-table.js';
+export { sweepTree, describeLeftovers, type SweepBounds, type SweepReport } from './sweep-tree.js';
+export type { ProcInfo, TreeTarget, DescribeResult } from './proc-task.js';

@@ -1,0 +1,128 @@
+/**
+ * One managed child process (issue 11, item 1), for generation jobs and terminals alike:
+ * spawned from an argument array, never through a shell, as the leader of its own process
+ * group; its whole tree found by parent links, its group and an environment mark; stopped
+ * with SIGTERM, then SIGKILL after a grace period; and, once it exited, what is left of its
+ * tree swept until none is left (issue 10, item 5).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { exitFactsOf, type ExitFacts } from './exit-facts.js';
+import type { ProcInfo } from './proc-task.js';
+import type { ProcTable } from './proc-table.js';
+import { sweepTree, type SweepBounds, type SweepReport } from './sweep-tree.js';
+
+/** How to start a managed process. */
+export interface ManagedSpawnOptions {
+  /** Working directory; the service's own when absent. */
+  readonly cwd?: string;
+  /** Its whole environment, `mark` included. */
+  readonly env: Readonly<Record<string, string>>;
+  /** stdout and stderr: a pipe to read, or ignored; stdin is always ignored. */
+  readonly stdout: 'pipe' | 'ignore';
+  readonly stderr: 'pipe' | 'ignore';
+  /** The environment entry `NAME=value` (also in `env`) that marks every process of its tree. */
+  readonly mark: string;
+  /** Bounds of the leftover sweep after it exited. */
+  readonly sweep: SweepBounds;
+}
+
+/** How a managed process ended: its exit, then the sweep of what its tree left running. */
+export interface ProcessEnd {
+  readonly exit: ExitFacts;
+  readonly leftovers: SweepReport;
+}
+
+/** The operating system refused to start the program (no pid); nothing runs. */
+export class ProcessSpawnError extends Error {
+  override name = 'ProcessSpawnError';
+}
+
+/**
+ * Starts `file` with `args` as the leader of a new process group (and session).
+ * @throws ProcessSpawnError when the operating system refuses it.
+ */
+export function spawnManaged(table: ProcTable, file: string, args: readonly string[], opts: ManagedSpawnOptions): ManagedProcess {
+  const child = spawn(file, args, {
+    cwd: opts.cwd,
+    detached: true, // its own process group: a signal to the group reaches every member
+    stdio: ['ignore', opts.stdout, opts.stderr],
+    env: opts.env,
+    shell: false,
+  });
+  if (child.pid === undefined) {
+    child.once('error', () => {}); // reported by the error below
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    throw new ProcessSpawnError(`the operating system refused to start ${file}`);
+  }
+  child.on('error', () => {
+    // After a successful spawn only signalling errors come here; the exit ends it.
+  });
+  return new ManagedProcess(table, child, child.pid, opts);
+}
+
+export class ManagedProcess {
+  /** Resolves with the leader's exit facts, at its exit. */
+  readonly exited: Promise<ExitFacts>;
+  /** Resolves once it exited and the sweep of its tree ended (never rejects). */
+  readonly ended: Promise<ProcessEnd>;
+  /** Processes of its tree captured by passes, by pid: kept for the passes after. */
+  private readonly known = new Map<number, ProcInfo>();
+  /** The leader's start time (ticks since boot), read once by the worker; undefined when unread. */
+  private readonly leaderStart: Promise<number | undefined>;
+  private killTimer: NodeJS.Timeout | undefined;
+  private hasExited = false;
+
+  /** Use {@link spawnManaged}. */
+  constructor(
+    private readonly table: ProcTable,
+    readonly child: ChildProcess,
+    readonly pid: number,
+    private readonly opts: ManagedSpawnOptions,
+  ) {
+    // Asked at once: until the leader is reaped (after its exit event) its pid is its own.
+    this.leaderStart = table.describe(pid).then((d) => d.info?.startTime);
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.hasExited = true;
+        clearTimeout(this.killTimer);
+        resolve(exitFactsOf(code, signal));
+      }),
+    );
+    this.ended = this.exited.then(async (exit) => ({ exit, leftovers: await this.sweep() }));
+  }
+
+  /**
+   * One pass: `signal` to its group and to every process of its tree, captured first.
+   * @returns the number of its live processes signalled (0 where `/proc` is missing).
+   */
+  async signalTree(signal: NodeJS.Signals): Promise<number> {
+    // Once the leader exited its pid is not followed (it may be reused).
+    const root = this.hasExited ? null : this.pid;
+    const known = [...this.known.values()];
+    const pass = await this.table.signalTree({ root, pgid: this.pid, mark: this.opts.mark, notBefore: await this.leaderStart, known }, signal);
+    for (const p of known) if (this.known.get(p.pid) === p) this.known.delete(p.pid);
+    for (const p of pass.known) this.known.set(p.pid, p);
+    return pass.known.length;
+  }
+
+  /**
+   * Stops it: SIGTERM to its tree now, SIGKILL after `graceMs` unless it exited by then (its
+   * exit starts the sweep, which SIGKILLs what is left). Calling again restarts the grace.
+   * Returns at once; await {@link ended} for the end.
+   */
+  stop(graceMs: number): void {
+    if (this.hasExited) return;
+    void this.signalTree('SIGTERM').then(() => {
+      if (this.hasExited) return;
+      clearTimeout(this.killTimer);
+      this.killTimer = setTimeout(() => void this.signalTree('SIGKILL'), graceMs);
+      this.killTimer.unref();
+    });
+  }
+
+  /** After the exit: SIGKILL its group, its captured tree and its mark's holders until none is left. */
+  private async sweep(): Promise<SweepReport> {
+    return sweepTree(this.table, { root: null, pgid: this.pid, mark: this.opts.mark, notBefore: await this.leaderStart, known: [...this.known.values()] }, this.opts.sweep);
+  }
+}

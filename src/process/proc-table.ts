@@ -1,0 +1,84 @@
+/**
+ * The main thread's side of the process worker: one long-lived worker thread (a Piscina pool
+ * of one) runs every `/proc` scan and the signals that follow it, and these async methods
+ * hand it tasks (issue 10, item 5: killing a big tree never stalls the event loop). Where
+ * `/proc` is missing, tree-kill's `ps` walk and a signal to the group stand in.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Piscina } from 'piscina';
+import treeKill from 'tree-kill';
+import { REPO_ROOT } from '../main/config.js';
+import { NO_REQUIRE_ESM } from '../workers/pool.js';
+import type { DescribeResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
+
+/** The compiled worker (vitest's transform does not reach worker threads: run `npm run build`). */
+export const PROC_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js');
+
+export class ProcTable {
+  private readonly pool: Piscina;
+
+  /**
+   * @param filename the compiled worker; tests of the module may pass another.
+   * @throws Error when the file does not exist (the service was not built).
+   */
+  constructor(filename: string = PROC_WORKER_FILE) {
+    if (!fs.existsSync(filename)) throw new Error(`process worker not found: ${filename} (run npm run build)`);
+    // One thread: passes of one tree run in order, and a scan never competes with another.
+    this.pool = new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
+    // A worker that dies outside a task is replaced by Piscina; unheard, the event would end
+    // the service. Tasks it took reject, and the methods below fall back.
+    this.pool.on('error', () => {});
+  }
+
+  /**
+   * One kill pass over a tree: captures it in `/proc`, then signals its group and every
+   * captured process (see `TreePassTask`). Never rejects: when the worker cannot run it, or
+   * `/proc` is missing, the group (and, with a live root, tree-kill's walk) is signalled here.
+   * @returns the tree's processes alive when signalled; `procAvailable` false when unknown.
+   */
+  async signalTree(target: TreeTarget, signal: NodeJS.Signals): Promise<TreePassResult> {
+    let result: TreePassResult;
+    try {
+      result = await this.run<TreePassResult>({ kind: 'tree-pass', ...target, known: [...target.known], signal });
+    } catch {
+      result = { procAvailable: false, known: [...target.known] };
+    }
+    if (!result.procAvailable) signalWithoutProc(target, signal);
+    return result;
+  }
+
+  /** `pid`'s stat and command line, each null when gone or unreadable. Never rejects. */
+  async describe(pid: number): Promise<DescribeResult> {
+    return this.run<DescribeResult>({ kind: 'describe', pid }).catch(() => ({ info: null, cmdline: null }));
+  }
+
+  /** The system's boot time in ms since the epoch; null when unknown. Never rejects. */
+  async bootTimeMs(): Promise<number | null> {
+    return this.run<number | null>({ kind: 'boot-time' }).catch(() => null);
+  }
+
+  /** Ends the worker thread; tasks still queued reject (the methods above then fall back). */
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+
+  private run<T>(task: ProcTask): Promise<T> {
+    return this.pool.run(task) as Promise<T>;
+  }
+}
+
+/** Without `/proc`: the group, and the root's tree as `ps` shows it. */
+function signalWithoutProc(target: TreeTarget, signal: NodeJS.Signals): void {
+  if (target.root !== null) {
+    treeKill(target.root, signal, () => {
+      // The root may already be gone; tree-kill reports that as an error we do not need.
+    });
+  }
+  if (target.pgid === null) return;
+  try {
+    process.kill(-target.pgid, signal);
+  } catch {
+    // ESRCH: the group is gone.
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The process worker: every synchronous `/proc` read, and the signals that must follow a
+ * capture at once, run here, on a thread of their own, so a scan of a big tree never holds
+ * the service's event loop (issue 10, item 5). One function of a serialisable task
+ * (style.md, practice 7); run from the compiled `dist/process/proc-worker.js`.
+ */
+import { bootTimeMs, HAS_PROC, isSameProcess, readCmdline, readProc, treeProcesses, type ProcInfo } from './proc-scan.js';
+import type { DescribeResult, ProcTask, TreePassResult, TreePassTask } from './proc-task.js';
+
+export default function runProcTask(task: ProcTask): TreePassResult | DescribeResult | number | null {
+  switch (task.kind) {
+    case 'tree-pass':
+      return treePass(task);
+    case 'describe':
+      return { info: readProc(task.pid), cmdline: readCmdline(task.pid) };
+    case 'boot-time':
+      return bootTimeMs();
+  }
+}
+
+/** Captures the tree, then signals its group and each of its live processes. Never throws. */
+function treePass(t: TreePassTask): TreePassResult {
+  if (!HAS_PROC) return { procAvailable: false, known: [...t.known] };
+  const live = new Map<number, ProcInfo>();
+  for (const p of treeProcesses(t.root, t.pgid, t.mark, t.notBefore)) live.set(p.pid, p);
+  // A pid captured earlier is taken only while it is still that same process (no reuse); one
+  // that ended is dropped: it never comes back.
+  for (const p of t.known) if (!live.has(p.pid) && isSameProcess(p)) live.set(p.pid, p);
+  // Everything is captured (and counted) before the first signal: a process the group signal
+  // ends at once was alive all the same, and its children are not re-parented unseen.
+  if (t.pgid !== null) send(-t.pgid, t.signal);
+  for (const p of live.values()) if (p.pid !== t.pgid) send(p.pid, t.signal);
+  return { procAvailable: true, known: [...live.values()] };
+}
+
+/** `kill(target, signal)`; a failure means it is gone (ESRCH) or not ours any more (EPERM). */
+function send(target: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(target, signal);
+  } catch {
+    // nothing to do either way
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Spawning a managed process (issue 11, item 1): from an argument array, never through a
+ * shell, as the leader of a process group of its own, with its environment (and mark) and
+ * working directory; a spawn the operating system refuses throws and leaves nothing running.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ProcessSpawnError, ProcTable, spawnManaged } from '../../src/process/index.js';
+import { readProc } from '../../src/process/proc-scan.js';
+import { fixture } from '../helpers/service.js';
+import { killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
+
+const procs = new ProcTable();
+afterAll(() => procs.close());
+// Whatever the outcome, no process of a test outlives it.
+afterEach(killTestProcesses);
+
+
+describe('spawnManaged', () => {
+  it('starts the program as the leader of its own process group', async () => {
+    const p = spawnManaged(procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions());
+    await lineStartingWith(p.child.stdout!, 'ready ');
+    const info = readProc(p.pid);
+    expect(info?.pgid).toBe(p.pid);
+    expect(info?.pgid).not.toBe(readProc(process.pid)?.pgid);
+    p.stop(5000);
+    expect((await p.ended).exit.signal).toBe('SIGTERM');
+  });
+
+  it('passes every argument as it is: spaces, quotes and shell syntax reach the program unchanged', async () => {
+    const args = ['two words', "it's", '"quoted"', '; echo $HOME', '$(id)', '`id`', '*', '| cat', '> /tmp/x', '', 'ünïcödé'];
+    const p = spawnManaged(procs, process.execPath, [fixture('echo-argv.mjs'), ...args], testSpawnOptions());
+    const line = await lineStartingWith(p.child.stdout!, '[');
+    expect(JSON.parse(line)).toEqual(args);
+    expect((await p.ended).exit.rc).toBe(0);
+  });
+
+  it('runs in the given working directory with the given environment, mark included', async () => {
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'managed-cwd-'));
+    try {
+      const code = 'console.log(JSON.stringify({ cwd: process.cwd(), mark: process.env.TEST_MARK, home: process.env.HOME ?? null }))';
+      const opts = testSpawnOptions({ cwd });
+      const p = spawnManaged(procs, process.execPath, ['-e', code], opts);
+      const seen = JSON.parse(await lineStartingWith(p.child.stdout!, '{')) as Record<string, unknown>;
+      expect(seen).toEqual({ cwd: fs.realpathSync(cwd), mark: opts.mark.slice('TEST_MARK='.length), home: null });
+      await p.ended;
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    ['a program that does not exist', '/nonexistent/dir/program'],
+    ['a name not on PATH', 'no-such-program-anywhere-9f2c'],
+  ])('throws ProcessSpawnError for %s', (_what, file) => {
+    expect(() => spawnManaged(procs, file, [], testSpawnOptions())).toThrow(ProcessSpawnError);
+  });
+});

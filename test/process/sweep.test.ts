@@ -1,0 +1,94 @@
+/**
+ * The leftover sweep (issue 10, item 5): after a managed process exits, its group, its captured
+ * tree and every holder of its mark are SIGKILLed pass after pass until a scan finds none,
+ * within bounds in passes and time; what survives the bound is reported. Real fixture processes.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ProcTable, spawnManaged, sweepTree } from '../../src/process/index.js';
+import { treeProcesses } from '../../src/process/proc-scan.js';
+import { fixture } from '../helpers/service.js';
+import { gone, killMarked, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
+
+const procs = new ProcTable();
+afterAll(() => procs.close());
+/** Marks of processes a test started itself (not through testSpawnOptions). */
+const marks: string[] = [];
+afterEach(async () => {
+  // Whatever the outcome, no process of a test outlives it.
+  await killTestProcesses();
+  for (const m of marks.splice(0)) await killMarked(m);
+});
+const options = testSpawnOptions; // marks it hands out are killed after each test
+
+describe('the sweep after the exit', () => {
+  it('kills what the tool left: group members, a session of its own, and a double fork found only by the mark', async () => {
+    // rel-c-tree.mjs with "exit": the leader reports its tree and exits 0, leaving four processes.
+    const opts = options();
+    const p = spawnManaged(procs, process.execPath, [fixture('rel-c-tree.mjs'), '--model', 'exit'], opts);
+    const [, , worker, sub, daemon, session] = (await lineStartingWith(p.child.stdout!, 'tree ')).split(' ').map(Number);
+    const { exit, leftovers } = await p.ended;
+    expect(exit.rc).toBe(0);
+    for (const pid of [worker, sub, daemon, session]) expect(gone(pid as number), `pid ${pid}`).toBe(true);
+    expect(leftovers.killed).toBeGreaterThanOrEqual(4);
+    expect(leftovers.left).toEqual([]);
+    expect(treeProcesses(null, null, opts.mark)).toEqual([]);
+  });
+
+  it('re-scans until a scan finds none: a daemon that keeps forking is gone, in more than one pass', async () => {
+    const opts = options({ env: { FORKING_TARGET: '50' } });
+    const p = spawnManaged(procs, process.execPath, [fixture('gen-forking-tree.mjs')], opts);
+    const children = Number((await lineStartingWith(p.child.stdout!, 'tree ')).split(' ')[2]);
+    const { leftovers } = await p.ended;
+    expect(leftovers.left).toEqual([]);
+    // The first pass found the daemon and its children; a later one had to find none.
+    expect(leftovers.passes).toBeGreaterThanOrEqual(2);
+    expect(leftovers.killed).toBeGreaterThan(children);
+    expect(treeProcesses(null, null, opts.mark)).toEqual([]);
+    console.log(`sweep: ${children} children of the daemon at the exit; ${leftovers.killed} killed in ${leftovers.passes} passes, ${leftovers.ms} ms`);
+  });
+
+  it.each([
+    ['one pass', { maxPasses: 1, maxMs: 60_000 }],
+    ['no time', { maxPasses: 1000, maxMs: 0 }],
+  ])('stops at its bound (%s) and reports what the last pass still found', async (_what, sweep) => {
+    const opts = options({ env: { FORKING_TARGET: '30' }, sweep });
+    const p = spawnManaged(procs, process.execPath, [fixture('gen-forking-tree.mjs')], opts);
+    await lineStartingWith(p.child.stdout!, 'tree ');
+    const { leftovers } = await p.ended;
+    expect(leftovers.passes).toBe(1);
+    expect(leftovers.left.length).toBeGreaterThan(30);
+    expect(leftovers.killed).toBe(leftovers.left.length);
+  });
+});
+
+describe('sweepTree by a mark alone (start-up clean-up)', () => {
+  it('kills the holders of the exact entry, and leaves alone a process whose entry only starts or ends like it', async () => {
+    const value = `sweep-${process.pid}-${Date.now()}`;
+    const mark = `TEST_MARK=${value}`;
+    marks.push(mark, `TEST_MARK=${value}x`, `TEST_MARK=x${value}`, `XTEST_MARK=${value}`);
+    const run = (env: Record<string, string>) => spawn('sleep', ['600'], { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH ?? '', ...env } });
+    const ours = [run({ TEST_MARK: value }), run({ TEST_MARK: value, OTHER: '1' })];
+    const theirs = [run({ TEST_MARK: `${value}x` }), run({ TEST_MARK: `x${value}` }), run({ XTEST_MARK: value })];
+    const report = await sweepTree(procs, { root: null, pgid: null, mark, known: [] }, { maxPasses: 100, maxMs: 5000 });
+    expect(report).toMatchObject({ killed: 2, left: [], scanned: true });
+    for (const c of ours) expect(gone(c.pid!)).toBe(true);
+    for (const c of theirs) expect(gone(c.pid!)).toBe(false);
+  });
+});
+
+describe('a process worker that fails', () => {
+  it('still stops the process: its group is signalled from the main thread, and nothing rejects', async () => {
+    const broken = new ProcTable(fixture('proc-worker-broken.mjs'));
+    try {
+      const p = spawnManaged(broken, process.execPath, [fixture('forever.mjs')], options());
+      await lineStartingWith(p.child.stdout!, 'ready ');
+      p.stop(60_000);
+      const { exit, leftovers } = await p.ended;
+      expect(exit.rc).toBe(143);
+      expect(leftovers).toMatchObject({ scanned: false, killed: 0, left: [] });
+    } finally {
+      await broken.close();
+    }
+  });
+});
