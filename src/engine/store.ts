@@ -131,6 +131,7 @@ export class EngineStore {
   private onStoreChange(c: StoreChange): void {
     if (c.kind === 'project') this.invalidateProject(c.projectId);
     else if (c.kind === 'memory') this.memoryGen = ++this.change;
+    else if (c.kind === 'all') this.invalidateAll(); // `projects/` replaced: every project changed
     else ++this.change; // the project list is rebuilt when `change` moved
   }
 
@@ -275,6 +276,7 @@ export class EngineStore {
       misses: this.misses,
       watchedDirectories: this.watcher?.stats.directories ?? 0,
       watchFailures: this.watcher?.stats.failures ?? 0,
+      watchesReplaced: this.watcher?.stats.replaced ?? 0,
     };
   }
 
