@@ -165,6 +165,20 @@ export class EngineStore {
   }
 
   /**
+   * Whether `projectId` names a project in the store, as `GET /api/projects/{id}` decides: a
+   * directory under `projects/` holding `project.json` or `project.yaml` (engine-format.md). A
+   * legacy project, or one missing a canonical field, is a project (410 and 422 there, not 404):
+   * the console records clicks on what it shows. Answered from the cached project list.
+   * @throws InvalidIdError for a malformed id.
+   */
+  async hasProject(projectId: string): Promise<boolean> {
+    checkId('project_id', projectId);
+    const list = await this.projectList();
+    const status = list.statuses.get(projectId) ?? (await readProjectStatus(this.root, projectId));
+    return status.kind !== 'absent';
+  }
+
+  /**
    * Answers an entity query through the cache and the worker pool.
    * @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError (ids must be checked by the caller).
    */

@@ -107,6 +107,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
     CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,
     CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
+    CONSOLE_CLICKS_MAX_TOTAL: c.consoleState.clicksMaxTotal,
     CONSOLE_WORKSPACE_REPORT_MAX_BYTES: c.consoleState.workspaceReportMaxBytes,
   };
 }
