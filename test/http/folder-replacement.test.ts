@@ -267,5 +267,8 @@ describe('many replacements', () => {
       `folder replacement: ${rounds} replacements of ${P}; watched directories ${status.cache.watchedDirectories} (3 + 3 per project), watches re-created ${status.cache.watchesReplaced}, failures ${status.cache.watchFailures}`,
     );
     expect(status.cache.watchFailures).toBe(0);
+    // The figures are described in the OpenAPI document.
+    const doc = JSON.stringify((await getJson('/api/openapi.json')).paths['/api/system-status'].get.responses['200']);
+    for (const figure of ['watchedDirectories', 'watchFailures', 'watchesReplaced']) expect(doc).toContain(figure);
   });
 });
