@@ -55,6 +55,10 @@ interface Watch extends DirIdentity {
   readonly fsw: fs.FSWatcher;
 }
 
+/**
+ * The store's watches (see the module comment). `start` sets them up; changes are reported
+ * through `onChange`, synchronously, as the kernel reports them; `close` removes every watch.
+ */
 export class StoreWatcher {
   /** By path; each holds the identity of the directory its watch is attached to. */
   private readonly watches = new Map<string, Watch>();
