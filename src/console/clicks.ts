@@ -14,7 +14,20 @@ export class ClickLog {
     return this.repo.ringSize;
   }
 
-  /** Appends a click (one transaction with the eviction of the project's oldest). */
+  /** Clicks kept in all projects together. */
+  get maxTotal(): number {
+    return this.repo.maxTotal;
+  }
+
+  /** Clicks stored now, of all projects (at most {@link maxTotal}). */
+  get size(): number {
+    return this.repo.size;
+  }
+
+  /**
+   * Appends a click (one transaction with the eviction of the project's oldest past the ring
+   * and of the oldest of all past the total). The caller checks that the project exists.
+   */
   append(c: { projectId: string; target: string; x?: number; y?: number; meta?: Readonly<Record<string, unknown>> }): ClickRecord {
     return this.repo.append({
       projectId: c.projectId,

@@ -32,6 +32,8 @@ export interface ConsoleStateOptions {
   readonly registries: Registries;
   /** Clicks kept per project. */
   readonly clicksPerProject: number;
+  /** Clicks kept in all projects together. */
+  readonly clicksMaxTotal: number;
   /** Bound on a reported workspace blob, bytes of JSON. */
   readonly workspaceReportMaxBytes: number;
 }
@@ -53,7 +55,7 @@ export class ConsoleState {
     this.proposals = new ProposalDesk(db, bus, new ProposalsRepo(db), new DecisionsRepo(db), this.fallbacks, opts.registries.proposalKinds);
     this.takes = new TakeStateBook(db, bus, new TakeStateRepo(db), this.fallbacks, opts.storeRoot);
     this.memory = new MemoryToggles(db, bus, new MemoryTogglesRepo(db));
-    this.clicks = new ClickLog(new ClicksRepo(db, opts.clicksPerProject));
+    this.clicks = new ClickLog(new ClicksRepo(db, opts.clicksPerProject, opts.clicksMaxTotal));
     this.workspace = new WorkspaceStates(new WorkspaceRepo(db, WORKSPACE_REPORTS_KEPT), opts.workspaceReportMaxBytes);
     this.selection = new Selections(db, new SelectionRepo(db));
   }

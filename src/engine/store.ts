@@ -131,6 +131,7 @@ export class EngineStore {
   private onStoreChange(c: StoreChange): void {
     if (c.kind === 'project') this.invalidateProject(c.projectId);
     else if (c.kind === 'memory') this.memoryGen = ++this.change;
+    else if (c.kind === 'all') this.invalidateAll(); // `projects/` replaced: every project changed
     else ++this.change; // the project list is rebuilt when `change` moved
   }
 
@@ -161,6 +162,20 @@ export class EngineStore {
       case 'absent':
         throw new NotFoundError(`unknown project ${projectId}`);
     }
+  }
+
+  /**
+   * Whether `projectId` names a project in the store, as `GET /api/projects/{id}` decides: a
+   * directory under `projects/` holding `project.json` or `project.yaml` (engine-format.md). A
+   * legacy project, or one missing a canonical field, is a project (410 and 422 there, not 404):
+   * the console records clicks on what it shows. Answered from the cached project list.
+   * @throws InvalidIdError for a malformed id.
+   */
+  async hasProject(projectId: string): Promise<boolean> {
+    checkId('project_id', projectId);
+    const list = await this.projectList();
+    const status = list.statuses.get(projectId) ?? (await readProjectStatus(this.root, projectId));
+    return status.kind !== 'absent';
   }
 
   /**
@@ -275,6 +290,7 @@ export class EngineStore {
       misses: this.misses,
       watchedDirectories: this.watcher?.stats.directories ?? 0,
       watchFailures: this.watcher?.stats.failures ?? 0,
+      watchesReplaced: this.watcher?.stats.replaced ?? 0,
     };
   }
 

@@ -1,124 +1,214 @@
 /**
  * Watches the engine store for changes so cached reads are invalidated (issue: core slice,
  * item 3). The layout is fixed and shallow (engine-format.md), so one non-recursive watch per
- * directory that feeds an entity is enough: `projects/`, each project directory, its
- * `shots/` and `takes/`, and `memory/`. Media and receipts do not change any entity.
+ * directory that feeds an entity is enough: the store root, `projects/`, each project
+ * directory, its `shots/` and `takes/`, and `memory/`. Media and receipts do not change any
+ * entity. The number of watches is therefore 3 + 3 per project, whatever happens to the folders.
+ *
+ * Folder replacement (issue 10, item 6). An inotify watch follows the directory it was set on
+ * (its inode), not its path: when sync and deploy tools publish a folder by rename (`mv p
+ * .p.old && mv .p.new p`, an atomic exchange, a rename over an emptied folder), the watch
+ * stays on the old folder and edits in the new one were never seen. So each watch records the
+ * identity (device, inode) of the directory it was set on, and every change seen in a parent
+ * walks the layout again (debounced): a directory whose identity no longer matches its watch's
+ * gets a new watch, the old one is closed, and a watch whose directory is gone is closed. A
+ * watch set up after start-up reports its whole scope as changed, because what happened in the
+ * folder before the watch existed was not seen. The store root itself is not followed (its
+ * parent lies outside the store, which the service never watches): replace `projects/` or
+ * `memory/` inside it, not the root.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** What changed: one project, the set of projects, or the memory entries. */
+/** What changed: one project, the set of projects, the memory entries, or everything. */
 export type StoreChange =
   | { readonly kind: 'project'; readonly projectId: string }
   | { readonly kind: 'projects' }
-  | { readonly kind: 'memory' };
+  | { readonly kind: 'memory' }
+  | { readonly kind: 'all' };
 
-const ENTITY_DIRS = new Set(['shots', 'takes']);
+/** Figures of the watcher, reported by the system status (`cache`). */
+export interface WatcherStats {
+  /** Directories watched now: 3 + 3 per project at most. */
+  readonly directories: number;
+  /** Watch set-ups that failed for another reason than a missing directory (e.g. the inotify limit). */
+  readonly failures: number;
+  /** Watches closed and set up again because their directory was replaced at the same path. */
+  readonly replaced: number;
+}
+
+const ENTITY_DIRS = ['shots', 'takes'] as const;
 const PROJECT_FILES = new Set(['project.json', 'project.yaml']);
+/**
+ * A parent's change waits this long before the layout is walked again: changes come in bursts
+ * (a copy, a tool's writes), and one walk after the burst settles them all.
+ */
+const RESCAN_DELAY_MS = 50;
 
+/** The identity of a directory: what an inotify watch is attached to. */
+interface DirIdentity {
+  readonly dev: bigint;
+  readonly ino: bigint;
+}
+
+interface Watch extends DirIdentity {
+  readonly fsw: fs.FSWatcher;
+}
+
+/**
+ * The store's watches (see the module comment). `start` sets them up; changes are reported
+ * through `onChange`, synchronously, as the kernel reports them; `close` removes every watch.
+ */
 export class StoreWatcher {
-  private readonly watchers = new Map<string, fs.FSWatcher>();
+  /** By path; each holds the identity of the directory its watch is attached to. */
+  private readonly watches = new Map<string, Watch>();
   private rescanTimer: NodeJS.Timeout | undefined;
+  private started = false;
   private closed = false;
   private failures = 0;
+  private replaced = 0;
 
+  /**
+   * @param root the store root (CONSOLE_DATA_DIR), absolute.
+   * @param onChange called synchronously for every change seen; it must not throw.
+   */
   constructor(
     private readonly root: string,
     private readonly onChange: (change: StoreChange) => void,
   ) {}
 
-  /** Starts watching. Directories created later are picked up as they appear. */
+  /** Starts watching. Directories created or replaced later are picked up as they appear. */
   start(): void {
     this.rescan();
+    this.started = true;
   }
 
-  /** Number of directories watched, and watch set-ups that failed (reported by system status). */
-  get stats(): { readonly directories: number; readonly failures: number } {
-    return { directories: this.watchers.size, failures: this.failures };
+  /** Watched directories, failed set-ups, and watches re-created after a replacement. */
+  get stats(): WatcherStats {
+    return { directories: this.watches.size, failures: this.failures, replaced: this.replaced };
   }
 
   close(): void {
     this.closed = true;
     clearTimeout(this.rescanTimer);
-    for (const w of this.watchers.values()) w.close();
-    this.watchers.clear();
+    for (const w of this.watches.values()) w.fsw.close();
+    this.watches.clear();
   }
 
+  /** Walks the layout: every directory that feeds an entity is watched, by a watch on the directory now at its path. */
   private rescan(): void {
     if (this.closed) return;
-    this.watch(this.root, (name) => {
-      if (name === 'projects' || name === null) this.onChange({ kind: 'projects' });
-      if (name === 'memory' || name === null) this.onChange({ kind: 'memory' });
+    const expected = new Set<string>();
+    const projects = path.join(this.root, 'projects');
+    const memory = path.join(this.root, 'memory');
+    this.ensure(expected, this.root, [{ kind: 'all' }], (name) => {
+      // `projects/` replaced (or gone) changes every project at once, not only the list.
+      if (name === 'projects' || name === null) this.onChange({ kind: 'all' });
+      else if (name === 'memory') this.onChange({ kind: 'memory' });
       this.scheduleRescan();
     });
-    const projects = path.join(this.root, 'projects');
-    this.watch(projects, (name) => {
+    this.ensure(expected, projects, [{ kind: 'all' }], (name) => {
       this.onChange({ kind: 'projects' });
       if (name !== null) this.onChange({ kind: 'project', projectId: name });
+      else this.onChange({ kind: 'all' });
       this.scheduleRescan();
     });
     for (const id of listDirs(projects)) {
       const dir = path.join(projects, id);
-      this.watch(dir, (name) => {
+      const project: StoreChange = { kind: 'project', projectId: id };
+      this.ensure(expected, dir, [{ kind: 'projects' }, project], (name) => {
         if (name === null || PROJECT_FILES.has(name)) {
           this.onChange({ kind: 'projects' });
-          this.onChange({ kind: 'project', projectId: id });
+          this.onChange(project);
         }
-        if (name === null || ENTITY_DIRS.has(name)) {
-          this.onChange({ kind: 'project', projectId: id });
+        if (name === null || (ENTITY_DIRS as readonly string[]).includes(name)) {
+          this.onChange(project);
           this.scheduleRescan();
         }
       });
       for (const sub of ENTITY_DIRS) {
-        this.watch(path.join(dir, sub), (name) => {
+        this.ensure(expected, path.join(dir, sub), [project], (name) => {
           // Dot-files are the dispatch tool's temp files; the rename that follows is reported.
-          if (name === null || !name.startsWith('.')) this.onChange({ kind: 'project', projectId: id });
+          if (name === null || !name.startsWith('.')) this.onChange(project);
         });
       }
     }
-    this.watch(path.join(this.root, 'memory'), () => this.onChange({ kind: 'memory' }));
+    this.ensure(expected, memory, [{ kind: 'memory' }], () => this.onChange({ kind: 'memory' }));
+    // Folders the layout no longer has (a project removed, or moved out of `projects/`).
+    for (const [dir, w] of this.watches) {
+      if (!expected.has(dir)) {
+        w.fsw.close();
+        this.watches.delete(dir);
+      }
+    }
   }
 
-  private watch(dir: string, handler: (name: string | null) => void): void {
-    if (this.watchers.has(dir)) return;
-    let w: fs.FSWatcher;
+  /**
+   * Makes sure `dir` is watched by a watch on the directory now at that path: keeps a watch
+   * whose identity matches, replaces one that does not, closes one whose directory is gone.
+   * @param scope what a new watch reports as changed once it exists (after start-up).
+   */
+  private ensure(expected: Set<string>, dir: string, scope: readonly StoreChange[], handler: (name: string | null) => void): void {
+    expected.add(dir);
+    const id = identityOf(dir);
+    const current = this.watches.get(dir);
+    if (current && id && sameIdentity(current, id)) return;
+    if (current) {
+      current.fsw.close();
+      this.watches.delete(dir);
+    }
+    if (!id) return;
+    let fsw: fs.FSWatcher;
     try {
-      w = fs.watch(dir, { persistent: false }, (_event, name) => handler(name === null ? null : String(name)));
+      fsw = fs.watch(dir, { persistent: false }, (_event, name) => handler(name === null ? null : String(name)));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') this.failures++;
       return;
     }
-    w.on('error', () => {
+    // The identity read before the watch was set: if the folder was replaced in between, the
+    // watch is on the newer one, the record on the older, and the next walk sets it up again.
+    const watch: Watch = { fsw, dev: id.dev, ino: id.ino };
+    fsw.on('error', () => {
       // The directory went away (or the watch broke): forget it and look again.
-      w.close();
-      this.watchers.delete(dir);
+      fsw.close();
+      if (this.watches.get(dir) === watch) this.watches.delete(dir);
       handler(null);
       this.scheduleRescan();
     });
-    this.watchers.set(dir, w);
+    this.watches.set(dir, watch);
+    if (current) this.replaced++;
+    if (this.started) for (const c of scope) this.onChange(c);
+    const after = identityOf(dir);
+    if (!after || !sameIdentity(after, id)) this.scheduleRescan();
   }
 
   private scheduleRescan(): void {
     if (this.closed || this.rescanTimer) return;
     this.rescanTimer = setTimeout(() => {
       this.rescanTimer = undefined;
-      this.pruneMissing();
       this.rescan();
-    }, 50);
+    }, RESCAN_DELAY_MS);
     this.rescanTimer.unref();
-  }
-
-  private pruneMissing(): void {
-    for (const [dir, w] of this.watchers) {
-      if (!fs.existsSync(dir)) {
-        w.close();
-        this.watchers.delete(dir);
-      }
-    }
   }
 }
 
+/** The identity of the directory at `dir` (symbolic links followed, as inotify follows them), or null. */
+function identityOf(dir: string): DirIdentity | null {
+  try {
+    const st = fs.statSync(dir, { bigint: true, throwIfNoEntry: false });
+    return st?.isDirectory() ? { dev: st.dev, ino: st.ino } : null;
+  } catch {
+    return null; // ENOTDIR, EACCES…: nothing to watch there
+  }
+}
+
+const sameIdentity = (a: DirIdentity, b: DirIdentity): boolean => a.dev === b.dev && a.ino === b.ino;
+
+/**
+ * Project directories as the store lists them: real directories whose names do not start with
+ * a dot (a dot-named folder is where tools stage a copy before they rename it into place).
+ */
 function listDirs(dir: string): string[] {
   try {
     return fs

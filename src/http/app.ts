@@ -8,7 +8,7 @@ import type { Logger } from '../main/logger.js';
 import { bearerAuth } from './auth.js';
 import { errorMiddleware, HttpError, ValidationError, type ErrorReporter } from './errors.js';
 import { inSequence } from './in-sequence.js';
-import { depthError } from './json-depth.js';
+import { bodyShapeError } from './json-depth.js';
 import { requestLog } from './request-log.js';
 import { requestMetrics } from './request-metrics.js';
 import { Api } from './route.js';
@@ -114,7 +114,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
  * item 1). Besides clarity, this keeps
  * a cross-site page from posting "simple" (preflight-free) requests past the CORS allow-list.
  * Requests without a body (every read) pass straight through. A body nested deeper than
- * MAX_JSON_DEPTH levels is a 422 `json_too_deep`.
+ * MAX_JSON_DEPTH levels is a 422 `json_too_deep`, one with a `__proto__` member at any depth
+ * a 422 `forbidden_member` (json-depth.ts): so no route ever sees either.
  */
 function jsonBody(limit: number): RequestHandler {
   const parse = express.json({ limit, strict: false });
@@ -129,7 +130,8 @@ function jsonBody(limit: number): RequestHandler {
       next(new ValidationError([{ loc: ['body'], msg: `request bodies must be JSON (Content-Type: application/json), not ${type}`, type: 'content_type' }]));
       return;
     }
-    // Nested past MAX_JSON_DEPTH: a 422 here, before any step that recurses (json-depth.ts).
-    parse(req, res, (err?: unknown) => next(err ?? depthError(req.body)));
+    // Nested past MAX_JSON_DEPTH, or holding `__proto__`: a 422 here, before any step that
+    // recurses or copies members by assignment (json-depth.ts).
+    parse(req, res, (err?: unknown) => next(err ?? bodyShapeError(req.body)));
   };
 }

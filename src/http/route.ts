@@ -71,6 +71,13 @@ export interface DocumentOptions {
   };
 }
 
+/**
+ * The 422s of the JSON body parser (app.ts, json-depth.ts), which every route with a body
+ * answers before its own validation.
+ */
+const BODY_REJECTIONS =
+  'a body that is not JSON (`json_invalid`, `content_type`, `body_encoding`), nested too deep (`json_too_deep`), or holding a member named `__proto__` at any depth (`forbidden_member`, `loc` its path: such a body is refused and nothing is stored; `constructor`, `prototype` and every other name are ordinary members)';
+
 /** Names of the security schemes in the document. */
 export const BEARER_SCHEME = 'bearerAuth';
 export const QUERY_TOKEN_SCHEME = 'queryToken';
@@ -155,7 +162,8 @@ export class Api {
 
   /**
    * Renders the OpenAPI 3.1 document of every declared route. Besides each route's own
-   * answers it documents the framework's: 422 (validation) for routes with a query or a body,
+   * answers it documents the framework's: 422 (validation) for routes with a query or a body
+   * (the body parser's 422s also in each request body's description),
    * 413 for routes with a body, 507 and 503 (state database faults) for routes that write,
    * 401 for routes the bearer token protects.
    */
@@ -168,7 +176,7 @@ export class Api {
       const answers: Record<number, AnswerSpec> = { ...s.answers };
       if ((s.body || s.query) && !answers[422]) answers[422] = {
           description: s.body
-            ? 'Validation failure: `detail` lists `{ loc, msg, type }`; also a body that is not JSON (`json_invalid`, `content_type`, `body_encoding`) or nested too deep (`json_too_deep`).'
+            ? `Validation failure: \`detail\` lists \`{ loc, msg, type }\`; also ${BODY_REJECTIONS}.`
             : 'Validation failure: `detail` lists `{ loc, msg, type }`.',
           schema: ErrorBody,
         };
@@ -204,7 +212,14 @@ export class Api {
           ...(s.query ? { query: s.query as never } : {}),
         },
         ...(s.body
-          ? { requestBody: { required: !s.bodyOptional, content: { 'application/json': { schema: s.body } } } }
+          ? {
+              requestBody: {
+                // Also on routes that document their own 422s: every body meets the parser's checks first.
+                description: `JSON (\`Content-Type: application/json\`); member names in camelCase or snake_case. Answered 422 before the route's own checks: ${BODY_REJECTIONS}.`,
+                required: !s.bodyOptional,
+                content: { 'application/json': { schema: s.body } },
+              },
+            }
           : {}),
         responses: Object.fromEntries(
           Object.entries(answers).map(([status, a]) => [

@@ -10,17 +10,22 @@ export type Location = 'body' | 'query' | 'path';
 
 const snakeToCamel = (k: string) => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
-/** Copies `value`, renaming top-level snake_case members to camelCase unless both are given. */
+/**
+ * Copies `value`, renaming top-level snake_case members to camelCase unless both are given.
+ * Members are defined, never assigned: a `__proto__` member (a query's; bodies holding one are
+ * refused before, json-depth.ts) stays an ordinary member instead of setting the copy's
+ * prototype (issue 10, item 10).
+ */
 export function camelizeKeys(value: unknown): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  const out: Record<string, unknown> = {};
+  const out: [string, unknown][] = [];
   const src = value as Record<string, unknown>;
   for (const [k, v] of Object.entries(src)) {
     const camel = k.includes('_') ? snakeToCamel(k) : k;
     if (camel !== k && Object.hasOwn(src, camel)) continue; // the camelCase member wins
-    out[camel] = v;
+    out.push([camel, v]);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 /**

@@ -109,6 +109,8 @@ export interface Config {
   readonly consoleState: {
     /** Clicks kept per project (ring buffer); the oldest are evicted past it. */
     readonly clicksPerProject: number;
+    /** Clicks kept in all, every project together (issue 10, item 10); the oldest are dropped past it. */
+    readonly clicksMaxTotal: number;
     /** Bound on the JSON size of one corrupt workspace blob report; past it, 413. */
     readonly workspaceReportMaxBytes: number;
   };
@@ -227,6 +229,7 @@ const envSchema = z.object({
   CONSOLE_CACHE_MAX_BYTES: int(0, 8 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   CONSOLE_MAX_BODY_BYTES: int(1024, 256 * 1024 * 1024).default(1024 * 1024),
   CONSOLE_CLICKS_PER_PROJECT: int(1, 10_000_000).default(1000),
+  CONSOLE_CLICKS_MAX_TOTAL: int(1, 1_000_000_000).default(1_000_000),
   CONSOLE_WORKSPACE_REPORT_MAX_BYTES: int(1024, 256 * 1024 * 1024).default(256 * 1024),
   CONSOLE_CORS_DEV_HOSTS: z.string().transform(splitCsv).pipe(z.array(hostName)).default([]),
   CONSOLE_CORS_PORTS: z.string().transform(splitCsv).pipe(z.array(int(1, 65535))).default([5173, 5174, 5175]),
@@ -294,6 +297,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     http: { maxBodyBytes: e.CONSOLE_MAX_BODY_BYTES },
     consoleState: {
       clicksPerProject: e.CONSOLE_CLICKS_PER_PROJECT,
+      clicksMaxTotal: e.CONSOLE_CLICKS_MAX_TOTAL,
       workspaceReportMaxBytes: e.CONSOLE_WORKSPACE_REPORT_MAX_BYTES,
     },
     cors: { origins },

@@ -110,6 +110,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       storeRoot: config.dataDir,
       registries: opts.registries ?? SHIPPED_REGISTRIES,
       clicksPerProject: config.consoleState.clicksPerProject,
+      clicksMaxTotal: config.consoleState.clicksMaxTotal,
       workspaceReportMaxBytes: config.consoleState.workspaceReportMaxBytes,
     });
     const store = new EngineStore({

@@ -116,6 +116,10 @@ function checkDatabase(file: string, acked: Acked): void {
 async function lane(n: number): Promise<{ kills: number; acked: number }> {
   const store = makeTempStore('empty');
   cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
+  // The lane's clicks go to a project of the store (clicks of unknown projects are refused).
+  const project = path.join(store.dataDir, 'projects', `lane-${n}`);
+  fs.mkdirSync(project, { recursive: true });
+  fs.writeFileSync(path.join(project, 'project.json'), JSON.stringify({ format: 2, id: `lane-${n}`, title: `Lane ${n}` }));
   const acked: Acked = { proposals: new Set(), decisions: new Map(), clicks: new Set() };
   for (let run = 0; run < KILLS_PER_LANE; run++) {
     const t0 = Date.now();

@@ -23,7 +23,7 @@ const ROUTES: [string, string, number[], boolean][] = [
   ['post', '/api/proposals/{proposalId}/decision', [200, 400, 422], true],
   ['post', '/api/takes/{takeId}/action', [200, 400, 422], true],
   ['post', '/api/memory/{entryId}/toggle', [200, 400, 404, 422], true],
-  ['post', '/api/clicks', [201, 422], true],
+  ['post', '/api/clicks', [201, 404, 422], true],
   ['get', '/api/clicks', [200, 400, 422], false],
   ['get', '/api/workspace-state/{wid}', [200, 400, 404], false],
   ['put', '/api/workspace-state/{wid}', [200, 400, 409, 422], true],

@@ -5,7 +5,8 @@
  * every file it touches after start-up is seen.
  *
  * What must hold: no 5xx; every rejection is a 400, 404, 413 or 422 (or a status the
- * target route documents: 409, 410, 412, 416) with a `detail`; no answer carries the content
+ * target route documents: 409, 410, 412, 416) with a `detail`; a body holding `__proto__`
+ * is a 422 `forbidden_member`; no answer carries the content
  * of a file outside the store (sentinels planted next to the store, and inside a project
  * where only traversal reaches them); no file outside the store and the state folder is
  * opened or even looked up by the service after start-up.
@@ -128,6 +129,11 @@ function judge(r: AimedReq, res: RawRes): string | null {
   // request never got that far: a CORS preflight, or a request line the parser refused.
   if (/^over-limit|gzip-bomb/.test(r.kind) && res.status !== 413 && r.method !== 'OPTIONS' && res.status !== 431 && !/malformed HTTP request/.test(res.text)) {
     return `a ${res.status} instead of 413 for a body past CONSOLE_MAX_BODY_BYTES`;
+  }
+  // A `__proto__` member anywhere in a JSON body is refused where bodies enter, whatever the
+  // route (issue 10, item 10), unless the request never got that far (as above).
+  if (r.kind === 'proto-member' && r.method !== 'OPTIONS' && res.status !== 431 && !/malformed HTTP request/.test(res.text)) {
+    if (res.status !== 422 || !res.text.includes('"type":"forbidden_member"')) return `a ${res.status} instead of a 422 forbidden_member for a body holding __proto__`;
   }
   if (res.aborted) return 'an answer cut before its end';
   for (const s of secrets) if (res.text.includes(s)) return `the content of a sentinel (${s.split('-').slice(0, 2).join('-')})`;

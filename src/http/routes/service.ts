@@ -58,6 +58,13 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
           uptimeSeconds: z.number(),
           jobs: z.looseObject({ running: z.number().int(), maxRunning: z.number().int(), recent: z.array(Job) }),
           bus: z.looseObject({ subscribers: z.number().int(), lastEventId: z.string(), retention: z.number().int() }),
+          cache: z
+            .looseObject({
+              watchedDirectories: z.number().int().meta({ description: 'Store folders watched now: the root, projects/, memory/, and each project folder with its shots/ and takes/ (3 + 3 per project).' }),
+              watchFailures: z.number().int().meta({ description: 'Watch set-ups that failed (e.g. the inotify limit reached): edits there are not seen.' }),
+              watchesReplaced: z.number().int().meta({ description: 'Watches set again because their folder was replaced at the same path (published by rename); the old ones are closed.' }),
+            })
+            .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
           fallbacks: z
             .record(z.string(), z.number().int())
             .meta({ description: 'Raises of each sanctioned fallback by name, kept across restarts; every registered fallback is listed.' }),
@@ -109,6 +116,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
     CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,
     CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
+    CONSOLE_CLICKS_MAX_TOTAL: c.consoleState.clicksMaxTotal,
     CONSOLE_WORKSPACE_REPORT_MAX_BYTES: c.consoleState.workspaceReportMaxBytes,
   };
 }

@@ -3,8 +3,9 @@
  * the routes come from `api.routes`, so a route added later is covered without a change here.
  * Each request aims at one route and spoils it in one or more ways: its path parameters
  * (traversal forms, encodings, NUL, backslashes, unicode, ids up to 10 KB), its query, its
- * method, its body (wrong types, missing and extra members, deep nesting, huge strings,
- * invalid JSON, bodies past the size limit, compressed bombs) and its content type.
+ * method, its body (wrong types, missing and extra members, deep nesting, `__proto__`
+ * members, huge strings, invalid JSON, bodies past the size limit, compressed bombs) and its
+ * content type.
  * Most requests stay close to valid so that they reach the handlers, not only the validators.
  */
 import zlib from 'node:zlib';
@@ -233,6 +234,21 @@ export function bodyArb(route: RouteSpec, t: Targets): fc.Arbitrary<BodyPlan> {
         return { body: Buffer.from(text), headers: J, kind: 'deep-nesting' };
       }),
       weight: 2,
+    },
+    {
+      // A `__proto__` member (issue 10, item 10) at the top level, under one of the route's
+      // members, or in an array there, in an otherwise plausible body: refused with a 422
+      // `forbidden_member` on every route. Planted in the JSON text, as a client sends it.
+      arbitrary: fc.record({ base: plausible, at: spot, where: fc.constantFrom('top', 'member', 'array'), inner: junk }).map(({ base, at, where, inner }) => {
+        const value = JSON.stringify(inner) ?? 'null';
+        const text =
+          where === 'top'
+            ? JSON.stringify({ '\u0000KEY\u0000': 0, ...base }).replace('"\\u0000KEY\\u0000":0', () => `"__proto__":${value}`)
+            : // A function, so that `$` in the junk is not read as a replacement pattern.
+              JSON.stringify({ ...base, [at]: '\u0000AT\u0000' }).replace('"\\u0000AT\\u0000"', () => (where === 'member' ? `{"a":1,"__proto__":${value}}` : `[0,{"__proto__":${value}}]`));
+        return { body: Buffer.from(text), headers: J, kind: 'proto-member' };
+      }),
+      weight: 1,
     },
     {
       arbitrary: fc.record({ n: fc.integer({ min: 1_000, max: limit - 300 }), at: spot, base: plausible, ch: fc.constantFrom('x', 'é', '\u0000', '"', '😀') }).map(({ n, at, base, ch }) => ({
