@@ -3,12 +3,12 @@
  * through {@link Scrubber}: whatever a caller puts in it (a request URL, an error and its
  * message, headers), no credential is written:
  * - a member named like a credential (`authorization`, `cookie`, `token`, `password`…, any
- *   case, at any depth) is replaced by `[REDACTED]`;
- * - in a string holding a URL or query string, the value of a query parameter named like a
- *   credential (`?token=`, also percent-encoded as `?%74oken=`) and the userinfo of a URL
- *   (`http://user:pass@host`) are replaced;
- * - the service's own secrets (CONSOLE_API_TOKEN) are replaced wherever they appear in a
- *   string, also percent-encoded.
+ *   case, at any depth) is replaced by `[REDACTED]` ({@link Scrubber.members}, on the object
+ *   logged);
+ * - in the line as written ({@link Scrubber.text}, on the whole JSON line, message and
+ *   serialised error included): the value of a query parameter named like a credential
+ *   (`?token=`, also spelled `?%74oken=`), the userinfo of a URL (`http://user:pass@host`), and
+ *   the service's own secrets (CONSOLE_API_TOKEN) wherever they appear, also percent-encoded.
  */
 
 /** What replaces a credential. */
@@ -35,9 +35,9 @@ const CREDENTIAL_KEYS = new Set([
 const CREDENTIAL_PARAMS = new Set(['token', 'access_token', 'refresh_token', 'id_token', 'api_token', 'api_key', 'apikey', 'api-key', 'auth', 'password', 'passwd', 'pwd', 'secret', 'client_secret', 'signature', 'sig']);
 
 /** A query parameter: its delimiter, name and value. */
-const QUERY_PARAM = /([?&;])([^=&#;\s"'<>]*)=([^&#;\s"'<>]*)/g;
+const QUERY_PARAM = /([?&;])([^=&#;\s"'<>\\]*)=([^&#;\s"'<>\\]*)/g;
 /** The userinfo of a URL: `scheme://userinfo@`. */
-const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
+const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;
 
 /** Nesting past which members are left as they are (log objects are shallow). */
 const MAX_DEPTH = 8;
@@ -51,7 +51,10 @@ export class Scrubber {
     this.secrets = secrets.filter((s): s is string => typeof s === 'string' && s.length > 0).map(secretPattern);
   }
 
-  /** A string with its credentials replaced (the same string when it holds none). */
+  /**
+   * A string with its credentials replaced (the same string when it holds none). Safe on a
+   * JSON line: no replacement crosses a quote.
+   */
   text(s: string): string {
     let out = s;
     if (out.includes('?')) {
@@ -63,17 +66,16 @@ export class Scrubber {
   }
 
   /**
-   * A value with every string scrubbed and every credential member redacted, through plain
-   * objects and arrays; other objects (errors go through pino's serializer first, then here)
-   * are left as they are. Returns the value itself when nothing changed.
+   * A value with every member named like a credential redacted, through plain objects and
+   * arrays; other objects (errors go through pino's serializer first, then here) are left as
+   * they are. Returns the value itself when nothing changed.
    */
-  value<T>(v: T, depth = 0): T {
-    if (typeof v === 'string') return this.text(v) as T;
+  members<T>(v: T, depth = 0): T {
     if (v === null || typeof v !== 'object' || depth >= MAX_DEPTH) return v;
     if (Array.isArray(v)) {
       let copy: unknown[] | undefined;
       v.forEach((item, i) => {
-        const s = this.value(item as unknown, depth + 1);
+        const s = this.members(item as unknown, depth + 1);
         if (s !== item) (copy ??= [...v])[i] = s;
       });
       return (copy ?? v) as T;
@@ -82,7 +84,7 @@ export class Scrubber {
     if (proto !== Object.prototype && proto !== null) return v;
     let copy: Record<string, unknown> | undefined;
     for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
-      const s = CREDENTIAL_KEYS.has(k.toLowerCase()) && item !== undefined && item !== null ? REDACTED : this.value(item, depth + 1);
+      const s = CREDENTIAL_KEYS.has(k.toLowerCase()) && item !== undefined && item !== null ? REDACTED : this.members(item, depth + 1);
       if (s !== item) (copy ??= { ...(v as Record<string, unknown>) })[k] = s;
     }
     return (copy ?? v) as T;

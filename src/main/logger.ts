@@ -20,7 +20,7 @@ export interface LoggerOptions {
  * A logger writing JSON lines at `level`. Writes to stdout are asynchronous: lines logged in
  * one event-loop turn go out in one write, so a request line does not cost a system call on
  * the request's path. pino flushes what is pending when the process exits. Every line is
- * scrubbed: its members (an error once serialised), and its message.
+ * scrubbed (log-scrub.ts): credential members of what is logged, then the written line.
  */
 export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {
   const scrub = new Scrubber(options.secrets);
@@ -28,19 +28,16 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
     {
       level,
       base: { service: 'console-backend' },
-      formatters: { log: (obj) => scrub.value(obj) },
+      formatters: { log: (obj) => scrub.members(obj) },
       serializers: {
         err: (err: Error) => {
           // pino's serialised error has a prototype of its own: its own members, as a plain object.
           const out: unknown = pino.stdSerializers.err(err);
-          return scrub.value(out !== null && typeof out === 'object' ? { ...out } : out);
+          return scrub.members(out !== null && typeof out === 'object' ? { ...out } : out);
         },
       },
-      hooks: {
-        logMethod(args, method) {
-          method.apply(this, args.map((a) => (typeof a === 'string' ? scrub.text(a) : a)) as Parameters<typeof method>);
-        },
-      },
+      // The line as written: message, bindings and serialised error included.
+      hooks: { streamWrite: (line) => scrub.text(line) },
     },
     options.destination ?? pino.destination({ dest: 1, sync: false }),
   );
