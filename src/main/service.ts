@@ -30,20 +30,14 @@ import { SynthesisPool } from '../workers/pool.js';
 import type { Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
-import type { DestinationStream } from 'pino';
 
 export interface ServiceOptions {
   /** Registries checked by the start-up guards; tests inject their own. */
   readonly registries?: Registries;
   /** Today's date (`YYYY-MM-DD`, UTC) for the guards; tests inject it. */
   readonly today?: string;
-  /** A logger of the caller's, used as it is (no scrubbing but its own); else the service's. */
+  /** A logger of the caller's, used as it is (no scrubbing but its own); else the service's (logger.ts). */
   readonly logger?: Logger;
-  /**
-   * Where the service's own logger writes (default stdout); a test reads its lines from a
-   * stream. The lines are scrubbed of credentials as always (logger.ts).
-   */
-  readonly logDestination?: DestinationStream;
 }
 
 /** A running service. `close` performs the full shutdown and resolves when it is done. */
@@ -64,7 +58,7 @@ export interface Service {
  * @throws StartupGuardError, StateDbError, or a listen error (EADDRINUSE…).
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
-  const log = opts.logger ?? createLogger(config.logLevel, { destination: opts.logDestination, secrets: [config.apiToken] });
+  const log = opts.logger ?? createLogger(config.logLevel, { secrets: [config.apiToken] });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
 
   if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {
