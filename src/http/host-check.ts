@@ -15,6 +15,9 @@ import { isLoopbackHost } from './auth.js';
 import { HttpError } from './errors.js';
 import { isLoopback } from './routes/internal-bus.js';
 
+/** How many served Host values the middleware remembers. */
+const SERVED_MEMO = 64;
+
 /** Which `Host` values an instance serves. */
 export interface HostPolicy {
   /** Whether the check runs: bound to a loopback address, or CONSOLE_ALLOWED_HOSTS set. */
@@ -72,14 +75,23 @@ function targetAuthority(req: IncomingMessage): string | undefined {
  */
 export function hostCheck(policy: HostPolicy): RequestHandler | null {
   if (!policy.enforced) return null;
+  // Clients send the same few Host values: those found served are remembered (a bounded set,
+  // so refused values, which anyone can vary, cost the parse each time and nothing more).
+  const served = new Set<string>();
+  const isServed = (value: string | undefined): boolean => {
+    if (value !== undefined && served.has(value)) return true;
+    const ok = isServedHost(value, policy.allowed);
+    if (ok && served.size < SERVED_MEMO) served.add(value as string);
+    return ok;
+  };
   return (req, _res, next) => {
     const host = req.headers.host;
     const authority = targetAuthority(req);
-    if (isServedHost(host, policy.allowed) && (authority === undefined || isServedHost(authority, policy.allowed))) {
+    if (isServed(host) && (authority === undefined || isServed(authority))) {
       next();
       return;
     }
-    const named = authority !== undefined && isServedHost(host, policy.allowed) ? `the request target's host ${JSON.stringify(authority)}` : host === undefined ? 'a request without a Host header' : `Host ${JSON.stringify(host)}`;
+    const named = authority !== undefined && isServed(host) ? `the request target's host ${JSON.stringify(authority)}` : host === undefined ? 'a request without a Host header' : `Host ${JSON.stringify(host)}`;
     next(
       new HttpError(
         421,
