@@ -45,7 +45,7 @@ export interface Config {
   readonly dispatchCli: string;
   /** TTYD_HOST trimmed; null when unset or blank (spec: Service routes, `/api/config`). */
   readonly ttydHost: string | null;
-  /** SERVICE_WRITE_UPSTREAM as a URL string, or null when mutations run locally. */
+  /** SERVICE_WRITE_UPSTREAM as a URL string (never with credentials), or null when mutations run locally. */
   readonly writeUpstream: string | null;
   /**
    * CONSOLE_API_TOKEN: the bearer token every route but health, config and the OpenAPI
@@ -119,8 +119,8 @@ export interface Config {
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
   /**
-   * Environment of the dispatch tool and of terminals: the service's own, without its secrets
-   * ({@link SERVICE_SECRETS}), plus CONSOLE_DATA_DIR.
+   * Environment of the dispatch tool and of terminals: the service's own, without
+   * {@link SERVICE_ONLY_VARIABLES} (its token), plus CONSOLE_DATA_DIR.
    */
   readonly childEnv: Readonly<Record<string, string>>;
 }
@@ -167,11 +167,12 @@ const url = z
   });
 
 /**
- * The service's own secrets, by variable: never handed to a child (dispatch tool, terminal),
- * whose environment any code it runs can read (issue 10, item 8). SERVICE_WRITE_UPSTREAM
- * carries no credential (refused above) but means nothing to a child either.
+ * Variables of the service never handed to a child (dispatch tool, terminal), whose
+ * environment any code it runs can read (issue 10, item 8): its secret, CONSOLE_API_TOKEN, and
+ * SERVICE_WRITE_UPSTREAM, which carries no credential (refused above) but means nothing to a
+ * child and names where this service's writes go.
  */
-export const SERVICE_SECRETS: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM'];
+export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM'];
 
 /**
  * One CONSOLE_ALLOWED_HOSTS entry in its canonical form, as {@link Config.allowedHosts} holds
@@ -311,7 +312,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
   const origins = hosts.flatMap((h) => e.CONSOLE_CORS_PORTS.map((p) => `http://${h}:${p}`));
 
   const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && !SERVICE_SECRETS.includes(k)) childEnv[k] = v;
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !SERVICE_ONLY_VARIABLES.includes(k)) childEnv[k] = v;
   childEnv.CONSOLE_DATA_DIR = dataDir;
 
   return deepFreeze({
