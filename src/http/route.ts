@@ -79,9 +79,15 @@ export interface RouteMatch {
  * The path of a match in one spelling: the declared template with each parameter
  * percent-encoded (`/api/takes/a%2Fb/action`). Every spelling the router takes for the same
  * route and parameters gives the same canonical path, and the router matches it back to them.
+ * A parameter of dots only (`.`, `..`) is encoded too (`%2E%2E`): the path holds no
+ * dot-segment that a server or proxy on the way (RFC 3986, 5.2.4) would remove, turning it into
+ * another route.
  */
 export function canonicalPath(m: RouteMatch): string {
-  return m.spec.path.replace(/:([A-Za-z_$][\w$]*)/g, (_, name: string) => encodeURIComponent(m.params[name] ?? ''));
+  return m.spec.path.replace(/:([A-Za-z_$][\w$]*)/g, (_, name: string) => {
+    const segment = encodeURIComponent(m.params[name] ?? '');
+    return segment === '.' || segment === '..' ? segment.replace(/\./g, '%2E') : segment;
+  });
 }
 
 /** Options of {@link Api.document}. */

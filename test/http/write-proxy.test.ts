@@ -334,6 +334,10 @@ describe('write proxy: every spelling of a route has that route’s fate (issue 
         ['POST', '/api/takes/a%2Fb/action', '/api/takes/a%2Fb/action'],
         ['PUT', '/api/workspace-state/w%20x/', '/api/workspace-state/w%20x'],
         ['POST', '/api/memory/%C3%A9/toggle', '/api/memory/%C3%A9/toggle'],
+        // A parameter of dots only travels encoded: no dot-segment for a server on the way to remove.
+        ['POST', '/api/takes/%2e%2e/action', '/api/takes/%2E%2E/action'],
+        ['POST', '/api/jobs/./cancel', '/api/jobs/%2E/cancel'],
+        ['PUT', '/api/workspace-state/..', '/api/workspace-state/%2E%2E'],
       ];
       for (const [method, sent, expected] of cases) {
         const res = await rawRequest(front.url, sent, { method, headers: { ...JSON_HEADERS, 'x-forwarded-for': '203.0.113.9' }, body: '{}' });

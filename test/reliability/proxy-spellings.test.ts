@@ -116,6 +116,8 @@ describe('write proxy decisions over generated spellings of every route', () => 
           expect(m?.spec.path, where).not.toBe('/api/internal/bus');
           expect(forwarded.map((r) => [r.method, r.url]), where).toEqual([[s.method, forwardedTarget(m!, s.target.replace(/^http:\/\/[^/]+/, ''))]]);
           expect(forwarded[0]?.url, where).not.toContain('//');
+          // No dot-segment that a server on the way would remove (RFC 3986, 5.2.4).
+          expect(forwarded[0]?.url.split('?')[0]?.split('/').filter((seg) => seg === '.' || seg === '..'), where).toEqual([]);
           expect(String(forwarded[0]?.headers.forwarded), where).toBe(`for=127.0.0.1;host="${frontHost}";proto=http`);
           expect(String(forwarded[0]?.headers['x-forwarded-for']), where).toBe('127.0.0.1');
           expect(res.status, where).toBe(299);
