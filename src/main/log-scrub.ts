@@ -36,6 +36,8 @@ const CREDENTIAL_PARAMS = new Set(['token', 'access_token', 'refresh_token', 'id
 
 /** A query parameter: its delimiter, name and value. */
 const QUERY_PARAM = /([?&;])([^=&#;\s"'<>\\]*)=([^&#;\s"'<>\\]*)/g;
+/** A JSON string literal (its escapes included). */
+const JSON_STRING = /"(?:[^"\\]|\\.)*"/g;
 /** The userinfo of a URL: `scheme://userinfo@`. */
 const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;
 
@@ -52,8 +54,9 @@ export class Scrubber {
   }
 
   /**
-   * A string with its credentials replaced (the same string when it holds none). Safe on a
-   * JSON line: no replacement crosses a quote.
+   * A JSON line with its credentials replaced (the same string when it holds none); it stays
+   * valid JSON: no replacement crosses a quote, and the secrets are replaced inside string
+   * literals only (a token of digits must not turn `"level":30` into `"level":[REDACTED]`).
    */
   text(s: string): string {
     let out = s;
@@ -61,7 +64,9 @@ export class Scrubber {
       out = out.replace(QUERY_PARAM, (all, delim: string, name: string) => (CREDENTIAL_PARAMS.has(decodeName(name)) ? `${delim}${name}=${REDACTED}` : all));
     }
     if (out.includes('://')) out = out.replace(USERINFO, `$1${REDACTED}@`);
-    for (const re of this.secrets) out = out.replace(re, REDACTED);
+    if (this.secrets.some((re) => out.search(re) !== -1)) {
+      out = out.replace(JSON_STRING, (literal) => this.secrets.reduce((lit, re) => lit.replace(re, REDACTED), literal));
+    }
     return out;
   }
 

@@ -79,4 +79,19 @@ describe('createLogger', () => {
     // The error is still logged as pino logs errors: type, message, stack.
     expect(raw()).toContain('"type":"Error","message":"bad value [REDACTED]"');
   });
+
+  it('keeps every line valid JSON whatever the secret: replaced inside strings, never in numbers or in the line’s own syntax', async () => {
+    // Tokens (valid CONSOLE_API_TOKEN values) made of what JSON lines hold outside strings: digits, `.`, `-`, literals.
+    const secrets = ['30', '1', '5', '0', '.', '-', 'true', 'null'];
+    for (const secret of secrets) {
+      const { log, raw } = capture([secret]);
+      log.info({ n: 30, f: 1.5, neg: -1, b: true, z: null, s: `x${secret}y`, url: `/api/events/stream?token=${secret}` }, `msg ${secret}`);
+      await settle();
+      const lines = raw().split('\n').filter((l) => l !== '');
+      expect({ secret, count: lines.length }).toEqual({ secret, count: 1 });
+      const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
+      expect({ secret, line }).toMatchObject({ secret, line: { level: 30, n: 30, f: 1.5, neg: -1, b: true, z: null, s: 'x[REDACTED]y', url: '/api/events/stream?token=[REDACTED]' } });
+      expect(String(line.msg)).not.toContain(secret);
+    }
+  });
 });
