@@ -181,8 +181,10 @@ export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', '
  */
 export function canonicalHost(entry: string): { host: string; port: number | null } | null {
   // Only the characters of a host and port: no userinfo, path or percent-encoding, which the
-  // URL parser below would otherwise accept and strip or decode.
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(entry);
+  // URL parser below would otherwise accept and strip or decode. `_` is not in RFC 1123 host
+  // names, but it is in names that container networks resolve (a Compose service), and
+  // browsers send it.
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(entry);
   if (!m) return null;
   const port = m[2] === undefined ? null : Number(m[2]);
   if (port !== null && port > 65535) return null;

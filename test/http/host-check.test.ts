@@ -115,11 +115,12 @@ describe('the Host check on a service bound to loopback', () => {
   });
 
   it('serves the hosts of CONSOLE_ALLOWED_HOSTS: a name alone on any port, a name with a port on that port only', async () => {
-    const t = await start({ CONSOLE_ALLOWED_HOSTS: 'console.example, mesh-a:8431, 10.1.2.3' });
-    for (const host of ['console.example', 'console.example:1234', 'CONSOLE.EXAMPLE.', 'mesh-a:8431', 'Mesh-A.:8431', '10.1.2.3:9', 'localhost:5', '[::1]']) {
+    // `console_app`: a container network's name (a Compose service), with `_`.
+    const t = await start({ CONSOLE_ALLOWED_HOSTS: 'console.example, mesh-a:8431, 10.1.2.3, console_app' });
+    for (const host of ['console.example', 'console.example:1234', 'CONSOLE.EXAMPLE.', 'mesh-a:8431', 'Mesh-A.:8431', '10.1.2.3:9', 'localhost:5', '[::1]', 'Console_App:8431']) {
       expect({ host, status: (await health(t, host)).status }).toEqual({ host, status: 200 });
     }
-    for (const host of ['mesh-a', 'mesh-a:8432', 'sub.console.example', 'console.example.evil', '10.1.2.4', 'evil.example']) {
+    for (const host of ['mesh-a', 'mesh-a:8432', 'sub.console.example', 'console.example.evil', '10.1.2.4', 'evil.example', 'console_app.evil', 'console-app']) {
       expect({ host, status: (await health(t, host)).status }).toEqual({ host, status: 421 });
     }
   });

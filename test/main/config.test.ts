@@ -78,8 +78,8 @@ describe('readConfig', () => {
     expect(readConfig({}).allowedHosts).toEqual([]);
     expect(readConfig({ CONSOLE_ALLOWED_HOSTS: ' ' }).allowedHosts).toEqual([]);
     expect(
-      readConfig({ CONSOLE_ALLOWED_HOSTS: 'Console.Example, console.example.:8431,10.0.0.5,[0:0:0:0:0:0:0:5]:80, 0x7f.1, mesh-a' }).allowedHosts,
-    ).toEqual(['console.example', 'console.example:8431', '10.0.0.5', '[::5]:80', '127.0.0.1', 'mesh-a']);
+      readConfig({ CONSOLE_ALLOWED_HOSTS: 'Console.Example, console.example.:8431,10.0.0.5,[0:0:0:0:0:0:0:5]:80, 0x7f.1, mesh-a, Compose_Service:8431' }).allowedHosts,
+    ).toEqual(['console.example', 'console.example:8431', '10.0.0.5', '[::5]:80', '127.0.0.1', 'mesh-a', 'compose_service:8431']);
   });
 
   it('names every bad variable at once', () => {
