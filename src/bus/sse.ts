@@ -21,6 +21,14 @@ export interface SseOptions {
   readonly retryMs: number;
 }
 
+/** The headers of every stream answer (and of the answer to HEAD). */
+const STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache',
+  'X-Accel-Buffering': 'no',
+  Connection: 'keep-alive',
+} as const;
+
 /** Why a client went away, for logs and metrics. */
 export type SseCloseReason = 'client' | 'slow' | 'shutdown';
 
@@ -41,10 +49,17 @@ export class SseHub {
   }
 
   /**
-   * Starts a stream on `res` (headers are written here).
+   * Starts a stream on `res` (headers are written here). A HEAD request gets the stream's
+   * headers and no body at once, and is not a subscriber (issue 10, item 7): Node writes no
+   * body for HEAD, so an endless stream would hold it forever without sending even the headers.
    * @param sinceId resume point: events with a greater id are replayed first; null for live only.
    */
   open(res: ServerResponse, filter: EventFilter, sinceId: number | null): void {
+    if (res.req.method === 'HEAD') {
+      res.writeHead(200, STREAM_HEADERS);
+      res.end();
+      return;
+    }
     const client = new SseClient(res, this.bus, filter, this.options, (reason) => {
       this.clients.delete(client);
       if (reason === 'slow') this.droppedSlow++;
@@ -88,12 +103,7 @@ class SseClient implements BusSubscriber {
 
   start(sinceId: number | null): void {
     const { res } = this;
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream',
-      'Cache-Control': 'no-cache',
-      'X-Accel-Buffering': 'no',
-      Connection: 'keep-alive',
-    });
+    res.writeHead(200, STREAM_HEADERS);
     res.socket?.setNoDelay(true);
     res.write(`retry: ${this.options.retryMs}\n\n`);
     res.on('close', () => this.close('client'));

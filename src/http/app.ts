@@ -7,6 +7,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '../main/logger.js';
 import { bearerAuth } from './auth.js';
 import { errorMiddleware, HttpError, ValidationError, type ErrorReporter } from './errors.js';
+import { hostCheck, hostPolicy } from './host-check.js';
 import { inSequence } from './in-sequence.js';
 import { bodyShapeError } from './json-depth.js';
 import { requestLog } from './request-log.js';
@@ -53,14 +54,18 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
 
   const api = new Api();
   const routeOf = routeTemplates(api);
-  // Order matters. 1. The request log and the request timer see every answer, 401s and
-  // forwarded ones included. 2. CORS answers preflights before the token check. 3. The token.
-  // 4. The write proxy, before the body parsers, so forwarded bodies stream through untouched.
+  // Order matters. 1. The request log and the request timer see every answer, 421s, 401s and
+  // forwarded ones included. 2. The Host check, before anything that acts (a refused request
+  // changes nothing). 3. CORS answers preflights before the token check. 4. The token. 5. The
+  // write proxy, before the body parsers, so forwarded bodies stream through untouched. The
+  // token check, the proxy and the dispatcher decide on one match of the request (`api.match`).
   // Features that are off add no middleware: every layer costs every request.
   const chain: RequestHandler[] = [];
   const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
   if (log) chain.push(log);
   chain.push(requestMetrics(deps.metrics.httpDuration, routeOf));
+  const hosts = hostCheck(hostPolicy(deps.config));
+  if (hosts) chain.push(hosts);
   chain.push(
     cors({
       origin: [...deps.config.cors.origins],
@@ -70,8 +75,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   );
   // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
   if (opts.gate) chain.push(opts.gate);
-  if (deps.config.apiToken !== null) chain.push(bearerAuth(deps.config.apiToken));
-  if (deps.config.writeUpstream !== null) chain.push(deps.writeProxy.middleware);
+  if (deps.config.apiToken !== null) chain.push(bearerAuth(deps.config.apiToken, api));
+  if (deps.config.writeUpstream !== null) chain.push(deps.writeProxy.middleware(api));
   chain.push(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);

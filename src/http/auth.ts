@@ -3,11 +3,14 @@
  * issue 4, item 10): when CONSOLE_API_TOKEN is set, every route but `GET /api/health`,
  * `GET /api/config` and `GET /api/openapi.json` needs `Authorization: Bearer <token>`;
  * the event stream also takes `?token=` (EventSource cannot set headers). Unset: open.
+ * Which route a request is for is the router's own match (`Api.match`, issue 10, item 1): every
+ * spelling the router serves as a route is checked as that route.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Request, RequestHandler } from 'express';
 import { HttpError } from './errors.js';
+import type { Api, RouteMatch } from './route.js';
 
 /** Routes served without a token: what a client needs before it has one. */
 export const OPEN_ROUTES: readonly string[] = ['/api/health', '/api/config', '/api/openapi.json'];
@@ -19,17 +22,8 @@ export const TOKEN_QUERY_ROUTE = '/api/events/stream';
 export const SECURITY_SCHEME = 'bearerAuth';
 
 /**
- * The path as Express routes it: case-insensitive, with an optional trailing slash. Deciding
- * on the same form as the router means no spelling reaches a protected route as "open".
- */
-export function routedPath(req: Request): string {
-  const p = (req.originalUrl ?? req.url).split('?')[0] ?? '';
-  return (p.length > 1 ? p.replace(/\/$/, '') : p).toLowerCase();
-}
-
-/**
  * Whether `method path` is served without a token: GET and HEAD of {@link OPEN_ROUTES}.
- * @param path as {@link routedPath} gives it, or a declared route path.
+ * @param path a declared route path (`RouteSpec.path`).
  */
 export function isOpenRoute(method: string, path: string): boolean {
   const m = method.toUpperCase();
@@ -40,18 +34,21 @@ export function isOpenRoute(method: string, path: string): boolean {
  * The middleware; with a null token it lets everything through. Register it after CORS (whose
  * preflight answers end OPTIONS requests; they also pass here) and before the write proxy, so
  * the front checks its own token before forwarding (the `Authorization` header is forwarded
- * unchanged for the upstream to check its own).
+ * unchanged for the upstream to check its own). A path that reaches no route needs the token
+ * too (401 before 404: no route discovery).
+ * @param api the router whose match decides which route a request is for.
  * @throws HttpError 401 with `WWW-Authenticate: Bearer …` and a detail, through `next`.
  */
-export function bearerAuth(token: string | null): RequestHandler {
+export function bearerAuth(token: string | null, api: Pick<Api, 'match'>): RequestHandler {
   if (token === null) return (_req, _res, next) => next();
   const expected = digest(token);
   return (req, _res, next) => {
-    if (req.method === 'OPTIONS' || isOpenRoute(req.method, routedPath(req))) {
+    const route = api.match(req);
+    if (req.method === 'OPTIONS' || (route !== null && isOpenRoute(req.method, route.spec.path))) {
       next();
       return;
     }
-    const presented = presentedToken(req);
+    const presented = presentedToken(req, route);
     if (presented === undefined) {
       next(new HttpError(401, 'a bearer token is required (Authorization: Bearer <token>)', { 'WWW-Authenticate': 'Bearer realm="console-backend"' }));
     } else if (!timingSafeEqual(digest(presented), expected)) {
@@ -66,15 +63,15 @@ export function bearerAuth(token: string | null): RequestHandler {
   };
 }
 
-/** The token of the `Authorization: Bearer` header, else `?token=` on the event stream. */
-function presentedToken(req: Request): string | undefined {
+/** The token of the `Authorization: Bearer` header, else `?token=` on the event stream (GET, and HEAD of it). */
+function presentedToken(req: Request, route: RouteMatch | null): string | undefined {
   const header = req.get('authorization');
   if (header !== undefined) {
     const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
     // A malformed header counts as a wrong token, not a missing one.
     return m ? (m[1] as string) : '';
   }
-  if (req.method === 'GET' && routedPath(req) === TOKEN_QUERY_ROUTE) {
+  if ((req.method === 'GET' || req.method === 'HEAD') && route?.spec.path === TOKEN_QUERY_ROUTE) {
     const q = new URL(req.originalUrl ?? req.url, 'http://x').searchParams.get('token');
     if (q !== null) return q;
   }
@@ -83,7 +80,8 @@ function presentedToken(req: Request): string | undefined {
 
 /**
  * Comparing fixed-size digests keeps the comparison constant-time whatever the lengths
- * (timingSafeEqual itself throws on a length mismatch, which would leak the length).
+ * (timingSafeEqual itself throws on a length mismatch, which would leak the length, and
+ * answer a 500 for a token of another length).
  */
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();

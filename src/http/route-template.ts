@@ -8,29 +8,20 @@ import type { Api } from './route.js';
 /** Label of a request no declared route matches (404s, probes). */
 export const UNMATCHED_ROUTE = '(unmatched)';
 
-/** Returns a function giving the route template of a request, or {@link UNMATCHED_ROUTE}. */
+/**
+ * Returns a function giving the route template of a request, or {@link UNMATCHED_ROUTE}: the
+ * route the API's router matches (`Api.match`), also for requests answered before routing
+ * (401s, 421s, forwarded mutations, CORS preflights), so every spelling of a route is counted
+ * under its template.
+ */
 export function routeTemplates(api: Api): (req: Request) => string {
-  let matchers: { re: RegExp; template: string }[] | undefined;
   return (req) => {
-    // Express sets req.route once a route handled the request.
+    // The dispatcher sets req.route once a route handled the request.
     const route = (req as { route?: { path?: unknown } }).route;
     if (route && typeof route.path === 'string') return req.baseUrl + route.path;
-    // Requests answered before routing (401, forwarded mutations, CORS preflights): match
-    // the declared routes the way Express would (case-insensitive, optional trailing slash).
-    matchers ??= api.routes.map((r) => ({ re: toRegExp(r.path), template: r.path }));
-    const pathname = (req.originalUrl ?? req.url).split('?')[0] ?? '';
-    for (const m of matchers) if (m.re.test(pathname)) return m.template;
-    return UNMATCHED_ROUTE;
+    // A CORS preflight is counted under the route it asks about.
+    const asked = req.method === 'OPTIONS' ? req.get('access-control-request-method') : undefined;
+    const m = asked === undefined ? api.match(req) : api.match({ method: asked.toUpperCase(), url: req.url } as Request);
+    return m?.spec.path ?? UNMATCHED_ROUTE;
   };
-}
-
-/** `/a/:id/*rest` → `^/a/[^/]+/.+/?$`, case-insensitive. */
-function toRegExp(template: string): RegExp {
-  let src = '';
-  for (const part of template.split(/(:[A-Za-z_$][\w$]*|\*[A-Za-z_$][\w$]*)/)) {
-    if (part.startsWith(':')) src += '[^/]+';
-    else if (part.startsWith('*')) src += '.+';
-    else src += part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(`^${src.replace(/\/$/, '')}/?$`, 'i');
 }

@@ -3,6 +3,7 @@
  * with its zod schemas (path, query, body, answers); `Api.route` validates requests with
  * them and `Api.document` renders them through zod-openapi (issue: service routes, item 7).
  */
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { z } from 'zod';
@@ -53,7 +54,40 @@ export interface RouteSpec<
    * calls `next()` or passes an error to it.
    */
   readonly guards?: readonly RequestHandler[];
+  /**
+   * A mutation that always runs on this instance, also with SERVICE_WRITE_UPSTREAM set
+   * (issue 10, item 1): `POST /api/internal/bus`, whose guard judges the TCP peer, which a
+   * forwarded request would replace with this instance's own address.
+   */
+  readonly localOnly?: boolean;
   readonly handler: (input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>) => unknown;
+}
+
+/**
+ * A request matched against the declared routes (issue 10, item 1): the one decision that the
+ * token check, the write proxy, the request log and the dispatcher all use, so that every
+ * spelling of a path that reaches a route is treated as that route everywhere.
+ */
+export interface RouteMatch {
+  /** The declared route (for HEAD, the GET route that answers it). */
+  readonly spec: RouteSpec;
+  /** Path parameters, percent-decoded as find-my-way decodes them; never empty. */
+  readonly params: Readonly<Record<string, string>>;
+}
+
+/**
+ * The path of a match in one spelling: the declared template with each parameter
+ * percent-encoded (`/api/takes/a%2Fb/action`). Every spelling the router takes for the same
+ * route and parameters gives the same canonical path, and the router matches it back to them.
+ * A parameter of dots only (`.`, `..`) is encoded too (`%2E%2E`): the path holds no
+ * dot-segment that a server or proxy on the way (RFC 3986, 5.2.4) would remove, turning it into
+ * another route.
+ */
+export function canonicalPath(m: RouteMatch): string {
+  return m.spec.path.replace(/:([A-Za-z_$][\w$]*)/g, (_, name: string) => {
+    const segment = encodeURIComponent(m.params[name] ?? '');
+    return segment === '.' || segment === '..' ? segment.replace(/\./g, '%2E') : segment;
+  });
 }
 
 /** Options of {@link Api.document}. */
@@ -83,7 +117,24 @@ export const BEARER_SCHEME = 'bearerAuth';
 export const QUERY_TOKEN_SCHEME = 'queryToken';
 
 /** A declared route as the dispatcher runs it. */
-type Served = (req: Request, res: Response, next: NextFunction, params: Record<string, string | undefined>) => void;
+type Served = (req: Request, res: Response, next: NextFunction, params: Record<string, string>) => void;
+
+/** What the radix tree holds for each method and path. */
+interface Declared {
+  readonly spec: RouteSpec;
+  readonly served: Served;
+}
+
+/** A match and the dispatcher's entry, remembered on the request for the URL it was made for. */
+interface Found extends RouteMatch {
+  readonly served: Served;
+  readonly url: string;
+  readonly method: string;
+}
+
+/** Where a request keeps its match (a symbol: no clash with Express's own members). */
+const MATCH = Symbol('route match');
+type Matched = IncomingMessage & { [MATCH]?: Found | { readonly url: string; readonly method: string; readonly spec?: undefined } };
 
 export class Api {
   private readonly specs: RouteSpec[] = [];
@@ -94,19 +145,53 @@ export class Api {
    * Express's defaults: case-insensitive, an optional trailing slash, parameters decoded, a
    * parameter never empty; GET routes answer HEAD. `maxParamLength`: find-my-way's default
    * (100) would make a long id a 404; the identifier guard answers it (400) with the reason,
-   * and Node's parser bounds the whole request line anyway.
+   * and Node's parser bounds the whole request line anyway. Paths are decoded as find-my-way
+   * decodes them (`%61` is `a`; `%2F` stays a character of a segment, never a separator), and
+   * not otherwise normalised: a doubled slash or a `.`/`..` segment matches no route.
    */
   private readonly router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 64 * 1024 });
 
   /** The API's request handler: runs the route a request matches, or passes it on (404). Mount it on the app. */
   readonly dispatch: RequestHandler = (req, res, next) => {
-    const found = this.router.find(req.method as HTTPMethod, req.path);
+    const found = this.find(req);
     if (found === null) {
       next();
       return;
     }
-    (found.handler as unknown as Served)(req, res, next, found.params);
+    found.served(req, res, next, found.params as Record<string, string>);
   };
+
+  /**
+   * The declared route a request reaches, as the dispatcher will run it, or null when none
+   * does (the app's 404). Decided once per request and URL: the token check, the write proxy,
+   * the request log and the dispatcher read the same answer.
+   * @param req its `method` and `url` (path and query, or an absolute URL) are read.
+   */
+  match(req: IncomingMessage): RouteMatch | null {
+    return this.find(req);
+  }
+
+  private find(req: IncomingMessage): Found | null {
+    const r = req as Matched;
+    const url = r.url ?? '';
+    const method = r.method ?? '';
+    const memo = r[MATCH];
+    if (memo !== undefined && memo.url === url && memo.method === method) return memo.spec === undefined ? null : (memo as Found);
+    const hit = this.router.find(method as HTTPMethod, url);
+    let found: Found | null = null;
+    if (hit !== null) {
+      const params = hit.params as Record<string, string>;
+      let empty = false;
+      // `//` where a parameter belongs: no route, as in Express.
+      for (const k in params) if (params[k] === '') empty = true;
+      if (!empty) {
+        const d = hit.store as Declared;
+        found = { spec: d.spec, served: d.served, params, url, method };
+      }
+    }
+    r[MATCH] = found ?? { url, method };
+    return found;
+  }
 
   private readonly registered: { method: string; path: string }[] = [];
 
@@ -115,8 +200,9 @@ export class Api {
     return this.registered;
   }
 
-  private on(method: HTTPMethod, path: string, served: Served): void {
-    this.router.on(method, path, served as never);
+  private on(method: HTTPMethod, path: string, declared: Declared): void {
+    // The handler slot is unused: `find` reads the route from the store.
+    this.router.on(method, path, () => {}, declared);
     this.registered.push({ method, path });
   }
 
@@ -140,19 +226,14 @@ export class Api {
     // The guards in turn, then the handler; an error from any goes to the error middleware.
     const chain = inSequence([...guards, (req, res) => handle(req, res)]);
     const served: Served = (req, res, next, params) => {
-      for (const k in params) {
-        if (params[k] === '') {
-          next(); // `//` where a parameter belongs: no route, as in Express
-          return;
-        }
-      }
-      req.params = params as Record<string, string>;
+      req.params = params;
       (req as { route?: unknown }).route = route;
       chain(req, res, next);
     };
+    const declared: Declared = { spec: spec as unknown as RouteSpec, served };
     const method = spec.method.toUpperCase() as HTTPMethod;
-    this.on(method, spec.path, served);
-    if (method === 'GET') this.on('HEAD', spec.path, served);
+    this.on(method, spec.path, declared);
+    if (method === 'GET') this.on('HEAD', spec.path, declared);
   }
 
   /** The routes declared so far (for tests and the document). */
@@ -165,7 +246,7 @@ export class Api {
    * answers it documents the framework's: 422 (validation) for routes with a query or a body
    * (the body parser's 422s also in each request body's description),
    * 413 for routes with a body, 507 and 503 (state database faults) for routes that write,
-   * 401 for routes the bearer token protects.
+   * 421 (Host not served) for every route, 401 for routes the bearer token protects.
    */
   document(info: { title: string; version: string; description: string }, options: DocumentOptions = {}): object {
     const paths: ZodOpenApiPathsObject = {};
@@ -186,6 +267,12 @@ export class Api {
         answers[507] ??= { description: 'The state database has no space left on its disk: nothing was stored.', schema: ErrorBody };
         answers[503] ??= { description: 'The state database is busy (with Retry-After), read-only or failing: nothing was stored.', schema: ErrorBody };
       }
+      // Every route: the Host check runs before any (host-check.ts).
+      answers[421] ??= {
+        description:
+          'The Host header (or an absolute request target) names a host this instance does not serve (DNS rebinding defence): bound to a loopback address it serves loopback names (localhost, 127.0.0.1, [::1], any port) and the hosts of CONSOLE_ALLOWED_HOSTS only; bound elsewhere, the same once CONSOLE_ALLOWED_HOSTS is set. Nothing was done.',
+        schema: ErrorBody,
+      };
       if (protectedOp && !answers[401]) {
         answers[401] = {
           description: 'Missing or wrong bearer token.',

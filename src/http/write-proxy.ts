@@ -1,33 +1,60 @@
 /**
- * The write proxy (spec: Cross-cutting behaviour, item 2; issue 4, item 6). With
- * SERVICE_WRITE_UPSTREAM set, every mutating request under `/api` (POST, PUT, PATCH, DELETE)
- * except `POST /api/internal/bus` is forwarded, body and headers (`Authorization` included)
- * unchanged, to the upstream, and answered with the upstream's answer as it streams (status,
- * headers, body). Reads stay local. The upstream is the authority for mutations: the local
- * body checks (413, validation) are not applied to what is forwarded.
+ * The write proxy (spec: Cross-cutting behaviour, item 2; issue 4, item 6; issue 10, item 1).
+ * With SERVICE_WRITE_UPSTREAM set, every request the router matches to a declared mutation
+ * (POST, PUT, DELETE) other than a local-only one (`POST /api/internal/bus`) is forwarded to
+ * the upstream, body and headers (`Authorization` included) unchanged, and answered with the
+ * upstream's answer as it streams (status, headers, body). Everything else is served here, as
+ * this instance would serve it without an upstream: reads, local-only routes, and paths that
+ * reach no route (404). The decision is the router's own match, so every spelling of a route
+ * (case, trailing slash, percent-encoding) has the fate of that route; the upstream receives
+ * the route in one spelling (its template, parameters percent-encoded), so it runs exactly the
+ * route decided here. The upstream is the authority for mutations: the local body checks (413,
+ * validation) are not applied to what is forwarded.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import { routedPath } from './auth.js';
 import { HttpError, sendError } from './errors.js';
-
-const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+import { canonicalPath, type Api, type RouteMatch } from './route.js';
 
 /**
- * Mutations that always run locally. `POST /api/internal/bus` is the loopback-only route: a
- * forwarded request would reach the upstream from this service's own address and pass its
- * loopback check on behalf of any caller.
+ * Whether a request the router matched to `route` is forwarded (when an upstream is
+ * configured): a declared route other than a GET that is not `localOnly`. A request that
+ * matches no route (null) is never forwarded: this instance answers it (404).
  */
-const LOCAL_MUTATIONS: readonly string[] = ['POST /api/internal/bus'];
+export function isForwardedMutation(route: RouteMatch | null): boolean {
+  return route !== null && route.spec.method !== 'get' && route.spec.localOnly !== true;
+}
 
-/** Whether a request is a mutation the proxy forwards (when an upstream is configured). */
-export function isForwardedMutation(req: Request): boolean {
-  if (!MUTATING.has(req.method)) return false;
-  const p = routedPath(req);
-  return (p === '/api' || p.startsWith('/api/')) && !LOCAL_MUTATIONS.includes(`${req.method} ${p}`);
+/**
+ * The request target sent to the upstream: the route's canonical path ({@link canonicalPath})
+ * and the query string as the client sent it (a fragment, which no client sends, is dropped,
+ * as the router drops it).
+ * @param url the request's target as received (`req.url`).
+ */
+export function forwardedTarget(route: RouteMatch, url: string): string {
+  const q = url.search(/[?#]/);
+  return canonicalPath(route) + (q !== -1 && url[q] === '?' ? url.slice(q).replace(/#.*$/s, '') : '');
+}
+
+/**
+ * One element of the `Forwarded` header (RFC 7239) for this hop: the client's address as this
+ * instance saw it (the TCP peer), the Host it asked for, and the protocol.
+ */
+function forwardedElement(req: IncomingMessage): string {
+  const peer = req.socket.remoteAddress;
+  const node = peer === undefined ? 'unknown' : net.isIPv6(peer) ? `"[${peer}]"` : peer;
+  const host = req.headers.host;
+  const proto = (req.socket as TLSSocket).encrypted ? 'https' : 'http';
+  return `for=${node}${host ? `;host=${quotedString(host)}` : ''};proto=${proto}`;
+}
+
+/** A value as an RFC 7230 quoted-string. */
+function quotedString(v: string): string {
+  return `"${v.replace(/["\\]/g, '\\$&')}"`;
 }
 
 /** What `GET /api/system-status` reports under `writeProxy`. */
@@ -51,8 +78,6 @@ export interface WriteProxyOptions {
 
 /** The proxy of one service instance and its counters. */
 export class WriteProxy {
-  /** Express middleware: forwards mutations, passes everything else on. Mount before the body parsers. */
-  readonly middleware: RequestHandler;
   private forwarded = 0;
   private answered = 0;
   private failures = 0;
@@ -66,8 +91,15 @@ export class WriteProxy {
   constructor(
     readonly upstream: string | null,
     private readonly options: WriteProxyOptions = {},
-  ) {
-    this.middleware = upstream === null ? (_req, _res, next) => next() : this.build(upstream);
+  ) {}
+
+  /**
+   * Express middleware: forwards the mutations `api` matches, passes everything else on.
+   * Mount it after the token check and before the body parsers (forwarded bodies stream
+   * through untouched).
+   */
+  middleware(api: Pick<Api, 'match'>): RequestHandler {
+    return this.upstream === null ? (_req, _res, next) => next() : this.build(this.upstream, api);
   }
 
   status(): WriteProxyStatus {
@@ -81,11 +113,13 @@ export class WriteProxy {
     };
   }
 
-  private build(upstream: string): RequestHandler {
+  private build(upstream: string, api: Pick<Api, 'match'>): RequestHandler {
     const proxy = createProxyMiddleware<IncomingMessage, ServerResponse>({
       target: upstream,
       changeOrigin: true, // the upstream sees its own host name in Host
-      xfwd: true, // and the caller in X-Forwarded-For/-Proto/-Host/-Port
+      // The caller in X-Forwarded-For/-Proto/-Port, each appended to what the client sent, and
+      // X-Forwarded-Host (the client's own when it sent one); `Forwarded` is set below.
+      xfwd: true,
       // No keep-alive agent: http-proxy then sends `Connection: close`. A reused idle socket
       // that the upstream closes at the same moment would fail a POST that cannot be retried.
       on: {
@@ -109,7 +143,8 @@ export class WriteProxy {
       },
     });
     return (req, res, next) => {
-      if (!isForwardedMutation(req)) {
+      const route = api.match(req);
+      if (route === null || !isForwardedMutation(route)) {
         next();
         return;
       }
@@ -121,6 +156,14 @@ export class WriteProxy {
       // Set on the incoming headers, which http-proxy copies: a header set on the outgoing
       // request in its `proxyReq` event can come after a streamed body already sent them.
       req.headers.via = req.headers.via ? `${req.headers.via}, ${this.via}` : this.via;
+      // The client's address for the upstream (its own peer is this instance), after any
+      // elements a proxy before this one added; the upstream never takes the request as
+      // coming from its own machine (internal-bus.ts).
+      const hop = forwardedElement(req);
+      req.headers.forwarded = req.headers.forwarded ? `${req.headers.forwarded}, ${hop}` : hop;
+      // The route decided here, in its one spelling: the upstream runs exactly this route
+      // (http-proxy would otherwise pass on the raw path, collapsing doubled slashes on the way).
+      req.url = forwardedTarget(route, req.url);
       void proxy(req, res, next);
     };
   }

@@ -4,6 +4,7 @@
  * and returns a deep-frozen {@link Config}; a bad value throws {@link ConfigError}
  * naming the variable, and start-up stops with that message.
  */
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +45,7 @@ export interface Config {
   readonly dispatchCli: string;
   /** TTYD_HOST trimmed; null when unset or blank (spec: Service routes, `/api/config`). */
   readonly ttydHost: string | null;
-  /** SERVICE_WRITE_UPSTREAM as a URL string, or null when mutations run locally. */
+  /** SERVICE_WRITE_UPSTREAM as a URL string (never with credentials), or null when mutations run locally. */
   readonly writeUpstream: string | null;
   /**
    * CONSOLE_API_TOKEN: the bearer token every route but health, config and the OpenAPI
@@ -118,9 +119,18 @@ export interface Config {
     /** Exact origins allowed to call cross-origin (spec: Cross-cutting behaviour, item 1). */
     readonly origins: readonly string[];
   };
+  /**
+   * CONSOLE_ALLOWED_HOSTS (issue 10, item 9): `Host` values served besides the loopback names,
+   * each a lower-case host name, IPv4 address or bracketed IPv6 address (canonical form, no
+   * trailing dot), alone (any port) or with `:port` (that port only). Empty when unset.
+   */
+  readonly allowedHosts: readonly string[];
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
-  /** Environment of the dispatch tool: the service's own plus CONSOLE_DATA_DIR. */
+  /**
+   * Environment of the dispatch tool and of terminals: the service's own, without
+   * {@link SERVICE_ONLY_VARIABLES} (its token), plus CONSOLE_DATA_DIR.
+   */
   readonly childEnv: Readonly<Record<string, string>>;
 }
 
@@ -149,15 +159,70 @@ const url = z
   .string()
   .trim()
   .transform((s, ctx) => {
+    let u: URL;
     try {
-      const u = new URL(s);
+      u = new URL(s);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
-      return u.toString().replace(/\/$/, '');
     } catch {
       ctx.addIssue({ code: 'custom', message: 'expected an http(s) URL' });
       return z.NEVER;
     }
+    // The proxy would not send them, and the URL is shown in the system status, logs and 502 details.
+    if (u.username !== '' || u.password !== '') {
+      ctx.addIssue({ code: 'custom', message: 'expected an http(s) URL without credentials (user:password@)' });
+      return z.NEVER;
+    }
+    return u.toString().replace(/\/$/, '');
   });
+
+/**
+ * Variables of the service never handed to a child (dispatch tool, terminal), whose
+ * environment any code it runs can read (issue 10, item 8): its secret, CONSOLE_API_TOKEN, and
+ * SERVICE_WRITE_UPSTREAM, which carries no credential (refused above) but means nothing to a
+ * child and names where this service's writes go.
+ */
+export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM'];
+
+/**
+ * One CONSOLE_ALLOWED_HOSTS entry in its canonical form, as {@link Config.allowedHosts} holds
+ * it: a host name, IPv4 address or bracketed IPv6 address, optionally `:port`.
+ * @returns null for an entry that is not such a host.
+ */
+export function canonicalHost(entry: string): { host: string; port: number | null } | null {
+  // Only the characters of a host and port: no userinfo, path or percent-encoding, which the
+  // URL parser below would otherwise accept and strip or decode. `_` is not in RFC 1123 host
+  // names, but it is in names that container networks resolve (a Compose service), and
+  // browsers send it.
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(entry);
+  if (!m) return null;
+  const port = m[2] === undefined ? null : Number(m[2]);
+  if (port !== null && port > 65535) return null;
+  let host: string;
+  try {
+    // The WHATWG parser gives the form a browser puts in Host: lower case, IPv4 in dotted
+    // decimal, IPv6 compressed.
+    host = new URL(`http://${m[1] as string}/`).hostname;
+  } catch {
+    return null;
+  }
+  if (host.endsWith('.')) host = host.slice(0, -1); // `localhost.` is `localhost`
+  if (host === '' || host.endsWith('.') || (host.startsWith('[') && !net.isIPv6(host.slice(1, -1)))) return null;
+  return { host, port };
+}
+
+/** CONSOLE_ALLOWED_HOSTS: comma-separated hosts, each `name` or `name:port`. */
+function parseAllowedHosts(s: string, ctx: z.RefinementCtx): string[] {
+  const out: string[] = [];
+  for (const entry of splitCsv(s)) {
+    const h = canonicalHost(entry);
+    if (h === null) {
+      ctx.addIssue({ code: 'custom', message: `"${entry}" is not a host name, IPv4 address or [IPv6] address with an optional :port` });
+      return z.NEVER;
+    }
+    out.push(h.port === null ? h.host : `${h.host}:${h.port}`);
+  }
+  return out;
+}
 
 /**
  * TTYD_COMMAND: a JSON array of strings (`["node","/path with space/x.mjs"]`), or words
@@ -233,6 +298,10 @@ const envSchema = z.object({
   CONSOLE_WORKSPACE_REPORT_MAX_BYTES: int(1024, 256 * 1024 * 1024).default(256 * 1024),
   CONSOLE_CORS_DEV_HOSTS: z.string().transform(splitCsv).pipe(z.array(hostName)).default([]),
   CONSOLE_CORS_PORTS: z.string().transform(splitCsv).pipe(z.array(int(1, 65535))).default([5173, 5174, 5175]),
+  CONSOLE_ALLOWED_HOSTS: z
+    .string()
+    .transform((s, ctx) => parseAllowedHosts(s, ctx))
+    .default([]),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
 
@@ -257,7 +326,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
   const origins = hosts.flatMap((h) => e.CONSOLE_CORS_PORTS.map((p) => `http://${h}:${p}`));
 
   const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !SERVICE_ONLY_VARIABLES.includes(k)) childEnv[k] = v;
   childEnv.CONSOLE_DATA_DIR = dataDir;
 
   return deepFreeze({
@@ -301,6 +370,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       workspaceReportMaxBytes: e.CONSOLE_WORKSPACE_REPORT_MAX_BYTES,
     },
     cors: { origins },
+    allowedHosts: e.CONSOLE_ALLOWED_HOSTS,
     logLevel: e.LOG_LEVEL,
     childEnv,
   });

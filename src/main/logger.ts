@@ -1,16 +1,44 @@
 /**
- * Structured logs (pino): one JSON line per event worth an operator's attention.
+ * Structured logs (pino): one JSON line per event worth an operator's attention. No line
+ * carries a credential (issue 10, item 8): the logger itself scrubs every line (log-scrub.ts),
+ * so no future line can leak one either.
  */
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import type { LogLevel } from './config.js';
+import { Scrubber } from './log-scrub.js';
 
 export type { Logger } from 'pino';
 
+export interface LoggerOptions {
+  /** Where lines go; default stdout (fd 1), written asynchronously. Tests pass a stream they read. */
+  readonly destination?: DestinationStream;
+  /** Values never written as such (CONSOLE_API_TOKEN), also percent-encoded; blank or null ones are ignored. */
+  readonly secrets?: readonly (string | null)[];
+}
+
 /**
- * A logger writing JSON lines to stdout at `level`. Writes are asynchronous: lines logged in
+ * A logger writing JSON lines at `level`. Writes to stdout are asynchronous: lines logged in
  * one event-loop turn go out in one write, so a request line does not cost a system call on
- * the request's path. pino flushes what is pending when the process exits.
+ * the request's path. pino flushes what is pending when the process exits. Every line is
+ * scrubbed (log-scrub.ts): credential members of what is logged, then the written line.
  */
-export function createLogger(level: LogLevel): Logger {
-  return pino({ level, base: { service: 'console-backend' } }, pino.destination({ dest: 1, sync: false }));
+export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {
+  const scrub = new Scrubber(options.secrets);
+  return pino(
+    {
+      level,
+      base: { service: 'console-backend' },
+      formatters: { log: (obj) => scrub.members(obj) },
+      serializers: {
+        err: (err: Error) => {
+          // pino's serialised error has a prototype of its own: its own members, as a plain object.
+          const out: unknown = pino.stdSerializers.err(err);
+          return scrub.members(out !== null && typeof out === 'object' ? { ...out } : out);
+        },
+      },
+      // The line as written: message, bindings and serialised error included.
+      hooks: { streamWrite: (line) => scrub.text(line) },
+    },
+    options.destination ?? pino.destination({ dest: 1, sync: false }),
+  );
 }

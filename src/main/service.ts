@@ -37,6 +37,7 @@ export interface ServiceOptions {
   readonly registries?: Registries;
   /** Today's date (`YYYY-MM-DD`, UTC) for the guards; tests inject it. */
   readonly today?: string;
+  /** A logger of the caller's, used as it is (no scrubbing but its own); else the service's (logger.ts). */
   readonly logger?: Logger;
 }
 
@@ -58,7 +59,7 @@ export interface Service {
  * @throws StartupGuardError, StateDbError, or a listen error (EADDRINUSE…).
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
-  const log = opts.logger ?? createLogger(config.logLevel);
+  const log = opts.logger ?? createLogger(config.logLevel, { secrets: [config.apiToken] });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
 
   if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {

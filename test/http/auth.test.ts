@@ -102,6 +102,47 @@ describe('with CONSOLE_API_TOKEN set', () => {
     expect((await t.get(`/api/events?token=${encodeURIComponent(TOKEN)}`)).status).toBe(401);
   });
 
+  it('judges each request as the route the router matches it to: every spelling of a route gets that route’s answer (issue 10, item 1)', async () => {
+    const t = await start({ CONSOLE_API_TOKEN: TOKEN });
+    // Open routes in any spelling the router serves.
+    for (const p of ['/api/heal%74h', '/%61pi/config', '/API/OPENAPI.JSON/', '/api/health?token=nope']) {
+      const res = await rawRequest(t.url, p);
+      expect({ p, status: res.status }).toEqual({ p, status: 200 });
+    }
+    // The query token on the stream in any spelling, for GET and HEAD; nowhere else.
+    const q = `token=${encodeURIComponent(TOKEN)}`;
+    for (const p of [`/api/events/stream?${q}`, `/api/events/strea%6D?${q}`, `/API/Events/Stream/?${q}`, `/api/events/stream?%74oken=${encodeURIComponent(TOKEN)}`]) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await fetch(`${t.url}${p}`, { method });
+        await res.body?.cancel();
+        expect({ p, method, status: res.status }).toEqual({ p, method, status: 200 });
+      }
+    }
+    for (const p of [`/api/event%73?${q}`, `/api/events/stream/x?${q}`, `/api//events/stream?${q}`]) {
+      expect({ p, status: (await rawRequest(t.url, p)).status }).toEqual({ p, status: 401 });
+    }
+    // Paths that reach no route need the token too (401 before 404), however they are spelled.
+    for (const p of ['/api//health', '/api/./health', '/api/health/x', '/api/heal%74h%2F']) {
+      expect({ p, status: (await rawRequest(t.url, p)).status }).toEqual({ p, status: 401 });
+    }
+  });
+
+  it('compares tokens of every length through a fixed-size digest: a wrong one is a 401, never an error (constant time, issue 10, item 8)', async () => {
+    const t = await start({ CONSOLE_API_TOKEN: TOKEN });
+    // timingSafeEqual on the raw strings would throw (a 500) on every length but the token's own.
+    const lengths = [...Array.from({ length: 2 * TOKEN.length + 2 }, (_, i) => i), 255, 256, 4096];
+    for (const n of lengths) {
+      // The token's own characters, cut or repeated to n; at its own length, its last one changed.
+      const candidate = n === TOKEN.length ? `${TOKEN.slice(0, -1)}#` : TOKEN.repeat(Math.ceil((n + 1) / TOKEN.length)).slice(0, n);
+      const res = await t.get('/api/system-status', { headers: { authorization: `Bearer ${candidate}` } });
+      expect({ n, status: res.status }).toEqual({ n, status: 401 });
+      const viaQuery = await t.get(`/api/events/stream?token=${encodeURIComponent(candidate)}`);
+      await viaQuery.body?.cancel();
+      expect({ n, status: viaQuery.status }).toEqual({ n, status: 401 });
+    }
+    expect((await t.get('/api/system-status', { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+  });
+
   it('lets CORS preflights through without a token', async () => {
     const t = await start({ CONSOLE_API_TOKEN: TOKEN });
     const res = await fetch(`${t.url}/api/proposals/generate`, {

@@ -119,6 +119,35 @@ describe('POST /api/internal/bus', () => {
     expect(evs.map((e) => e.id)).toEqual([accepted.json.id]);
   });
 
+  it('refuses a loopback caller whose request came through a proxy (issue 10, item 1): a proxy on this machine makes every caller local', async () => {
+    t = await startTestService();
+    const port = t.service.port;
+    // What this service's own write proxy adds, and what other proxies add; any case of the name.
+    const proxied: Record<string, string>[] = [
+      { via: '1.1 console-backend-0a1b2c3d' },
+      { forwarded: 'for=127.0.0.1;proto=http' },
+      { 'x-forwarded-for': '127.0.0.1' },
+      { 'X-Forwarded-Host': 'localhost' },
+      { 'x-forwarded-proto': 'http' },
+      { 'x-real-ip': '127.0.0.1' },
+      { Via: 'HTTP/1.1 nginx' },
+    ];
+    for (const headers of proxied) {
+      const res = await postFrom('127.0.0.1', port, '127.0.0.1', EVENT, headers);
+      const name = Object.keys(headers)[0]!.toLowerCase();
+      expect({ headers, status: res.status, detail: res.json.detail }).toEqual({
+        headers,
+        status: 403,
+        detail: `/api/internal/bus accepts direct loopback callers only (this request came through a proxy: it carries ${name})`,
+      });
+      // Refused before validation.
+      expect((await postFrom('127.0.0.1', port, '127.0.0.1', { nonsense: true }, headers)).status).toBe(403);
+    }
+    expect(await allEvents(t.url, 'scopePrefix=engine/render')).toEqual([]);
+    // The same caller without them is served.
+    expect((await postFrom('127.0.0.1', port, '127.0.0.1', EVENT)).status).toBe(202);
+  });
+
   it('has a non-loopback IPv4 address to test the refusal from', () => {
     // The refusal test above needs one; say so plainly rather than skip silently.
     expect(external, 'this machine has no non-internal IPv4 address').toBeDefined();

@@ -138,6 +138,9 @@ describe('the OpenAPI document', () => {
       if (r.body) {
         expect(o.responses['413'], `${where} 413`).toBeDefined();
       }
+      // The Host check runs before every route (issue 10, item 9).
+      expect(o.responses['421']?.description, `${where} 421`).toMatch(/CONSOLE_ALLOWED_HOSTS/);
+      expect(o.responses['421']?.content?.['application/json']?.schema, `${where} 421`).toBeDefined();
       expect(Object.keys(o.responses).some((s) => /^2\d\d$/.test(s)), `${where}: a success answer`).toBe(true);
     }
   });

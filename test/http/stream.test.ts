@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { fixture, startTestService, type TestService, type TestServiceOptions } from '../helpers/service.js';
+import { rawExchange } from '../helpers/raw.js';
 import { SseClient } from '../helpers/sse.js';
 
 let services: TestService[] = [];
@@ -505,5 +506,45 @@ describe('event stream: shutdown', () => {
     await within(b.done, 'the second stream to end');
     expect(a.ended).toBe(true);
     expect(b.ended).toBe(true);
+  });
+});
+
+describe('event stream: HEAD (issue 10, item 7)', () => {
+  it('answers HEAD at once with the stream’s status and headers and no body, and counts no subscriber', async () => {
+    const t = await start();
+    const live = await open(t); // a real subscriber beside the HEAD requests
+    publishMany(t, 3);
+    await live.until((x) => x.events.length === 3, 'three events');
+    const get = new RawStream(streamUrl(t));
+    await get.until((s) => s.startsWith('retry:'), 'the GET stream to begin');
+    // Every form of the request a client may send: plain, resuming, filtered, any spelling.
+    for (const [target, headers] of [
+      ['/api/events/stream', ''],
+      ['/api/events/stream?sinceId=0', ''],
+      ['/api/events/stream', '\r\nLast-Event-ID: 1'],
+      ['/api/events/stream?severities=info&scopePrefix=test', ''],
+      ['/API/Events/Stream/', ''],
+    ] as const) {
+      // With `Connection: close`, the exchange ends only when the service ends the answer; the
+      // ceiling guards that it does at all (an endless HEAD answer sends not even its headers).
+      const head = await within(rawExchange(t.url, `HEAD ${target} HTTP/1.1\r\nHost: 127.0.0.1${headers}`), `the HEAD answer for ${target}`, 10_000);
+      expect({ target, status: head.status }).toEqual({ target, status: 200 });
+      expect(head.headers['content-type']).toBe(get.headers?.get('content-type'));
+      expect(head.headers['cache-control']).toBe('no-cache');
+      expect(head.headers['x-accel-buffering']).toBe('no');
+      expect(head.text).toBe('');
+    }
+    // Several on one keep-alive connection: each answer ends, so the next one is served.
+    for (let i = 0; i < 3; i++) {
+      const res = await within(fetch(streamUrl(t), { method: 'HEAD' }), 'a keep-alive HEAD answer', 10_000);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('');
+    }
+    // A bad filter is refused as for GET.
+    expect((await fetch(streamUrl(t, 'severities=nope'), { method: 'HEAD' })).status).toBe(422);
+    // Only the two streams count.
+    expect((await busStatus(t)).subscribers).toBe(2);
+    get.close();
+    await waitFor(async () => ((await busStatus(t)).subscribers === 1 ? true : undefined), 'the GET stream to leave');
   });
 });

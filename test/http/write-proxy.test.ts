@@ -242,3 +242,116 @@ describe('write proxy', () => {
     expect(await jobIds(self)).toEqual([]);
   });
 });
+
+/** What a recording stand-in upstream received. */
+interface Received {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  peer: string | undefined;
+}
+
+/** A plain HTTP server that records every request and answers 200 `{ "recorded": true }` with `x-recorded: 1`. */
+async function recorder(): Promise<{ url: string; received: Received[]; close: () => Promise<void> }> {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, peer: req.socket.remoteAddress });
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-recorded': '1' });
+      res.end('{"recorded":true}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  return {
+    url,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const EVENT = (summary: string) => JSON.stringify({ severity: 'info', scope: 'test/spelling', summary });
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+describe('write proxy: every spelling of a route has that route’s fate (issue 10, item 1)', () => {
+  it('serves every spelling of POST /api/internal/bus as the front alone would: never forwarded, never run on the upstream', async () => {
+    const { upstream, front } = await pair();
+    // Spellings the router takes for the internal bus: run here, from the caller's own address.
+    const local = ['/api/internal/bus', '/API/Internal/Bus/', '/api/intern%61l/bus', '/api/internal/bu%73', '/%61pi/internal/bus', '/api/%69nternal/bus?x=1'];
+    for (const p of local) {
+      const res = await rawRequest(front.url, p, { method: 'POST', headers: JSON_HEADERS, body: EVENT(p) });
+      expect({ p, status: res.status }).toEqual({ p, status: 202 });
+    }
+    // Spellings the router takes for no route: the front's own 404 (http-proxy used to collapse
+    // the doubled slash on the way, and the upstream took the request as its own machine's).
+    const none = ['/api//internal/bus', '//api/internal/bus', '/api/internal//bus', '/api/internal/bus//', '/api/./internal/bus', '/api/x/../internal/bus', '/api/internal%2Fbus', '/api%2Finternal%2Fbus', '/api/internal/bus;x', '/api\\internal\\bus'];
+    for (const p of none) {
+      const res = await rawRequest(front.url, p, { method: 'POST', headers: JSON_HEADERS, body: EVENT(p) });
+      expect({ p, status: res.status, detail: res.json().detail }).toEqual({ p, status: 404, detail: expect.stringMatching(/^no route for POST /) });
+    }
+    expect((await allEvents(front.url, 'scopePrefix=test/spelling')).map((e) => e.summary)).toEqual(local);
+    expect(await allEvents(upstream.url, 'scopePrefix=test/spelling')).toEqual([]);
+    expect((await proxyStatus(front)).forwarded).toBe(0);
+  });
+
+  it('runs every spelling of a console write on the upstream, and a path that reaches no route nowhere but here', async () => {
+    const { upstream, front } = await pair();
+    const spellings = ['/api/proposals', '/%61pi/proposals', '/api/proposal%73', '/API/PROPOSALS/', '/Api/Proposals?x=1'];
+    for (const p of spellings) {
+      const res = await rawRequest(front.url, p, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ title: p }) });
+      expect({ p, status: res.status }).toEqual({ p, status: 201 });
+    }
+    const titles = async (t: TestService) => ((await (await t.get('/api/proposals')).json()) as { title: string }[]).map((x) => x.title).sort();
+    expect(await titles(upstream)).toEqual([...spellings].sort());
+    expect(await titles(front)).toEqual([]);
+    // No declared route: answered here (404), not sent on, whatever the method.
+    for (const [method, p] of [
+      ['POST', '/api//proposals'],
+      ['POST', '/api/proposals/x/../'],
+      ['DELETE', '/api/projects'],
+      ['PATCH', '/api/proposals'],
+      ['PUT', '/api/nope'],
+    ] as const) {
+      const res = await rawRequest(front.url, p, { method, headers: JSON_HEADERS, body: '{}' });
+      expect({ method, p, status: res.status }).toEqual({ method, p, status: 404 });
+    }
+    expect((await proxyStatus(front)).forwarded).toBe(spellings.length);
+  });
+
+  it('sends the upstream the route it decided on, in one spelling, with the client’s address in Forwarded and X-Forwarded-For', async () => {
+    const up = await recorder();
+    try {
+      const front = await start({ SERVICE_WRITE_UPSTREAM: up.url });
+      const host = new URL(front.url).host;
+      const cases: [string, string, string][] = [
+        ['POST', '/%61pi/Proposals/?b=2&a=%2F', '/api/proposals?b=2&a=%2F'],
+        ['POST', '/api/takes/tk%5F0001/ACTION', '/api/takes/tk_0001/action'],
+        ['POST', '/api/takes/a%2Fb/action', '/api/takes/a%2Fb/action'],
+        ['PUT', '/api/workspace-state/w%20x/', '/api/workspace-state/w%20x'],
+        ['POST', '/api/memory/%C3%A9/toggle', '/api/memory/%C3%A9/toggle'],
+        // A parameter of dots only travels encoded: no dot-segment for a server on the way to remove.
+        ['POST', '/api/takes/%2e%2e/action', '/api/takes/%2E%2E/action'],
+        ['POST', '/api/jobs/./cancel', '/api/jobs/%2E/cancel'],
+        ['PUT', '/api/workspace-state/..', '/api/workspace-state/%2E%2E'],
+      ];
+      for (const [method, sent, expected] of cases) {
+        const res = await rawRequest(front.url, sent, { method, headers: { ...JSON_HEADERS, 'x-forwarded-for': '203.0.113.9' }, body: '{}' });
+        expect(res.headers['x-recorded']).toBe('1');
+        const got = up.received.at(-1) as Received;
+        expect({ sent, method: got.method, url: got.url }).toEqual({ sent, method, url: expected });
+        // Appended after what the client claimed, so the last element is the address the front saw.
+        expect(got.headers['x-forwarded-for']).toBe('203.0.113.9,127.0.0.1');
+        expect(got.headers.forwarded).toBe(`for=127.0.0.1;host="${host}";proto=http`);
+        expect(got.headers.via).toMatch(/^1\.1 console-backend-[0-9a-f]{8}$/);
+      }
+      expect(up.received).toHaveLength(cases.length);
+    } finally {
+      await up.close();
+    }
+  });
+});

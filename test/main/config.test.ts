@@ -49,12 +49,37 @@ describe('readConfig', () => {
     ['CONSOLE_EVENT_RETENTION', '1.5'],
     ['SERVICE_WRITE_UPSTREAM', 'not a url'],
     ['SERVICE_WRITE_UPSTREAM', 'ftp://x'],
+    ['SERVICE_WRITE_UPSTREAM', 'http://user:secret@upstream:8431'],
+    ['SERVICE_WRITE_UPSTREAM', 'https://token@upstream'],
+    ['CONSOLE_ALLOWED_HOSTS', 'user@console.example'],
+    ['CONSOLE_ALLOWED_HOSTS', 'console.example/path'],
+    ['CONSOLE_ALLOWED_HOSTS', 'console.example:99999'],
+    ['CONSOLE_ALLOWED_HOSTS', '*.example'],
+    ['CONSOLE_ALLOWED_HOSTS', '[::1'],
+    ['CONSOLE_ALLOWED_HOSTS', 'c%6Fnsole.example'],
     ['LOG_LEVEL', 'loud'],
     ['CONSOLE_CORS_DEV_HOSTS', 'evil host'],
     ['CONSOLE_SSE_HEARTBEAT_MS', '60000'],
   ])('rejects %s=%j with a message naming the variable', (name, value) => {
     expect(() => readConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => readConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('hands children the service’s environment without its secrets (issue 10, item 8)', () => {
+    const c = readConfig({ CONSOLE_API_TOKEN: 'tok', SERVICE_WRITE_UPSTREAM: 'http://up:8431', HOME: '/home/x', PATH: '/bin' });
+    expect(c.apiToken).toBe('tok');
+    expect(c.writeUpstream).toBe('http://up:8431');
+    expect(c.childEnv).not.toHaveProperty('CONSOLE_API_TOKEN');
+    expect(c.childEnv).not.toHaveProperty('SERVICE_WRITE_UPSTREAM');
+    expect(c.childEnv).toMatchObject({ HOME: '/home/x', PATH: '/bin', CONSOLE_DATA_DIR: c.dataDir });
+  });
+
+  it('reads CONSOLE_ALLOWED_HOSTS into canonical hosts, with or without a port (issue 10, item 9)', () => {
+    expect(readConfig({}).allowedHosts).toEqual([]);
+    expect(readConfig({ CONSOLE_ALLOWED_HOSTS: ' ' }).allowedHosts).toEqual([]);
+    expect(
+      readConfig({ CONSOLE_ALLOWED_HOSTS: 'Console.Example, console.example.:8431,10.0.0.5,[0:0:0:0:0:0:0:5]:80, 0x7f.1, mesh-a, Compose_Service:8431' }).allowedHosts,
+    ).toEqual(['console.example', 'console.example:8431', '10.0.0.5', '[::5]:80', '127.0.0.1', 'mesh-a', 'compose_service:8431']);
   });
 
   it('names every bad variable at once', () => {

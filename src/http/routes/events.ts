@@ -40,7 +40,7 @@ export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
     operationId: 'streamEvents',
     summary: 'Stream bus events (Server-Sent Events)',
     description:
-      'Frames `id: <event id>` + `data: <event JSON>`, no `event:` line; a `retry:` line first and a `: ping` comment at least every 15 s. Resume with the `Last-Event-ID` header (or `sinceId`): every stored event after it is replayed in order, then live events follow with no gap and no duplicate. A client whose unsent data passes the configured bound is disconnected and may resume.',
+      'Frames `id: <event id>` + `data: <event JSON>`, no `event:` line; a `retry:` line first and a `: ping` comment at least every 15 s. Resume with the `Last-Event-ID` header (or `sinceId`): every stored event after it is replayed in order, then live events follow with no gap and no duplicate. A client whose unsent data passes the configured bound is disconnected and may resume. `HEAD` answers the same status and headers at once, with no body, and opens no stream (it is not counted as a subscriber).',
     tag: 'Events',
     query: StreamQuery,
     answers: {

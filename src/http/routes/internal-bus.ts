@@ -1,8 +1,9 @@
 /**
  * `POST /api/internal/bus` (api-decisions.md, "Service routes with partial shape": Internal
  * bus): the loopback entry by which out-of-process callers on this machine publish a bus
- * event. The caller is judged by the socket's remote address only: a forwarded header
- * (X-Forwarded-For…) is written by the client and proves nothing.
+ * event. The caller is judged by the socket's remote address: a forwarded header
+ * (X-Forwarded-For…) is written by the client and proves nothing, except that the request
+ * came through a proxy, and then the peer is the proxy, not the caller (issue 10, item 1).
  */
 import net from 'node:net';
 import type { RequestHandler } from 'express';
@@ -27,11 +28,35 @@ export function isLoopback(address: string | undefined): boolean {
   return family !== null && LOOPBACK.check(address, family);
 }
 
-/** 403 unless the TCP peer is a loopback address; runs before the body is validated. */
+/**
+ * The header a proxy adds to a request it passes on (RFC 7239 `Forwarded`, `Via`, the
+ * `X-Forwarded-*` family, `X-Real-IP`), or undefined when there is none. This service's own
+ * write proxy adds `Via`, `Forwarded` and `X-Forwarded-For`.
+ */
+export function proxyHeaderOf(headers: Readonly<Record<string, unknown>>): string | undefined {
+  for (const name in headers) {
+    if (name === 'forwarded' || name === 'via' || name === 'x-real-ip' || name.startsWith('x-forwarded-')) return name;
+  }
+  return undefined;
+}
+
+/**
+ * 403 unless the TCP peer is a loopback address and the request did not come through a proxy
+ * (a proxy on this machine would make any caller look local); runs before the body is
+ * validated.
+ */
 const loopbackOnly: RequestHandler = (req, _res, next) => {
   const peer = req.socket.remoteAddress;
-  if (isLoopback(peer)) return next();
-  next(new HttpError(403, `${INTERNAL_BUS_PATH} accepts loopback callers only (this request came from ${peer ?? 'an unknown address'})`));
+  if (!isLoopback(peer)) {
+    next(new HttpError(403, `${INTERNAL_BUS_PATH} accepts loopback callers only (this request came from ${peer ?? 'an unknown address'})`));
+    return;
+  }
+  const proxied = proxyHeaderOf(req.headers);
+  if (proxied !== undefined) {
+    next(new HttpError(403, `${INTERNAL_BUS_PATH} accepts direct loopback callers only (this request came through a proxy: it carries ${proxied})`));
+    return;
+  }
+  next();
 };
 
 /** An event without `id` and `ts` (the bus assigns them). */
@@ -50,15 +75,17 @@ export function internalBusRoutes(api: Api, { bus }: AppDeps): void {
     method: 'post',
     path: INTERNAL_BUS_PATH,
     guards: [loopbackOnly],
+    // Forwarded, it would reach the upstream from this instance's address (write-proxy.ts).
+    localOnly: true,
     operationId: 'publishInternalEvent',
     summary: 'Publish a bus event (loopback callers only)',
     description:
-      'Accepted only when the TCP peer is a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104); forwarded headers are ignored. The event is stored before the answer.',
+      'Accepted only when the TCP peer is a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104) and the request did not come through a proxy (no `Forwarded`, `Via`, `X-Forwarded-*` or `X-Real-IP` header): forwarded headers never make a caller local. Always served by the instance that receives it, also with SERVICE_WRITE_UPSTREAM set. The event is stored before the answer.',
     tag: 'Events',
     body: InternalBusEvent,
     answers: {
       202: { description: 'Stored; `id` is the event id.', schema: z.object({ id: z.string() }) },
-      403: { description: 'The caller is not on the loopback interface.', schema: ErrorBody },
+      403: { description: 'The caller is not on the loopback interface, or the request came through a proxy.', schema: ErrorBody },
       422: { description: 'Invalid event.', schema: ErrorBody },
     },
     handler: ({ res, body }) => {

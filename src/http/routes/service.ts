@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../main/config.js';
+import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
 import { Job } from '../schemas.js';
 import type { AppDeps } from './deps.js';
@@ -48,7 +49,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
     path: '/api/system-status',
     operationId: 'systemStatus',
     summary: 'System status',
-    description: 'What an operator reads during a generation storm: version, uptime, jobs by state and the recent jobs, the bus, the worker pool, the cache, the start-up guards and the write proxy.',
+    description: 'What an operator reads during a generation storm: version, uptime, jobs by state and the recent jobs, the bus, the worker pool, the cache, the start-up guards, the write proxy, the Host check and every configured bound.',
     tag: 'Service',
     answers: {
       200: {
@@ -87,6 +88,12 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               lastFailure: z.object({ at: z.string(), detail: z.string() }).nullable(),
             })
             .meta({ description: 'SERVICE_WRITE_UPSTREAM and the mutations forwarded to it since start-up.' }),
+          hosts: z
+            .object({ enforced: z.boolean(), allowed: z.array(z.string()) })
+            .meta({
+              description:
+                'The Host check (DNS rebinding defence): whether it runs (bound to a loopback address, or CONSOLE_ALLOWED_HOSTS set), and CONSOLE_ALLOWED_HOSTS in canonical form; loopback names are always served.',
+            }),
           limits: z
             .record(z.string(), z.number())
             .meta({ description: 'Every configured bound, by the variable that sets it (README, Configuration), with its value on this instance.' }),
@@ -150,6 +157,7 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
     // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
     fallbacks: d.console.fallbacks.counts(),
     writeProxy: d.writeProxy.status(),
+    hosts: hostPolicy(d.config),
     limits: limitsOf(d.config),
     terminals: d.terminals.list().map((t) => ({
       projectId: t.projectId,

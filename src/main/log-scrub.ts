@@ -1,0 +1,121 @@
+/**
+ * Credentials out of log lines (issue 10, item 8). Every line the service's logger writes goes
+ * through {@link Scrubber}: whatever a caller puts in it (a request URL, an error and its
+ * message, headers), no credential is written:
+ * - a member named like a credential (`authorization`, `cookie`, `token`, `password`…, any
+ *   case, at any depth) is replaced by `[REDACTED]` ({@link Scrubber.members}, on the object
+ *   logged);
+ * - in the line as written ({@link Scrubber.text}, on the whole JSON line, message and
+ *   serialised error included): the value of a query parameter named like a credential
+ *   (`?token=`, also spelled `?%74oken=`), the userinfo of a URL (`http://user:pass@host`), and
+ *   the service's own secrets (CONSOLE_API_TOKEN) wherever they appear, also percent-encoded.
+ */
+
+/** What replaces a credential. */
+export const REDACTED = '[REDACTED]';
+
+/** Member names (lower case) whose value is a credential: headers and the usual fields. */
+const CREDENTIAL_KEYS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'x-api-token',
+  'x-auth-token',
+  'token',
+  'apitoken',
+  'api_token',
+  'password',
+  'passwd',
+  'secret',
+]);
+
+/** Query parameter names (decoded, lower case) whose value is a credential. */
+const CREDENTIAL_PARAMS = new Set(['token', 'access_token', 'refresh_token', 'id_token', 'api_token', 'api_key', 'apikey', 'api-key', 'auth', 'password', 'passwd', 'pwd', 'secret', 'client_secret', 'signature', 'sig']);
+
+/** A query parameter: its delimiter, name and value. */
+const QUERY_PARAM = /([?&;])([^=&#;\s"'<>\\]*)=([^&#;\s"'<>\\]*)/g;
+/** A JSON string literal (its escapes included). */
+const JSON_STRING = /"(?:[^"\\]|\\.)*"/g;
+/** The userinfo of a URL: `scheme://userinfo@`. */
+const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;
+
+/** Nesting past which members are left as they are (log objects are shallow). */
+const MAX_DEPTH = 8;
+
+/** Scrubs log objects and strings; see the module's description. */
+export class Scrubber {
+  private readonly secrets: readonly RegExp[];
+
+  /** @param secrets values never written (blank or null ones are ignored). */
+  constructor(secrets: readonly (string | null | undefined)[] = []) {
+    this.secrets = secrets.filter((s): s is string => typeof s === 'string' && s.length > 0).map(secretPattern);
+  }
+
+  /**
+   * A JSON line with its credentials replaced (the same string when it holds none); it stays
+   * valid JSON: no replacement crosses a quote, and the secrets are replaced inside string
+   * literals only (a token of digits must not turn `"level":30` into `"level":[REDACTED]`).
+   */
+  text(s: string): string {
+    let out = s;
+    if (out.includes('?')) {
+      out = out.replace(QUERY_PARAM, (all, delim: string, name: string) => (CREDENTIAL_PARAMS.has(decodeName(name)) ? `${delim}${name}=${REDACTED}` : all));
+    }
+    if (out.includes('://')) out = out.replace(USERINFO, `$1${REDACTED}@`);
+    if (this.secrets.some((re) => out.search(re) !== -1)) {
+      out = out.replace(JSON_STRING, (literal) => this.secrets.reduce((lit, re) => lit.replace(re, REDACTED), literal));
+    }
+    return out;
+  }
+
+  /**
+   * A value with every member named like a credential redacted, through plain objects and
+   * arrays; other objects (errors go through pino's serializer first, then here) are left as
+   * they are. Returns the value itself when nothing changed.
+   */
+  members<T>(v: T, depth = 0): T {
+    if (v === null || typeof v !== 'object' || depth >= MAX_DEPTH) return v;
+    if (Array.isArray(v)) {
+      let copy: unknown[] | undefined;
+      v.forEach((item, i) => {
+        const s = this.members(item as unknown, depth + 1);
+        if (s !== item) (copy ??= [...v])[i] = s;
+      });
+      return (copy ?? v) as T;
+    }
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (proto !== Object.prototype && proto !== null) return v;
+    let copy: Record<string, unknown> | undefined;
+    for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
+      const s = CREDENTIAL_KEYS.has(k.toLowerCase()) && item !== undefined && item !== null ? REDACTED : this.members(item, depth + 1);
+      if (s !== item) (copy ??= { ...(v as Record<string, unknown>) })[k] = s;
+    }
+    return (copy ?? v) as T;
+  }
+}
+
+/** A query parameter name decoded (`%74oken` is `token`), lower case. */
+function decodeName(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' ')).toLowerCase();
+  } catch {
+    return name.toLowerCase();
+  }
+}
+
+/** Matches `secret` with any of its characters percent-encoded (either case of hex digits). */
+function secretPattern(secret: string): RegExp {
+  let src = '';
+  for (const ch of secret) {
+    const bytes = [...Buffer.from(ch, 'utf8')].map((b) => `%${hexClass(b)}`).join('');
+    src += `(?:${ch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}|${bytes})`;
+  }
+  return new RegExp(src, 'g');
+}
+
+/** `[2][bB]` for 0x2b: the two hex digits of a byte, letters in either case. */
+function hexClass(b: number): string {
+  return [...b.toString(16).padStart(2, '0')].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join('');
+}
