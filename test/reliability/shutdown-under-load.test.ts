@@ -391,11 +391,11 @@ it('in flight at the stop: answered, with Connection: close; late on an open con
   const body = JSON.stringify({ projectId: PROJECT, target: 'in-flight' });
   const a = await connect(port);
   onCleanup(() => a.destroy());
-  a.write(`POST /api/clicks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`);
+  a.write(`POST /api/clicks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`);
   // B: a keep-alive connection, idle when the stop begins.
   const b = await connect(port);
   onCleanup(() => b.destroy());
-  b.write('GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n');
+  b.write('GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
   expect(await readAnswer(b)).toMatchObject({ status: 200, headers: { connection: 'keep-alive' } });
   await sleep(50); // A's headers and first bytes are read: its request is in flight
 
@@ -406,7 +406,7 @@ it('in flight at the stop: answered, with Connection: close; late on an open con
 
   // Late request on the open connection: a clean refusal that closes it.
   const bClosed = new Promise<void>((r) => b.once('close', () => r()));
-  b.write('GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n');
+  b.write('GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
   expect(await readAnswer(b)).toEqual({
     status: 503,
     headers: expect.objectContaining({ connection: 'close', 'content-type': 'application/json; charset=utf-8' }),
