@@ -47,9 +47,9 @@ export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void
       404: { description: '`unknown memory entry <entry_id>`.', schema: ErrorBody },
       422: { description: 'Validation detail.', schema: ErrorBody },
     },
-    handler: ({ res, params, body }) => {
+    handler: async ({ res, params, body }) => {
       const entryId = checkId('entry_id', params.entryId);
-      if (!store.memoryEntryExists(entryId)) throw new HttpError(404, `unknown memory entry ${entryId}`);
+      if (!(await store.memoryEntryExists(entryId))) throw new HttpError(404, `unknown memory entry ${entryId}`);
       state.memory.toggle({ entryId, on: body.on, scope: body.scope ?? MEMORY_SCOPE, ...(body.extra ? { extra: body.extra } : {}) });
       res.json({ ok: true, entryId, on: body.on });
     },
