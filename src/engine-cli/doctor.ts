@@ -11,6 +11,7 @@ import { projectDir, readProjectStatusSync } from '../engine/project-file.js';
 import { listEntityFiles, parsedOf, readJson } from '../engine/project-index.js';
 import {
   checkStoreFileSync,
+  readFolderEntryJsonSync,
   readStoreJsonSync,
   storeAccess,
   DEFAULT_STORE_FILE_MAX_BYTES,
@@ -131,7 +132,7 @@ function diagnoseProject(root: string, access: StoreAccess, id: string): Project
   }
   const files = (kind: 'shots' | 'takes'): string[] => {
     const listed = listEntityFiles(access, `${within}/${kind}`, within);
-    if (listed.kind === 'ok') return listed.value;
+    if (listed.kind === 'ok') return listed.value.entries.map((d) => d.name);
     if (listed.kind === 'problem') findings.push(folderFinding(id, `${within}/${kind}`, kind, listed.problem));
     return [];
   };
@@ -221,8 +222,9 @@ function diagnoseMemory(access: StoreAccess, only: string | null): DoctorReport[
   let files = 0;
   const listed = listEntityFiles(access, 'memory', 'memory');
   if (listed.kind === 'problem' && only === null) findings.push(folderFinding(null, 'memory', 'memory', listed.problem));
-  for (const name of listed.kind === 'ok' ? listed.value : []) {
-    const read = readStoreJsonSync(access, `memory/${name}`, 'memory');
+  for (const entry of listed.kind === 'ok' ? listed.value.entries : []) {
+    const name = entry.name;
+    const read = listed.kind === 'ok' ? readFolderEntryJsonSync(access, listed.value, entry) : readStoreJsonSync(access, `memory/${name}`, 'memory');
     if (read.kind === 'absent') continue; // removed since the listing
     const parsed = parsedOf(read);
     if (only !== null && (!('doc' in parsed) || parsed.doc.project_id !== only)) continue;

@@ -163,7 +163,7 @@ function mapSourcesOf(access: StoreAccess, id: string, sub: string, base: string
   for (const kind of ['shots', 'takes'] as const) {
     const listed = listEntityFiles(access, `${folder}/${kind}`, within, SOURCE_EXT);
     if (listed.kind === 'problem') problems.push(`${kind}: cannot be read (${listed.problem.why})`);
-    for (const name of listed.kind === 'ok' ? listed.value : []) {
+    for (const name of listed.kind === 'ok' ? listed.value.entries.map((d) => d.name) : []) {
       const rel = `${kind}/${name}`;
       sources.push(rel);
       const doc = readLegacy(rel, problems);

@@ -7,7 +7,15 @@
 import { missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
 import { readProjectStatusSync, type ProjectStatus } from './project-file.js';
-import { listStoreDirSync, readStoreJsonSync, type StoreAccess, type StoreFileProblem, type StoreRead } from './read-store-file.js';
+import {
+  listStoreDirSync,
+  readFolderEntryJsonSync,
+  readStoreJsonSync,
+  type StoreAccess,
+  type StoreFileProblem,
+  type StoreFolder,
+  type StoreRead,
+} from './read-store-file.js';
 
 export interface Shot {
   readonly shot_id: string;
@@ -80,8 +88,9 @@ export function loadProjectIndex(access: StoreAccess, id: string): ProjectIndex 
 
   const shotFiles = listEntityFiles(access, `${within}/shots`, within);
   if (shotFiles.kind === 'problem') invalid ??= unreadableField(id, 'shot_id', `${within}/shots`, shotFiles.problem);
-  for (const file of shotFiles.kind === 'ok' ? shotFiles.value : []) {
-    const r = parseShot(id, file, readJson(access, `${within}/shots/${file}`, within));
+  const shotFolder = shotFiles.kind === 'ok' ? shotFiles.value : null;
+  for (const file of shotFolder?.entries ?? []) {
+    const r = parseShot(id, file.name, parsedOf(readFolderEntryJsonSync(access, shotFolder as StoreFolder, file)));
     if ('error' in r) {
       invalid ??= r.error;
       continue;
@@ -90,8 +99,9 @@ export function loadProjectIndex(access: StoreAccess, id: string): ProjectIndex 
   }
   const takeFiles = listEntityFiles(access, `${within}/takes`, within);
   if (takeFiles.kind === 'problem') invalid ??= unreadableField(id, 'take_id', `${within}/takes`, takeFiles.problem);
-  for (const file of takeFiles.kind === 'ok' ? takeFiles.value : []) {
-    const r = parseTake(id, file, readJson(access, `${within}/takes/${file}`, within));
+  const takeFolder = takeFiles.kind === 'ok' ? takeFiles.value : null;
+  for (const file of takeFolder?.entries ?? []) {
+    const r = parseTake(id, file.name, parsedOf(readFolderEntryJsonSync(access, takeFolder as StoreFolder, file)));
     if ('error' in r) {
       invalid ??= r.error;
       continue;
@@ -136,16 +146,17 @@ export function loadProjectIndex(access: StoreAccess, id: string): ProjectIndex 
 }
 
 /**
- * Entity file names in the store folder `rel` (inside `within`) as the service lists them:
+ * The entity files of the store folder `rel` (inside `within`) as the service lists them:
  * names matching `ext` (default `.json`), never dot-files (the dispatch tool's temp files),
- * sorted so that the first reported problem is deterministic. A missing folder has none; a
- * folder that cannot be listed (not a folder, a link out of `within`) is a problem.
+ * sorted so that the first reported problem is deterministic; read them with
+ * `readFolderEntryJsonSync`. A missing folder has none; a folder that cannot be listed (not a
+ * folder, a link out of `within`) is a problem.
  */
-export function listEntityFiles(access: StoreAccess, rel: string, within: string, ext: RegExp = /\.json$/): StoreRead<string[]> {
-  const entries = listStoreDirSync(access, rel, within);
-  if (entries.kind === 'absent') return { kind: 'ok', value: [] };
-  if (entries.kind === 'problem') return entries;
-  return { kind: 'ok', value: entries.value.map((d) => d.name).filter((n) => ext.test(n) && !n.startsWith('.')) };
+export function listEntityFiles(access: StoreAccess, rel: string, within: string, ext: RegExp = /\.json$/): StoreRead<StoreFolder> {
+  const listed = listStoreDirSync(access, rel, within);
+  if (listed.kind === 'absent') return { kind: 'ok', value: { rel, within, real: '', entries: [] } };
+  if (listed.kind === 'problem') return listed;
+  return { kind: 'ok', value: { ...listed.value, entries: listed.value.entries.filter((d) => ext.test(d.name) && !d.name.startsWith('.')) } };
 }
 
 /** A parsed entity file, or why it could not be read (never its contents). */

@@ -26,6 +26,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { printParseErrorCode, visit } from 'jsonc-parser';
 import { nestedDeeperThan } from './json-depth.js';
 
@@ -68,6 +69,13 @@ export const DEFAULT_STORE_JSON_MAX_DEPTH = 64;
 const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW;
 
 /**
+ * Paths are resolved with Node's own `realpath` walk (`lstat` of each component, `readlink` of
+ * links only), not the C library's (`readlink` of every component): the folders above the
+ * store are only ever looked at with `lstat`, as for any path (test/reliability/bad-input).
+ */
+const realpathWalk = promisify(fs.realpath);
+
+/**
  * The access to the store at `root`: its real path is computed once here (a store created
  * later keeps the resolved path: it cannot be followed anywhere by a link made afterwards).
  * @param limits CONSOLE_STORE_FILE_MAX_BYTES and CONSOLE_STORE_JSON_MAX_DEPTH.
@@ -75,7 +83,7 @@ const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constant
 export function storeAccess(root: string, limits: { readonly fileMaxBytes: number; readonly jsonMaxDepth: number }): StoreAccess {
   let real: string;
   try {
-    real = fs.realpathSync.native(root);
+    real = fs.realpathSync(root);
   } catch {
     real = path.resolve(root);
   }
@@ -93,13 +101,38 @@ export function readStoreJsonSync(access: StoreAccess, rel: string, within: stri
   return parseStoreJson(bytes.value, access.maxDepth);
 }
 
+/**
+ * Reads the JSON value of an entry of a listed folder: the same checks as
+ * {@link readStoreJsonSync}, but the folder is already resolved and the entry's type is known
+ * from the listing, so a plain file costs no `realpath` walk (a project's thousands of shot
+ * and take files are read this way).
+ */
+export function readFolderEntryJsonSync(access: StoreAccess, folder: StoreFolder, entry: fs.Dirent): StoreRead<unknown> {
+  const bytes = readFolderEntrySync(access, folder, entry);
+  if (bytes.kind !== 'ok') return bytes;
+  return parseStoreJson(bytes.value, access.maxDepth);
+}
+
+function readFolderEntrySync(access: StoreAccess, folder: StoreFolder, entry: fs.Dirent): StoreRead<Buffer> {
+  // A link is resolved the long way; anything but a file is refused without being opened.
+  if (entry.isSymbolicLink()) return readStoreFileSync(access, `${folder.rel}/${entry.name}`, folder.within);
+  if (!entry.isFile()) return notRegular(entry);
+  // The folder was resolved and checked once for all its entries: no `/proc` check per file
+  // (it would double the cost of loading a project of thousands of files). O_NOFOLLOW still
+  // refuses a file swapped for a link since the listing, O_NONBLOCK and fstat a pipe.
+  return readOpened(openResolvedSync(access, path.join(folder.real, entry.name), folder.within, false), access.maxBytes);
+}
+
 /** Reads the bytes of the store file `rel`, inside `within` (see {@link readStoreJsonSync}). */
 export function readStoreFileSync(access: StoreAccess, rel: string, within: string): StoreRead<Buffer> {
-  const opened = openSync(access, rel, within);
+  return readOpened(openSync(access, rel, within), access.maxBytes);
+}
+
+function readOpened(opened: StoreRead<Opened>, maxBytes: number): StoreRead<Buffer> {
   if (opened.kind !== 'ok') return opened;
   const { fd, size } = opened.value;
   try {
-    return readAll(fd, size, access.maxBytes);
+    return readAll(fd, size, maxBytes);
   } catch (err) {
     return failure(err);
   } finally {
@@ -118,15 +151,27 @@ export function checkStoreFileSync(access: StoreAccess, rel: string, within: str
   return { kind: 'ok', value: { size: opened.value.size } };
 }
 
+/** A folder of the store as listed: where it really is, and its entries. */
+export interface StoreFolder {
+  /** Store-relative path, as asked. */
+  readonly rel: string;
+  /** The folder its files must stay in (store-relative). */
+  readonly within: string;
+  /** Its real path, checked to be inside `within`. */
+  readonly real: string;
+  /** Entries, sorted by name; each knows its type from the listing (no extra call). */
+  readonly entries: readonly fs.Dirent[];
+}
+
 /**
  * The entries of the store folder `rel` (inside `within`, or `within` itself), sorted by name.
  * `absent` when there is no such folder.
  */
-export function listStoreDirSync(access: StoreAccess, rel: string, within: string): StoreRead<fs.Dirent[]> {
+export function listStoreDirSync(access: StoreAccess, rel: string, within: string): StoreRead<StoreFolder> {
   const abs = path.join(access.root, rel);
   let real: string;
   try {
-    real = fs.realpathSync.native(abs);
+    real = fs.realpathSync(abs);
   } catch (err) {
     return failure(err);
   }
@@ -134,7 +179,7 @@ export function listStoreDirSync(access: StoreAccess, rel: string, within: strin
   if (outside) return { kind: 'problem', problem: outside };
   try {
     const entries = fs.readdirSync(real, { withFileTypes: true });
-    return { kind: 'ok', value: entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
+    return { kind: 'ok', value: { rel, within, real, entries: entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) } };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return problem('file', 'not a folder', 'make it a folder of JSON files');
     return failure(err);
@@ -160,7 +205,7 @@ export interface OpenStoreFile {
 export async function openStoreFile(access: StoreAccess, rel: string, within: string): Promise<StoreRead<OpenStoreFile>> {
   let real: string;
   try {
-    real = await fsp.realpath(path.join(access.root, rel));
+    real = await realpathWalk(path.join(access.root, rel));
   } catch (err) {
     return failure(err);
   }
@@ -250,16 +295,28 @@ interface Opened {
 function openSync(access: StoreAccess, rel: string, within: string): StoreRead<Opened> {
   let real: string;
   try {
-    real = fs.realpathSync.native(path.join(access.root, rel));
+    real = fs.realpathSync(path.join(access.root, rel));
   } catch (err) {
     return failure(err);
   }
   const outside = outsideProblem(access, real, within, false);
   if (outside) return { kind: 'problem', problem: outside };
-  let fd: number;
   try {
     const before = fs.lstatSync(real);
     if (!before.isFile()) return notRegular(before);
+  } catch (err) {
+    return failure(err);
+  }
+  return openResolvedSync(access, real, within);
+}
+
+/**
+ * Opens `real` (a path without links, inside `within`) and checks the descriptor.
+ * @param procCheck whether the descriptor's own path must be inside `within` too (`/proc`).
+ */
+function openResolvedSync(access: StoreAccess, real: string, within: string, procCheck = true): StoreRead<Opened> {
+  let fd: number;
+  try {
     fd = fs.openSync(real, OPEN_FLAGS);
   } catch (err) {
     return failure(err);
@@ -269,7 +326,7 @@ function openSync(access: StoreAccess, rel: string, within: string): StoreRead<O
     let bad: StoreRead<never> | null = null;
     if (!stats.isFile()) bad = notRegular(stats);
     else if (stats.size > access.maxBytes) bad = tooLarge(access.maxBytes);
-    else if (procPathOutside(access, fd, within)) bad = problem('file', 'a symbolic link leading outside its folder', 'replace the link by the file itself');
+    else if (procCheck && procPathOutside(access, fd, within)) bad = problem('file', 'a symbolic link leading outside its folder', 'replace the link by the file itself');
     if (bad) {
       fs.closeSync(fd);
       return bad;
@@ -292,9 +349,11 @@ function readAll(fd: number, size: number, max: number): StoreRead<Buffer> {
       buf.copy(bigger, 0, 0, length);
       buf = bigger;
     }
-    const n = fs.readSync(fd, buf, length, buf.length - length, null);
-    if (n === 0) break;
+    const want = buf.length - length;
+    const n = fs.readSync(fd, buf, length, want, null);
     length += n;
+    // A regular file reads short only at its end: no extra call to see the end again.
+    if (n < want) break;
   }
   return { kind: 'ok', value: buf.subarray(0, length) };
 }
@@ -325,7 +384,7 @@ function outsideProblem(access: StoreAccess, real: string, within: string, self:
   return { level: 'file', why: `a symbolic link leading outside ${within}`, fix: 'replace the link by the file itself' };
 }
 
-function notRegular(stats: fs.Stats): StoreRead<never> {
+function notRegular(stats: fs.Stats | fs.Dirent): StoreRead<never> {
   const what = stats.isFIFO()
     ? 'a named pipe'
     : stats.isSocket()

@@ -10,7 +10,7 @@ import { missingField, unreadableField, type MissingCanonicalFieldDetail } from 
 import { isValidId } from './ids.js';
 import { readProjectStatusSync } from './project-file.js';
 import { parsedOf, type Parsed } from './project-index.js';
-import { checkStoreFileSync, listStoreDirSync, readStoreJsonSync, type StoreAccess, type StoreFileProblem } from './read-store-file.js';
+import { checkStoreFileSync, listStoreDirSync, readFolderEntryJsonSync, readStoreJsonSync, type StoreAccess, type StoreFileProblem } from './read-store-file.js';
 
 /** A project of the list: its JSON bytes when served, else why not (engine-format.md, Legacy format). */
 export type ProjectEntry =
@@ -50,7 +50,7 @@ export function listProjectsSync(access: StoreAccess): ProjectListing {
   if (dir.kind === 'absent') return { entries: [], problem: null };
   if (dir.kind === 'problem') return { entries: [], problem: dir.problem };
   const entries: ProjectEntry[] = [];
-  for (const d of dir.value) {
+  for (const d of dir.value.entries) {
     // A name that is not an id cannot be addressed: ignored, as a dot-folder is.
     if (!d.isDirectory() || !isValidId(d.name)) continue;
     const entry = readProjectSync(access, d.name);
@@ -74,10 +74,10 @@ export function listMemorySync(access: StoreAccess, toggles: Readonly<Record<str
   if (dir.kind === 'absent') return { ok: true, body: encoder.encode('[]') };
   if (dir.kind === 'problem') return { ok: false, detail: unreadableField(null, 'id', 'memory', dir.problem) };
   const out: unknown[] = [];
-  for (const d of dir.value) {
+  for (const d of dir.value.entries) {
     const name = d.name;
     if (!name.endsWith('.json') || name.startsWith('.')) continue;
-    const read = readStoreJsonSync(access, `memory/${name}`, 'memory');
+    const read = readFolderEntryJsonSync(access, dir.value, d);
     if (read.kind === 'absent') continue; // removed since the listing
     const parsed = parseMemoryEntry(name, parsedOf(read));
     if ('error' in parsed) return { ok: false, detail: parsed.error };
