@@ -69,7 +69,9 @@ export const HOSTILE_KINDS: readonly HostileKind[] = [
     level: 'file',
     why: /cannot be read \(not a regular file \(a named pipe\)\)/,
     media: true,
-    plant: ({ file }) => execFileSync('mkfifo', [file]),
+    plant: ({ file }) => {
+      execFileSync('mkfifo', [file]);
+    },
   },
   {
     name: 'socket',
@@ -91,7 +93,9 @@ export const HOSTILE_KINDS: readonly HostileKind[] = [
           level: 'file' as const,
           why: /cannot be read \(not a regular file \(a character device\)\)/,
           media: true,
-          plant: ({ file }: PlantSite) => execFileSync('mknod', [file, 'c', '1', '3']),
+          plant: ({ file }: PlantSite) => {
+            execFileSync('mknod', [file, 'c', '1', '3']);
+          },
         },
       ]
     : []),
@@ -141,7 +145,7 @@ export const HOSTILE_KINDS: readonly HostileKind[] = [
   {
     name: 'deep',
     level: 'content',
-    why: /cannot be read \(nested deeper than 64 levels, CONSOLE_STORE_JSON_MAX_DEPTH\)/,
+    why: /cannot be read \(nested deeper than 64 levels at line 1 column \d+, CONSOLE_STORE_JSON_MAX_DEPTH\)/,
     media: false,
     plant: ({ file, doc }) => fs.writeFileSync(file, deepText(doc, 100_000)),
   },
