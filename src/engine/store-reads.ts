@@ -12,15 +12,23 @@ import { readProjectStatusSync } from './project-file.js';
 import { parsedOf, type Parsed } from './project-index.js';
 import { checkStoreFileSync, listStoreDirSync, readFolderEntryJsonSync, readStoreJsonSync, type StoreAccess, type StoreFileProblem } from './read-store-file.js';
 
-/** A project of the list: its JSON bytes when served, else why not (engine-format.md, Legacy format). */
-export type ProjectEntry =
-  | { readonly kind: 'ok'; readonly id: string; readonly body: Uint8Array }
+/**
+ * A project: served (`Ok` says where its JSON bytes are), else why not (engine-format.md,
+ * Legacy format).
+ */
+export type ProjectEntry<Ok = { readonly body: Uint8Array }> =
+  | ({ readonly kind: 'ok'; readonly id: string } & Ok)
   | { readonly kind: 'legacy'; readonly id: string; readonly reason: string }
   | { readonly kind: 'invalid'; readonly id: string; readonly detail: MissingCanonicalFieldDetail };
 
-/** The projects of the store, by id; `problem` when `projects/` itself cannot be listed. */
+/**
+ * The projects of the store, by id: `body` is `GET /api/projects`'s JSON array, and each
+ * served project's own JSON is the bytes `start` to `end` of it (so the main thread neither
+ * joins nor copies them). `problem` when `projects/` itself cannot be listed.
+ */
 export interface ProjectListing {
-  readonly entries: readonly ProjectEntry[];
+  readonly entries: readonly ProjectEntry<{ readonly start: number; readonly end: number }>[];
+  readonly body: Uint8Array;
   readonly problem: StoreFileProblem | null;
 }
 
@@ -47,16 +55,27 @@ const encoder = new TextEncoder();
  */
 export function listProjectsSync(access: StoreAccess): ProjectListing {
   const dir = listStoreDirSync(access, 'projects', 'projects');
-  if (dir.kind === 'absent') return { entries: [], problem: null };
-  if (dir.kind === 'problem') return { entries: [], problem: dir.problem };
-  const entries: ProjectEntry[] = [];
+  if (dir.kind !== 'ok') return { entries: [], body: encoder.encode('[]'), problem: dir.kind === 'problem' ? dir.problem : null };
+  const entries: ProjectEntry<{ start: number; end: number }>[] = [];
+  const texts: string[] = [];
+  let at = 1; // after '['
   for (const d of dir.value.entries) {
     // A name that is not an id cannot be addressed: ignored, as a dot-folder is.
     if (!d.isDirectory() || !isValidId(d.name)) continue;
-    const entry = readProjectSync(access, d.name);
-    if (entry.kind !== 'absent') entries.push(entry);
+    const s = readProjectStatusSync(access, d.name);
+    if (s.kind === 'absent') continue;
+    if (s.kind !== 'ok') {
+      entries.push(s);
+      continue;
+    }
+    const text = JSON.stringify(s.project);
+    if (texts.length > 0) at += 1; // ','
+    const end = at + Buffer.byteLength(text);
+    entries.push({ kind: 'ok', id: s.id, start: at, end });
+    texts.push(text);
+    at = end;
   }
-  return { entries, problem: null };
+  return { entries, body: encoder.encode(`[${texts.join(',')}]`), problem: null };
 }
 
 /** One project, by a valid id (checked by the caller). */

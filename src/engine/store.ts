@@ -340,17 +340,13 @@ export class EngineStore {
   private async readProjectList(change: number): Promise<ProjectList> {
     const listing = await this.runner.read({ op: 'projects', access: this.access });
     this.reportListProblem(listing.problem === null ? null : listing.problem.why);
-    const statuses = new Map(listing.entries.map((e) => [e.id, e] as const));
+    // Each project's bytes are a slice of the list's: nothing is parsed, serialised or copied here.
+    const body = bufferOf(listing.body);
+    const statuses = new Map<string, ProjectEntry>(
+      listing.entries.map((e) => [e.id, e.kind === 'ok' ? { kind: 'ok', id: e.id, body: body.subarray(e.start, e.end) } : e] as const),
+    );
     this.reportSkipped(statuses);
-    // The list body joins the projects' own bytes: nothing is parsed or serialised here.
-    const parts: Buffer[] = [Buffer.from('[')];
-    for (const e of listing.entries) {
-      if (e.kind !== 'ok') continue;
-      if (parts.length > 1) parts.push(Buffer.from(','));
-      parts.push(bufferOf(e.body));
-    }
-    parts.push(Buffer.from(']'));
-    const list = { change, statuses, body: { body: Buffer.concat(parts), etag: `W/"${this.nonce}-l-${change}"` } };
+    const list = { change, statuses, body: { body, etag: `W/"${this.nonce}-l-${change}"` } };
     if (!this.list || this.list.change <= change) this.list = list;
     return list;
   }

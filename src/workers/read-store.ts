@@ -12,7 +12,7 @@ export default function readStore(task: ReadStoreTask): ReadStoreResult<ReadStor
   switch (task.op) {
     case 'projects': {
       const listing = listProjectsSync(task.access);
-      return moving(listing, listing.entries.flatMap((e) => (e.kind === 'ok' ? [e.body] : [])));
+      return moving(listing, [listing.body]);
     }
     case 'project': {
       const entry = readProjectSync(task.access, task.projectId);

@@ -196,21 +196,22 @@ describe('big store files and the event loop', () => {
     const after = await loopDelayBuckets(svc.url);
     const sorted = [...latencies].sort((a, b) => a - b);
     const q = (f: number) => (sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))] as number).toFixed(1);
-    // Samples of the service's own loop delay (src/metrics/event-loop-delay.ts) past 250 ms, 1 s and 5 s.
+    // Samples of the service's own loop delay (src/metrics/event-loop-delay.ts) past 250 ms, 1 s and 2.5 s.
     const past = (le: string) => ((after.get('+Inf') ?? 0) - (before.get('+Inf') ?? 0)) - ((after.get(le) ?? 0) - (before.get(le) ?? 0));
     console.log(
       `store-reads: /api/health while 100 MB store files were read: ${latencies.length} requests, p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms; ` +
-        `service loop-delay samples past 250 ms: ${past('0.25')}, past 1 s: ${past('1')}, past 5 s: ${past('5')}; ${results.map((r) => `${r.p} ${r.status} ${(r.bytes / 1e6).toFixed(0)} MB in ${r.ms} ms`).join(', ')}`,
+        `service loop-delay samples past 250 ms: ${past('0.25')}, past 1 s: ${past('1')}, past 2.5 s: ${past('2.5')}; ${results.map((r) => `${r.p} ${r.status} ${(r.bytes / 1e6).toFixed(0)} MB in ${r.ms} ms`).join(', ')}`,
     );
     for (const r of results) {
       expect(r.status, r.p).toBe(200);
       expect(r.bytes, r.p).toBeGreaterThan(MB100);
     }
     expect(latencies.length).toBeGreaterThan(10);
-    // Ceilings, generous for a loaded 2-core machine (this test has seen 1.5 s there): parsing
-    // and serialising one of these files on the event loop holds it for 5 to 30 s, and every
-    // health request waits behind it (the code before the fix).
-    expect(past('5')).toBe(0);
-    expect(Math.max(...latencies)).toBeLessThan(5000);
+    // Ceilings, generous for a loaded 2-core machine (this test sees at most some hundreds of
+    // ms there): the code before the fix parsed and serialised such a file on the event loop in
+    // one stretch, 3.5 s on a fast machine and 5 to 30 s on a loaded one, and every health
+    // request waited behind it.
+    expect(past('2.5')).toBe(0);
+    expect(Math.max(...latencies)).toBeLessThan(2500);
   }, 300_000);
 });
