@@ -29,8 +29,6 @@ import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type Take
 import { StoreWatcher, type StoreChange } from './watcher.js';
 import type { SynthesisRunner } from '../workers/pool.js';
 
-export { parseMemoryEntry } from './store-reads.js';
-
 /** A response body ready to send: the JSON bytes and a weak ETag for conditional requests. */
 export interface CachedBody {
   readonly body: Buffer;
