@@ -234,3 +234,29 @@ describe('what leaves the service', () => {
     expect(s.body.limits).toMatchObject({ CONSOLE_STORE_FILE_MAX_BYTES: TEST_MAX_BYTES, CONSOLE_STORE_JSON_MAX_DEPTH: 64, CONSOLE_STORE_READ_TIMEOUT_MS: 30_000 });
   });
 });
+
+describe('the store folders themselves', () => {
+  it('starts with projects/ a link loop and memory/ a named pipe: an empty list with a warning, a 422 naming memory', async () => {
+    const { tmp, dataDir } = makeTempStore('empty');
+    fs.rmSync(path.join(dataDir, 'projects'), { recursive: true });
+    fs.symlinkSync('projects', path.join(dataDir, 'projects'));
+    execFileSync('mkfifo', [path.join(dataDir, 'memory')]);
+    const u = await startTestService({ tmp });
+    try {
+      const list = await u.get('/api/projects');
+      expect(list.status).toBe(200);
+      expect(await list.json()).toEqual([]);
+      const warned = (await allEvents(u.url, 'severities=warning&scopePrefix=engine/projects')).map((e) => e.summary);
+      expect(warned).toEqual([expect.stringMatching(/^projects\/ cannot be listed \(a symbolic link loop/)]);
+      expect((await u.get('/api/projects/anything')).status).toBe(422);
+      const memory = await u.get('/api/memory');
+      expect(memory.status).toBe(422);
+      const detail = ((await memory.json()) as any).detail;
+      expect(detail).toMatchObject({ error: 'missing_canonical_field', field: 'id', project_id: null });
+      expect(detail.remediation).toMatch(/cannot be read \(not a folder\) in memory;/);
+      expect((await u.get('/api/health')).status).toBe(200);
+    } finally {
+      await u.close();
+    }
+  });
+});
