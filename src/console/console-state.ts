@@ -19,15 +19,15 @@ import { FallbackCounter } from './fallbacks.js';
 import { MemoryToggles } from './memory-toggles.js';
 import { ProposalDesk } from './proposals.js';
 import { Selections } from './selection.js';
-import { TakeStateBook } from './take-states.js';
+import { TakeStateBook, type TakeFileReader } from './take-states.js';
 import { WorkspaceStates } from './workspace.js';
 
 /** Corrupt-blob reports kept per workspace id. */
 export const WORKSPACE_REPORTS_KEPT = 20;
 
 export interface ConsoleStateOptions {
-  /** Engine store root (take files are looked up below it). */
-  readonly storeRoot: string;
+  /** Reads a take file of the store for take actions (EngineStore.readTakeFile). */
+  readonly readTakeFile: TakeFileReader;
   /** The registries the start-up guards checked: proposal kinds and sanctioned fallbacks. */
   readonly registries: Registries;
   /** Clicks kept per project. */
@@ -53,7 +53,7 @@ export class ConsoleState {
   constructor(db: Db, bus: EventBus, opts: ConsoleStateOptions) {
     this.fallbacks = new FallbackCounter(new FallbacksRepo(db), opts.registries.fallbacks);
     this.proposals = new ProposalDesk(db, bus, new ProposalsRepo(db), new DecisionsRepo(db), this.fallbacks, opts.registries.proposalKinds);
-    this.takes = new TakeStateBook(db, bus, new TakeStateRepo(db), this.fallbacks, opts.storeRoot);
+    this.takes = new TakeStateBook(db, bus, new TakeStateRepo(db), this.fallbacks, opts.readTakeFile);
     this.memory = new MemoryToggles(db, bus, new MemoryTogglesRepo(db));
     this.clicks = new ClickLog(new ClicksRepo(db, opts.clicksPerProject, opts.clicksMaxTotal));
     this.workspace = new WorkspaceStates(new WorkspaceRepo(db, WORKSPACE_REPORTS_KEPT), opts.workspaceReportMaxBytes);

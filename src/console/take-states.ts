@@ -4,11 +4,9 @@
  * {@link TakeStateSource}: the takes and lineage routes show `primary`, `circled` and
  * `rejected` from here, and each write bumps the project's version so cached answers go stale.
  */
-import fsp from 'node:fs/promises';
-import path from 'node:path';
 import type { EventBus } from '../bus/bus.js';
 import type { Severity } from '../bus/event.js';
-import { MissingCanonicalFieldError, missingField } from '../engine/errors.js';
+import { MissingCanonicalFieldError, missingField, type MissingCanonicalFieldDetail } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
 import type { TakeStateSource } from '../engine/store.js';
 import type { TakeState, TakeStates } from '../engine/synthesize.js';
@@ -40,8 +38,20 @@ export interface TakeActionResult {
   readonly eventId: string;
 }
 
-/** The take file as far as actions need it: absent, or present with its shot id (null when unreadable). */
-type TakeFile = { readonly onDisk: false } | { readonly onDisk: true; readonly shotId: string | null };
+/**
+ * The take file as far as actions need it: absent, or present with its shot id (null when its
+ * contents are not a take, with the reason for a 422 on `marked_primary`).
+ */
+export type TakeFile =
+  | { readonly onDisk: false }
+  | { readonly onDisk: true; readonly shotId: string | null; readonly unreadable: MissingCanonicalFieldDetail | null };
+
+/**
+ * Reads `projects/<project>/takes/<take_id>.json` in the worker pool (EngineStore.readTakeFile):
+ * never on the event loop, never a pipe or a file out of the store (issue 10, items 2-4).
+ * @throws MissingCanonicalFieldError when the file cannot be used at all; StoreReadTimeoutError.
+ */
+export type TakeFileReader = (projectId: string, takeId: string) => Promise<TakeFile>;
 
 export class TakeStateBook implements TakeStateSource {
   /** project id → take id → state; mirrors `take_states`, updated after each commit. */
@@ -53,8 +63,8 @@ export class TakeStateBook implements TakeStateSource {
     private readonly bus: EventBus,
     private readonly repo: TakeStateRepo,
     private readonly fallbacks: FallbackCounter,
-    /** Engine store root: "on disk" means `projects/<project>/takes/<take_id>.json` exists below it. */
-    private readonly storeRoot: string,
+    /** "On disk" means this finds `projects/<project>/takes/<take_id>.json` in the store. */
+    private readonly readTakeFile: TakeFileReader,
   ) {
     for (const r of repo.all()) this.remember(r);
   }
@@ -84,7 +94,9 @@ export class TakeStateBook implements TakeStateSource {
    * `take_id_not_on_disk`: the action is logged, its event has severity `fallback`, and the
    * state is left unchanged. `marked_primary` makes the take its shot's only primary.
    * @throws InvalidIdError for a malformed project or take id; MissingCanonicalFieldError
-   *   when `marked_primary` names a take file without a readable `shot_id`.
+   *   when the take file cannot be used (not a regular file, a link out of its project, too
+   *   large), or when `marked_primary` names a take file without a readable `shot_id`;
+   *   StoreReadTimeoutError.
    */
   async act(req: TakeActionRequest): Promise<TakeActionResult> {
     checkId('project_id', req.projectId);
@@ -92,7 +104,7 @@ export class TakeStateBook implements TakeStateSource {
     const file = await this.readTakeFile(req.projectId, req.takeId);
     if (file.onDisk && file.shotId === null && req.action === 'marked_primary') {
       const where = `projects/${req.projectId}/takes/${req.takeId}.json`;
-      throw new MissingCanonicalFieldError(missingField(req.projectId, 'shot_id', where, 'is missing or unreadable'));
+      throw new MissingCanonicalFieldError(file.unreadable ?? missingField(req.projectId, 'shot_id', where, 'is missing or unreadable'));
     }
     const at = nowIso();
     const out = evaluateTakeAction({ ...req, onDisk: file.onDisk });
@@ -139,23 +151,5 @@ export class TakeStateBook implements TakeStateSource {
     let takes = this.byProject.get(r.projectId);
     if (!takes) this.byProject.set(r.projectId, (takes = new Map()));
     takes.set(r.takeId, r);
-  }
-
-  private async readTakeFile(projectId: string, takeId: string): Promise<TakeFile> {
-    const file = path.join(this.storeRoot, 'projects', projectId, 'takes', `${takeId}.json`);
-    let text: string;
-    try {
-      text = await fsp.readFile(file, 'utf8');
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return { onDisk: false };
-      throw err;
-    }
-    try {
-      const doc = JSON.parse(text) as { shot_id?: unknown } | null;
-      return { onDisk: true, shotId: typeof doc?.shot_id === 'string' ? doc.shot_id : null };
-    } catch {
-      return { onDisk: true, shotId: null };
-    }
   }
 }

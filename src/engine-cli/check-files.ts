@@ -6,10 +6,11 @@
  * problem the member is replaced, in memory only, by its derived value or by a stand-in,
  * and the file is checked again, until the rules accept it (or stop making progress).
  */
-import { fixCli, missingField, missingFieldReason, type MissingCanonicalFieldDetail } from '../engine/errors.js';
-import { classifyProject } from '../engine/project-file.js';
+import { fixCli, missingFieldReason, type MissingCanonicalFieldDetail } from '../engine/errors.js';
+import { classifyProjectRead } from '../engine/project-file.js';
 import { parseShot, parseTake, type Parsed } from '../engine/project-index.js';
-import { parseMemoryEntry } from '../engine/store.js';
+import type { StoreRead } from '../engine/read-store-file.js';
+import { parseMemoryEntry } from '../engine/store-reads.js';
 import { titleFromId, type Derivation, type EntityKind, type Finding } from './findings.js';
 
 /** How one canonical member is repaired: derived (by `--fix`) or by hand, with a stand-in to go on checking. */
@@ -22,17 +23,18 @@ const MAX_ROUNDS = 8;
 
 /**
  * Checks `project.json` of project `id`.
- * @param text the file's contents. @param hasYaml whether `project.yaml` lies beside it.
+ * @param read the file as the service reads it (src/engine/read-store-file.ts).
+ * @param hasYaml whether `project.yaml` lies beside it.
  */
-export function checkProjectJson(id: string, text: string, hasYaml: boolean): Finding[] {
+export function checkProjectJson(id: string, read: StoreRead<unknown>, hasYaml: boolean): Finding[] {
   const file = `projects/${id}/project.json`;
   const check: Check = (doc) => {
-    const s = classifyProject(id, JSON.stringify(doc), hasYaml);
+    const s = classifyProjectRead(id, { kind: 'ok', value: doc }, hasYaml);
     return s.kind === 'invalid' ? s.detail : null;
   };
-  const first = classifyProject(id, text, hasYaml);
+  const first = classifyProjectRead(id, read, hasYaml);
   if (first.kind !== 'invalid') return [];
-  const doc = objectOf(text);
+  const doc = read.kind === 'ok' ? asObject(read.value) : null;
   if (doc === null) return [unreadable(first.detail, file, 'project')];
   return collect(doc, check, file, 'project', id, (field, d) => {
     switch (field) {
@@ -93,18 +95,17 @@ export function checkTake(projectId: string, file: string, parsed: Parsed): Find
 }
 
 /**
- * Checks `memory/<name>`; `text` is the file's contents, or an Error when it could not be read
- * (reported as the service reports it: canonical `id` cannot be read).
+ * Checks `memory/<name>`, read as the service reads it (an unreadable file is reported as the
+ * service reports it: canonical `id` cannot be read).
  */
-export function checkMemoryEntry(name: string, text: string | Error): Finding[] {
+export function checkMemoryEntry(name: string, parsed: Parsed): Finding[] {
   const where = `memory/${name}`;
-  if (text instanceof Error) return [unreadable(missingField(null, 'id', where, `cannot be read (${text.message})`), where, 'memory')];
-  const first = parseMemoryEntry(name, text);
+  const first = parseMemoryEntry(name, parsed);
   if (!('error' in first)) return [];
-  const doc = objectOf(text);
-  if (doc === null) return [unreadable(first.error, where, 'memory')];
+  if (!('doc' in parsed)) return [unreadable(first.error, where, 'memory')];
+  const doc = parsed.doc;
   const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
-  const check: Check = (d) => errorOf(parseMemoryEntry(name, JSON.stringify(d)));
+  const check: Check = (d) => errorOf(parseMemoryEntry(name, { doc: d }));
   const stem = name.slice(0, -'.json'.length);
   return collect(doc, check, where, 'memory', projectId, (field) =>
     field === 'id' ? { derived: { value: stem, placeholder: false } } : { byHand: "the entry's text, a string", standIn: '' },
@@ -165,14 +166,9 @@ function errorOf(r: object): MissingCanonicalFieldDetail | null {
   return 'error' in r ? (r.error as MissingCanonicalFieldDetail) : null;
 }
 
-/** The JSON object in `text`, or null when it is not one. */
-export function objectOf(text: string): Record<string, unknown> | null {
-  try {
-    const v = JSON.parse(text) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
+/** `v` when it is a JSON object, else null. */
+function asObject(v: unknown): Record<string, unknown> | null {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
 
 function blank(v: unknown): boolean {

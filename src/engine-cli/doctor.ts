@@ -8,8 +8,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isValidId } from '../engine/ids.js';
 import { projectDir, readProjectStatusSync } from '../engine/project-file.js';
-import { listEntityFiles, readJson } from '../engine/project-index.js';
-import { checkMemoryEntry, checkProjectJson, checkShot, checkTake, objectOf } from './check-files.js';
+import { listEntityFiles, parsedOf, readJson } from '../engine/project-index.js';
+import {
+  checkStoreFileSync,
+  readFolderEntryJsonSync,
+  readStoreJsonSync,
+  storeAccess,
+  DEFAULT_STORE_FILE_MAX_BYTES,
+  DEFAULT_STORE_JSON_MAX_DEPTH,
+  type StoreAccess,
+} from '../engine/read-store-file.js';
+import { checkMemoryEntry, checkProjectJson, checkShot, checkTake } from './check-files.js';
 import { withMembers, type Change, type EntityKind, type Finding } from './findings.js';
 import { migrateCommand } from './commands.js';
 import { writeFileAtomic, storeJson } from './write-atomic.js';
@@ -37,11 +46,18 @@ export interface DoctorReport {
   readonly warnings: number;
 }
 
+/** The store at `root` read with the service's default bounds (tests and callers without a configuration). */
+export function defaultAccess(root: string): StoreAccess {
+  return storeAccess(root, { fileMaxBytes: DEFAULT_STORE_FILE_MAX_BYTES, jsonMaxDepth: DEFAULT_STORE_JSON_MAX_DEPTH });
+}
+
 /**
  * Checks the store at `root`, or only project `only` (which must exist) and its memory entries.
- * Reads only; never throws for store content (unreadable files are findings).
+ * Reads only, every file as the service reads it (`access`: its real root and bounds; a pipe,
+ * a link out of the store, a file too large or too deep is a finding, never a hang).
+ * Never throws for store content (unreadable files are findings).
  */
-export function diagnose(root: string, only: string | null): DoctorReport {
+export function diagnose(root: string, only: string | null, access: StoreAccess = defaultAccess(root)): DoctorReport {
   const projects: ProjectReport[] = [];
   const storeFindings: Finding[] = [];
   for (const name of only === null ? listDirectories(path.join(root, 'projects')) : [only]) {
@@ -62,10 +78,10 @@ export function diagnose(root: string, only: string | null): DoctorReport {
       }
       continue;
     }
-    const report = diagnoseProject(root, name);
+    const report = diagnoseProject(root, access, name);
     if (report) projects.push(report);
   }
-  const memory = diagnoseMemory(root, only);
+  const memory = diagnoseMemory(access, only);
   const all = [...projects.flatMap((p) => p.findings), ...memory.findings, ...storeFindings];
   return {
     store: root,
@@ -79,12 +95,12 @@ export function diagnose(root: string, only: string | null): DoctorReport {
 }
 
 /** Whether `id` is a project of the store (a directory with project.json or project.yaml). */
-export function isProject(root: string, id: string): boolean {
-  return readProjectStatusSync(root, id).kind !== 'absent';
+export function isProject(access: StoreAccess, id: string): boolean {
+  return readProjectStatusSync(access, id).kind !== 'absent';
 }
 
-function diagnoseProject(root: string, id: string): ProjectReport | null {
-  const status = readProjectStatusSync(root, id);
+function diagnoseProject(root: string, access: StoreAccess, id: string): ProjectReport | null {
+  const status = readProjectStatusSync(access, id);
   if (status.kind === 'absent') return null;
   const dir = projectDir(root, id);
   if (status.kind === 'legacy') {
@@ -109,17 +125,24 @@ function diagnoseProject(root: string, id: string): ProjectReport | null {
     };
   }
   const findings: Finding[] = [];
+  const within = `projects/${id}`;
   if (status.kind === 'invalid') {
-    const text = fs.readFileSync(path.join(dir, 'project.json'), 'utf8');
-    findings.push(...checkProjectJson(id, text, fs.existsSync(path.join(dir, 'project.yaml'))));
+    const hasYaml = checkStoreFileSync(access, `${within}/project.yaml`, within).kind !== 'absent';
+    findings.push(...checkProjectJson(id, readStoreJsonSync(access, `${within}/project.json`, within), hasYaml));
   }
-  const shotFiles = listEntityFiles(path.join(dir, 'shots'));
-  const takeFiles = listEntityFiles(path.join(dir, 'takes'));
-  for (const file of shotFiles) findings.push(...checkShot(id, file, readJson(path.join(dir, 'shots', file))));
+  const files = (kind: 'shots' | 'takes'): string[] => {
+    const listed = listEntityFiles(access, `${within}/${kind}`, within);
+    if (listed.kind === 'ok') return listed.value.entries.map((d) => d.name);
+    if (listed.kind === 'problem') findings.push(folderFinding(id, `${within}/${kind}`, kind, listed.problem));
+    return [];
+  };
+  const shotFiles = files('shots');
+  const takeFiles = files('takes');
+  for (const file of shotFiles) findings.push(...checkShot(id, file, readJson(access, `${within}/shots/${file}`, within)));
   const shotIds = new Set(shotFiles.map(stem));
   const takeIds = new Set(takeFiles.map(stem));
   for (const file of takeFiles) {
-    const parsed = readJson(path.join(dir, 'takes', file));
+    const parsed = readJson(access, `${within}/takes/${file}`, within);
     findings.push(...checkTake(id, file, parsed));
     if ('doc' in parsed) findings.push(...takeLinks(dir, id, file, parsed.doc, shotIds, takeIds));
   }
@@ -194,23 +217,37 @@ function takeLinks(
   return out;
 }
 
-function diagnoseMemory(root: string, only: string | null): DoctorReport['memory'] {
-  const dir = path.join(root, 'memory');
+function diagnoseMemory(access: StoreAccess, only: string | null): DoctorReport['memory'] {
   const findings: Finding[] = [];
   let files = 0;
-  for (const name of listEntityFiles(dir)) {
-    let text: string | Error;
-    try {
-      text = fs.readFileSync(path.join(dir, name), 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // removed since the listing
-      text = err as Error;
-    }
-    if (only !== null && (typeof text !== 'string' || objectOf(text)?.project_id !== only)) continue;
+  const listed = listEntityFiles(access, 'memory', 'memory');
+  if (listed.kind === 'problem' && only === null) findings.push(folderFinding(null, 'memory', 'memory', listed.problem));
+  for (const entry of listed.kind === 'ok' ? listed.value.entries : []) {
+    const name = entry.name;
+    const read = listed.kind === 'ok' ? readFolderEntryJsonSync(access, listed.value, entry) : readStoreJsonSync(access, `memory/${name}`, 'memory');
+    if (read.kind === 'absent') continue; // removed since the listing
+    const parsed = parsedOf(read);
+    if (only !== null && (!('doc' in parsed) || parsed.doc.project_id !== only)) continue;
     files += 1;
-    findings.push(...checkMemoryEntry(name, text));
+    findings.push(...checkMemoryEntry(name, parsed));
   }
   return { files, findings };
+}
+
+/** A folder of entity files that cannot be listed (not a folder, a link out of the store). */
+function folderFinding(projectId: string | null, folder: string, kind: 'shots' | 'takes' | 'memory', problem: { why: string; fix: string }): Finding {
+  const field = kind === 'shots' ? 'shot_id' : kind === 'takes' ? 'take_id' : 'id';
+  return {
+    severity: 'error',
+    code: 'missing_canonical_field',
+    project_id: projectId,
+    file: folder,
+    entity: kind === 'shots' ? 'shot' : kind === 'takes' ? 'take' : 'memory',
+    field,
+    problem: `cannot be read (${problem.why})`,
+    fix: `${problem.fix}: ${folder} must be a folder of the store (see engine-format.md)`,
+    derived: null,
+  };
 }
 
 /**
@@ -219,7 +256,7 @@ function diagnoseMemory(root: string, only: string | null): DoctorReport['memory
  * something unreadable since the report is skipped.
  * @returns the changes made, in file order.
  */
-export function applyFixes(root: string, report: DoctorReport): Change[] {
+export function applyFixes(root: string, report: DoctorReport, access: StoreAccess = defaultAccess(root)): Change[] {
   const byFile = new Map<string, { entity: EntityKind; sets: Map<string, { value: unknown; placeholder: boolean }> }>();
   const all = [...report.projects.flatMap((p) => p.findings), ...report.memory.findings];
   for (const f of all) {
@@ -231,13 +268,11 @@ export function applyFixes(root: string, report: DoctorReport): Change[] {
   const changes: Change[] = [];
   for (const [file, { entity, sets }] of byFile) {
     const abs = path.join(root, ...file.split('/'));
-    let doc: Record<string, unknown> | null;
-    try {
-      doc = objectOf(fs.readFileSync(abs, 'utf8'));
-    } catch {
-      doc = null;
-    }
-    if (doc === null) continue;
+    const parts = file.split('/');
+    const within = parts[0] === 'projects' ? parts.slice(0, 2).join('/') : (parts[0] as string);
+    const parsed = readJson(access, file, within);
+    if (!('doc' in parsed)) continue;
+    const doc = parsed.doc;
     const values = new Map([...sets].map(([k, v]) => [k, v.value] as const));
     writeFileAtomic(abs, storeJson(withMembers(entity, doc, values)));
     for (const [field, d] of sets) {

@@ -19,6 +19,8 @@ import YAML from 'yaml';
 import { missingFieldReason } from '../engine/errors.js';
 import { classifyProject, projectDir, readProjectStatusSync } from '../engine/project-file.js';
 import { listEntityFiles, parseShot, parseTake } from '../engine/project-index.js';
+import { parseStoreJson, readStoreFileSync, type StoreAccess } from '../engine/read-store-file.js';
+import { defaultAccess } from './doctor.js';
 import { mapProject, mapShot, mapTake, type Mapped } from './legacy-mapping.js';
 import { copyFileAtomic, storeJson, writeFileAtomic } from './write-atomic.js';
 
@@ -59,12 +61,14 @@ const LEGACY = 'legacy';
 const SOURCE_EXT = /\.(json|ya?ml)$/;
 
 /**
- * Plans the migration of project `id` (which must exist) without writing anything.
+ * Plans the migration of project `id` (which must exist) without writing anything. Sources
+ * are read as the service reads store files (`access`: no pipe, no link out of the project).
  * @throws an fs error other than a missing file.
  */
-export function planMigration(root: string, id: string): MigrationPlan {
+export function planMigration(root: string, id: string, access: StoreAccess = defaultAccess(root)): MigrationPlan {
   const dir = projectDir(root, id);
-  const status = readProjectStatusSync(root, id);
+  const status = readProjectStatusSync(access, id);
+  const mapSources = (base: string, projectFile: string) => mapSourcesOf(access, id, path.relative(dir, base), base, projectFile);
   const at = (...parts: string[]) => path.join(dir, ...parts);
   if (status.kind !== 'legacy') {
     const projectFile = fs.existsSync(at(LEGACY, 'project.json')) ? 'project.json' : 'project.yaml';
@@ -76,14 +80,14 @@ export function planMigration(root: string, id: string): MigrationPlan {
       return { project_id: id, dir, reason: null, state: 'format2', steps: [], problems: [why] };
     }
     // Migrated earlier: only legacy files a stopped run left beside the new ones are removed.
-    const mapped = mapSources(id, dir, at(LEGACY), projectFile);
+    const mapped = mapSources(at(LEGACY), projectFile);
     const steps = mapped.problems.length > 0 ? [] : removals(dir, mapped);
     return { project_id: id, dir, reason: null, state: 'migrated', steps, problems: [] };
   }
 
   const projectFile = status.reason.includes('project.yaml') ? 'project.yaml' : 'project.json';
   const resumed = fs.existsSync(at(LEGACY, projectFile));
-  const mapped = mapSources(id, dir, resumed ? at(LEGACY) : dir, projectFile);
+  const mapped = mapSources(resumed ? at(LEGACY) : dir, projectFile);
   const steps: MigrationStep[] = [];
   if (!resumed) {
     // The project file is copied last: its copy tells a later run that every copy is made.
@@ -133,14 +137,21 @@ interface MappedSources {
   readonly base: string;
 }
 
-function mapSources(id: string, dir: string, base: string, projectFile: string): MappedSources {
+/**
+ * @param sub the folder of the sources inside the project's folder: '' or `legacy`.
+ * @param base the same folder, absolute.
+ */
+function mapSourcesOf(access: StoreAccess, id: string, sub: string, base: string, projectFile: string): MappedSources {
+  const within = `projects/${id}`;
+  const folder = sub === '' ? within : `${within}/${sub.split(path.sep).join('/')}`;
+  const readLegacy = (rel: string, problems: string[]) => readLegacySource(access, within, `${folder}/${rel}`, rel, problems);
   const problems: string[] = [];
   const writes: { file: string; from: string; notes: readonly string[]; doc: Record<string, unknown> }[] = [];
   const sources: string[] = [projectFile];
   // A project.yaml beside a format-1 project.json is kept too, though not read (project.json wins).
   if (projectFile === 'project.json' && fs.existsSync(path.join(base, 'project.yaml'))) sources.push('project.yaml');
 
-  const projectDoc = readLegacy(base, projectFile, problems);
+  const projectDoc = readLegacy(projectFile, problems);
   if (projectDoc) {
     const m = mapProject(id, projectDoc);
     const s = classifyProject(id, JSON.stringify(m.doc), false);
@@ -150,10 +161,12 @@ function mapSources(id: string, dir: string, base: string, projectFile: string):
 
   const outputs = new Map<string, string>();
   for (const kind of ['shots', 'takes'] as const) {
-    for (const name of listEntityFiles(path.join(base, kind), SOURCE_EXT)) {
+    const listed = listEntityFiles(access, `${folder}/${kind}`, within, SOURCE_EXT);
+    if (listed.kind === 'problem') problems.push(`${kind}: cannot be read (${listed.problem.why})`);
+    for (const name of listed.kind === 'ok' ? listed.value.entries.map((d) => d.name) : []) {
       const rel = `${kind}/${name}`;
       sources.push(rel);
-      const doc = readLegacy(base, rel, problems);
+      const doc = readLegacy(rel, problems);
       if (!doc) continue;
       const stem = name.replace(SOURCE_EXT, '');
       const m = kind === 'shots' ? mapShot(stem, doc) : mapTake(stem, doc);
@@ -198,14 +211,31 @@ function removals(dir: string, mapped: MappedSources, fresh = false): MigrationS
   return steps;
 }
 
-function readLegacy(base: string, rel: string, problems: string[]): Record<string, unknown> | null {
-  let v: unknown;
-  try {
-    const text = fs.readFileSync(path.join(base, ...rel.split('/')), 'utf8');
-    v = rel.endsWith('.json') ? JSON.parse(text) : YAML.parse(text, { logLevel: 'error' });
-  } catch (err) {
-    problems.push(`${rel}: cannot be read (${(err as Error).message.split('\n')[0]})`);
+/**
+ * One legacy source: `storeRel` is its store-relative path, `rel` the name problems give it.
+ * JSON syntax errors give a position, never the text (issue 10, item 4).
+ */
+function readLegacySource(access: StoreAccess, within: string, storeRel: string, rel: string, problems: string[]): Record<string, unknown> | null {
+  const bytes = readStoreFileSync(access, storeRel, within);
+  if (bytes.kind !== 'ok') {
+    problems.push(`${rel}: cannot be read (${bytes.kind === 'absent' ? 'no such file' : bytes.problem.why})`);
     return null;
+  }
+  let v: unknown;
+  if (rel.endsWith('.json')) {
+    const parsed = parseStoreJson(bytes.value, access.maxDepth);
+    if (parsed.kind !== 'ok') {
+      problems.push(`${rel}: cannot be read (${parsed.kind === 'problem' ? parsed.problem.why : 'no such file'})`);
+      return null;
+    }
+    v = parsed.value;
+  } else {
+    try {
+      v = YAML.parse(bytes.value.toString('utf8'), { logLevel: 'error' });
+    } catch (err) {
+      problems.push(`${rel}: cannot be read (${(err as Error).message.split('\n')[0]})`);
+      return null;
+    }
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     problems.push(`${rel}: is not a mapping of members`);

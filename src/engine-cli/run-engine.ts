@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import { ConfigError, readConfig } from '../main/config.js';
+import { storeAccess, type StoreAccess } from '../engine/read-store-file.js';
 import { applyFixes, diagnose, isProject, type DoctorReport } from './doctor.js';
 import { formatChanges, formatDoctorReport, formatMigration } from './format-report.js';
 import { executeMigration, planMigration } from './migrate.js';
@@ -29,14 +30,15 @@ export interface EngineRun {
 export function runEngine({ argv, env, io }: EngineRun): number {
   let args: EngineArgs;
   let root: string;
+  let access: StoreAccess;
   try {
     args = parseEngineArgs(argv);
     if (args.command === 'help') {
       io.out(USAGE);
       return 0;
     }
-    root = storeRoot(env, io);
-    if (args.project !== null && !isProject(root, args.project)) {
+    ({ root, access } = storeRoot(env, io));
+    if (args.project !== null && !isProject(access, args.project)) {
       throw new UsageError(`no project ${JSON.stringify(args.project)} in ${root}/projects (a directory with project.json or project.yaml)`);
     }
   } catch (err) {
@@ -45,16 +47,17 @@ export function runEngine({ argv, env, io }: EngineRun): number {
     if (err instanceof UsageError) io.err(USAGE);
     return 2;
   }
-  return args.command === 'doctor' ? doctor(root, args, io) : migrate(root, args, io);
+  return args.command === 'doctor' ? doctor(root, access, args, io) : migrate(root, access, args, io);
 }
 
 /**
- * The store the service would serve: `readConfig(env).dataDir`. When that is the default working
+ * The store the service would serve: `readConfig(env).dataDir`, read with the service's bounds
+ * (CONSOLE_STORE_FILE_MAX_BYTES, CONSOLE_STORE_JSON_MAX_DEPTH). When that is the default working
  * copy of the bundled sample store and it does not exist yet, it is seeded the way the service
  * seeds it at start-up, so both always look at the same files.
  * @throws UsageError when the store directory does not exist; ConfigError for a bad variable.
  */
-function storeRoot(env: NodeJS.ProcessEnv, io: EngineIo): string {
+function storeRoot(env: NodeJS.ProcessEnv, io: EngineIo): { root: string; access: StoreAccess } {
   const config = readConfig(env);
   if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {
     fs.cpSync(config.sampleSeedDir, config.dataDir, { recursive: true });
@@ -63,15 +66,15 @@ function storeRoot(env: NodeJS.ProcessEnv, io: EngineIo): string {
   if (!fs.statSync(config.dataDir, { throwIfNoEntry: false })?.isDirectory()) {
     throw new UsageError(`engine store not found: ${config.dataDir} (CONSOLE_DATA_DIR)`);
   }
-  return config.dataDir;
+  return { root: config.dataDir, access: storeAccess(config.dataDir, config.store) };
 }
 
-function doctor(root: string, args: Extract<EngineArgs, { command: 'doctor' }>, io: EngineIo): number {
-  let report: DoctorReport = diagnose(root, args.project);
+function doctor(root: string, access: StoreAccess, args: Extract<EngineArgs, { command: 'doctor' }>, io: EngineIo): number {
+  let report: DoctorReport = diagnose(root, args.project, access);
   let changes: Change[] | null = null;
   if (args.fix) {
-    changes = applyFixes(root, report);
-    report = diagnose(root, args.project);
+    changes = applyFixes(root, report, access);
+    report = diagnose(root, args.project, access);
   }
   if (args.json) {
     io.out(JSON.stringify({ ...report, healthy: healthy(report, args.strict), ...(changes ? { fixed: changes } : {}) }, null, 2));
@@ -89,8 +92,8 @@ function healthy(r: DoctorReport, strict: boolean): boolean {
   return r.errors === 0 && (!strict || r.warnings === 0);
 }
 
-function migrate(root: string, args: Extract<EngineArgs, { command: 'migrate' }>, io: EngineIo): number {
-  const plan = planMigration(root, args.project);
+function migrate(root: string, access: StoreAccess, args: Extract<EngineArgs, { command: 'migrate' }>, io: EngineIo): number {
+  const plan = planMigration(root, args.project, access);
   const outcome =
     plan.problems.length > 0
       ? 'refused'

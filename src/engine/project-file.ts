@@ -1,11 +1,11 @@
 /**
  * Classifies a project directory of the engine store (engine-format.md, project.json and
  * "Legacy format"): format 2 and complete, legacy, missing a canonical field, or absent.
+ * The file is read through src/engine/read-store-file.ts (issue 10, items 2-4).
  */
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { missingField, type MissingCanonicalFieldDetail } from './errors.js';
+import { missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
+import { checkStoreFileSync, parseStoreJson, readStoreJsonSync, DEFAULT_STORE_JSON_MAX_DEPTH, type StoreAccess, type StoreRead } from './read-store-file.js';
 
 export type ProjectStatus =
   | { readonly kind: 'ok'; readonly id: string; readonly project: Readonly<Record<string, unknown>> }
@@ -21,23 +21,28 @@ export function projectDir(root: string, id: string): string {
 }
 
 /**
- * Pure classification from the files' contents.
+ * Pure classification from the file's text (the engine CLI's form).
  * @param json text of project.json, or null when the file does not exist.
  * @param hasYaml whether project.yaml exists.
+ * @param maxDepth CONSOLE_STORE_JSON_MAX_DEPTH.
  */
-export function classifyProject(id: string, json: string | null, hasYaml: boolean): ProjectStatus {
-  if (json === null) {
+export function classifyProject(id: string, json: string | null, hasYaml: boolean, maxDepth = DEFAULT_STORE_JSON_MAX_DEPTH): ProjectStatus {
+  return classifyProjectRead(id, json === null ? { kind: 'absent' } : parseStoreJson(json, maxDepth), hasYaml);
+}
+
+/**
+ * Pure classification from the outcome of reading project.json.
+ * @param hasYaml whether project.yaml exists (only looked at when project.json is absent).
+ */
+export function classifyProjectRead(id: string, read: StoreRead<unknown>, hasYaml: boolean): ProjectStatus {
+  if (read.kind === 'absent') {
     return hasYaml ? { kind: 'legacy', id, reason: 'format 1 (project.yaml)' } : { kind: 'absent', id };
   }
   const where = `projects/${id}/project.json`;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(json);
-  } catch (err) {
-    return { kind: 'invalid', id, detail: missingField(id, 'format', where, `cannot be read (${(err as Error).message})`) };
-  }
+  if (read.kind === 'problem') return { kind: 'invalid', id, detail: unreadableField(id, 'format', where, read.problem) };
+  const doc = read.value;
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
-    return { kind: 'invalid', id, detail: missingField(id, 'format', where, 'cannot be read (not a JSON object)') };
+    return { kind: 'invalid', id, detail: unreadableField(id, 'format', where, { why: 'not a JSON object', fix: 'make it a JSON object (see engine-format.md)' }) };
   }
   const p = doc as Record<string, unknown>;
   if (typeof p.format !== 'number' || !Number.isInteger(p.format)) {
@@ -46,11 +51,8 @@ export function classifyProject(id: string, json: string | null, hasYaml: boolea
   if (p.format < CURRENT_FORMAT) return { kind: 'legacy', id, reason: `format ${p.format}` };
   if (typeof p.id !== 'string' || p.id.length === 0) return { kind: 'invalid', id, detail: missingField(id, 'id', where) };
   if (p.id !== id) {
-    return {
-      kind: 'invalid',
-      id,
-      detail: missingField(id, 'id', where, `does not match the directory name "${id}" (found "${p.id}")`),
-    };
+    // The value found is not quoted: no error message carries a file's contents (issue 10, item 4).
+    return { kind: 'invalid', id, detail: missingField(id, 'id', where, `does not match the directory name "${id}"`) };
   }
   if (typeof p.title !== 'string' || p.title.length === 0) {
     return { kind: 'invalid', id, detail: missingField(id, 'title', where) };
@@ -58,38 +60,13 @@ export function classifyProject(id: string, json: string | null, hasYaml: boolea
   return { kind: 'ok', id, project: p };
 }
 
-/** Reads and classifies a project (async; main thread). `id` must already be a valid identifier. */
-export async function readProjectStatus(root: string, id: string): Promise<ProjectStatus> {
-  const dir = projectDir(root, id);
-  const json = await fsp.readFile(path.join(dir, 'project.json'), 'utf8').catch(enoentToNull);
-  const hasYaml = json === null && (await exists(path.join(dir, 'project.yaml')));
-  return classifyProject(id, json, hasYaml);
-}
-
-/** Reads and classifies a project (sync; worker threads). */
-export function readProjectStatusSync(root: string, id: string): ProjectStatus {
-  const dir = projectDir(root, id);
-  let json: string | null;
-  try {
-    json = fs.readFileSync(path.join(dir, 'project.json'), 'utf8');
-  } catch (err) {
-    json = enoentToNull(err);
-  }
-  const hasYaml = json === null && fs.existsSync(path.join(dir, 'project.yaml'));
-  return classifyProject(id, json, hasYaml);
-}
-
-function enoentToNull(err: unknown): null {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return null;
-  throw err;
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await fsp.access(file);
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * Reads and classifies a project (synchronous: worker threads and the engine CLI). `id` must
+ * already be a valid identifier. Never throws for store content.
+ */
+export function readProjectStatusSync(access: StoreAccess, id: string): ProjectStatus {
+  const within = `projects/${id}`;
+  const json = readStoreJsonSync(access, `${within}/project.json`, within);
+  const hasYaml = json.kind === 'absent' && checkStoreFileSync(access, `${within}/project.yaml`, within).kind !== 'absent';
+  return classifyProjectRead(id, json, hasYaml);
 }

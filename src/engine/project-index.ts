@@ -1,13 +1,21 @@
 /**
  * Loads one project's shots and takes into an index (engine-format.md, shots/ and takes/).
  * Runs in the synthesis workers: the reads are synchronous there on purpose, since a worker
- * thread has nothing else to do and the main event loop is never touched.
+ * thread has nothing else to do and the main event loop is never touched. Every file and
+ * folder is read through src/engine/read-store-file.ts (issue 10, items 2-4).
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { missingField, type MissingCanonicalFieldDetail } from './errors.js';
+import { missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
-import { projectDir, readProjectStatusSync, type ProjectStatus } from './project-file.js';
+import { readProjectStatusSync, type ProjectStatus } from './project-file.js';
+import {
+  listStoreDirSync,
+  readFolderEntryJsonSync,
+  readStoreJsonSync,
+  type StoreAccess,
+  type StoreFileProblem,
+  type StoreFolder,
+  type StoreRead,
+} from './read-store-file.js';
 
 export interface Shot {
   readonly shot_id: string;
@@ -66,27 +74,34 @@ const EMPTY_INDEX = {
 } as const;
 
 /**
- * Reads the project `id` under `root`. Never throws for store content: problems are reported
- * through `status` (legacy, invalid, absent) and `invalid` (a shot or take file).
+ * Reads the project `id` of the store. Never throws for store content: problems are reported
+ * through `status` (legacy, invalid, absent) and `invalid` (a shot or take file, or their
+ * folder), naming the store-relative file.
  */
-export function loadProjectIndex(root: string, id: string): ProjectIndex {
-  const status = readProjectStatusSync(root, id);
+export function loadProjectIndex(access: StoreAccess, id: string): ProjectIndex {
+  const status = readProjectStatusSync(access, id);
   if (status.kind !== 'ok') return { status, ...EMPTY_INDEX };
-  const dir = projectDir(root, id);
+  const within = `projects/${id}`;
   const shots: Shot[] = [];
   const takes: Take[] = [];
   let invalid: MissingCanonicalFieldDetail | null = null;
 
-  for (const file of listEntityFiles(path.join(dir, 'shots'))) {
-    const r = parseShot(id, file, readJson(path.join(dir, 'shots', file)));
+  const shotFiles = listEntityFiles(access, `${within}/shots`, within);
+  if (shotFiles.kind === 'problem') invalid ??= unreadableField(id, 'shot_id', `${within}/shots`, shotFiles.problem);
+  const shotFolder = shotFiles.kind === 'ok' ? shotFiles.value : null;
+  for (const file of shotFolder?.entries ?? []) {
+    const r = parseShot(id, file.name, parsedOf(readFolderEntryJsonSync(access, shotFolder as StoreFolder, file)));
     if ('error' in r) {
       invalid ??= r.error;
       continue;
     }
     shots.push(r);
   }
-  for (const file of listEntityFiles(path.join(dir, 'takes'))) {
-    const r = parseTake(id, file, readJson(path.join(dir, 'takes', file)));
+  const takeFiles = listEntityFiles(access, `${within}/takes`, within);
+  if (takeFiles.kind === 'problem') invalid ??= unreadableField(id, 'take_id', `${within}/takes`, takeFiles.problem);
+  const takeFolder = takeFiles.kind === 'ok' ? takeFiles.value : null;
+  for (const file of takeFolder?.entries ?? []) {
+    const r = parseTake(id, file.name, parsedOf(readFolderEntryJsonSync(access, takeFolder as StoreFolder, file)));
     if ('error' in r) {
       invalid ??= r.error;
       continue;
@@ -131,40 +146,38 @@ export function loadProjectIndex(root: string, id: string): ProjectIndex {
 }
 
 /**
- * Entity file names in `dir` as the service lists them: names matching `ext` (default
- * `.json`), never dot-files (the dispatch tool's temp files), sorted so that the first
- * reported problem is deterministic. A missing folder has none.
+ * The entity files of the store folder `rel` (inside `within`) as the service lists them:
+ * names matching `ext` (default `.json`), never dot-files (the dispatch tool's temp files),
+ * sorted so that the first reported problem is deterministic; read them with
+ * `readFolderEntryJsonSync`. A missing folder has none; a folder that cannot be listed (not a
+ * folder, a link out of `within`) is a problem.
  */
-export function listEntityFiles(dir: string, ext: RegExp = /\.json$/): string[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  return names.filter((n) => ext.test(n) && !n.startsWith('.')).sort();
+export function listEntityFiles(access: StoreAccess, rel: string, within: string, ext: RegExp = /\.json$/): StoreRead<StoreFolder> {
+  const listed = listStoreDirSync(access, rel, within);
+  if (listed.kind === 'absent') return { kind: 'ok', value: { rel, within, real: '', entries: [] } };
+  if (listed.kind === 'problem') return listed;
+  return { kind: 'ok', value: { ...listed.value, entries: listed.value.entries.filter((d) => ext.test(d.name) && !d.name.startsWith('.')) } };
 }
 
-/** A parsed entity file, or why it could not be read. */
-export type Parsed = { readonly doc: Record<string, unknown> } | { readonly unreadable: string };
+/** A parsed entity file, or why it could not be read (never its contents). */
+export type Parsed = { readonly doc: Record<string, unknown> } | { readonly unreadable: string; readonly fix?: string; readonly level?: StoreFileProblem['level'] };
 
-/** Reads an entity file as a JSON object (exported for the engine CLI's doctor). Never throws. */
-export function readJson(file: string): Parsed {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    // Removed between readdir and read: treat as unreadable, the next change event reloads.
-    return { unreadable: (err as Error).message };
-  }
-  try {
-    const v = JSON.parse(text) as unknown;
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return { doc: v as Record<string, unknown> };
-    return { unreadable: 'not a JSON object' };
-  } catch (err) {
-    return { unreadable: (err as Error).message };
-  }
+/**
+ * Reads the store file `rel` (inside `within`) as a JSON object (exported for the engine CLI's
+ * doctor). Never throws. A file removed between the listing and the read is unreadable too:
+ * the next change event reloads.
+ */
+export function readJson(access: StoreAccess, rel: string, within: string): Parsed {
+  return parsedOf(readStoreJsonSync(access, rel, within));
+}
+
+/** A read outcome as {@link Parsed}: only a JSON object is a document. */
+export function parsedOf(read: StoreRead<unknown>): Parsed {
+  if (read.kind === 'absent') return { unreadable: 'no such file', fix: 'restore it', level: 'file' };
+  if (read.kind === 'problem') return { unreadable: read.problem.why, fix: read.problem.fix, level: read.problem.level };
+  const v = read.value;
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) return { doc: v as Record<string, unknown> };
+  return { unreadable: 'not a JSON object', fix: 'make it a JSON object (see engine-format.md)', level: 'content' };
 }
 
 /**
@@ -175,7 +188,7 @@ export function readJson(file: string): Parsed {
 export function parseShot(projectId: string, file: string, doc: Parsed): Shot | { error: MissingCanonicalFieldDetail } {
   const where = `projects/${projectId}/shots/${file}`;
   const fail = (field: string, why?: string) => ({ error: missingField(projectId, field, where, why) });
-  if ('unreadable' in doc) return fail('shot_id', `cannot be read (${doc.unreadable})`);
+  if ('unreadable' in doc) return { error: unreadableField(projectId, 'shot_id', where, { why: doc.unreadable, fix: doc.fix ?? 'repair it' }) };
   const d = doc.doc;
   const expected = file.slice(0, -'.json'.length);
   if (typeof d.shot_id !== 'string' || d.shot_id.length === 0) return fail('shot_id');
@@ -192,7 +205,7 @@ export function parseShot(projectId: string, file: string, doc: Parsed): Shot | 
 export function parseTake(projectId: string, file: string, doc: Parsed): Take | { error: MissingCanonicalFieldDetail } {
   const where = `projects/${projectId}/takes/${file}`;
   const fail = (field: string, why?: string) => ({ error: missingField(projectId, field, where, why) });
-  if ('unreadable' in doc) return fail('take_id', `cannot be read (${doc.unreadable})`);
+  if ('unreadable' in doc) return { error: unreadableField(projectId, 'take_id', where, { why: doc.unreadable, fix: doc.fix ?? 'repair it' }) };
   const d = doc.doc;
   const expected = file.slice(0, -'.json'.length);
   if (typeof d.take_id !== 'string' || d.take_id.length === 0) return fail('take_id');

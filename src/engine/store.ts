@@ -5,21 +5,26 @@
  * store generation, which the watcher (and the end of each generation job) bumps. A hit
  * costs a map lookup; a miss runs one synthesis task in the worker pool, shared by every
  * concurrent request for the same key. Error answers (404/410/422) are cached the same way.
+ *
+ * No store file is read or parsed here (issue 10, items 2-4): the project list, a project,
+ * the memory entries and the file checks of take actions and memory toggles are worker tasks
+ * too (src/engine/store-reads.ts), with a deadline, and come back as ready JSON bytes. A
+ * project whose files cannot be used (a pipe, a link out of the store, too large, too deep,
+ * not JSON) is a 422 for that project alone; the list leaves it out with a warning event.
  */
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
 import type { EventBus } from '../bus/bus.js';
 import {
   LegacyProjectError,
   MissingCanonicalFieldError,
   NotFoundError,
-  missingField,
+  StoreReadTimeoutError,
+  missingFieldReason,
   type MissingCanonicalFieldDetail,
 } from './errors.js';
 import { checkId } from './ids.js';
-import { readProjectStatus, type ProjectStatus } from './project-file.js';
+import type { StoreAccess } from './read-store-file.js';
+import type { MemoryEntryCheck, ProjectEntry, TakeFileRead } from './store-reads.js';
 import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type TakeStates } from './synthesize.js';
 import { StoreWatcher, type StoreChange } from './watcher.js';
 import type { SynthesisRunner } from '../workers/pool.js';
@@ -46,7 +51,10 @@ export const NO_TAKE_STATES: TakeStateSource = { version: () => 0, snapshot: () 
 export const NO_MEMORY_TOGGLES: MemoryToggleSource = { version: () => 0, toggles: () => new Map() };
 
 export interface EngineStoreOptions {
+  /** The store root as configured (CONSOLE_DATA_DIR). */
   readonly root: string;
+  /** The store's real root and the bounds of its files (src/engine/read-store-file.ts). */
+  readonly access: StoreAccess;
   readonly runner: SynthesisRunner;
   readonly bus: EventBus;
   /** Bound on cached body bytes; least recently used entries are evicted past it. */
@@ -55,6 +63,8 @@ export interface EngineStoreOptions {
   readonly memoryToggles?: MemoryToggleSource;
   /** Watch the store for changes (default true). */
   readonly watch?: boolean;
+  /** Where the store reports what it skipped or could not read (the service's log). */
+  readonly log?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 interface CacheEntry {
@@ -66,12 +76,14 @@ interface CacheEntry {
 
 interface ProjectList {
   readonly change: number;
-  readonly statuses: ReadonlyMap<string, ProjectStatus>;
+  readonly statuses: ReadonlyMap<string, ProjectEntry>;
   readonly body: CachedBody;
 }
 
 export class EngineStore {
   readonly root: string;
+  /** The store's real root and the bounds of its files: every read of the store goes through it. */
+  readonly access: StoreAccess;
   private readonly runner: SynthesisRunner;
   private readonly bus: EventBus;
   private readonly takeStates: TakeStateSource;
@@ -79,6 +91,7 @@ export class EngineStore {
   private readonly cacheMaxBytes: number;
   private readonly nonce = randomBytes(4).toString('hex');
   private readonly watcher: StoreWatcher | null;
+  private readonly log: (fields: Record<string, unknown>, message: string) => void;
 
   /** Monotonic change counter; every invalidation takes the next value. */
   private change = 1;
@@ -92,6 +105,8 @@ export class EngineStore {
   private list: ProjectList | undefined;
   private listing: Promise<ProjectList> | undefined;
   private memory: { gen: number; toggles: number; value: CachedBody | Error } | undefined;
+  /** Why `projects/` could not be listed, as last reported (null when it could). */
+  private listProblem: string | null = null;
   /** Legacy or invalid projects already reported by a warning event, with the reason. */
   private readonly warned = new Map<string, string>();
   private hits = 0;
@@ -99,6 +114,8 @@ export class EngineStore {
 
   constructor(opts: EngineStoreOptions) {
     this.root = opts.root;
+    this.access = opts.access;
+    this.log = opts.log ?? (() => {});
     this.runner = opts.runner;
     this.bus = opts.bus;
     this.cacheMaxBytes = opts.cacheMaxBytes;
@@ -107,10 +124,26 @@ export class EngineStore {
     this.watcher = opts.watch === false ? null : new StoreWatcher(this.root, (c) => this.onStoreChange(c));
   }
 
-  /** Starts the watcher and reads the project list once, so legacy projects are reported at start-up. */
+  /**
+   * Starts the watcher and reads the project list once, so legacy and unreadable projects are
+   * reported at start-up. A list that cannot be read in time (CONSOLE_STORE_READ_TIMEOUT_MS)
+   * does not stop the start-up: it is reported, and read again at the next request.
+   */
   async start(): Promise<void> {
     this.watcher?.start();
-    await this.projectList();
+    try {
+      await this.projectList();
+    } catch (err) {
+      if (!(err instanceof StoreReadTimeoutError)) throw err;
+      this.log({ timeoutMs: err.timeoutMs }, 'engine store: the project list was not read at start-up in time');
+      this.bus.publish({
+        severity: 'warning',
+        scope: 'engine/projects',
+        summary: 'project list not read at start-up',
+        detail: err.message,
+        payload: { timeout_ms: err.timeoutMs },
+      });
+    }
   }
 
   close(): void {
@@ -149,12 +182,10 @@ export class EngineStore {
    * @throws InvalidIdError, NotFoundError (unknown), LegacyProjectError, MissingCanonicalFieldError.
    */
   async getProject(projectId: string): Promise<CachedBody> {
-    checkId('project_id', projectId);
-    const list = await this.projectList();
-    const status = list.statuses.get(projectId) ?? (await readProjectStatus(this.root, projectId));
+    const { list, status } = await this.statusOf(projectId);
     switch (status.kind) {
       case 'ok':
-        return this.bodyOf(status.project, `p-${this.generation(projectId)}-${list.change}`);
+        return { body: bufferOf(status.body), etag: `W/"${this.nonce}-p-${this.generation(projectId)}-${list.change}"` };
       case 'legacy':
         throw new LegacyProjectError(projectId, status.reason);
       case 'invalid':
@@ -172,10 +203,15 @@ export class EngineStore {
    * @throws InvalidIdError for a malformed id.
    */
   async hasProject(projectId: string): Promise<boolean> {
+    return (await this.statusOf(projectId)).status.kind !== 'absent';
+  }
+
+  /** A project's status: from the cached list, else read (in the worker pool). @throws InvalidIdError */
+  private async statusOf(projectId: string) {
     checkId('project_id', projectId);
     const list = await this.projectList();
-    const status = list.statuses.get(projectId) ?? (await readProjectStatus(this.root, projectId));
-    return status.kind !== 'absent';
+    const status = list.statuses.get(projectId) ?? (await this.runner.read({ op: 'project', access: this.access, projectId }));
+    return { list, status };
   }
 
   /**
@@ -217,14 +253,14 @@ export class EngineStore {
     stateful: boolean,
   ): Promise<CachedBody> {
     const result = await this.runner.run({
-      root: this.root,
+      access: this.access,
       projectId,
       generation,
       query: q,
       takeStates: stateful ? this.takeStates.snapshot(projectId) : {},
     });
     const value: CachedBody | Error = result.ok
-      ? { body: Buffer.from(result.body), etag: `W/"${this.nonce}-${generation}-${stateVersion}"` }
+      ? { body: bufferOf(result.body), etag: `W/"${this.nonce}-${generation}-${stateVersion}"` }
       : toError(result.error, projectId);
     this.remember(key, { generation, stateVersion, value, bytes: value instanceof Error ? 256 : value.body.length + key.length });
     if (value instanceof Error) throw value;
@@ -261,23 +297,37 @@ export class EngineStore {
       return m.value;
     }
     const gen = this.memoryGen;
-    let value: CachedBody | Error;
-    try {
-      const entries = await readMemory(this.root, this.memoryToggles.toggles());
-      value = this.bodyOf(entries, `m-${gen}-${toggles}`);
-    } catch (err) {
-      if (!(err instanceof MissingCanonicalFieldError)) throw err;
-      value = err;
-    }
+    const listing = await this.runner.read({ op: 'memory', access: this.access, toggles: Object.fromEntries(this.memoryToggles.toggles()) });
+    const value: CachedBody | Error = listing.ok
+      ? { body: bufferOf(listing.body), etag: `W/"${this.nonce}-m-${gen}-${toggles}"` }
+      : new MissingCanonicalFieldError(listing.detail);
     this.memory = { gen, toggles, value };
     if (value instanceof Error) throw value;
     return value;
   }
 
-  /** Whether a memory entry file exists (for toggles). @throws InvalidIdError */
-  memoryEntryExists(entryId: string): boolean {
+  /**
+   * Whether a memory entry file is there, for toggles (engine-format.md: memory/).
+   * @throws InvalidIdError; MissingCanonicalFieldError when it cannot be used (not a regular
+   *   file, a link out of `memory/`, too large); StoreReadTimeoutError.
+   */
+  async memoryEntryExists(entryId: string): Promise<boolean> {
     checkId('entry_id', entryId);
-    return fs.existsSync(path.join(this.root, 'memory', `${entryId}.json`));
+    const r: MemoryEntryCheck = await this.runner.read({ op: 'memory-entry', access: this.access, entryId });
+    if (r.kind === 'unusable') throw new MissingCanonicalFieldError(r.detail);
+    return r.kind === 'present';
+  }
+
+  /**
+   * The take file of a take action ("the take id is on disk", engine-format.md: takes/).
+   * Ids must be valid (checked by the caller).
+   * @throws MissingCanonicalFieldError when the file cannot be used (not a regular file, a link
+   *   out of its project, too large); StoreReadTimeoutError.
+   */
+  async readTakeFile(projectId: string, takeId: string): Promise<Exclude<TakeFileRead, { onDisk: 'unusable' }>> {
+    const r = await this.runner.read({ op: 'take-file', access: this.access, projectId, takeId });
+    if (r.onDisk === 'unusable') throw new MissingCanonicalFieldError(r.detail);
+    return r;
   }
 
   /** Cache figures for the system status. */
@@ -305,35 +355,36 @@ export class EngineStore {
   }
 
   private async readProjectList(change: number): Promise<ProjectList> {
-    const dir = path.join(this.root, 'projects');
-    const names = await fsp.readdir(dir, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return [];
-      throw err;
-    });
-    const ids = names
-      .filter((d) => d.isDirectory() && !d.name.startsWith('.'))
-      .map((d) => d.name)
-      .sort();
-    const statuses = new Map<string, ProjectStatus>();
-    for (const id of ids) {
-      let status: ProjectStatus;
-      try {
-        checkId('project_id', id);
-        status = await readProjectStatus(this.root, id);
-      } catch {
-        continue; // a directory whose name is not an id cannot be addressed: ignore it
-      }
-      if (status.kind !== 'absent') statuses.set(id, status);
-    }
+    const listing = await this.runner.read({ op: 'projects', access: this.access });
+    this.reportListProblem(listing.problem === null ? null : listing.problem.why);
+    // Each project's bytes are a slice of the list's: nothing is parsed, serialised or copied here.
+    const body = bufferOf(listing.body);
+    const statuses = new Map<string, ProjectEntry>(
+      listing.entries.map((e) => [e.id, e.kind === 'ok' ? { kind: 'ok', id: e.id, body: body.subarray(e.start, e.end) } : e] as const),
+    );
     this.reportSkipped(statuses);
-    const projects = [...statuses.values()].flatMap((s) => (s.kind === 'ok' ? [s.project] : []));
-    const list = { change, statuses, body: this.bodyOf(projects, `l-${change}`) };
+    const list = { change, statuses, body: { body, etag: `W/"${this.nonce}-l-${change}"` } };
     if (!this.list || this.list.change <= change) this.list = list;
     return list;
   }
 
+  /** One warning event when `projects/` cannot be listed (a file, a link out, a loop), again when the reason changes. */
+  private reportListProblem(why: string | null): void {
+    if (why === this.listProblem) return;
+    this.listProblem = why;
+    if (why === null) return;
+    this.log({ folder: 'projects' }, `engine store: projects/ cannot be listed (${why})`);
+    this.bus.publish({
+      severity: 'warning',
+      scope: 'engine/projects',
+      summary: `projects/ cannot be listed (${why})`,
+      detail: 'the store has no project until projects/ is a folder of the store',
+      payload: { folder: 'projects', reason: why },
+    });
+  }
+
   /** One warning event per legacy or invalid project, again only when its reason changes. */
-  private reportSkipped(statuses: ReadonlyMap<string, ProjectStatus>): void {
+  private reportSkipped(statuses: ReadonlyMap<string, ProjectEntry>): void {
     for (const id of this.warned.keys()) {
       const s = statuses.get(id);
       if (!s || s.kind === 'ok') this.warned.delete(id);
@@ -350,9 +401,11 @@ export class EngineStore {
           payload: { project_id: s.id, reason: s.reason },
         });
       } else if (s.kind === 'invalid') {
-        const reason = `missing canonical field ${s.detail.field}`;
+        const why = missingFieldReason(s.detail);
+        const reason = why === 'is missing' ? `missing canonical field ${s.detail.field}` : `canonical field ${s.detail.field} ${why}`;
         if (this.warned.get(s.id) === reason) continue;
         this.warned.set(s.id, reason);
+        this.log({ projectId: s.id, remediation: s.detail.remediation }, `engine store: project skipped: ${s.id} (${reason})`);
         this.bus.publish({
           severity: 'warning',
           scope: 'engine/projects',
@@ -364,9 +417,11 @@ export class EngineStore {
     }
   }
 
-  private bodyOf(value: unknown, tag: string): CachedBody {
-    return { body: Buffer.from(JSON.stringify(value)), etag: `W/"${this.nonce}-${tag}"` };
-  }
+}
+
+/** A body moved from a worker as a Buffer over the same memory (no copy). */
+function bufferOf(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function queryKey(q: SynthesisQuery): string {
@@ -393,58 +448,4 @@ function toError(e: SynthesisError, projectId: string): Error {
     case 'missing_field':
       return new MissingCanonicalFieldError(e.detail);
   }
-}
-
-/**
- * Validates one memory file (engine-format.md, memory/): canonical `id` (equal to the file name
- * without `.json`), then `text`. `name` is the file name, `text` its contents. Returns the entry,
- * or the first problem as a MissingCanonicalField detail whose `project_id` is the entry's own
- * `project_id` when it has one. Exported so the engine CLI's doctor applies the same rules.
- */
-export function parseMemoryEntry(
-  name: string,
-  text: string,
-): { readonly doc: Record<string, unknown> & { readonly id: string; readonly text: string } } | { readonly error: MissingCanonicalFieldDetail } {
-  const where = `memory/${name}`;
-  const expected = name.slice(0, -'.json'.length);
-  let doc: Record<string, unknown>;
-  try {
-    const v = JSON.parse(text) as unknown;
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
-    doc = v as Record<string, unknown>;
-  } catch (err) {
-    return { error: missingField(null, 'id', where, `cannot be read (${(err as Error).message})`) };
-  }
-  const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
-  if (typeof doc.id !== 'string' || doc.id !== expected) {
-    return {
-      error: missingField(projectId, 'id', where, doc.id === undefined ? 'is missing' : `does not match the file name "${expected}"`),
-    };
-  }
-  if (typeof doc.text !== 'string') return { error: missingField(projectId, 'text', where) };
-  return { doc: doc as Record<string, unknown> & { id: string; text: string } };
-}
-
-async function readMemory(root: string, toggles: ReadonlyMap<string, boolean>): Promise<unknown[]> {
-  const dir = path.join(root, 'memory');
-  const names = await fsp.readdir(dir).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return [] as string[];
-    throw err;
-  });
-  const out: unknown[] = [];
-  for (const name of names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort()) {
-    let text: string;
-    try {
-      text = await fsp.readFile(path.join(dir, name), 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw new MissingCanonicalFieldError(missingField(null, 'id', `memory/${name}`, `cannot be read (${(err as Error).message})`));
-    }
-    const parsed = parseMemoryEntry(name, text);
-    if ('error' in parsed) throw new MissingCanonicalFieldError(parsed.error);
-    const doc = parsed.doc;
-    const enabled = toggles.get(doc.id) ?? (typeof doc.enabled === 'boolean' ? doc.enabled : true);
-    out.push({ ...doc, enabled });
-  }
-  return out;
 }

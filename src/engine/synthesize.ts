@@ -26,9 +26,9 @@ export type SynthesisQuery =
   | { readonly kind: 'takes'; readonly beatId: string }
   | { readonly kind: 'lineage'; readonly beatId: string; readonly takeId: string | null };
 
-/** Outcome of a query: a JSON body, or the error the HTTP layer maps to a status. */
+/** Outcome of a query: a JSON body (UTF-8 bytes, moved to the main thread), or the error the HTTP layer maps to a status. */
 export type SynthesisOutcome =
-  | { readonly ok: true; readonly body: string }
+  | { readonly ok: true; readonly body: Uint8Array }
   | { readonly ok: false; readonly error: SynthesisError };
 
 export type SynthesisError =
@@ -188,8 +188,11 @@ function finite(n: number): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
+const encoder = new TextEncoder();
+
 function ok(value: unknown): SynthesisOutcome {
-  return { ok: true, body: JSON.stringify(value) };
+  // Encoded here, in the worker: a body of many megabytes costs the main thread nothing.
+  return { ok: true, body: encoder.encode(JSON.stringify(value)) };
 }
 
 function fail(error: SynthesisError): SynthesisOutcome {

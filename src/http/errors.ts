@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { InvalidIdError } from '../engine/ids.js';
-import { LegacyProjectError, MissingCanonicalFieldError, NotFoundError } from '../engine/errors.js';
+import { LegacyProjectError, MissingCanonicalFieldError, NotFoundError, StoreReadTimeoutError } from '../engine/errors.js';
 import {
   JobCapacityError,
   JobNotRunningError,
@@ -57,6 +57,7 @@ export function toHttpError(err: unknown): HttpError {
   if (err instanceof ToolMissingError) return new HttpError(500, err.message);
   if (err instanceof SpawnError) return new HttpError(500, err.message);
   if (err instanceof JobCapacityError) return new HttpError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) });
+  if (err instanceof StoreReadTimeoutError) return new HttpError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) });
   if (err instanceof Database.SqliteError) return stateDbError(err);
   const e = err as { type?: string; status?: number; message?: string; limit?: number };
   // body-parser errors
@@ -101,7 +102,12 @@ export function errorMiddleware(report: ErrorReporter, onServerError?: ServerErr
     const http = toHttpError(err);
     if (http.status >= 500) {
       // Expected faults (a missing tool, a full disk) are in the request log; only bugs get a stack.
-      const expected = err instanceof HttpError || err instanceof ToolMissingError || err instanceof SpawnError || (err instanceof Database.SqliteError && http.status !== 500);
+      const expected =
+        err instanceof HttpError ||
+        err instanceof ToolMissingError ||
+        err instanceof SpawnError ||
+        err instanceof StoreReadTimeoutError ||
+        (err instanceof Database.SqliteError && http.status !== 500);
       if (!expected) report(err, req);
       onServerError?.(req, http.status, http.detail);
     }

@@ -106,6 +106,15 @@ export interface Config {
     /** Request bodies above this size answer 413. */
     readonly maxBodyBytes: number;
   };
+  /** How store files are read (issue 10, items 2 and 3; src/engine/read-store-file.ts). */
+  readonly store: {
+    /** CONSOLE_STORE_FILE_MAX_BYTES: a store file (project, shot, take, memory entry) larger than this is a 422, never read. */
+    readonly fileMaxBytes: number;
+    /** CONSOLE_STORE_JSON_MAX_DEPTH: a store file nesting objects and arrays deeper than this is a 422. */
+    readonly jsonMaxDepth: number;
+    /** CONSOLE_STORE_READ_TIMEOUT_MS: ceiling on one read of the store in the worker pool; past it, 503. */
+    readonly readTimeoutMs: number;
+  };
   /** The console's recorded state (issue: console state). */
   readonly consoleState: {
     /** Clicks kept per project (ring buffer); the oldest are evicted past it. */
@@ -293,6 +302,11 @@ const envSchema = z.object({
   CONSOLE_WORKER_THREADS: int(1, 64).default(defaultThreads),
   CONSOLE_CACHE_MAX_BYTES: int(0, 8 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   CONSOLE_MAX_BODY_BYTES: int(1024, 256 * 1024 * 1024).default(1024 * 1024),
+  // A few MB: the largest real entity files are some KB; a file past this is refused before it is read.
+  CONSOLE_STORE_FILE_MAX_BYTES: int(1024, 1024 * 1024 * 1024).default(4 * 1024 * 1024),
+  // At most 1000: answers are serialised recursively (JSON.stringify, postMessage) after the check.
+  CONSOLE_STORE_JSON_MAX_DEPTH: int(2, 1000).default(64),
+  CONSOLE_STORE_READ_TIMEOUT_MS: int(1, 600_000).default(30_000),
   CONSOLE_CLICKS_PER_PROJECT: int(1, 10_000_000).default(1000),
   CONSOLE_CLICKS_MAX_TOTAL: int(1, 1_000_000_000).default(1_000_000),
   CONSOLE_WORKSPACE_REPORT_MAX_BYTES: int(1024, 256 * 1024 * 1024).default(256 * 1024),
@@ -364,6 +378,11 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     workers: { threads: e.CONSOLE_WORKER_THREADS },
     cache: { maxBytes: e.CONSOLE_CACHE_MAX_BYTES },
     http: { maxBodyBytes: e.CONSOLE_MAX_BODY_BYTES },
+    store: {
+      fileMaxBytes: e.CONSOLE_STORE_FILE_MAX_BYTES,
+      jsonMaxDepth: e.CONSOLE_STORE_JSON_MAX_DEPTH,
+      readTimeoutMs: e.CONSOLE_STORE_READ_TIMEOUT_MS,
+    },
     consoleState: {
       clicksPerProject: e.CONSOLE_CLICKS_PER_PROJECT,
       clicksMaxTotal: e.CONSOLE_CLICKS_MAX_TOTAL,

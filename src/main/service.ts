@@ -8,7 +8,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventBus } from '../bus/bus.js';
 import { ConsoleState } from '../console/index.js';
+import type { TakeFile } from '../console/take-states.js';
 import { SseHub } from '../bus/sse.js';
+import { storeAccess } from '../engine/read-store-file.js';
 import { EngineStore } from '../engine/store.js';
 import { createApp } from '../http/app.js';
 import { isLoopbackHost } from '../http/auth.js';
@@ -27,7 +29,7 @@ import { ProposalsRepo } from '../state/proposals-repo.js';
 import { ProcTable } from '../process/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager } from '../terminals/index.js';
-import { SynthesisPool } from '../workers/pool.js';
+import { SynthesisPool, SYNTHESIS_WORKER_FILE } from '../workers/pool.js';
 import type { Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
@@ -104,18 +106,26 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     for (const job of lost) log.warn({ job }, 'job lost by a previous run');
     metrics.countLost(lost.length);
 
-    const pool = new SynthesisPool(config.workers.threads);
-    cleanup.unshift(() => pool.close());
-    // The console's recorded take states and memory toggles feed the engine store's answers.
+    const pool = new SynthesisPool(config.workers.threads, SYNTHESIS_WORKER_FILE, {
+      timeoutMs: config.store.readTimeoutMs,
+      retryAfterSeconds: config.jobs.retryAfterSeconds,
+    });
+    cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
+    // Every read of the store goes through its real root, resolved once here (issue 10, item 4).
+    const access = storeAccess(config.dataDir, config.store);
+    // The console's recorded take states and memory toggles feed the engine store's answers;
+    // take actions read their take file through the store (`store` is set before any request).
     const consoleState = new ConsoleState(db, bus, {
-      storeRoot: config.dataDir,
+      readTakeFile: (projectId: string, takeId: string): Promise<TakeFile> => store.readTakeFile(projectId, takeId),
       registries: opts.registries ?? SHIPPED_REGISTRIES,
       clicksPerProject: config.consoleState.clicksPerProject,
       clicksMaxTotal: config.consoleState.clicksMaxTotal,
       workspaceReportMaxBytes: config.consoleState.workspaceReportMaxBytes,
     });
-    const store = new EngineStore({
+    const store: EngineStore = new EngineStore({
       root: config.dataDir,
+      access,
+      log: (fields, message) => log.warn(fields, message),
       runner: pool,
       bus,
       cacheMaxBytes: config.cache.maxBytes,
@@ -194,7 +204,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         server.close();
         await serverClosed;
         store.close();
-        await pool.close();
+        // A worker stuck in a system call cannot be stopped: the wait for it is bounded.
+        if (!(await pool.close(config.jobs.killGraceMs))) log.warn('worker threads still busy at shutdown');
         await procs.close(); // after the jobs and terminals ended: their sweeps are done
         bus.close();
         await checkpointer.stop(); // its connection closes first: the main one checkpoints on close

@@ -1,14 +1,24 @@
 /**
- * The synthesis worker pool (Piscina). Workers always run the compiled JavaScript in
- * `dist/workers`: vitest's transform does not reach worker threads (style.md, practice 7),
- * so `npm test` builds first.
+ * The worker pool (Piscina): synthesis tasks and every other read of the engine store, so
+ * that the event loop never reads or parses a store file (issue 10, item 3). Workers always
+ * run the compiled JavaScript in `dist/workers`: vitest's transform does not reach worker
+ * threads (style.md, practice 7), so `npm test` builds first.
+ *
+ * Every task has a deadline (CONSOLE_STORE_READ_TIMEOUT_MS, issue 10, item 2): past it the
+ * task is aborted and a running one's thread is terminated and replaced, so one slow read
+ * cannot stall the pool for every project. Reads never wait on a pipe or a device (they are
+ * opened non-blocking and must be regular files: src/engine/read-store-file.ts); the deadline
+ * is the net for the rest (a slow disk, a huge file with a raised bound).
  */
 import path from 'node:path';
 import { Piscina } from 'piscina';
+import { StoreReadTimeoutError } from '../engine/errors.js';
 import { REPO_ROOT } from '../main/config.js';
+import type { ReadStoreResult, ReadStoreTask } from './read-store-task.js';
 import type { SynthesisResult, SynthesisTask } from './synthesis-task.js';
 
 export const SYNTHESIS_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'workers', 'synthesize.js');
+export const READ_STORE_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'workers', 'read-store.js');
 
 /** Worker flags: require(esm) off, where this Node has the flag (20.17 and later); the process worker (src/process) uses them too. */
 export const NO_REQUIRE_ESM = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module') ? ['--no-experimental-require-module'] : [];
@@ -16,6 +26,11 @@ export const NO_REQUIRE_ESM = process.allowedNodeEnvironmentFlags.has('--no-expe
 /** What the engine store needs from the pool; tests of the store may pass their own. */
 export interface SynthesisRunner {
   run(task: SynthesisTask): Promise<SynthesisResult>;
+  /**
+   * One read of the store (src/workers/read-store.ts).
+   * @throws StoreReadTimeoutError past the deadline.
+   */
+  read<T extends ReadStoreTask>(task: T): Promise<ReadStoreResult<T['op']>>;
 }
 
 /** Pool figures for `GET /api/system-status`. */
@@ -25,13 +40,34 @@ export interface PoolStats {
   readonly queueSize: number;
   readonly completed: number;
   readonly utilization: number;
+  /** Tasks aborted at their deadline since start-up (CONSOLE_STORE_READ_TIMEOUT_MS). */
+  readonly timedOut: number;
+}
+
+export interface PoolOptions {
+  /** CONSOLE_STORE_READ_TIMEOUT_MS: deadline of each task, queueing included. Default: none. */
+  readonly timeoutMs?: number;
+  /** `Retry-After` of the 503 a task past its deadline answers (CONSOLE_RETRY_AFTER_SECONDS). */
+  readonly retryAfterSeconds?: number;
+  /** The store-read worker file (tests may pass another). */
+  readonly readStoreFile?: string;
 }
 
 export class SynthesisPool implements SynthesisRunner {
   private readonly pool: Piscina;
+  private readonly timeoutMs: number | null;
+  private readonly retryAfterSeconds: number;
+  private readonly readStoreFile: string;
+  private timedOut = 0;
 
-  /** @param threads number of worker threads, kept alive for the life of the service. */
-  constructor(threads: number, filename: string = SYNTHESIS_WORKER_FILE) {
+  /**
+   * @param threads number of worker threads, kept alive for the life of the service.
+   * @param filename the synthesis worker file (tests may pass another).
+   */
+  constructor(threads: number, filename: string = SYNTHESIS_WORKER_FILE, opts: PoolOptions = {}) {
+    this.timeoutMs = opts.timeoutMs ?? null;
+    this.retryAfterSeconds = opts.retryAfterSeconds ?? 1;
+    this.readStoreFile = opts.readStoreFile ?? READ_STORE_WORKER_FILE;
     this.pool = new Piscina({
       filename,
       minThreads: threads,
@@ -48,7 +84,26 @@ export class SynthesisPool implements SynthesisRunner {
   }
 
   run(task: SynthesisTask): Promise<SynthesisResult> {
-    return this.pool.run(task) as Promise<SynthesisResult>;
+    return this.runWithDeadline(task) as Promise<SynthesisResult>;
+  }
+
+  read<T extends ReadStoreTask>(task: T): Promise<ReadStoreResult<T['op']>> {
+    return this.runWithDeadline(task, this.readStoreFile) as Promise<ReadStoreResult<T['op']>>;
+  }
+
+  private async runWithDeadline(task: object, filename?: string): Promise<unknown> {
+    const signal = this.timeoutMs === null ? undefined : AbortSignal.timeout(this.timeoutMs);
+    try {
+      return await this.pool.run(task, { ...(filename ? { filename } : {}), ...(signal ? { signal } : {}) });
+    } catch (err) {
+      // Piscina rejects an aborted task with its own AbortError; a running one's thread is
+      // terminated and a new one started (minThreads).
+      if (signal?.aborted && (err as Error)?.name === 'AbortError') {
+        this.timedOut++;
+        throw new StoreReadTimeoutError(this.timeoutMs as number, this.retryAfterSeconds);
+      }
+      throw err;
+    }
   }
 
   stats(): PoolStats {
@@ -58,10 +113,27 @@ export class SynthesisPool implements SynthesisRunner {
       queueSize: this.pool.queueSize,
       completed: this.pool.completed,
       utilization: this.pool.utilization,
+      timedOut: this.timedOut,
     };
   }
 
-  async close(): Promise<void> {
-    await this.pool.destroy();
+  /**
+   * Stops the threads. A thread stuck in a system call cannot be stopped by V8: after `waitMs`
+   * the wait is given up, so that shutdown still ends within its grace.
+   * @returns whether every thread stopped.
+   */
+  async close(waitMs = Infinity): Promise<boolean> {
+    const destroyed = this.pool.destroy().then(() => true);
+    if (waitMs === Infinity) return destroyed;
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), waitMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([destroyed, gaveUp]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

@@ -2,11 +2,12 @@
  * Task and result types of the synthesis worker (style.md, practice 7: types beside the
  * worker). Tasks are plain serialisable objects.
  */
+import type { StoreAccess } from '../engine/read-store-file.js';
 import type { SynthesisOutcome, SynthesisQuery, TakeStates } from '../engine/synthesize.js';
 
 export interface SynthesisTask {
-  /** Engine store root. */
-  readonly root: string;
+  /** The engine store: its real root and the bounds of its files. */
+  readonly access: StoreAccess;
   /** A valid project identifier (checked by the caller). */
   readonly projectId: string;
   /**

@@ -6,6 +6,7 @@
 import { loadProjectIndex, type ProjectIndex } from '../engine/project-index.js';
 import { synthesize } from '../engine/synthesize.js';
 import type { SynthesisResult, SynthesisTask } from './synthesis-task.js';
+import { moving } from './transfer.js';
 
 /** Projects kept per thread; least recently used go first. */
 const MAX_CACHED_PROJECTS = 8;
@@ -13,13 +14,14 @@ const MAX_CACHED_PROJECTS = 8;
 const cache = new Map<string, { generation: number; index: ProjectIndex }>();
 
 export default function synthesizeTask(task: SynthesisTask): SynthesisResult {
-  const key = `${task.root}\0${task.projectId}`;
+  const key = `${task.access.root}\0${task.projectId}`;
   let entry = cache.get(key);
   if (entry === undefined || entry.generation !== task.generation) {
-    entry = { generation: task.generation, index: loadProjectIndex(task.root, task.projectId) };
+    entry = { generation: task.generation, index: loadProjectIndex(task.access, task.projectId) };
   }
   cache.delete(key);
   cache.set(key, entry);
   if (cache.size > MAX_CACHED_PROJECTS) cache.delete(cache.keys().next().value as string);
-  return synthesize(entry.index, task.query, task.takeStates);
+  const result = synthesize(entry.index, task.query, task.takeStates);
+  return moving(result, result.ok ? [result.body] : []);
 }

@@ -4,14 +4,14 @@
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Lineage, MissingCanonicalField, PathId, Take } from '../schemas.js';
+import { ErrorBody, Lineage, MissingCanonicalField, PathId, STORE_FILE_422, StoreReadTimeout, Take } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
 
 const e400 = { description: 'Malformed identifier (detail names the parameter).', schema: ErrorBody };
 const e410 = { description: 'Legacy project: `legacy project format: <reason>`.', schema: ErrorBody };
 const e422 = {
-  description: 'A canonical field is missing (MissingCanonicalField detail), or `projectId` is absent (validation detail).',
+  description: `A canonical field is missing (MissingCanonicalField detail), or \`projectId\` is absent (validation detail). ${STORE_FILE_422}`,
   schema: z.union([MissingCanonicalField, ErrorBody]),
 };
 
@@ -27,7 +27,7 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
     tag: 'Engine',
     params: BeatParams,
     query: z.object({ projectId: z.string().meta({ description: 'Project id (alias project_id); malformed gives 400.' }) }),
-    answers: { 200: { description: 'Takes.', schema: z.array(Take) }, 400: e400, 410: e410, 422: e422 },
+    answers: { 200: { description: 'Takes.', schema: z.array(Take) }, 400: e400, 410: e410, 422: e422, 503: StoreReadTimeout },
     handler: async ({ req, res, params, query }) => {
       const beatId = checkId('beat_id', params.beatId);
       const projectId = checkId('projectId', query.projectId);
@@ -53,6 +53,7 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
       404: { description: '`no lineage for beat <beat_id>`.', schema: ErrorBody },
       410: e410,
       422: e422,
+      503: StoreReadTimeout,
     },
     handler: async ({ req, res, params, query }) => {
       const beatId = checkId('beat_id', params.beatId);

@@ -4,13 +4,18 @@
  * `res.sendFile` (the `send` library) from a fixed root with dotfiles denied: byte ranges
  * (206, 416), content types by extension, conditional requests (ETag, Last-Modified → 304).
  * Both segments pass the identifier guard first (400).
+ *
+ * The file is opened through src/engine/read-store-file.ts first (issue 10, items 2 and 4): it
+ * must resolve inside the project's `media/` folder and be a regular file, opened without
+ * blocking; anything else (a link out of the store, a pipe, a device) is a 404 naming only the
+ * file. `send` then reads that very file through `/proc/self/fd/<fd>`, so it cannot be swapped
+ * between the check and the read.
  */
-import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Response } from 'express';
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
-import { projectDir } from '../../engine/project-file.js';
+import { openStoreFile } from '../../engine/read-store-file.js';
 import { HttpError } from '../errors.js';
 import type { Api } from '../route.js';
 import { ErrorBody, PathId } from '../schemas.js';
@@ -50,32 +55,46 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
       },
       304: { description: 'Not modified.' },
       400: { description: 'Malformed project id or file name.', schema: ErrorBody },
-      404: { description: 'No such file.', schema: ErrorBody },
+      404: {
+        description:
+          '`no media file <file> in project <project_id>`: no such file, or not one that is served: a symbolic link leading outside the project’s `media/` folder, or not a regular file (a named pipe, a socket, a device, a folder).',
+        schema: ErrorBody,
+      },
       412: { description: 'An If-Match / If-Unmodified-Since precondition failed.', schema: ErrorBody },
       416: { description: 'Range not satisfiable.', schema: ErrorBody, headers: { 'Content-Range': '`bytes */<size>`' } },
     },
     handler: async ({ res, params }) => {
       const projectId = checkId('project_id', params.projectId);
       const file = checkId('file', params.file);
-      const root = path.join(projectDir(store.root, projectId), 'media');
-      const stat = await fsp.stat(path.join(root, file)).catch(() => null);
-      if (!stat?.isFile()) throw new HttpError(404, `no media file ${file} in project ${projectId}`);
-
-      res.setHeader('X-Content-Type-Options', 'nosniff');
-      if (path.extname(file).toLowerCase() === '.svg') res.setHeader('Content-Security-Policy', SVG_CSP);
-      // The app turns generated ETags off (app.set('etag', false)), which res.sendFile follows;
-      // set the validator `send` would compute (the `etag` package's stat form), and `send`
-      // uses it for If-None-Match and If-Range.
-      res.setHeader('ETag', `W/"${stat.size.toString(16)}-${stat.mtime.getTime().toString(16)}"`);
-      await sendFile(res, file, root, stat.size);
+      const within = `projects/${projectId}/media`;
+      const opened = await openStoreFile(store.access, `${within}/${file}`, within);
+      // Absent, or not a file this route serves: the same 404, naming nothing beyond the file.
+      if (opened.kind !== 'ok') throw new HttpError(404, `no media file ${file} in project ${projectId}`);
+      const { handle, stats, path: reopen } = opened.value;
+      try {
+        res.setHeader('X-Content-Type-Options', 'nosniff');
+        // `send` takes the type from the extension of the path it is given, which is not the file's name.
+        res.type(path.extname(file) || 'application/octet-stream');
+        if (path.extname(file).toLowerCase() === '.svg') res.setHeader('Content-Security-Policy', SVG_CSP);
+        // The app turns generated ETags off (app.set('etag', false)), which res.sendFile follows;
+        // set the validator `send` would compute (the `etag` package's stat form), and `send`
+        // uses it for If-None-Match and If-Range.
+        res.setHeader('ETag', `W/"${stats.size.toString(16)}-${stats.mtime.getTime().toString(16)}"`);
+        await sendFile(res, file, reopen, stats.size);
+      } finally {
+        await handle.close();
+      }
     },
   });
 }
 
-/** res.sendFile as a promise; its errors become HttpErrors (JSON answers). */
-function sendFile(res: Response, file: string, root: string, size: number): Promise<void> {
+/**
+ * res.sendFile of the checked file as a promise; its errors become HttpErrors (JSON answers).
+ * @param file the file's name, for messages. @param at an absolute path that opens it.
+ */
+function sendFile(res: Response, file: string, at: string, size: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    res.sendFile(file, { root, dotfiles: 'deny', lastModified: true, acceptRanges: true, maxAge: 0 }, (err?: Error) => {
+    res.sendFile(at, { dotfiles: 'deny', lastModified: true, acceptRanges: true, maxAge: 0 }, (err?: Error) => {
       // No error, or the client went away mid-body: nothing more to answer.
       if (!err || res.headersSent) return resolve();
       for (const h of FILE_HEADERS) res.removeHeader(h);

@@ -7,7 +7,7 @@ import { MEMORY_SCOPE } from '../../console/index.js';
 import { checkId } from '../../engine/ids.js';
 import { HttpError } from '../errors.js';
 import type { Api } from '../route.js';
-import { ErrorBody, MemoryEntry, MissingCanonicalField, PathId } from '../schemas.js';
+import { ErrorBody, MemoryEntry, MissingCanonicalField, PathId, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
 import { Extra, Scope } from './console-schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
@@ -22,7 +22,8 @@ export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void
     tag: 'Engine',
     answers: {
       200: { description: 'Memory entries.', schema: z.array(MemoryEntry) },
-      422: { description: 'An entry lacks a canonical field.', schema: MissingCanonicalField },
+      422: { description: `An entry lacks a canonical field (the first one, by file name). ${STORE_FILE_422}`, schema: MissingCanonicalField },
+      503: StoreReadTimeout,
     },
     handler: async ({ req, res }) => sendCached(req, res, await store.listMemory()),
   });
@@ -33,7 +34,7 @@ export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void
     operationId: 'toggleMemory',
     summary: 'Enable or disable a memory entry',
     description:
-      'Records the toggle (`GET /api/memory` then shows it as `enabled`) and emits `Memory entry enabled: <id>` or `Memory entry disabled: <id>` (info) in `scope` (default `engine/memory`), payload entry_id, on and the `extra` members. An entry with no file `memory/<entry_id>.json` is a 404 and nothing is recorded.',
+      'Records the toggle (`GET /api/memory` then shows it as `enabled`) and emits `Memory entry enabled: <id>` or `Memory entry disabled: <id>` (info) in `scope` (default `engine/memory`), payload entry_id, on and the `extra` members. An entry with no file `memory/<entry_id>.json` is a 404 and nothing is recorded; one whose file cannot be used (not a regular file, a link out of `memory/`, larger than CONSOLE_STORE_FILE_MAX_BYTES) is a 422 MissingCanonicalField naming it, and nothing is recorded.',
     tag: 'Engine',
     params: z.object({ entryId: PathId('Memory entry id') }),
     body: z.object({
@@ -45,11 +46,12 @@ export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void
       200: { description: 'Recorded.', schema: z.object({ ok: z.literal(true), entryId: z.string(), on: z.boolean() }) },
       400: { description: 'Malformed entry id.', schema: ErrorBody },
       404: { description: '`unknown memory entry <entry_id>`.', schema: ErrorBody },
-      422: { description: 'Validation detail.', schema: ErrorBody },
+      422: { description: `Validation detail; or MissingCanonicalField for an entry file that cannot be used. ${STORE_FILE_422}`, schema: z.union([ErrorBody, MissingCanonicalField]) },
+      503: StoreReadTimeout,
     },
-    handler: ({ res, params, body }) => {
+    handler: async ({ res, params, body }) => {
       const entryId = checkId('entry_id', params.entryId);
-      if (!store.memoryEntryExists(entryId)) throw new HttpError(404, `unknown memory entry ${entryId}`);
+      if (!(await store.memoryEntryExists(entryId))) throw new HttpError(404, `unknown memory entry ${entryId}`);
       state.memory.toggle({ entryId, on: body.on, scope: body.scope ?? MEMORY_SCOPE, ...(body.extra ? { extra: body.extra } : {}) });
       res.json({ ok: true, entryId, on: body.on });
     },

@@ -4,13 +4,14 @@
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Beat, Episode, MissingCanonicalField, PathId, Project, Scene } from '../schemas.js';
+import { ErrorBody, Beat, Episode, MissingCanonicalField, PathId, Project, Scene, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
 
 const e400 = { description: 'Malformed identifier (detail names the parameter).', schema: ErrorBody };
 const e410 = { description: 'Legacy project: `legacy project format: <reason>`.', schema: ErrorBody };
-const e422 = { description: 'A canonical field is missing (MissingCanonicalField detail).', schema: MissingCanonicalField };
+const e422 = { description: `A canonical field is missing (MissingCanonicalField detail). ${STORE_FILE_422}`, schema: MissingCanonicalField };
+const e503 = StoreReadTimeout;
 
 export function projectRoutes(api: Api, { store }: AppDeps): void {
   api.route({
@@ -18,9 +19,10 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     path: '/api/projects',
     operationId: 'listProjects',
     summary: 'List projects',
-    description: 'Format-2 projects by id. Legacy projects (and ones missing a canonical field) are left out; each is reported once by a `warning` event in scope `engine/projects`.',
+    description:
+      'Format-2 projects by id. Legacy projects, and ones missing a canonical field or whose project.json cannot be used (a pipe, a link out of the store, too large, too deep, not JSON), are left out; each is reported once by a `warning` event in scope `engine/projects` (which never quotes the file). Folders of `projects/` only: a link or a pipe there is no project.',
     tag: 'Engine',
-    answers: { 200: { description: 'Projects.', schema: z.array(Project) } },
+    answers: { 200: { description: 'Projects.', schema: z.array(Project) }, 503: e503 },
     handler: async ({ req, res }) => sendCached(req, res, await store.listProjects()),
   });
 
@@ -38,6 +40,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
       404: { description: 'Unknown project: `unknown project <id>`.', schema: ErrorBody },
       410: e410,
       422: e422,
+      503: e503,
     },
     handler: async ({ req, res, params }) => sendCached(req, res, await store.getProject(params.projectId)),
   });
@@ -50,7 +53,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     description: 'One synthesised episode per distinct episode number across the shot files. An unknown project answers an empty array.',
     tag: 'Engine',
     params: ProjectParams,
-    answers: { 200: { description: 'Episodes.', schema: z.array(Episode) }, 400: e400, 410: e410, 422: e422 },
+    answers: { 200: { description: 'Episodes.', schema: z.array(Episode) }, 400: e400, 410: e410, 422: e422, 503: e503 },
     handler: async ({ req, res, params }) => {
       const projectId = checkId('project_id', params.projectId);
       sendCached(req, res, await store.query(projectId, { kind: 'episodes' }));
@@ -72,6 +75,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
       404: { description: 'Unknown episode.', schema: ErrorBody },
       410: e410,
       422: e422,
+      503: e503,
     },
     handler: async ({ req, res, params }) => {
       const projectId = checkId('project_id', params.projectId);
@@ -93,6 +97,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
       404: { description: 'Unknown episode or scene.', schema: ErrorBody },
       410: e410,
       422: e422,
+      503: e503,
     },
     handler: async ({ req, res, params }) => {
       const projectId = checkId('project_id', params.projectId);

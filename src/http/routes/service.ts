@@ -125,6 +125,9 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
     CONSOLE_CLICKS_MAX_TOTAL: c.consoleState.clicksMaxTotal,
     CONSOLE_WORKSPACE_REPORT_MAX_BYTES: c.consoleState.workspaceReportMaxBytes,
+    CONSOLE_STORE_FILE_MAX_BYTES: c.store.fileMaxBytes,
+    CONSOLE_STORE_JSON_MAX_DEPTH: c.store.jsonMaxDepth,
+    CONSOLE_STORE_READ_TIMEOUT_MS: c.store.readTimeoutMs,
   };
 }
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { TAKE_SCOPE } from '../../console/index.js';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { BodyId, ErrorBody, MissingCanonicalField, PathId, Severity } from '../schemas.js';
+import { BodyId, ErrorBody, MissingCanonicalField, PathId, Severity, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
 import { Extra, Scope, TakeStateSchema } from './console-schemas.js';
 import type { AppDeps } from './deps.js';
 
@@ -19,7 +19,8 @@ export function takeRoutes(api: Api, { console: state }: AppDeps): void {
     description:
       'Records the action and emits `Take <action with underscores as spaces>: <take_id>` in `scope` (default `engine`), payload take_id, action and the `extra` members. Severity: `marked_primary` success, `circled_toggled`, `rejected` and any other action info; `severity` overrides it. ' +
       'State: `marked_primary` makes the take its shot’s only primary (the shot is read from the take file), `circled_toggled` flips `circled`, `rejected` sets `rejected`, other actions change nothing; the takes and lineage routes show it. ' +
-      'A take whose file `projects/<projectId>/takes/<take_id>.json` does not exist raises the `take_id_not_on_disk` fallback: the action is recorded, its event has severity `fallback` (the only event), the state is unchanged, and the answer is still 200 with `onDisk` false.',
+      'A take whose file `projects/<projectId>/takes/<take_id>.json` does not exist raises the `take_id_not_on_disk` fallback: the action is recorded, its event has severity `fallback` (the only event), the state is unchanged, and the answer is still 200 with `onDisk` false. ' +
+      'A take file that cannot be used at all (not a regular file, a link out of its project, larger than CONSOLE_STORE_FILE_MAX_BYTES) is a 422 naming it, and nothing is recorded; one whose contents are not a take (invalid JSON, too deep) is on disk without a shot: only `marked_primary` is then a 422.',
     tag: 'Takes',
     params: z.object({ takeId: PathId('Take id') }),
     body: z.object({
@@ -48,9 +49,10 @@ export function takeRoutes(api: Api, { console: state }: AppDeps): void {
       },
       400: { description: 'Malformed take id.', schema: ErrorBody },
       422: {
-        description: 'Validation detail; or MissingCanonicalField when `marked_primary` names a take file without a readable `shot_id`.',
+        description: `Validation detail; or MissingCanonicalField when the take file cannot be used, or when \`marked_primary\` names a take file without a readable \`shot_id\`. ${STORE_FILE_422}`,
         schema: z.union([ErrorBody, MissingCanonicalField]),
       },
+      503: StoreReadTimeout,
     },
     handler: async ({ res, params, body }) => {
       const takeId = checkId('take_id', params.takeId);

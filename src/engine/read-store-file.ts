@@ -1,0 +1,478 @@
+/**
+ * The one way the service reads a file of the engine store (issue 10, items 2, 3 and 4;
+ * engine-format.md). Every project, shot, take and memory file, every listing of a store
+ * folder and every media file goes through here, so that:
+ *
+ * - nothing outside the store is read: the path is resolved with `realpath` and must stay
+ *   inside its container (the project's folder, its `media/`, `memory/`) below the store's
+ *   real root, computed once at start-up (the root itself may be a symbolic link). A link out
+ *   (to `/etc`, to the state folder, to another project through `..`) is refused;
+ * - nothing blocks: only a regular file is opened (checked with `lstat` first, so a device is
+ *   never opened at all), with `O_NONBLOCK` (a named pipe swapped in meanwhile opens at once
+ *   instead of waiting for a writer) and `O_NOFOLLOW` (the resolved path has no link left; one
+ *   swapped in meanwhile fails), and `fstat` on the descriptor must say regular file again;
+ *   where `/proc` is mounted, the descriptor's own path must be inside the container too,
+ *   which closes the race of a folder swapped for a link between `realpath` and `open`;
+ * - nothing is unbounded: a file larger than `CONSOLE_STORE_FILE_MAX_BYTES` is refused from
+ *   its `fstat` size, before it is read, and reading stops past the bound if it grew; a JSON
+ *   value nested deeper than `CONSOLE_STORE_JSON_MAX_DEPTH` is refused, found by a scan of the
+ *   bytes before parsing (an iterative walk of the parsed value, as src/http/json-depth.ts does
+ *   for request bodies, costs five times more on a big file, and the deep value is built first);
+ * - nothing is quoted: a problem is described by what is wrong (not a regular file, too
+ *   large, too deep, outside, invalid JSON at line L column C) and never carries the file's
+ *   contents (V8's `JSON.parse` messages quote the text) nor a path beyond the store.
+ *
+ * The synchronous functions run in the synthesis workers and the engine CLI; the main thread
+ * only opens media files (`openStoreFile`), whose bytes it streams without parsing.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { printParseErrorCode, visit } from 'jsonc-parser';
+
+/**
+ * Where and how store files are read: plain data, handed to the worker threads with each task.
+ */
+export interface StoreAccess {
+  /** The store root's real path (no symbolic link in it), absolute. */
+  readonly root: string;
+  /** CONSOLE_STORE_FILE_MAX_BYTES: larger files are refused before they are read. */
+  readonly maxBytes: number;
+  /** CONSOLE_STORE_JSON_MAX_DEPTH: deeper JSON values are refused (`{}` and `[]` are level 1). */
+  readonly maxDepth: number;
+}
+
+/** Why a store file cannot be used. Never holds the file's contents, nor a path beyond the store. */
+export interface StoreFileProblem {
+  /**
+   * `file`: the file itself cannot be used (not a regular file, outside its folder, too large,
+   * an I/O error); `content`: it was read, but is not usable JSON (syntax, depth).
+   */
+  readonly level: 'file' | 'content';
+  /** What is wrong, e.g. `not a regular file (a named pipe)`. */
+  readonly why: string;
+  /** What to do about it, e.g. `fix the JSON syntax`. */
+  readonly fix: string;
+}
+
+/** The outcome of a read: the value, no such file (or folder), or a problem. */
+export type StoreRead<T> =
+  | { readonly kind: 'ok'; readonly value: T }
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'problem'; readonly problem: StoreFileProblem };
+
+/** Default of CONSOLE_STORE_FILE_MAX_BYTES (src/main/config.ts). */
+export const DEFAULT_STORE_FILE_MAX_BYTES = 4 * 1024 * 1024;
+/** Default of CONSOLE_STORE_JSON_MAX_DEPTH (src/main/config.ts). */
+export const DEFAULT_STORE_JSON_MAX_DEPTH = 64;
+
+const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW;
+
+/**
+ * Paths are resolved with Node's own `realpath` walk (`lstat` of each component, `readlink` of
+ * links only), not the C library's (`readlink` of every component): the folders above the
+ * store are only ever looked at with `lstat`, as for any path (test/reliability/bad-input).
+ */
+const realpathWalk = promisify(fs.realpath);
+
+/**
+ * The access to the store at `root`: its real path is computed once here (a store created
+ * later keeps the resolved path: it cannot be followed anywhere by a link made afterwards).
+ * @param limits CONSOLE_STORE_FILE_MAX_BYTES and CONSOLE_STORE_JSON_MAX_DEPTH.
+ */
+export function storeAccess(root: string, limits: { readonly fileMaxBytes: number; readonly jsonMaxDepth: number }): StoreAccess {
+  let real: string;
+  try {
+    real = fs.realpathSync(root);
+  } catch {
+    real = path.resolve(root);
+  }
+  return { root: real, maxBytes: limits.fileMaxBytes, maxDepth: limits.jsonMaxDepth };
+}
+
+/**
+ * Reads the JSON value of the store file `rel` (store-relative, `/`-separated, built from
+ * checked identifiers), which must stay inside the folder `within` (store-relative).
+ * Synchronous: for worker threads and the engine CLI. Never throws for store content.
+ */
+export function readStoreJsonSync(access: StoreAccess, rel: string, within: string): StoreRead<unknown> {
+  const bytes = readStoreFileSync(access, rel, within);
+  if (bytes.kind !== 'ok') return bytes;
+  return parseStoreJson(bytes.value, access.maxDepth);
+}
+
+/**
+ * Reads the JSON value of an entry of a listed folder: the same checks as
+ * {@link readStoreJsonSync}, but the folder is already resolved and the entry's type is known
+ * from the listing, so a plain file costs no `realpath` walk (a project's thousands of shot
+ * and take files are read this way).
+ */
+export function readFolderEntryJsonSync(access: StoreAccess, folder: StoreFolder, entry: fs.Dirent): StoreRead<unknown> {
+  const bytes = readFolderEntrySync(access, folder, entry);
+  if (bytes.kind !== 'ok') return bytes;
+  return parseStoreJson(bytes.value, access.maxDepth);
+}
+
+function readFolderEntrySync(access: StoreAccess, folder: StoreFolder, entry: fs.Dirent): StoreRead<Buffer> {
+  // A link is resolved the long way; anything but a file is refused without being opened.
+  if (entry.isSymbolicLink()) return readStoreFileSync(access, `${folder.rel}/${entry.name}`, folder.within);
+  if (!entry.isFile()) return notRegular(entry);
+  // The folder was resolved and checked once for all its entries: no `/proc` check per file
+  // (it would double the cost of loading a project of thousands of files). O_NOFOLLOW still
+  // refuses a file swapped for a link since the listing, O_NONBLOCK and fstat a pipe.
+  return readOpened(openResolvedSync(access, path.join(folder.real, entry.name), folder.within, false), access.maxBytes);
+}
+
+/** Reads the bytes of the store file `rel`, inside `within` (see {@link readStoreJsonSync}). */
+export function readStoreFileSync(access: StoreAccess, rel: string, within: string): StoreRead<Buffer> {
+  return readOpened(openSync(access, rel, within), access.maxBytes);
+}
+
+function readOpened(opened: StoreRead<Opened>, maxBytes: number): StoreRead<Buffer> {
+  if (opened.kind !== 'ok') return opened;
+  const { fd, size } = opened.value;
+  try {
+    return readAll(fd, size, maxBytes);
+  } catch (err) {
+    return failure(err);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Whether the store file `rel` is there and usable as a file (inside `within`, a regular file,
+ * within the byte bound), without reading it: opened and closed again.
+ */
+export function checkStoreFileSync(access: StoreAccess, rel: string, within: string): StoreRead<{ readonly size: number }> {
+  const opened = openSync(access, rel, within);
+  if (opened.kind !== 'ok') return opened;
+  fs.closeSync(opened.value.fd);
+  return { kind: 'ok', value: { size: opened.value.size } };
+}
+
+/** A folder of the store as listed: where it really is, and its entries. */
+export interface StoreFolder {
+  /** Store-relative path, as asked. */
+  readonly rel: string;
+  /** The folder its files must stay in (store-relative). */
+  readonly within: string;
+  /** Its real path, checked to be inside `within`. */
+  readonly real: string;
+  /** Entries, sorted by name; each knows its type from the listing (no extra call). */
+  readonly entries: readonly fs.Dirent[];
+}
+
+/**
+ * The entries of the store folder `rel` (inside `within`, or `within` itself), sorted by name.
+ * `absent` when there is no such folder.
+ */
+export function listStoreDirSync(access: StoreAccess, rel: string, within: string): StoreRead<StoreFolder> {
+  const abs = path.join(access.root, rel);
+  let real: string;
+  try {
+    real = fs.realpathSync(abs);
+  } catch (err) {
+    return failure(err);
+  }
+  const outside = outsideProblem(access, real, within, true);
+  if (outside) return { kind: 'problem', problem: outside };
+  try {
+    const entries = fs.readdirSync(real, { withFileTypes: true });
+    return { kind: 'ok', value: { rel, within, real, entries: entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) } };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return problem('file', 'not a folder', 'make it a folder of JSON files');
+    return failure(err);
+  }
+}
+
+/** An open media file: a descriptor checked to be a regular file inside its folder. */
+export interface OpenStoreFile {
+  readonly handle: fsp.FileHandle;
+  readonly stats: fs.Stats;
+  /**
+   * A path that opens exactly this file again: `/proc/self/fd/<fd>` where `/proc` is mounted
+   * (no race with a file swapped afterwards), else its real path. Valid while `handle` is open.
+   */
+  readonly path: string;
+}
+
+/**
+ * Opens the store file `rel` inside `within` for streaming (media), on the main thread:
+ * the same checks as the synchronous reads, no byte bound (media files are streamed, never
+ * held whole). The caller closes `handle`.
+ */
+export async function openStoreFile(access: StoreAccess, rel: string, within: string): Promise<StoreRead<OpenStoreFile>> {
+  let real: string;
+  try {
+    real = await realpathWalk(path.join(access.root, rel));
+  } catch (err) {
+    return failure(err);
+  }
+  const outside = outsideProblem(access, real, within, false);
+  if (outside) return { kind: 'problem', problem: outside };
+  let handle: fsp.FileHandle;
+  try {
+    const before = await fsp.lstat(real);
+    if (!before.isFile()) return notRegular(before);
+    handle = await fsp.open(real, OPEN_FLAGS);
+  } catch (err) {
+    return failure(err);
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) {
+      await handle.close();
+      return notRegular(stats);
+    }
+    const proc = await fsp.readlink(`/proc/self/fd/${handle.fd}`).catch(() => null);
+    if (proc !== null && outsideProblem(access, stripDeleted(proc), within, false)) {
+      await handle.close();
+      return problem('file', 'a symbolic link leading outside its folder', 'replace the link by the file itself');
+    }
+    return { kind: 'ok', value: { handle, stats, path: proc === null ? real : `/proc/self/fd/${handle.fd}` } };
+  } catch (err) {
+    await handle.close();
+    return failure(err);
+  }
+}
+
+/**
+ * Parses the text of a store file: its JSON value, or a problem that gives the position of a
+ * syntax error (never V8's message, which quotes the text) or of the first container past the
+ * depth bound. The depth is checked on the bytes first, so a file nested 100,000 levels deep
+ * is refused without building that structure.
+ * @param text the file's bytes (UTF-8) or text.
+ */
+export function parseStoreJson(text: Buffer | string, maxDepth: number): StoreRead<unknown> {
+  const bytes = typeof text === 'string' ? Buffer.from(text) : text;
+  const tooDeep = offsetPastDepth(bytes, maxDepth);
+  if (tooDeep !== -1) {
+    return problem('content', `nested deeper than ${maxDepth} levels at ${lineColumn(bytes, tooDeep)}, CONSOLE_STORE_JSON_MAX_DEPTH`, 'flatten it');
+  }
+  let s: string;
+  try {
+    s = typeof text === 'string' ? text : text.toString('utf8');
+  } catch {
+    // Past V8's longest string (some hundreds of MB), only with a raised byte bound.
+    return problem('file', 'too large to be read as text', 'make it smaller');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(s);
+  } catch {
+    return problem('content', `invalid JSON ${syntaxErrorAt(s)}`, 'fix the JSON syntax');
+  }
+  // Valid JSON nests exactly as its brackets outside strings do: the scan above bounded it.
+  return { kind: 'ok', value };
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_ARRAY = 0x5d;
+const CLOSE_OBJECT = 0x7d;
+
+/**
+ * The byte offset of the first `[` or `{` that opens level `max + 1`, or -1. Brackets inside
+ * strings do not count. Works on UTF-8 bytes: no byte of a multi-byte character is ASCII.
+ */
+export function offsetPastDepth(bytes: Uint8Array, max: number): number {
+  let depth = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i] as number;
+    if (c === QUOTE) {
+      // Skip the string: to the next quote that no backslash escapes.
+      for (i++; i < bytes.length; i++) {
+        const d = bytes[i] as number;
+        if (d === BACKSLASH) i++;
+        else if (d === QUOTE) break;
+      }
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > max) return i;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--;
+    }
+  }
+  return -1;
+}
+
+/** `line L column C` of a byte offset, both 1-based, the column in characters. */
+function lineColumn(bytes: Buffer, offset: number): string {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = bytes.indexOf(0x0a); i !== -1 && i < offset; i = bytes.indexOf(0x0a, i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return `line ${line} column ${bytes.toString('utf8', lineStart, offset).length + 1}`;
+}
+
+/** `at line L column C (what was expected)` for the first syntax error of `text`, both 1-based. */
+function syntaxErrorAt(text: string): string {
+  let at: { offset: number; code: string } | undefined;
+  visit(
+    text,
+    {
+      onError: (error, offset) => {
+        at ??= { offset, code: printParseErrorCode(error) };
+      },
+    },
+    { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false },
+  );
+  // JSON.parse refused it; jsonc-parser is laxer only on odd escapes: say where the text ends.
+  const offset = at?.offset ?? text.length;
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  const what = at ? `: ${at.code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase()}` : '';
+  return `at line ${line} column ${offset - lineStart + 1}${what}`;
+}
+
+interface Opened {
+  readonly fd: number;
+  readonly size: number;
+}
+
+/** Resolves, checks and opens `rel` (see the module comment); the caller closes the descriptor. */
+function openSync(access: StoreAccess, rel: string, within: string): StoreRead<Opened> {
+  let real: string;
+  try {
+    real = fs.realpathSync(path.join(access.root, rel));
+  } catch (err) {
+    return failure(err);
+  }
+  const outside = outsideProblem(access, real, within, false);
+  if (outside) return { kind: 'problem', problem: outside };
+  try {
+    const before = fs.lstatSync(real);
+    if (!before.isFile()) return notRegular(before);
+  } catch (err) {
+    return failure(err);
+  }
+  return openResolvedSync(access, real, within);
+}
+
+/**
+ * Opens `real` (a path without links, inside `within`) and checks the descriptor.
+ * @param procCheck whether the descriptor's own path must be inside `within` too (`/proc`).
+ */
+function openResolvedSync(access: StoreAccess, real: string, within: string, procCheck = true): StoreRead<Opened> {
+  let fd: number;
+  try {
+    fd = fs.openSync(real, OPEN_FLAGS);
+  } catch (err) {
+    return failure(err);
+  }
+  try {
+    const stats = fs.fstatSync(fd);
+    let bad: StoreRead<never> | null = null;
+    if (!stats.isFile()) bad = notRegular(stats);
+    else if (stats.size > access.maxBytes) bad = tooLarge(access.maxBytes);
+    else if (procCheck && procPathOutside(access, fd, within)) bad = problem('file', 'a symbolic link leading outside its folder', 'replace the link by the file itself');
+    if (bad) {
+      fs.closeSync(fd);
+      return bad;
+    }
+    return { kind: 'ok', value: { fd, size: stats.size } };
+  } catch (err) {
+    fs.closeSync(fd);
+    return failure(err);
+  }
+}
+
+/** Reads from `fd` until its end, at most `max` bytes: a file that grew past it is too large. */
+function readAll(fd: number, size: number, max: number): StoreRead<Buffer> {
+  let buf = Buffer.allocUnsafe(Math.min(size, max) + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buf.length) {
+      if (buf.length > max) return tooLarge(max);
+      const bigger = Buffer.allocUnsafe(Math.min(buf.length * 2, max + 1));
+      buf.copy(bigger, 0, 0, length);
+      buf = bigger;
+    }
+    const want = buf.length - length;
+    const n = fs.readSync(fd, buf, length, want, null);
+    length += n;
+    // A regular file reads short only at its end: no extra call to see the end again.
+    if (n < want) break;
+  }
+  return { kind: 'ok', value: buf.subarray(0, length) };
+}
+
+/** Whether the descriptor's own path (from `/proc`) lies outside `within`; false without `/proc`. */
+function procPathOutside(access: StoreAccess, fd: number, within: string): boolean {
+  let opened: string;
+  try {
+    opened = fs.readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return false;
+  }
+  return outsideProblem(access, stripDeleted(opened), within, false) !== null;
+}
+
+/** A file removed after it was opened reads as `<path> (deleted)` in `/proc`. */
+function stripDeleted(p: string): string {
+  return p.endsWith(' (deleted)') ? p.slice(0, -' (deleted)'.length) : p;
+}
+
+/**
+ * The problem of a real path outside the folder `within` (store-relative), or null.
+ * @param self whether the folder itself is allowed (listings).
+ */
+function outsideProblem(access: StoreAccess, real: string, within: string, self: boolean): StoreFileProblem | null {
+  const folder = path.join(access.root, within);
+  if (real.startsWith(folder + path.sep) || (self && real === folder)) return null;
+  return { level: 'file', why: `a symbolic link leading outside ${within}`, fix: 'replace the link by the file itself' };
+}
+
+function notRegular(stats: fs.Stats | fs.Dirent): StoreRead<never> {
+  const what = stats.isFIFO()
+    ? 'a named pipe'
+    : stats.isSocket()
+      ? 'a socket'
+      : stats.isCharacterDevice()
+        ? 'a character device'
+        : stats.isBlockDevice()
+          ? 'a block device'
+          : stats.isDirectory()
+            ? 'a folder'
+            : 'not a file';
+  return problem('file', `not a regular file (${what})`, 'replace it by a regular JSON file');
+}
+
+function tooLarge(max: number): StoreRead<never> {
+  return problem('file', `larger than ${max} bytes, CONSOLE_STORE_FILE_MAX_BYTES`, 'make it smaller or raise CONSOLE_STORE_FILE_MAX_BYTES');
+}
+
+/** An fs error as a read outcome: a missing file is `absent`; the rest by its code only (fs messages hold absolute paths). */
+function failure(err: unknown): StoreRead<never> {
+  const code = (err as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT':
+    case 'ENOTDIR':
+      return { kind: 'absent' };
+    case 'ELOOP':
+      // From realpath: a loop of links. From open with O_NOFOLLOW: a link swapped in after realpath.
+      return problem('file', 'a symbolic link loop, or a link that changed while it was read', 'replace the link by the file itself');
+    case 'EACCES':
+    case 'EPERM':
+      return problem('file', 'not readable by the service (permission denied)', "let the service's user read it");
+    case 'ENXIO':
+      return problem('file', 'not a regular file (a socket or a device)', 'replace it by a regular JSON file');
+    case 'ENAMETOOLONG':
+      return problem('file', 'a path too long to open', 'shorten the links that lead to it');
+    default:
+      return problem('file', `not readable (${code ?? 'read error'})`, 'check the file and its disk');
+  }
+}
+
+function problem(level: StoreFileProblem['level'], why: string, fix: string): StoreRead<never> {
+  return { kind: 'problem', problem: { level, why, fix } };
+}

@@ -1,0 +1,161 @@
+/**
+ * The reads of the engine store that the main thread needs (issue 10, items 2-4): the project
+ * list, one project, the memory entries, a take file for take actions, a memory entry for
+ * toggles. They run in the worker pool (src/workers/read-store.ts), never on the event loop:
+ * every file is read and parsed there through src/engine/read-store-file.ts, and answers come
+ * back as ready JSON bytes, so the main thread neither reads, parses nor serialises a store file.
+ * Pure functions of the store's files: they never throw for store content.
+ */
+import { missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
+import { isValidId } from './ids.js';
+import { readProjectStatusSync } from './project-file.js';
+import { parsedOf, type Parsed } from './project-index.js';
+import { checkStoreFileSync, listStoreDirSync, readFolderEntryJsonSync, readStoreJsonSync, type StoreAccess, type StoreFileProblem } from './read-store-file.js';
+
+/**
+ * A project: served (`Ok` says where its JSON bytes are), else why not (engine-format.md,
+ * Legacy format).
+ */
+export type ProjectEntry<Ok = { readonly body: Uint8Array }> =
+  | ({ readonly kind: 'ok'; readonly id: string } & Ok)
+  | { readonly kind: 'legacy'; readonly id: string; readonly reason: string }
+  | { readonly kind: 'invalid'; readonly id: string; readonly detail: MissingCanonicalFieldDetail };
+
+/**
+ * The projects of the store, by id: `body` is `GET /api/projects`'s JSON array, and each
+ * served project's own JSON is the bytes `start` to `end` of it (so the main thread neither
+ * joins nor copies them). `problem` when `projects/` itself cannot be listed.
+ */
+export interface ProjectListing {
+  readonly entries: readonly ProjectEntry<{ readonly start: number; readonly end: number }>[];
+  readonly body: Uint8Array;
+  readonly problem: StoreFileProblem | null;
+}
+
+/** `GET /api/memory`'s body, or the first entry's problem (a 422 for the route). */
+export type MemoryListing = { readonly ok: true; readonly body: Uint8Array } | { readonly ok: false; readonly detail: MissingCanonicalFieldDetail };
+
+/**
+ * A take file as take actions need it: absent; present with its shot id (null, with the
+ * reason, when its contents are not a take); or a file that cannot be used at all (422).
+ */
+export type TakeFileRead =
+  | { readonly onDisk: false }
+  | { readonly onDisk: true; readonly shotId: string | null; readonly unreadable: MissingCanonicalFieldDetail | null }
+  | { readonly onDisk: 'unusable'; readonly detail: MissingCanonicalFieldDetail };
+
+/** A memory entry file as toggles need it: there (a usable regular file), absent, or unusable (422). */
+export type MemoryEntryCheck = { readonly kind: 'present' } | { readonly kind: 'absent' } | { readonly kind: 'unusable'; readonly detail: MissingCanonicalFieldDetail };
+
+const encoder = new TextEncoder();
+
+/**
+ * Every project directory under `projects/` (real folders with a valid id; links are not
+ * projects), classified. A project whose file cannot be used is `invalid` and affects no other.
+ */
+export function listProjectsSync(access: StoreAccess): ProjectListing {
+  const dir = listStoreDirSync(access, 'projects', 'projects');
+  if (dir.kind !== 'ok') return { entries: [], body: encoder.encode('[]'), problem: dir.kind === 'problem' ? dir.problem : null };
+  const entries: ProjectEntry<{ start: number; end: number }>[] = [];
+  const texts: string[] = [];
+  let at = 1; // after '['
+  for (const d of dir.value.entries) {
+    // A name that is not an id cannot be addressed: ignored, as a dot-folder is.
+    if (!d.isDirectory() || !isValidId(d.name)) continue;
+    const s = readProjectStatusSync(access, d.name);
+    if (s.kind === 'absent') continue;
+    if (s.kind !== 'ok') {
+      entries.push(s);
+      continue;
+    }
+    const text = JSON.stringify(s.project);
+    if (texts.length > 0) at += 1; // ','
+    const end = at + Buffer.byteLength(text);
+    entries.push({ kind: 'ok', id: s.id, start: at, end });
+    texts.push(text);
+    at = end;
+  }
+  return { entries, body: encoder.encode(`[${texts.join(',')}]`), problem: null };
+}
+
+/** One project, by a valid id (checked by the caller). */
+export function readProjectSync(access: StoreAccess, id: string): ProjectEntry | { readonly kind: 'absent'; readonly id: string } {
+  const s = readProjectStatusSync(access, id);
+  return s.kind === 'ok' ? { kind: 'ok', id, body: encoder.encode(JSON.stringify(s.project)) } : s;
+}
+
+/**
+ * The memory entries of `memory/` by file name, with `enabled` replaced by the recorded toggle
+ * (`toggles`, by entry id), else the file's value, else true; or the first entry's problem.
+ */
+export function listMemorySync(access: StoreAccess, toggles: Readonly<Record<string, boolean>>): MemoryListing {
+  const dir = listStoreDirSync(access, 'memory', 'memory');
+  if (dir.kind === 'absent') return { ok: true, body: encoder.encode('[]') };
+  if (dir.kind === 'problem') return { ok: false, detail: unreadableField(null, 'id', 'memory', dir.problem) };
+  const out: unknown[] = [];
+  for (const d of dir.value.entries) {
+    const name = d.name;
+    if (!name.endsWith('.json') || name.startsWith('.')) continue;
+    const read = readFolderEntryJsonSync(access, dir.value, d);
+    if (read.kind === 'absent') continue; // removed since the listing
+    const parsed = parseMemoryEntry(name, parsedOf(read));
+    if ('error' in parsed) return { ok: false, detail: parsed.error };
+    const doc = parsed.doc;
+    const toggled = Object.hasOwn(toggles, doc.id) ? toggles[doc.id] : undefined;
+    const enabled = toggled ?? (typeof doc.enabled === 'boolean' ? doc.enabled : true);
+    out.push({ ...doc, enabled });
+  }
+  return { ok: true, body: encoder.encode(JSON.stringify(out)) };
+}
+
+/**
+ * Validates one memory file (engine-format.md, memory/): canonical `id` (equal to the file name
+ * without `.json`), then `text`. `name` is the file name. Returns the entry, or the first
+ * problem as a MissingCanonicalField detail whose `project_id` is the entry's own `project_id`
+ * when it has one. Exported so the engine CLI's doctor applies the same rules.
+ */
+export function parseMemoryEntry(
+  name: string,
+  read: Parsed,
+): { readonly doc: Record<string, unknown> & { readonly id: string; readonly text: string } } | { readonly error: MissingCanonicalFieldDetail } {
+  const where = `memory/${name}`;
+  const expected = name.slice(0, -'.json'.length);
+  if ('unreadable' in read) return { error: unreadableField(null, 'id', where, { why: read.unreadable, fix: read.fix ?? 'repair it' }) };
+  const doc = read.doc;
+  const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
+  if (typeof doc.id !== 'string' || doc.id !== expected) {
+    return {
+      error: missingField(projectId, 'id', where, doc.id === undefined ? 'is missing' : `does not match the file name "${expected}"`),
+    };
+  }
+  if (typeof doc.text !== 'string') return { error: missingField(projectId, 'text', where) };
+  return { doc: doc as Record<string, unknown> & { id: string; text: string } };
+}
+
+/**
+ * `projects/<projectId>/takes/<takeId>.json` for a take action ("the take id is on disk"):
+ * ids must be valid (checked by the caller).
+ */
+export function readTakeFileSync(access: StoreAccess, projectId: string, takeId: string): TakeFileRead {
+  const within = `projects/${projectId}`;
+  const where = `${within}/takes/${takeId}.json`;
+  const read = readStoreJsonSync(access, where, within);
+  if (read.kind === 'absent') return { onDisk: false };
+  if (read.kind === 'problem' && read.problem.level === 'file') return { onDisk: 'unusable', detail: unreadableField(projectId, 'shot_id', where, read.problem) };
+  // Contents that are not a take (syntax, depth, no object): on disk, without a shot, as before.
+  const parsed = parsedOf(read);
+  if ('unreadable' in parsed) {
+    return { onDisk: true, shotId: null, unreadable: unreadableField(projectId, 'shot_id', where, { why: parsed.unreadable, fix: parsed.fix ?? 'repair it' }) };
+  }
+  const shot = parsed.doc.shot_id;
+  return { onDisk: true, shotId: typeof shot === 'string' ? shot : null, unreadable: null };
+}
+
+/** `memory/<entryId>.json` for a toggle: there, absent, or unusable (not regular, outside, too large). */
+export function checkMemoryEntrySync(access: StoreAccess, entryId: string): MemoryEntryCheck {
+  const where = `memory/${entryId}.json`;
+  const r = checkStoreFileSync(access, where, 'memory');
+  if (r.kind === 'ok') return { kind: 'present' };
+  if (r.kind === 'absent') return { kind: 'absent' };
+  return { kind: 'unusable', detail: unreadableField(null, 'id', where, r.problem) };
+}

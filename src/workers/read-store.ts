@@ -1,0 +1,30 @@
+/**
+ * Piscina worker: one read of the engine store for the main thread (the project list, a
+ * project, the memory entries, a take file, a memory entry; src/engine/store-reads.ts), so
+ * that no store file is read or parsed on the event loop (issue 10, items 2 and 3). Bodies are
+ * moved to the main thread, not copied.
+ */
+import { checkMemoryEntrySync, listMemorySync, listProjectsSync, readProjectSync, readTakeFileSync } from '../engine/store-reads.js';
+import type { ReadStoreResult, ReadStoreTask } from './read-store-task.js';
+import { moving } from './transfer.js';
+
+export default function readStore(task: ReadStoreTask): ReadStoreResult<ReadStoreTask['op']> {
+  switch (task.op) {
+    case 'projects': {
+      const listing = listProjectsSync(task.access);
+      return moving(listing, [listing.body]);
+    }
+    case 'project': {
+      const entry = readProjectSync(task.access, task.projectId);
+      return moving(entry, entry.kind === 'ok' ? [entry.body] : []);
+    }
+    case 'memory': {
+      const listing = listMemorySync(task.access, task.toggles);
+      return moving(listing, listing.ok ? [listing.body] : []);
+    }
+    case 'take-file':
+      return readTakeFileSync(task.access, task.projectId, task.takeId);
+    case 'memory-entry':
+      return checkMemoryEntrySync(task.access, task.entryId);
+  }
+}
