@@ -3,7 +3,8 @@
  * turns its exit into facts, stops its tree with a grace period, and sweeps what it left
  * running. Used by the generation supervisor and the terminal manager.
  */
-export { spawnManaged, ManagedProcess, ProcessSpawnError, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
+export { spawnManaged, ManagedProcess, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
+export { ProcessSpawnError } from './errors.js';
 export { exitFactsOf, type ExitFacts } from './exit-facts.js';
 export { ProcTable, PROC_WORKER_FILE } from './proc-table.js';
 export { sweepTree, describeLeftovers, type SweepBounds, type SweepReport } from './sweep-tree.js';

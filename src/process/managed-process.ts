@@ -6,6 +6,7 @@
  * tree swept until none is left (issue 10, item 5).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { ProcessSpawnError } from './errors.js';
 import { exitFactsOf, type ExitFacts } from './exit-facts.js';
 import type { ProcInfo } from './proc-task.js';
 import type { ProcTable } from './proc-table.js';
@@ -30,11 +31,6 @@ export interface ManagedSpawnOptions {
 export interface ProcessEnd {
   readonly exit: ExitFacts;
   readonly leftovers: SweepReport;
-}
-
-/** The operating system refused to start the program (no pid); nothing runs. */
-export class ProcessSpawnError extends Error {
-  override name = 'ProcessSpawnError';
 }
 
 /**

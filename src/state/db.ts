@@ -7,17 +7,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { StateDbError } from './errors.js';
 import { MIGRATIONS } from './migrations.js';
+
+export { StateDbError } from './errors.js';
 
 export type Db = Database.Database;
 
 /** WAL pages after which a commit checkpoints by itself (see the checkpointer). */
 export const BACKSTOP_CHECKPOINT_PAGES = 20_000;
-
-/** Thrown when the state database cannot be opened or migrated; the message names the path. */
-export class StateDbError extends Error {
-  override name = 'StateDbError';
-}
 
 /**
  * Opens (creating if needed) the database at `file`, checks it (`PRAGMA quick_check`), applies

@@ -15,6 +15,7 @@ import type { ProposalsRepo } from '../state/proposals-repo.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ExitFacts, type ManagedProcess, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { frameLines, type FramedLine } from './frame-lines.js';
+import { JobCapacityError, JobNotRunningError, SpawnError, ToolMissingError, UnknownJobError } from './errors.js';
 import { transition, type JobStatus, type JobTrigger } from './job-state.js';
 
 /** Payload of every line event (spec: Events): one frozen object, so the bus reuses its JSON. */
@@ -58,45 +59,6 @@ export interface SupervisorOptions {
 
 /** Pruning runs once per this many finished jobs. */
 const PRUNE_EVERY = 50;
-
-/** The dispatch tool file does not exist; no process was started. */
-export class ToolMissingError extends Error {
-  override name = 'ToolMissingError';
-  constructor(readonly file: string) {
-    super(`dispatch tool not found: ${file}`);
-  }
-}
-
-/** The running-jobs cap is reached; no process was started. */
-export class JobCapacityError extends Error {
-  override name = 'JobCapacityError';
-  constructor(
-    readonly limit: number,
-    /** Suggested wait before retrying, in seconds. */
-    readonly retryAfterSeconds: number,
-  ) {
-    super(`too many running generation jobs (limit ${limit}); retry in ${retryAfterSeconds} s`);
-  }
-}
-
-/** The operating system refused to start the child. */
-export class SpawnError extends Error {
-  override name = 'SpawnError';
-}
-
-export class UnknownJobError extends Error {
-  override name = 'UnknownJobError';
-  constructor(readonly proposalId: string) {
-    super(`unknown job ${proposalId}`);
-  }
-}
-
-export class JobNotRunningError extends Error {
-  override name = 'JobNotRunningError';
-  constructor(readonly job: JobRecord) {
-    super(`job ${job.proposalId} is not running (state ${job.state})`);
-  }
-}
 
 /** Called when a job reached a final state (after its exit event is published). */
 export type JobExitListener = (job: JobRecord) => void;
