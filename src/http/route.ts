@@ -132,6 +132,15 @@ interface Found extends RouteMatch {
   readonly method: string;
 }
 
+/** The methods routes are declared with (GET routes also answer HEAD), in `Allow` order. */
+const SERVED_METHODS: readonly HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'];
+
+/** `//` where a parameter belongs matches no route, as in Express. */
+function hasEmptyParam(params: Record<string, string>): boolean {
+  for (const k in params) if (params[k] === '') return true;
+  return false;
+}
+
 /** Where a request keeps its match (a symbol: no clash with Express's own members). */
 const MATCH = Symbol('route match');
 type Matched = IncomingMessage & { [MATCH]?: Found | { readonly url: string; readonly method: string; readonly spec?: undefined } };
@@ -181,16 +190,28 @@ export class Api {
     let found: Found | null = null;
     if (hit !== null) {
       const params = hit.params as Record<string, string>;
-      let empty = false;
-      // `//` where a parameter belongs: no route, as in Express.
-      for (const k in params) if (params[k] === '') empty = true;
-      if (!empty) {
+      if (!hasEmptyParam(params)) {
         const d = hit.store as Declared;
         found = { spec: d.spec, served: d.served, params, url, method };
       }
     }
     r[MATCH] = found ?? { url, method };
     return found;
+  }
+
+  /**
+   * The methods some route serves `req`'s path with (HEAD with GET), plus OPTIONS (answered by
+   * CORS on every path), for the `Allow` of a 405; empty when no route has the path, whatever
+   * the method (a 404). Runs only for requests no route matched.
+   */
+  allowedMethods(req: IncomingMessage): string[] {
+    const url = req.url ?? '';
+    const out: string[] = [];
+    for (const m of SERVED_METHODS) {
+      const hit = this.router.find(m, url);
+      if (hit !== null && !hasEmptyParam(hit.params as Record<string, string>)) out.push(m);
+    }
+    return out.length > 0 ? [...out, 'OPTIONS'] : [];
   }
 
   private readonly registered: { method: string; path: string }[] = [];

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import 'zod-openapi';
 import { SEVERITIES } from '../bus/event.js';
 import { ID_PATTERN } from '../engine/ids.js';
+import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 
 /** A path segment checked by the identifier guard in the handler (400, not 422). */
 export const PathId = (name: string) =>
@@ -38,22 +39,42 @@ export const BodyId = z
   .regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)
   .refine((s) => !s.includes('..'), 'must not contain ".."');
 
+/**
+ * Every code an error answer can carry, from the catalogue (errors.ts): the description lists
+ * each with its status, and `x-status-of-code` maps them (each code has one status).
+ */
+export const ErrorCode = z.enum(ANSWERED_CODES as [string, ...string[]]).meta({
+  id: 'ErrorCode',
+  description: [
+    'Which error this is (the catalogue, src/http/errors.ts). Each code has one status:',
+    '',
+    '| code | status | meaning |',
+    '|---|---|---|',
+    ...ANSWERED_CODES.map((c) => `| \`${c}\` | ${ERROR_CATALOGUE[c].status} | ${ERROR_CATALOGUE[c].means.replace(/\|/g, '\\|')} |`),
+  ].join('\n'),
+  'x-status-of-code': Object.fromEntries(ANSWERED_CODES.map((c) => [c, ERROR_CATALOGUE[c].status])),
+});
+
+/** One element of a 422 validation detail. */
+export const ValidationIssue = z
+  .object({
+    loc: z.array(z.union([z.string(), z.number()])),
+    msg: z.string(),
+    type: z.string(),
+    ctx: z.record(z.string(), z.unknown()).optional().meta({ description: 'Facts about the problem, e.g. `allowed` (the slash commands).' }),
+  })
+  .meta({ id: 'ValidationIssue' });
+
 /** The standard error answers, documented once. */
 export const ErrorBody = z
   .object({
-    detail: z.union([
-      z.string(),
-      z.array(
-        z.object({
-          loc: z.array(z.union([z.string(), z.number()])),
-          msg: z.string(),
-          type: z.string(),
-        }),
-      ),
-      z.record(z.string(), z.unknown()),
-    ]),
+    detail: z.union([z.string(), z.array(ValidationIssue), z.record(z.string(), z.unknown())]),
+    code: ErrorCode,
   })
-  .meta({ id: 'ErrorBody', description: 'Error answer: a string, a validation list, or a MissingCanonicalField object.' });
+  .meta({
+    id: 'ErrorBody',
+    description: 'Error answer: `detail` is a string, a validation list (`validation_failed`), or a MissingCanonicalField object (`missing_canonical_field`); `code` says which error it is.',
+  });
 
 export const Severity = z.enum(SEVERITIES).meta({ id: 'EventSeverity' });
 
@@ -208,6 +229,7 @@ export const MissingCanonicalField = z
       remediation: z.string(),
       fix_cli: z.string(),
     }),
+    code: z.literal('missing_canonical_field'),
   })
   .meta({ id: 'MissingCanonicalField' });
 

@@ -267,7 +267,7 @@ describe('generation errors (spec: Errors)', () => {
     const res = await svc.post(`/api/generate/${PROJECT}`, { project: 'night-market' });
 
     expect(res.status).toBe(422);
-    expect(await res.json()).toEqual({ detail: 'project path/body mismatch' });
+    expect(await res.json()).toEqual({ detail: 'project path/body mismatch', code: 'project_mismatch' });
     await expectNothingStarted(svc);
   });
 

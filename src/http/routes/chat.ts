@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import { NotFoundError } from '../../engine/errors.js';
+import { unknownProject } from '../../engine/errors.js';
 import { checkId } from '../../engine/ids.js';
 import { projectDir } from '../../engine/project-file.js';
 import type { Api } from '../route.js';
@@ -73,7 +73,7 @@ export function chatRoutes(api: Api, { store }: AppDeps): void {
       if (body.projectId !== undefined) {
         projectId = checkId('project_id', body.projectId);
         if (!fs.statSync(projectDir(store.root, projectId), { throwIfNoEntry: false })?.isDirectory()) {
-          throw new NotFoundError(`unknown project ${projectId}`);
+          throw unknownProject(projectId);
         }
       }
       res.status(200).set({

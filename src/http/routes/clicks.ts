@@ -3,7 +3,7 @@
  * buffer per project. Clicks emit no event.
  */
 import { z } from 'zod';
-import { NotFoundError } from '../../engine/errors.js';
+import { unknownProject } from '../../engine/errors.js';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
 import { BodyId, ErrorBody, QueryInt } from '../schemas.js';
@@ -32,7 +32,7 @@ export function clickRoutes(api: Api, { console: state, config, store }: AppDeps
     },
     handler: async ({ res, body }) => {
       // Clicks are bounded per project: a click for any made-up id would be a new ring.
-      if (!(await store.hasProject(body.projectId))) throw new NotFoundError(`unknown project ${body.projectId}`);
+      if (!(await store.hasProject(body.projectId))) throw unknownProject(body.projectId);
       res.status(201).json(state.clicks.append(body));
     },
   });

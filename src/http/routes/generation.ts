@@ -63,7 +63,7 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
     answers: { ...answers, 400: { description: 'Malformed project id in the path.', schema: ErrorBody } },
     handler: ({ res, params, body }) => {
       const project = checkId('project', params.project);
-      if (body.project !== undefined && body.project !== project) throw new HttpError(422, 'project path/body mismatch');
+      if (body.project !== undefined && body.project !== project) throw new HttpError('project_mismatch', 'project path/body mismatch');
       res.status(202).json(launch({ ...body, project }));
     },
   });

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import { NotFoundError } from '../../engine/errors.js';
+import { unknownProject } from '../../engine/errors.js';
 import { checkId } from '../../engine/ids.js';
 import { projectDir } from '../../engine/project-file.js';
 import { ValidationError } from '../errors.js';
@@ -54,7 +54,7 @@ export function parseSlash(command: string): { name: string; args: string | null
         msg: `unknown slash command "${shown}"; allowed: ${ALLOWED.join(', ')}`,
         type: 'slash_command',
         ctx: { allowed: ALLOWED },
-      } as ConstructorParameters<typeof ValidationError>[0][number],
+      },
     ]);
   }
   const args = m[2]?.trim();
@@ -91,7 +91,7 @@ export function slashRoutes(api: Api, { bus, store }: AppDeps): void {
       if (body.projectId !== undefined) {
         projectId = checkId('project_id', body.projectId);
         if (!fs.statSync(projectDir(store.root, projectId), { throwIfNoEntry: false })?.isDirectory()) {
-          throw new NotFoundError(`unknown project ${projectId}`);
+          throw unknownProject(projectId);
         }
       }
       const summary = `Slash command ${name}${args ? ` ${args}` : ''}`;

@@ -5,13 +5,7 @@
  */
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
-import {
-  TerminalPortsExhaustedError,
-  TerminalProgramMissingError,
-  TerminalStartError,
-  type TerminalInfo,
-} from '../../terminals/index.js';
-import { HttpError } from '../errors.js';
+import { TerminalNotRunningError, type TerminalInfo } from '../../terminals/index.js';
 import type { Api } from '../route.js';
 import { ErrorBody } from '../schemas.js';
 import type { AppDeps } from './deps.js';
@@ -54,14 +48,6 @@ const Unavailable = {
   schema: ErrorBody,
 };
 
-/** Terminal start failures are 503s: the service works, the terminal facility does not. */
-function toHttp(err: unknown): unknown {
-  if (err instanceof TerminalProgramMissingError || err instanceof TerminalPortsExhaustedError || err instanceof TerminalStartError) {
-    return new HttpError(503, err.message);
-  }
-  return err;
-}
-
 export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
   api.route({
     method: 'post',
@@ -81,7 +67,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
       503: Unavailable,
     },
     handler: async ({ res, body }) => {
-      const { created, terminal } = await terminals.start(body.projectId).catch((err: unknown) => Promise.reject(toHttp(err)));
+      const { created, terminal } = await terminals.start(body.projectId);
       res.status(created ? 201 : 200).json(terminal);
     },
   });
@@ -148,7 +134,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     handler: ({ res, query }) => {
       const id = checkId('project_id', query.projectId);
       const t = terminals.get(id);
-      if (!t || t.state !== 'running') throw new HttpError(404, `no running terminal for project ${id}`);
+      if (!t || t.state !== 'running') throw new TerminalNotRunningError(id);
       res.json({ projectId: t.projectId, cwd: t.cwd, command: t.command, port: t.port, url: t.url, startedAt: t.startedAt, pid: t.pid });
     },
   });
