@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { APP_VERSION } from '../../main/config.js';
 import { isOpenRoute, TOKEN_QUERY_ROUTE } from '../auth.js';
 import type { Api } from '../route.js';
+import { IDENTIFIER_RULE } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 
 export function openapiRoutes(api: Api, { config }: AppDeps): void {
@@ -32,6 +33,7 @@ export function openapiRoutes(api: Api, { config }: AppDeps): void {
             'Paths are matched case-insensitively, with an optional trailing slash, percent-decoded (`%61` is `a`; `%2F` stays a character of a segment); a doubled slash or a `.`/`..` segment matches no operation (404). Every spelling of an operation is that operation for every check.',
             'With SERVICE_WRITE_UPSTREAM set on this instance, the POST, PUT and DELETE operations other than `publishInternalEvent` are forwarded to the upstream in their canonical spelling (with `Forwarded`, `X-Forwarded-For` and `Via`) and answered with its answer; everything else is answered here.',
             'Every operation may answer 421 when the Host header names a host this instance does not serve (CONSOLE_ALLOWED_HOSTS).',
+            IDENTIFIER_RULE,
           ].join('\n\n'),
         },
         { bearer: { required: config.apiToken !== null, isOpen: isOpenRoute, queryTokenPath: TOKEN_QUERY_ROUTE } },
