@@ -171,10 +171,12 @@ const splitCsv = (s: string) =>
     .map((x) => x.trim())
     .filter((x) => x.length > 0);
 
+/** An http(s) URL without credentials, trailing slash dropped; blank means unset (undefined), as for TTYD_HOST. */
 const url = z
   .string()
   .trim()
   .transform((s, ctx) => {
+    if (s === '') return undefined;
     let u: URL;
     try {
       u = new URL(s);
