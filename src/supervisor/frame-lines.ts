@@ -32,45 +32,81 @@ const NL = 0x0a;
  * behind it. A per-stream bound would still let 64 flooding jobs take 64 times as long.
  * 512 lines are one bus flush (FLUSH_BATCH), a few ms.
  */
-const TURN_LINES = 512;
-const TURN_CHARS = 256 * 1024;
+export const TURN_LINES = 512;
+export const TURN_CHARS = 256 * 1024;
 
-/** What this turn has delivered so far; reset by the first `tick` after it. */
-let turnLines = 0;
-let turnChars = 0;
-/** Streams with lines left to deliver, waiting for the next turn (oldest first). */
-const waiting: LineReader[] = [];
-let tickScheduled = false;
+/**
+ * The per-turn line budget shared by every stream one supervisor frames: at most `lines`
+ * lines (and `chars` characters of them) per event-loop turn, all streams together; past
+ * either, streams wait for the next turn in turn order (a queue). One instance per
+ * supervisor (injected, not a module global), so two services in one process, or a test,
+ * do not share a budget.
+ */
+export class LineTurns {
+  /** What this turn has delivered so far; reset by the first `tick` after it. */
+  private turnLines = 0;
+  private turnChars = 0;
+  /** Streams with lines left to deliver, waiting for the next turn (oldest first). */
+  private readonly waiting: LineReader[] = [];
+  private tickScheduled = false;
+  private readonly tickFn = () => this.tick();
 
-const budgetLeft = () => turnLines < TURN_LINES && turnChars < TURN_CHARS;
+  /**
+   * @param lines lines per turn, all streams together (default {@link TURN_LINES}).
+   * @param chars characters per turn (default {@link TURN_CHARS}).
+   */
+  constructor(
+    private readonly lines: number = TURN_LINES,
+    private readonly chars: number = TURN_CHARS,
+  ) {}
 
-function scheduleTick(): void {
-  if (!tickScheduled) {
-    tickScheduled = true;
-    setImmediate(tick);
+  /** True while this turn may deliver another line. */
+  budgetLeft(): boolean {
+    return this.turnLines < this.lines && this.turnChars < this.chars;
   }
-}
 
-/** A new turn: the budget is renewed, and the streams that waited go first, in order. */
-function tick(): void {
-  tickScheduled = false;
-  turnLines = 0;
-  turnChars = 0;
-  for (let n = waiting.length; n > 0 && budgetLeft(); n--) {
-    const reader = waiting.shift() as LineReader;
-    reader.queued = false;
-    reader.pump();
+  /** Counts one delivered line against this turn; the budget is renewed next turn. */
+  spend(chars: number): void {
+    this.turnLines++;
+    this.turnChars += chars;
+    this.scheduleTick();
   }
-  if (waiting.length > 0) scheduleTick();
+
+  /** Queues a reader whose lines wait for the next turn. */
+  wait(reader: LineReader): void {
+    this.waiting.push(reader);
+    this.scheduleTick();
+  }
+
+  private scheduleTick(): void {
+    if (!this.tickScheduled) {
+      this.tickScheduled = true;
+      setImmediate(this.tickFn);
+    }
+  }
+
+  /** A new turn: the budget is renewed, and the streams that waited go first, in order. */
+  private tick(): void {
+    this.tickScheduled = false;
+    this.turnLines = 0;
+    this.turnChars = 0;
+    for (let n = this.waiting.length; n > 0 && this.budgetLeft(); n--) {
+      const reader = this.waiting.shift() as LineReader;
+      reader.queued = false;
+      reader.pump();
+    }
+    if (this.waiting.length > 0) this.scheduleTick();
+  }
 }
 
 /** Reads split2's lines of one stream within the shared budget and delivers them in order. */
 class LineReader {
   private number = 0;
-  /** In `waiting`: its lines go when the queue reaches it, not before (turn order). */
+  /** In the turns' queue: its lines go when the queue reaches it, not before (turn order). */
   queued = false;
 
   constructor(
+    private readonly turns: LineTurns,
     private readonly lines: Transform,
     private readonly cutter: LineCutter,
     private readonly onLine: (line: FramedLine) => void,
@@ -79,19 +115,16 @@ class LineReader {
   /** Delivers lines until split2 has none ready or the turn's budget is spent. */
   pump(): void {
     if (this.queued) return;
-    while (budgetLeft()) {
+    while (this.turns.budgetLeft()) {
       const text = this.lines.read() as string | null;
       // None ready: 'readable' calls again when split2 has more (or ends the stream).
       if (text === null) return;
       const number = ++this.number;
-      turnLines++;
-      turnChars += text.length;
-      scheduleTick(); // renews the budget next turn
+      this.turns.spend(text.length);
       this.onLine({ text, number, cut: this.cutter.cutLines.delete(number) });
     }
     this.queued = true;
-    waiting.push(this);
-    scheduleTick();
+    this.turns.wait(this);
   }
 }
 
@@ -177,16 +210,17 @@ function incompleteTail(buf: Buffer): number {
 }
 
 /**
- * Frames `source` into lines and calls `onLine` for each, in order; all streams together
- * deliver at most TURN_LINES lines (TURN_CHARS characters) per event-loop turn.
+ * Frames `source` into lines and calls `onLine` for each, in order; all streams framed with
+ * one `turns` deliver at most its lines (characters) per event-loop turn.
+ * @param turns the budget shared with the other streams of the same supervisor.
  * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
  * @returns a promise that settles once the last line has been delivered (source ended,
  *   errored or was destroyed); it never rejects.
  */
-export function frameLines(source: Readable, maxBytes: number, onLine: (line: FramedLine) => void): Promise<void> {
+export function frameLines(turns: LineTurns, source: Readable, maxBytes: number, onLine: (line: FramedLine) => void): Promise<void> {
   const cutter = new LineCutter(maxBytes);
   const lines = split2();
-  const reader = new LineReader(lines, cutter, onLine);
+  const reader = new LineReader(turns, lines, cutter, onLine);
   return new Promise<void>((resolve) => {
     let settled = false;
     const done = () => {

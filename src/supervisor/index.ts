@@ -1,4 +1,4 @@
-export { Supervisor, GENERATION_SCOPE, type GenerationRequest,
+export { Supervisor, GENERATION_SCOPE, JOB_ENV, type GenerationRequest,
   type SupervisorOptions,
 } from './supervisor.js';
 export {
@@ -11,4 +11,4 @@ export {
   type SupervisorErrorCode,
 } from './errors.js';
 export { transition, JOB_STATES, type JobStatus, type JobStateName, type JobTrigger } from './job-state.js';
-export { frameLines, type FramedLine } from './frame-lines.js';
+export { frameLines, LineTurns, type FramedLine } from './frame-lines.js';

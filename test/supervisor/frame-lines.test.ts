@@ -5,7 +5,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { frameLines, type FramedLine } from '../../src/supervisor/frame-lines.js';
+import { frameLines, LineTurns, type FramedLine } from '../../src/supervisor/frame-lines.js';
+
+/** One budget for the streams of this file, as one supervisor has. */
+const turns = new LineTurns();
 import { fixture } from '../helpers/service.js';
 
 /** Runs a fixture script and frames its stdout with `maxBytes`; resolves once both are done. */
@@ -13,7 +16,7 @@ async function frameFixture(script: string, args: string[], maxBytes: number): P
   const child = spawn(process.execPath, [fixture(script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
   const lines: FramedLine[] = [];
-  await frameLines(child.stdout, maxBytes, (l) => lines.push(l));
+  await frameLines(turns, child.stdout, maxBytes, (l) => lines.push(l));
   const [code] = await exited;
   expect(code).toBe(0);
   return lines;
@@ -97,7 +100,7 @@ describe('frameLines: a cut never splits a multi-byte character', () => {
     const exited = once(child, 'exit');
     let received = 0;
     const lines: FramedLine[] = [];
-    const framed = frameLines(child.stdout, 301, (l) => lines.push(l));
+    const framed = frameLines(turns, child.stdout, 301, (l) => lines.push(l));
     child.stdout.on('data', (chunk: Buffer) => {
       received += chunk.length;
       if (received === 301) child.stdin.end('go');
@@ -146,7 +149,7 @@ describe('frameLines: one budget per event-loop turn, shared by every stream', (
       const lines: FramedLine[] = [];
       byStream.push(lines);
       runs.push(
-        frameLines(child.stdout, 1024, (l) => {
+        frameLines(turns, child.stdout, 1024, (l) => {
           lines.push(l);
           perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1);
         }),

@@ -1,0 +1,103 @@
+/**
+ * Launching a generation job (spec: Generation, rules 1-3): the tool's argument list, the
+ * spawn of `<node> <dispatch tool> …` as a managed process (from an argument array, without
+ * a shell, in its own process group, marked with the job's id), and the record of the job
+ * with its pending GenerationProposal in one transaction.
+ */
+import fs from 'node:fs';
+import { GENERATION_PROPOSAL } from '../registry/index.js';
+import type { JobsRepo } from '../state/jobs-repo.js';
+import type { ProposalsRepo } from '../state/proposals-repo.js';
+import { ProcessSpawnError, spawnManaged, type ManagedProcess, type ProcTable, type SweepBounds } from '../process/index.js';
+import { SpawnError, ToolMissingError } from './errors.js';
+import { JOB_ENV, jobMark, type RunningJob } from './running-job.js';
+
+/** What the dispatch tool is asked to do; episode and modality are never forwarded. */
+export interface GenerationRequest {
+  readonly project: string;
+  readonly shotId: string | null;
+  readonly model: string | null;
+  readonly dryRun: boolean;
+  readonly episode: number | null;
+  readonly modality: string;
+}
+
+/** The argument list given to the dispatch tool (spec: Generation, rule 1), without the interpreter. */
+export function toolArgs(req: GenerationRequest): string[] {
+  const args = ['--project', req.project];
+  if (req.shotId) args.push('--shot', req.shotId);
+  if (req.model) args.push('--model', req.model);
+  if (req.dryRun) args.push('--dry-run');
+  return args;
+}
+
+/** What {@link spawnTool} needs: the tool, the children's environment, the sweep bounds. */
+export interface LaunchOptions {
+  readonly dispatchCli: string;
+  readonly childEnv: Readonly<Record<string, string>>;
+  readonly sweep: SweepBounds;
+}
+
+/**
+ * Checks the dispatch tool is a file, before anything is started.
+ * @throws ToolMissingError naming the file.
+ */
+export function requireTool(tool: string): void {
+  if (!isFile(tool)) throw new ToolMissingError(tool);
+}
+
+/**
+ * Spawns the dispatch tool for job `proposalId` with piped stdout and stderr.
+ * @returns the full argv (interpreter first) and the managed process.
+ * @throws SpawnError (cause: the ProcessSpawnError with its errno) when the OS refuses the
+ *   process.
+ */
+export function spawnTool(procs: ProcTable, options: LaunchOptions, proposalId: string, req: GenerationRequest): { argv: string[]; proc: ManagedProcess } {
+  const tool = options.dispatchCli;
+  const argv = [process.execPath, tool, ...toolArgs(req)];
+  try {
+    const proc = spawnManaged(procs, argv[0] as string, argv.slice(1), {
+      env: { ...options.childEnv, [JOB_ENV]: proposalId },
+      stdout: 'pipe',
+      stderr: 'pipe',
+      mark: jobMark(proposalId),
+      sweep: options.sweep,
+    });
+    return { argv, proc };
+  } catch (err) {
+    if (err instanceof ProcessSpawnError) throw new SpawnError('the operating system refused to start the dispatch tool', { cause: err });
+    throw err;
+  }
+}
+
+/**
+ * Stores the job (state `running`) and its pending GenerationProposal in one transaction.
+ * @throws the state database's error; then neither is stored.
+ */
+export function recordLaunch(jobs: JobsRepo, proposals: ProposalsRepo, job: RunningJob, req: GenerationRequest): void {
+  proposals.transaction(() => {
+    jobs.insert({ ...job.record(), state: 'running' });
+    proposals.insertPending({
+      id: job.proposalId,
+      kind: GENERATION_PROPOSAL,
+      title: `Generate ${req.project}${req.shotId ? `/${req.shotId}` : ''}`,
+      payload: {
+        project: req.project,
+        shot_id: req.shotId,
+        model: req.model,
+        dry_run: req.dryRun,
+        episode: req.episode,
+        modality: req.modality,
+      },
+      createdAt: job.startedAt,
+    });
+  });
+}
+
+function isFile(file: string): boolean {
+  try {
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}

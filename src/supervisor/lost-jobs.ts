@@ -1,0 +1,80 @@
+/**
+ * Start-up recovery of jobs a previous run left behind (README, "Generation jobs": `lost`;
+ * issue 6, item 4): jobs the state database still records as running belong to a run that
+ * died. Every process left of them is killed (their process groups, their trees, and every
+ * process carrying their job mark, wherever it went, swept until none is left), and each is
+ * marked `lost` with a failure event.
+ */
+import type { EventBus } from '../bus/bus.js';
+import type { JobRecord, JobsRepo } from '../state/jobs-repo.js';
+import { sweepTree, type ProcTable, type SweepBounds } from '../process/index.js';
+import { transition } from './job-state.js';
+import { GENERATION_SCOPE, jobMark } from './running-job.js';
+
+/**
+ * Kills what is left of every job recorded as running, marks each `lost` and publishes its
+ * `dispatch_cli lost pid=N` failure event.
+ * @returns the lost jobs' records, in their new state.
+ * @throws the state database's error (start-up stops).
+ */
+export async function recoverLostJobs(jobs: JobsRepo, bus: EventBus, procs: ProcTable, sweep: SweepBounds): Promise<JobRecord[]> {
+  const lost: JobRecord[] = [];
+  const boot = await procs.bootTimeMs();
+  for (const rec of jobs.running()) {
+    const killed = await killLostJob(procs, sweep, rec, boot);
+    const endedAt = new Date().toISOString();
+    const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
+    jobs.finish(rec.proposalId, {
+      state: next.state,
+      endedAt,
+      rc: null,
+      signal: null,
+      stdoutLines: rec.stdoutLines,
+      stderrLines: rec.stderrLines,
+    });
+    bus.publish({
+      severity,
+      scope: GENERATION_SCOPE,
+      summary: `dispatch_cli lost pid=${rec.pid ?? 'unknown'}`,
+      detail: `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`,
+      payload: { proposal_id: rec.proposalId, pid: rec.pid },
+    });
+    lost.push({ ...rec, state: next.state, endedAt });
+  }
+  return lost;
+}
+
+/**
+ * SIGKILLs what is left of a job of a previous run; returns the number of processes killed.
+ * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
+ * are. Its process group and the leader's tree are taken when they are still the job's.
+ */
+async function killLostJob(procs: ProcTable, sweep: SweepBounds, rec: JobRecord, boot: number | null): Promise<number> {
+  if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
+  const leader = rec.pid !== null && (await groupOfJob(procs, rec.pid, rec.argv)) ? rec.pid : null;
+  const swept = await sweepTree(procs, { root: leader, pgid: leader, mark: jobMark(rec.proposalId), known: [] }, sweep);
+  return swept.killed;
+}
+
+/**
+ * Whether the process group `pid` of a job from a previous run is still the job's, guarding
+ * against pid reuse: a live leader must still run the tool we started; and with the leader
+ * gone, a live group with its id can only hold the job's own processes (Linux does not hand
+ * out a pid that is still some group's id).
+ */
+async function groupOfJob(procs: ProcTable, pid: number, argv: readonly string[]): Promise<boolean> {
+  if (!groupAlive(pid)) return false;
+  const { info, cmdline } = await procs.describe(pid);
+  if (info === null || info.state === 'Z') return true;
+  return info.pgid === pid && argv.length > 1 && cmdline !== null && cmdline.includes(argv[1] as string);
+}
+
+/** True while a group led by `pgid` exists that we may signal (a signal 0 to it succeeds). */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false; // ESRCH: none; EPERM: another user's, never one of our jobs
+  }
+}

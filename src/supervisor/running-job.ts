@@ -1,0 +1,57 @@
+/**
+ * A job while it runs (spec: States and transitions, "Generation job"): its managed process,
+ * its state and its live line counts, and the record they make.
+ */
+import type { JobRecord } from '../state/jobs-repo.js';
+import type { ManagedProcess } from '../process/index.js';
+import type { JobStatus } from './job-state.js';
+
+/** Scope of every generation event (spec: Events). */
+export const GENERATION_SCOPE = 'engine/generation';
+
+/**
+ * Environment variable set to the proposal id in every job's environment. Its descendants
+ * inherit it, so every process of the job can be found in /proc and killed, also those that
+ * left its process group and lost their parent, and also after the service itself died.
+ */
+export const JOB_ENV = 'CONSOLE_JOB_ID';
+
+/** The environment entry that marks the processes of job `proposalId`. */
+export const jobMark = (proposalId: string): string => `${JOB_ENV}=${proposalId}`;
+
+/** One running job of the supervisor; `record()` is its API shape with live figures. */
+export class RunningJob {
+  status: JobStatus = { state: 'running' };
+  stdoutLines = 0;
+  stderrLines = 0;
+  cancelRequested = false;
+  endedAt: string | null = null;
+  /** Resolves once the exit is published (set when supervision starts). */
+  finished: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly proposalId: string,
+    readonly projectId: string,
+    readonly argv: readonly string[],
+    readonly startedAt: string,
+    readonly proc: ManagedProcess,
+  ) {}
+
+  record(): JobRecord {
+    const s = this.status;
+    return {
+      proposalId: this.proposalId,
+      projectId: this.projectId,
+      pid: this.proc.pid,
+      argv: this.argv,
+      state: s.state,
+      startedAt: this.startedAt,
+      endedAt: this.endedAt,
+      rc: s.state === 'exited ok' || s.state === 'exited failed' ? s.rc : null,
+      signal: s.state === 'exited ok' || s.state === 'exited failed' ? s.signal : null,
+      stdoutLines: this.stdoutLines,
+      stderrLines: this.stderrLines,
+      cancelRequested: this.cancelRequested,
+    };
+  }
+}
