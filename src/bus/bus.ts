@@ -2,9 +2,9 @@
  * The in-process event bus (spec: What the service does, item 3; api-decisions.md, Events).
  *
  * `publish` is synchronous: it assigns `id` and `ts`, serialises the event once and queues
- * it. Once per event-loop turn the queue is flushed: written to the state database in one
- * transaction, then fanned out to subscribers as pre-built Server-Sent Events frames, one
- * shared string per distinct filter. Producers never wait for a subscriber.
+ * it. Once per event-loop turn the queue is flushed: written to the event store in one
+ * transaction, then handed to subscribers as one batch of stored rows (the event stream,
+ * sse.ts, builds its frames from them). Producers never wait for a subscriber.
  *
  * When the state database cannot store events (disk full, read-only, I/O errors), nothing is
  * delivered that is not stored, and nothing is lost silently: queued events are held in memory
@@ -13,52 +13,27 @@
  * answer ({@link EventBus.publishStored}, {@link EventBus.stage}), which get it. Once storing
  * works again, an event in scope `service/state` tells what happened.
  */
-import type { EventLog, EventRow } from '../state/event-log.js';
-import {
-  filterKey,
-  passes,
-  type BusEvent,
-  type EventFilter,
-  type EventInput,
-  type Severity,
-} from './event.js';
+import type { BusEvent, EventFilter, EventInput, Severity } from './event.js';
+import { EventJson } from './event-json.js';
+import type { EventRow, EventStore } from './event-store.js';
+import { outageEvent, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
-/** A consumer of published events, e.g. one Server-Sent Events client. */
-export interface BusSubscriber {
-  readonly filter: EventFilter;
-  /**
-   * Receives the frames (`id: …\ndata: …\n\n`, concatenated, UTF-8) of the events of one
-   * flush that pass its filter. The buffer is shared by every subscriber with the same filter:
-   * never modify it. Must not throw and must not block: slow consumers drop themselves.
-   */
-  receive(frames: Buffer): void;
-}
+export { STORE_OUTAGE_SCOPE, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
-/** Called synchronously for every published event (metrics, logs). Must be cheap. */
-export type EventTap = (event: BusEvent) => void;
+/**
+ * A consumer of stored events (the event stream hub). Receives each flush's rows, ids
+ * ascending; the array is shared: never modify it. Must not throw and must not block.
+ */
+export type BusSubscriber = (batch: readonly EventRow[]) => void;
+
+/**
+ * Told of every event counted as published (`+1`), and of one withdrawn before it was stored
+ * (`-1`, {@link EventBus.publishStored}): the metrics count them (src/metrics). Must be cheap.
+ */
+export type PublishCounter = (severity: Severity, delta: 1 | -1) => void;
 
 /** Queued events that trigger a flush before the end of the event-loop turn. */
 const FLUSH_BATCH = 512;
-
-/** Scope of the event that reports a period when events could not be stored. */
-export const STORE_OUTAGE_SCOPE = 'service/state';
-
-/** A period during which the state database refused events. */
-export interface StoreOutage {
-  /** ISO time of the first failure. */
-  readonly since: string;
-  /** The last error, e.g. `database or disk is full`. */
-  error: string;
-  /** Events held in memory, waiting to be stored. */
-  held: number;
-  /** The most events held at once during the period. */
-  heldMax: number;
-  /** Events dropped because more than `maxUnstored` were held. */
-  dropped: number;
-}
-
-/** What the bus reports about storing: failing (first failure), recovered, or closed with events unstored. */
-export type StoreStateListener = (state: 'failing' | 'recovered' | 'closed-unstored', outage: Readonly<StoreOutage>) => void;
 
 export interface EventBusOptions {
   /** Bound on the events held in memory while they cannot be stored (default 100,000). */
@@ -67,6 +42,8 @@ export interface EventBusOptions {
   readonly retryMs?: number;
   /** Told when storing starts failing, works again, or the bus closes with events unstored. */
   readonly onStoreState?: StoreStateListener;
+  /** Counts published events (metrics). */
+  readonly onCount?: PublishCounter;
 }
 
 /**
@@ -83,38 +60,31 @@ export interface StagedEvents {
 
 const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** A queued event: its stored row, and its frame once built. */
-export interface Pending extends EventRow {
-  frame: string | undefined;
-}
+/** A queued event: its row, as it will be stored. */
+export type Pending = EventRow;
 
 export class EventBus {
   private pending: Pending[] = [];
   private flushScheduled = false;
   private readonly subscribers = new Set<BusSubscriber>();
-  private readonly taps: EventTap[] = [];
-  private lastTsMs = -1;
-  private lastTs = '';
+  private readonly json = new EventJson();
   private closed = false;
-  private published = 0;
-  private readonly bySeverity: Record<Severity, number> = { info: 0, success: 0, failure: 0, warning: 0, fallback: 0 };
-  /** Last frozen payload serialised, by identity: line events share one constant payload. */
-  private lastPayload: object | undefined;
-  private lastPayloadJson = '{}';
   /** Set while the state database refuses events. */
   private outage: StoreOutage | null = null;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly maxUnstored: number;
   private readonly retryMs: number;
   private readonly onStoreState: StoreStateListener | undefined;
+  private readonly onCount: PublishCounter;
 
   constructor(
-    private readonly log: EventLog,
+    private readonly log: EventStore,
     options: EventBusOptions = {},
   ) {
     this.maxUnstored = options.maxUnstored ?? 100_000;
     this.retryMs = options.retryMs ?? 1000;
     this.onStoreState = options.onStoreState;
+    this.onCount = options.onCount ?? (() => {});
   }
 
   /** The current period of failing stores, or null when events are stored. */
@@ -130,8 +100,7 @@ export class EventBus {
   publish(input: EventInput): BusEvent {
     const { event, row } = this.make(input);
     this.pending.push(row);
-    this.count(row);
-    for (const tap of this.taps) tap(event);
+    this.onCount(row.severity, 1);
     if (this.closed || this.pending.length >= FLUSH_BATCH) {
       // Late events during shutdown (job exits) are stored at once; and a turn that brings
       // thousands of lines flushes every FLUSH_BATCH of them, so they die young instead of
@@ -166,8 +135,7 @@ export class EventBus {
       const i = this.pending.findIndex((p) => p.id === Number(event.id));
       if (i >= 0) {
         const [row] = this.pending.splice(i, 1) as [Pending];
-        this.published--;
-        this.bySeverity[row.severity as Severity]--;
+        this.onCount(row.severity, -1);
         if (this.outage) this.outage.held = this.pending.length;
       }
       throw err;
@@ -211,35 +179,24 @@ export class EventBus {
       else if (this.pending.length > 0) this.scheduleFlush();
       return;
     }
-    for (const row of staged.rows) this.count(row);
-    for (const tap of this.taps) for (const e of staged.events) tap(e);
+    for (const row of staged.rows) this.onCount(row.severity, 1);
     if (this.outage) this.storeRecovered();
     const delivered = staged.carried.length > 0 ? staged.carried.concat(staged.rows) : staged.rows;
-    if (this.subscribers.size > 0 && delivered.length > 0) this.fanOut(delivered as Pending[]);
+    if (delivered.length > 0) this.deliver(delivered);
   }
 
   private make(input: EventInput): { event: BusEvent; row: Pending } {
     const id = this.log.takeId();
     const event: BusEvent = {
       id: String(id),
-      ts: this.now(),
+      ts: this.json.now(),
       severity: input.severity,
       scope: input.scope,
       summary: input.summary,
       detail: input.detail ?? null,
       payload: input.payload ?? EMPTY_PAYLOAD,
     };
-    return { event, row: { id, severity: input.severity, scope: input.scope, data: this.serialize(event), frame: undefined } };
-  }
-
-  private count(row: Pending): void {
-    this.published++;
-    this.bySeverity[row.severity as Severity]++;
-  }
-
-  /** Registers a tap called for each published event. */
-  tap(fn: EventTap): void {
-    this.taps.push(fn);
+    return { event, row: { id, severity: input.severity, scope: input.scope, data: this.json.serialize(event) } };
   }
 
   /**
@@ -262,23 +219,19 @@ export class EventBus {
     return this.log.lastIssuedId;
   }
 
-  get subscriberCount(): number {
-    return this.subscribers.size;
+  /**
+   * Flushes what is queued and returns the newest id handed out: a consumer that is already
+   * subscribed and starts reading now gets every event with a greater id from its
+   * subscription, and replays the others from the store (sse.ts).
+   */
+  flushedHead(): number {
+    this.tryFlush();
+    return this.lastId;
   }
 
   /** Events currently kept in the state database (approximate between retention passes). */
   get storedCount(): number {
     return this.log.size + this.pending.length;
-  }
-
-  /** Events published since start-up, by severity (read by the metrics at scrape time). */
-  get publishedBySeverity(): Readonly<Record<Severity, number>> {
-    return this.bySeverity;
-  }
-
-  /** Events published since start-up. */
-  get publishedCount(): number {
-    return this.published;
   }
 
   /** Stored events after `sinceId` (and at most `upTo`), ascending; flushes first (reads go on while stores fail). */
@@ -321,7 +274,7 @@ export class EventBus {
       throw err;
     }
     if (this.outage) this.storeRecovered();
-    if (this.subscribers.size > 0) this.fanOut(batch);
+    this.deliver(batch);
   }
 
   /** {@link flush} for callers that go on whatever happens: a failure is held and retried. */
@@ -362,38 +315,11 @@ export class EventBus {
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.onStoreState?.('recovered', outage);
-    const until = new Date().toISOString();
-    this.publish({
-      severity: outage.dropped > 0 ? 'failure' : 'warning',
-      scope: STORE_OUTAGE_SCOPE,
-      summary:
-        outage.dropped > 0
-          ? `${outage.dropped} events lost: the state database could not store them`
-          : 'events stored late: the state database could not store them for a while',
-      detail: `from ${outage.since} to ${until}: ${outage.error}`,
-      payload: { since: outage.since, until, error: outage.error, held: outage.heldMax, dropped: outage.dropped },
-    });
+    this.publish(outageEvent(outage, new Date().toISOString()));
   }
 
-  private fanOut(batch: Pending[]): void {
-    // One encoded buffer per distinct filter, written as is to every subscriber with it.
-    const byFilter = new Map<string, Buffer>();
-    for (const sub of this.subscribers) {
-      const key = filterKey(sub.filter);
-      let frames = byFilter.get(key);
-      if (frames === undefined) {
-        let text = '';
-        for (const p of batch) {
-          if (passes(sub.filter, p.severity as Severity, p.scope)) {
-            p.frame ??= `id: ${p.id}\ndata: ${p.data}\n\n`;
-            text += p.frame;
-          }
-        }
-        frames = Buffer.from(text, 'utf8');
-        byFilter.set(key, frames);
-      }
-      if (frames.length > 0) sub.receive(frames);
-    }
+  private deliver(batch: readonly EventRow[]): void {
+    for (const sub of this.subscribers) sub(batch);
   }
 
   /**
@@ -406,38 +332,5 @@ export class EventBus {
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     if (this.outage && this.pending.length > 0) this.onStoreState?.('closed-unstored', { ...this.outage, held: this.pending.length });
-  }
-
-  /** ISO timestamp, rebuilt at most once per millisecond (events come in bursts). */
-  private now(): string {
-    const ms = Date.now();
-    if (ms !== this.lastTsMs) {
-      this.lastTsMs = ms;
-      this.lastTs = new Date(ms).toISOString();
-    }
-    return this.lastTs;
-  }
-
-  /**
-   * The event's JSON, members in the documented order. Assembled by hand around
-   * JSON.stringify of the variable parts: the same text as JSON.stringify(event), in a
-   * fraction of the time on the per-line hot path.
-   */
-  private serialize(e: BusEvent): string {
-    let payload: string;
-    if (e.payload === this.lastPayload) {
-      payload = this.lastPayloadJson;
-    } else if (Object.isFrozen(e.payload)) {
-      // A frozen payload cannot change between two events: its JSON can be reused.
-      this.lastPayload = e.payload;
-      payload = this.lastPayloadJson = JSON.stringify(e.payload);
-    } else {
-      payload = JSON.stringify(e.payload);
-    }
-    return (
-      `{"id":"${e.id}","ts":"${e.ts}","severity":"${e.severity}","scope":${JSON.stringify(e.scope)}` +
-      `,"summary":${JSON.stringify(e.summary)},"detail":${e.detail === null ? 'null' : JSON.stringify(e.detail)}` +
-      `,"payload":${payload}}`
-    );
   }
 }

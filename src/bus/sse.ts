@@ -9,8 +9,9 @@
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import type { EventBus, BusSubscriber } from './bus.js';
-import type { EventFilter } from './event.js';
+import type { EventBus } from './bus.js';
+import { filterKey, passes, type EventFilter } from './event.js';
+import type { EventRow } from './event-store.js';
 
 /** Rows per replay page: bounds the synchronous database read done per step. */
 const REPLAY_PAGE = 500;
@@ -32,10 +33,20 @@ const STREAM_HEADERS = {
 /** Why a client went away, for logs and metrics. */
 export type SseCloseReason = 'client' | 'slow' | 'shutdown';
 
-/** Owns every open stream: one heartbeat timer for all, counts, and shutdown. */
+/** The frame of one stored event (`id: …\ndata: …\n\n`). */
+const frameOf = (r: EventRow): string => `id: ${r.id}\ndata: ${r.data}\n\n`;
+
+/**
+ * Owns every open stream: the one bus subscription they share, one heartbeat timer for all,
+ * counts, and shutdown. Each flush of the bus is framed once per distinct filter: one shared
+ * buffer written as is to every client with that filter.
+ */
 export class SseHub {
+  /** Clients receiving live frames (a client joins once its replay point is fixed). */
+  private readonly live = new Set<SseClient>();
   private readonly clients = new Set<SseClient>();
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
   private droppedSlow = 0;
 
   constructor(
@@ -46,6 +57,28 @@ export class SseHub {
       for (const c of this.clients) c.ping();
     }, options.heartbeatMs);
     this.heartbeat.unref();
+    this.unsubscribe = bus.subscribe((batch) => this.fanOut(batch)).unsubscribe;
+  }
+
+  private fanOut(batch: readonly EventRow[]): void {
+    if (this.live.size === 0) return;
+    const byFilter = new Map<string, Buffer>();
+    // Frames of this batch, built on first use and shared by every filter.
+    const frames: (string | undefined)[] = new Array(batch.length);
+    for (const client of this.live) {
+      const key = filterKey(client.filter);
+      let buf = byFilter.get(key);
+      if (buf === undefined) {
+        let text = '';
+        for (let i = 0; i < batch.length; i++) {
+          const r = batch[i] as EventRow;
+          if (passes(client.filter, r.severity, r.scope)) text += frames[i] ??= frameOf(r);
+        }
+        buf = Buffer.from(text, 'utf8');
+        byFilter.set(key, buf);
+      }
+      if (buf.length > 0) client.receive(buf);
+    }
   }
 
   /**
@@ -62,10 +95,15 @@ export class SseHub {
     }
     const client = new SseClient(res, this.bus, filter, this.options, (reason) => {
       this.clients.delete(client);
+      this.live.delete(client);
       if (reason === 'slow') this.droppedSlow++;
     });
     this.clients.add(client);
-    client.start(sinceId);
+    // Everything published before is flushed first (stored, and framed for the clients before
+    // it): this client receives exactly the events after headId live, and replays the others.
+    const headId = this.bus.flushedHead();
+    this.live.add(client);
+    client.start(sinceId, headId);
   }
 
   /** Number of open streams. */
@@ -83,15 +121,15 @@ export class SseHub {
     this.bus.flush();
     for (const c of [...this.clients]) c.close('shutdown');
     clearInterval(this.heartbeat);
+    this.unsubscribe();
   }
 }
 
-class SseClient implements BusSubscriber {
+class SseClient {
   private replaying = true;
   private held: Buffer[] = [];
   private heldBytes = 0;
   private closed = false;
-  private unsubscribe: (() => void) | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -101,14 +139,13 @@ class SseClient implements BusSubscriber {
     private readonly onClose: (reason: SseCloseReason) => void,
   ) {}
 
-  start(sinceId: number | null): void {
+  /** @param headId the newest id when it joined the live set: older ones are replayed. */
+  start(sinceId: number | null, headId: number): void {
     const { res } = this;
     res.writeHead(200, STREAM_HEADERS);
     res.socket?.setNoDelay(true);
     res.write(`retry: ${this.options.retryMs}\n\n`);
     res.on('close', () => this.close('client'));
-    const { headId, unsubscribe } = this.bus.subscribe(this);
-    this.unsubscribe = unsubscribe;
     if (sinceId === null || sinceId >= headId) {
       this.goLive();
       return;
@@ -123,7 +160,7 @@ class SseClient implements BusSubscriber {
       const rows = this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId);
       if (rows.length > 0) {
         let frames = '';
-        for (const r of rows) frames += `id: ${r.id}\ndata: ${r.data}\n\n`;
+        for (const r of rows) frames += frameOf(r);
         cursor = (rows[rows.length - 1] as { id: number }).id;
         if (!this.res.write(frames)) await this.drained();
       }
@@ -175,7 +212,6 @@ class SseClient implements BusSubscriber {
   close(reason: SseCloseReason): void {
     if (this.closed) return;
     this.closed = true;
-    this.unsubscribe?.();
     this.held = [];
     if (reason === 'slow') this.res.destroy();
     else if (!this.res.writableEnded) this.res.end();

@@ -76,7 +76,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const checkpointer = new Checkpointer(config.stateDbPath);
   cleanup.unshift(() => checkpointer.stop());
   try {
+    // Made first, so the counters start with the start-up recovery.
+    const metrics = new ServiceMetrics();
     const bus = new EventBus(new EventLog(db, config.events.retention), {
+      onCount: metrics.countEvent,
       // While the state database refuses events (disk full…), they are held and retried: the
       // log is where an operator sees it happen.
       onStoreState: (state, outage) =>
@@ -84,9 +87,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
           ? log.warn({ outage, stateDb: config.stateDbPath }, 'state database stores events again')
           : log.error({ outage, stateDb: config.stateDbPath }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them'),
     });
-    // Hooked before anything publishes, so the counters start with the start-up recovery.
-    const metrics = new ServiceMetrics();
-    metrics.observeBus(bus);
     // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop.
     const procs = new ProcTable();
     cleanup.unshift(() => procs.close());

@@ -5,8 +5,7 @@
  * upstream) keep separate counts and never register a name twice.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { SEVERITIES } from '../bus/event.js';
-import type { EventBus } from '../bus/bus.js';
+import { SEVERITIES, type Severity } from '../bus/event.js';
 import type { Supervisor } from '../supervisor/index.js';
 import { sampleEventLoopDelay } from './event-loop-delay.js';
 
@@ -91,22 +90,37 @@ export class ServiceMetrics {
     for (const outcome of ['ok', 'failed', 'lost'] as const) this.jobsExited.inc({ outcome }, 0);
     for (const severity of SEVERITIES) this.events.inc({ severity }, 0);
     for (const outcome of ['answered', 'failed'] as const) this.proxyRequests.inc({ outcome }, 0);
+    this.reportEventsAtScrape();
   }
 
+  /** Events published since start-up, by severity (counted by {@link countEvent}). */
+  private readonly published: Record<Severity, number> = { info: 0, success: 0, failure: 0, warning: 0, fallback: 0 };
+  private publishedTotal = 0;
+
   /**
-   * Reports the bus's own per-severity counts at scrape time: the bus counts every event with
-   * one increment, and nothing runs per event here.
+   * The bus's publish counter (EventBusOptions.onCount): one increment per event, nothing
+   * else on the hot path; prom-client's counter is brought up to date at scrape time.
    */
-  observeBus(bus: EventBus): void {
+  readonly countEvent = (severity: Severity, delta: 1 | -1): void => {
+    this.published[severity] += delta;
+    this.publishedTotal += delta;
+  };
+
+  /** Events published since start-up (GET /api/system-status, `events.publishedSinceStart`). */
+  get eventsPublished(): number {
+    return this.publishedTotal;
+  }
+
+  /** Reports {@link countEvent}'s counts at scrape time. */
+  private reportEventsAtScrape(): void {
     const reported: Record<string, number> = Object.fromEntries(SEVERITIES.map((s) => [s, 0]));
     const events = this.events;
     // prom-client calls `collect` before each scrape; add what was published since the last.
     (events as unknown as { collect: () => void }).collect = () => {
-      const counts = bus.publishedBySeverity;
       for (const severity of SEVERITIES) {
-        const delta = counts[severity] - (reported[severity] as number);
+        const delta = this.published[severity] - (reported[severity] as number);
         if (delta > 0) events.inc({ severity }, delta);
-        reported[severity] = counts[severity];
+        reported[severity] = this.published[severity];
       }
     };
   }

@@ -12,14 +12,9 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import type { EventFilter, Severity } from '../bus/event.js';
+import type { EventRow, EventStore } from '../bus/event-store.js';
 
-/** One stored event: its numeric id, filter columns and the served JSON text. */
-export interface EventRow {
-  readonly id: number;
-  readonly severity: Severity;
-  readonly scope: string;
-  readonly data: string;
-}
+export type { EventRow } from '../bus/event-store.js';
 
 /**
  * Ids are handed out from blocks reserved in `meta` before use, so an id seen by a live
@@ -44,7 +39,8 @@ interface Segment {
   readonly insertChunk: Statement<unknown[]>;
 }
 
-export class EventLog {
+/** The SQLite event log: the bus's {@link EventStore}. */
+export class EventLog implements EventStore {
   private nextId: number;
   private reservedUpTo: number;
   /** A reservation takeId could not store: stored by the next append. */

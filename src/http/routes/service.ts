@@ -150,7 +150,7 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
       lastEventId: String(d.bus.lastId),
       retention: d.config.events.retention,
       stored: d.bus.storedCount,
-      publishedSinceStart: d.bus.publishedCount,
+      publishedSinceStart: d.metrics.eventsPublished,
       slowClientsDropped: d.sse.slowDrops,
     },
     workers: d.pool.stats(),
