@@ -28,7 +28,7 @@ import type { StoreAccess } from './read-store-file.js';
 import type { MemoryEntryCheck, ProjectEntry, TakeFileRead } from './store-reads.js';
 import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type TakeStates } from './synthesize.js';
 import { StoreWatcher, type StoreChange } from './watcher.js';
-import type { SynthesisRunner } from '../workers/pool.js';
+import type { SynthesisRunner } from './runner.js';
 
 /** A response body ready to send: the JSON bytes and a weak ETag for conditional requests. */
 export interface CachedBody {

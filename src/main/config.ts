@@ -7,18 +7,14 @@
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { ServiceError } from '../errors/index.js';
+import { REPO_ROOT } from './paths.js';
 
-/** Repository root: this file is `src/main/config.ts` or `dist/main/config.js`. */
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export { APP_VERSION, REPO_ROOT } from './paths.js';
 
 /** The bundled sample engine store, served (through a working copy) when CONSOLE_DATA_DIR is unset. */
 export const SAMPLE_STORE_DIR = path.join(REPO_ROOT, 'sample-store');
-
-/** Application version (spec: Versioning, item 1). */
-export const APP_VERSION = '2.0.0';
 
 /** `GET /api/config` schema version (spec: Versioning, item 2). */
 export const CONFIG_SCHEMA_VERSION = 1;

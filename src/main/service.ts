@@ -29,7 +29,8 @@ import { ProposalsRepo } from '../state/proposals-repo.js';
 import { ProcTable } from '../process/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager } from '../terminals/index.js';
-import { SynthesisPool, SYNTHESIS_WORKER_FILE } from '../workers/pool.js';
+import { SynthesisPool } from '../workers/pool.js';
+import { WORKER_FILES } from './paths.js';
 import type { Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
@@ -73,7 +74,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
 
   const db = openStateDb(config.stateDbPath);
   const cleanup: (() => unknown)[] = [() => db.close()];
-  const checkpointer = new Checkpointer(config.stateDbPath);
+  const checkpointer = new Checkpointer(config.stateDbPath, WORKER_FILES.checkpoint);
   cleanup.unshift(() => checkpointer.stop());
   try {
     // Made first, so the counters start with the start-up recovery.
@@ -88,7 +89,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
           : log.error({ outage, stateDb: config.stateDbPath }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them'),
     });
     // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop.
-    const procs = new ProcTable();
+    const procs = new ProcTable(WORKER_FILES.proc);
     cleanup.unshift(() => procs.close());
     const sweep = { maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs };
     const supervisor = new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), procs, {
@@ -106,7 +107,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     for (const job of lost) log.warn({ job }, 'job lost by a previous run');
     metrics.countLost(lost.length);
 
-    const pool = new SynthesisPool(config.workers.threads, SYNTHESIS_WORKER_FILE, {
+    const pool = new SynthesisPool(config.workers.threads, WORKER_FILES, {
       timeoutMs: config.store.readTimeoutMs,
       retryAfterSeconds: config.jobs.retryAfterSeconds,
     });

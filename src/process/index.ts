@@ -6,6 +6,6 @@
 export { spawnManaged, ManagedProcess, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
 export { ProcessSpawnError, type ProcessErrorCode } from './errors.js';
 export { exitFactsOf, type ExitFacts } from './exit-facts.js';
-export { ProcTable, PROC_WORKER_FILE } from './proc-table.js';
+export { ProcTable } from './proc-table.js';
 export { sweepTree, describeLeftovers, type SweepBounds, type SweepReport } from './sweep-tree.js';
 export type { ProcInfo, TreeTarget, DescribeResult } from './proc-task.js';

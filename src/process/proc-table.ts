@@ -8,21 +8,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
-import { REPO_ROOT } from '../main/config.js';
 import { NO_REQUIRE_ESM } from '../workers/pool.js';
 import type { DescribeResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
-
-/** The compiled worker (vitest's transform does not reach worker threads: run `npm run build`). */
-export const PROC_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js');
 
 export class ProcTable {
   private readonly pool: Piscina;
 
   /**
-   * @param filename the compiled worker; tests of the module may pass another.
+   * @param filename the compiled worker (src/main/paths.ts: WORKER_FILES.proc; vitest's
+   *   transform does not reach worker threads, so it is always dist/); tests may pass another.
    * @throws Error when the file does not exist (the service was not built).
    */
-  constructor(filename: string = PROC_WORKER_FILE) {
+  constructor(filename: string) {
     if (!fs.existsSync(filename)) throw new Error(`process worker not found: ${filename} (run npm run build)`);
     // One thread: passes of one tree run in order, and a scan never competes with another.
     this.pool = new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });

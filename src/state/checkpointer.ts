@@ -8,10 +8,7 @@
 import { once } from 'node:events';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { REPO_ROOT } from '../main/config.js';
 
-/** The compiled worker (tests run src/ through vitest, workers always run dist/). */
-const WORKER_FILE = path.join(REPO_ROOT, 'dist', 'state', 'checkpoint-worker.js');
 
 export class Checkpointer {
   private readonly worker: Worker;
@@ -19,9 +16,13 @@ export class Checkpointer {
   private stopped = false;
   private exited = false;
 
-  /** @param intervalMs time between checkpoints. */
-  constructor(file: string, intervalMs = 500) {
-    this.worker = new Worker(WORKER_FILE, { workerData: { file, intervalMs } });
+  /**
+   * @param file the state database.
+   * @param workerFile the compiled checkpoint worker (src/main/paths.ts: WORKER_FILES.checkpoint).
+   * @param intervalMs time between checkpoints.
+   */
+  constructor(file: string, workerFile: string, intervalMs = 500) {
+    this.worker = new Worker(workerFile, { workerData: { file, intervalMs } });
     this.worker.on('message', (m: { error?: string }) => {
       if (m.error) this.errors++;
     });

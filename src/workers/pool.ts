@@ -13,25 +13,13 @@
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import { StoreReadTimeoutError } from '../engine/errors.js';
-import { REPO_ROOT } from '../main/config.js';
-import type { ReadStoreResult, ReadStoreTask } from './read-store-task.js';
-import type { SynthesisResult, SynthesisTask } from './synthesis-task.js';
+import type { ReadStoreResult, ReadStoreTask } from '../engine/read-store-task.js';
+import type { SynthesisRunner } from '../engine/runner.js';
+import type { SynthesisResult, SynthesisTask } from '../engine/synthesis-task.js';
 
-export const SYNTHESIS_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'workers', 'synthesize.js');
-export const READ_STORE_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'workers', 'read-store.js');
 
 /** Worker flags: require(esm) off, where this Node has the flag (20.17 and later); the process worker (src/process) uses them too. */
 export const NO_REQUIRE_ESM = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module') ? ['--no-experimental-require-module'] : [];
-
-/** What the engine store needs from the pool; tests of the store may pass their own. */
-export interface SynthesisRunner {
-  run(task: SynthesisTask): Promise<SynthesisResult>;
-  /**
-   * One read of the store (src/workers/read-store.ts).
-   * @throws StoreReadTimeoutError past the deadline.
-   */
-  read<T extends ReadStoreTask>(task: T): Promise<ReadStoreResult<T['op']>>;
-}
 
 /** Pool figures for `GET /api/system-status`. */
 export interface PoolStats {
@@ -62,12 +50,14 @@ export class SynthesisPool implements SynthesisRunner {
 
   /**
    * @param threads number of worker threads, kept alive for the life of the service.
-   * @param filename the synthesis worker file (tests may pass another).
+   * @param files the compiled worker files: synthesis and store reads (src/main/paths.ts;
+   *   tests may pass others).
    */
-  constructor(threads: number, filename: string = SYNTHESIS_WORKER_FILE, opts: PoolOptions = {}) {
+  constructor(threads: number, files: { readonly synthesis: string; readonly readStore: string }, opts: PoolOptions = {}) {
+    const filename = files.synthesis;
     this.timeoutMs = opts.timeoutMs ?? null;
     this.retryAfterSeconds = opts.retryAfterSeconds ?? 1;
-    this.readStoreFile = opts.readStoreFile ?? READ_STORE_WORKER_FILE;
+    this.readStoreFile = files.readStore;
     this.pool = new Piscina({
       filename,
       minThreads: threads,

@@ -5,7 +5,7 @@
  * moved to the main thread, not copied.
  */
 import { checkMemoryEntrySync, listMemorySync, listProjectsSync, readProjectSync, readTakeFileSync } from '../engine/store-reads.js';
-import type { ReadStoreResult, ReadStoreTask } from './read-store-task.js';
+import type { ReadStoreResult, ReadStoreTask } from '../engine/read-store-task.js';
 import { moving } from './transfer.js';
 
 export default function readStore(task: ReadStoreTask): ReadStoreResult<ReadStoreTask['op']> {

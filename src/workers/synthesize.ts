@@ -5,7 +5,7 @@
  */
 import { loadProjectIndex, type ProjectIndex } from '../engine/project-index.js';
 import { synthesize } from '../engine/synthesize.js';
-import type { SynthesisResult, SynthesisTask } from './synthesis-task.js';
+import type { SynthesisResult, SynthesisTask } from '../engine/synthesis-task.js';
 import { moving } from './transfer.js';
 
 /** Projects kept per thread; least recently used go first. */

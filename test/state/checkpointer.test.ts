@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BACKSTOP_CHECKPOINT_PAGES } from '../../src/state/db.js';
 import { waitFor } from '../helpers/events.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { WORKER_FILES } from '../../src/main/paths.js';
 
 let t: TestService | undefined;
 afterEach(async () => {
@@ -41,7 +42,7 @@ describe('WAL checkpoints', () => {
 describe('Checkpointer', () => {
   it('reports a database it cannot open and still stops', async () => {
     const { Checkpointer } = await import('../../src/state/checkpointer.js');
-    const c = new Checkpointer('/nonexistent-dir/state.db', 50);
+    const c = new Checkpointer('/nonexistent-dir/state.db', WORKER_FILES.checkpoint, 50);
     await waitFor(() => (c.failures > 0 ? true : undefined), 'the failure to be reported');
     await c.stop();
     await c.stop(); // idempotent

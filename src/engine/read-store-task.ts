@@ -3,8 +3,8 @@
  * practice 7: types beside the worker). Tasks are plain serialisable objects; results carry
  * ready JSON bytes, moved to the main thread without a copy.
  */
-import type { StoreAccess } from '../engine/read-store-file.js';
-import type { MemoryEntryCheck, MemoryListing, ProjectEntry, ProjectListing, TakeFileRead } from '../engine/store-reads.js';
+import type { StoreAccess } from './read-store-file.js';
+import type { MemoryEntryCheck, MemoryListing, ProjectEntry, ProjectListing, TakeFileRead } from './store-reads.js';
 
 /** One read of the store (issue 10, items 2-4), by operation. Ids are checked by the caller. */
 export type ReadStoreTask =

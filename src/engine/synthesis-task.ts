@@ -2,8 +2,8 @@
  * Task and result types of the synthesis worker (style.md, practice 7: types beside the
  * worker). Tasks are plain serialisable objects.
  */
-import type { StoreAccess } from '../engine/read-store-file.js';
-import type { SynthesisOutcome, SynthesisQuery, TakeStates } from '../engine/synthesize.js';
+import type { StoreAccess } from './read-store-file.js';
+import type { SynthesisOutcome, SynthesisQuery, TakeStates } from './synthesize.js';
 
 export interface SynthesisTask {
   /** The engine store: its real root and the bounds of its files. */

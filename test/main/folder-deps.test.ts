@@ -1,0 +1,89 @@
+/**
+ * The folders' dependencies point one way (issue 11, item 4; README, "Architecture"): the
+ * import statements of src/** make a graph of folders with no cycle, except the one the
+ * README names (the HTTP app reads the configuration's types and the version from
+ * src/main, which composes it); and no module outside src/main reaches into src/main for
+ * its own location (paths.ts: the repository root, the worker files).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { REPO_ROOT } from '../helpers/service.js';
+
+const SRC = path.join(REPO_ROOT, 'src');
+
+/** Every relative import of src/**: [importing file, imported file], both relative to src. */
+function imports(): [string, string][] {
+  const out: [string, string][] = [];
+  const walk = (dir: string): void => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (p.endsWith('.ts')) {
+        const text = fs.readFileSync(p, 'utf8');
+        for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"](\.[^'"]+)['"]/g)) {
+          const target = path.resolve(path.dirname(p), m[1] as string).replace(/\.js$/, '.ts');
+          out.push([path.relative(SRC, p), path.relative(SRC, target)]);
+        }
+      }
+    }
+  };
+  walk(SRC);
+  return out;
+}
+
+const folderOf = (file: string): string => file.split(path.sep)[0] as string;
+
+/** The one allowed edge back into the composition root: the app's configuration types. */
+const ALLOWED_INTO_MAIN = new Set(['main/config.ts', 'main/logger.ts', 'main/guards.ts']);
+
+it('has no import cycle between source folders', () => {
+  const edges = new Map<string, Set<string>>();
+  for (const [from, to] of imports()) {
+    const a = folderOf(from);
+    const b = folderOf(to);
+    if (a === b || b.endsWith('.ts')) continue;
+    if (b === 'main' && a === 'http' && ALLOWED_INTO_MAIN.has(to)) continue;
+    if (!edges.has(a)) edges.set(a, new Set());
+    edges.get(a)?.add(b);
+  }
+  // Depth-first search for a back edge; the cycle found is named in the failure.
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const visit = (n: string, trail: string[]): void => {
+    state.set(n, 'open');
+    for (const m of edges.get(n) ?? []) {
+      if (state.get(m) === 'open') cycles.push([...trail.slice(trail.indexOf(m)), n, m].join(' -> '));
+      else if (!state.has(m)) visit(m, [...trail, n]);
+    }
+    state.set(n, 'done');
+  };
+  for (const n of edges.keys()) if (!state.has(n)) visit(n, []);
+  expect(cycles).toEqual([]);
+  // The pairs issue 11 named point one way.
+  expect(edges.get('workers')?.has('engine')).toBe(true);
+  expect(edges.get('engine')?.has('workers') ?? false).toBe(false);
+  expect(edges.get('state')?.has('bus')).toBe(true);
+  expect(edges.get('bus')?.has('state') ?? false).toBe(false);
+});
+
+it('reaches src/main only from src/main, the HTTP app (configuration types) and the engine CLI (its own configuration)', () => {
+  const outside = imports().filter(([from, to]) => folderOf(to) === 'main' && folderOf(from) !== 'main');
+  const wrong = outside.filter(([from, to]) => !((folderOf(from) === 'http' && ALLOWED_INTO_MAIN.has(to)) || (folderOf(from) === 'engine-cli' && to === path.join('main', 'config.ts'))));
+  expect(wrong).toEqual([]);
+});
+
+it('reads the version from package.json only', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+  const quoted = new RegExp(`['"\`]${pkg.version.replace(/\./g, '\\.')}['"\`]`);
+  const files: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (p.endsWith('.ts') && quoted.test(fs.readFileSync(p, 'utf8'))) files.push(path.relative(SRC, p));
+    }
+  };
+  walk(SRC);
+  expect(files).toEqual([]);
+});
