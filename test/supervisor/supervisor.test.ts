@@ -1,0 +1,137 @@
+/**
+ * The supervisor on its own, without HTTP (issue 11, item 2): a real SQLite state database
+ * in a temp dir, the real bus and process worker, real fixture tools. Starting, line
+ * events, the exit after the last line, cancel, final states the database refused (kept,
+ * served, stored by the retry), and the start-up recovery of jobs a previous run left.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { EventBus } from '../../src/bus/bus.js';
+import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
+import { WORKER_FILES } from '../../src/main/paths.js';
+import { ProcTable } from '../../src/process/index.js';
+import { openStateDb, type Db } from '../../src/state/db.js';
+import { EventLog } from '../../src/state/event-log.js';
+import { JobsRepo } from '../../src/state/jobs-repo.js';
+import { ProposalsRepo } from '../../src/state/proposals-repo.js';
+import { JobNotRunningError, Supervisor, ToolMissingError, UnknownJobError, type GenerationRequest } from '../../src/supervisor/index.js';
+import { waitFor } from '../helpers/events.js';
+import { fixture } from '../helpers/service.js';
+
+let tmp: string;
+let db: Db;
+let bus: EventBus;
+let procs: ProcTable;
+const events: BusEvent[] = [];
+
+beforeAll(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'supervisor-'));
+  db = openStateDb(path.join(tmp, 'state.db'));
+  bus = new EventBus(new EventLog(db, 100_000), { retryMs: 20 });
+  bus.subscribe((batch) => events.push(...batch.map((r) => JSON.parse(r.data) as BusEvent)));
+  procs = new ProcTable(WORKER_FILES.proc);
+});
+
+afterAll(async () => {
+  bus.close();
+  await procs.close();
+  db.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
+
+function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[4]> = {}): Supervisor {
+  return new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), procs, {
+    dispatchCli: tool,
+    childEnv: { PATH: process.env.PATH ?? '' },
+    maxRunning: 4,
+    retryAfterSeconds: 1,
+    killGraceMs: 500,
+    lineMaxBytes: 1024,
+    historySize: 1000,
+    sweep: { maxPasses: 10, maxMs: 2000 },
+    ...over,
+  });
+}
+
+const ofJob = (id: string) => events.filter((e) => e.payload.proposal_id === id || (e.detail ?? '').startsWith(`${id} `));
+
+it('runs a job: recorded with its pending proposal, a spawn event, every line in order, then the exit', async () => {
+  const sup = supervisor(fixture('print-lines.mjs'));
+  const exits: string[] = [];
+  sup.onExit((j) => exits.push(j.proposalId));
+  const job = sup.start(REQ);
+  expect(job).toMatchObject({ state: 'running', projectId: 'p1', argv: [process.execPath, fixture('print-lines.mjs'), '--project', 'p1'] });
+  expect(new ProposalsRepo(db).get(job.proposalId)).toMatchObject({ kind: 'GenerationProposal', status: 'pending' });
+  await waitFor(() => (exits.includes(job.proposalId) ? true : undefined), 'the exit');
+  bus.flush();
+  const mine = ofJob(job.proposalId).map((e) => e.summary);
+  expect(mine[0]).toMatch(/^dispatch_cli spawned pid=\d+$/);
+  expect(mine.filter((s) => s.startsWith('out '))).toEqual(['out 1', 'out 2', 'out 3']);
+  expect(mine.at(-1)).toBe('dispatch_cli exited rc=0');
+  expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited ok', rc: 0, stdoutLines: 3, stderrLines: 1 });
+  expect(sup.runningCount).toBe(0);
+});
+
+it('refuses a missing tool before anything starts, and unknown or finished jobs on cancel', async () => {
+  const missing = supervisor(path.join(tmp, 'no-such-tool.js'));
+  expect(() => missing.start(REQ)).toThrow(ToolMissingError);
+  expect(missing.startedCount).toBe(0);
+  const sup = supervisor(fixture('exit-3.mjs'));
+  expect(() => sup.cancel('gen_000000000000')).toThrow(UnknownJobError);
+  const job = sup.start(REQ);
+  await waitFor(() => (sup.get(job.proposalId)?.state !== 'running' ? true : undefined), 'the exit');
+  expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 3 });
+  expect(() => sup.cancel(job.proposalId)).toThrow(JobNotRunningError);
+});
+
+it('cancels a running job: SIGTERM to its tree, the exit as a failure with cancelRequested', async () => {
+  const sup = supervisor(fixture('forever.mjs'));
+  const job = sup.start(REQ);
+  await waitFor(() => (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready ')) ? true : (bus.flush(), undefined)), 'the tool ready');
+  expect(sup.cancel(job.proposalId)).toMatchObject({ state: 'running', cancelRequested: true });
+  await waitFor(() => (sup.get(job.proposalId)?.state !== 'running' ? true : undefined), 'the exit');
+  expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true });
+});
+
+it('keeps a final state the database refuses, serves it, and stores it by the retry', async () => {
+  const sup = supervisor(fixture('forever.mjs'));
+  const job = sup.start(REQ);
+  await waitFor(() => (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready ')) ? true : (bus.flush(), undefined)), 'the tool ready');
+  db.pragma('query_only = ON'); // every write refused from now on, as a full disk would
+  try {
+    sup.cancel(job.proposalId);
+    await waitFor(() => (sup.runningCount === 0 ? true : undefined), 'the exit');
+    // Served from the kept final state; the database still says running.
+    expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', cancelRequested: true });
+    expect(new JobsRepo(db).get(job.proposalId)).toMatchObject({ state: 'running' });
+  } finally {
+    db.pragma('query_only = OFF');
+  }
+  await waitFor(() => (new JobsRepo(db).get(job.proposalId)?.state === 'exited failed' ? true : undefined), 'the retry');
+});
+
+it('recovers jobs a previous run left running: marked lost once, with a failure event each', async () => {
+  const jobs = new JobsRepo(db);
+  const id = 'gen_0000000000aa';
+  jobs.insert({ proposalId: id, projectId: 'p1', pid: 999_999_999, argv: [process.execPath, '/gone.js'], state: 'running', startedAt: new Date().toISOString() });
+  const sup = supervisor(fixture('print-lines.mjs'));
+  const lost = await sup.recoverLost();
+  expect(lost.map((j) => [j.proposalId, j.state])).toEqual([[id, 'lost']]);
+  expect(jobs.get(id)).toMatchObject({ state: 'lost' });
+  bus.flush();
+  expect(ofJob(id).map((e) => [e.severity, e.summary])).toEqual([['failure', 'dispatch_cli lost pid=999999999']]);
+  expect(await sup.recoverLost()).toEqual([]);
+});
+
+it('holds the cap: a start past maxRunning is refused, nothing spawned', async () => {
+  const sup = supervisor(fixture('forever.mjs'), { maxRunning: 1 });
+  const job = sup.start(REQ);
+  expect(() => sup.start(REQ)).toThrow(/running|cap|capacity/i);
+  expect(sup.startedCount).toBe(1);
+  await sup.stopAll(200);
+  expect(sup.get(job.proposalId)?.state).toBe('exited failed');
+});
