@@ -89,8 +89,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
           : log.error({ outage, stateDb: config.stateDbPath }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them'),
     });
     // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop.
+    // The worker threads are made first: they load their modules while the rest is built, and
+    // the recoveries below wait for them side by side, not one after the other.
     const procs = new ProcTable(WORKER_FILES.proc);
     cleanup.unshift(() => procs.close());
+    const pool = new SynthesisPool(config.workers.threads, WORKER_FILES, {
+      timeoutMs: config.store.readTimeoutMs,
+      retryAfterSeconds: config.jobs.retryAfterSeconds,
+    });
+    cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
     const sweep = { maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs };
     const supervisor = new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), procs, {
       dispatchCli: config.dispatchCli,
@@ -103,15 +110,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       sweep,
     });
     metrics.observeSupervisor(supervisor);
-    const lost = await supervisor.recoverLost();
-    for (const job of lost) log.warn({ job }, 'job lost by a previous run');
-    metrics.countLost(lost.length);
-
-    const pool = new SynthesisPool(config.workers.threads, WORKER_FILES, {
-      timeoutMs: config.store.readTimeoutMs,
-      retryAfterSeconds: config.jobs.retryAfterSeconds,
-    });
-    cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
+    const recovering = supervisor.recoverLost();
+    // Settled here too, so a failure of the store's start-up does not leave it unhandled.
+    recovering.catch(() => {});
     // Every read of the store goes through its real root, resolved once here (issue 10, item 4).
     const access = storeAccess(config.dataDir, config.store);
     // The console's recorded take states and memory toggles feed the engine store's answers;
@@ -134,7 +135,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       memoryToggles: consoleState.memory,
     });
     cleanup.unshift(() => store.close());
-    await store.start();
+    const [lost] = await Promise.all([recovering, store.start()]);
+    for (const job of lost) log.warn({ job }, 'job lost by a previous run');
+    metrics.countLost(lost.length);
     supervisor.onExit((job) => store.invalidateProject(job.projectId));
     supervisor.onTransition((job, trigger) => {
       if (trigger === 'accepted' || trigger === 'exit') log.info({ job: summary(job), trigger }, `job ${job.state}`);
