@@ -49,6 +49,12 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
   } catch (err) {
     throw asStateError(err);
   }
+  // A checked-out client's connection can fail between statements (the server went away): the
+  // pool listens only to idle clients, and an 'error' nobody listens to ends the process. The
+  // next statement fails too, and the client is then destroyed, not returned to the pool.
+  let broken: Error | undefined;
+  const onError = (err: Error) => void (broken = err);
+  client.on('error', onError);
   const hooks: (() => Promise<void>)[] = [];
   let open = true;
   const q = async <R extends QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> => {
@@ -66,7 +72,6 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
     atomic: (inner) => inner(x),
     afterCommit: (hook) => void hooks.push(hook),
   };
-  let broken: Error | undefined;
   try {
     await q('BEGIN');
     const result = await fn(x);
@@ -84,6 +89,7 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
     throw asStateError(err);
   } finally {
     open = false;
+    client.off('error', onError);
     client.release(broken);
   }
 }

@@ -78,11 +78,16 @@ export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgSta
   pool.on('error', (err) => opts.onPoolError?.(err));
   try {
     const client = await connectWithin(pool, opts.connectTimeoutMs, where);
+    // Checked out, the client's connection errors are ours to listen to (see exec.ts).
+    let broken: Error | undefined;
+    const onError = (err: Error) => void (broken = err);
+    client.on('error', onError);
     let version: number;
     try {
       version = await migrateSchema(client, opts.migrations ?? PG_MIGRATIONS);
     } finally {
-      client.release();
+      client.off('error', onError);
+      client.release(broken);
     }
     const store = new PgStateStore(pool, opts, version);
     // A bound lowered since the last start applies now, before the first request.
