@@ -72,6 +72,7 @@ export function openSqliteStateStore(file: string, opts: SqliteStateStoreOptions
   }
 }
 
+/** The state store on the SQLite database of one instance (see the module's comment). */
 export class SqliteStateStore implements StateStore {
   readonly backend = 'sqlite' as const;
   readonly proposals;

@@ -38,6 +38,8 @@ export interface TestDb {
   setSchemaVersion(v: number): Promise<void>;
   /** Closes every store opened on it. */
   close(): Promise<void>;
+  /** The SQLite file (SQLite only). */
+  readonly file?: string;
 }
 
 export interface Backend {
@@ -74,6 +76,7 @@ export function sqliteBackend(): Backend {
         }
       };
       return {
+        file,
         open: async (bounds) => {
           if (opened.length === 0) opened.push(openOne(bounds));
           return opened[0] as StateStore;

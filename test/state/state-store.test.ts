@@ -4,9 +4,11 @@
  * test). A second store opened on one database stands for a second instance: on PostgreSQL it
  * has its own pool, so its transactions interleave with the first's; SQLite has one instance.
  */
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { NO_FILTER, type Severity } from '../../src/bus/event.js';
 import { answerOf } from '../../src/http/errors.js';
+import { JobsRepo } from '../../src/state/jobs-repo.js';
 import { MIGRATIONS } from '../../src/state/migrations.js';
 import { openPgStateStore } from '../../src/state/pg/pg-state-store.js';
 import { PG_SCHEMA_VERSION } from '../../src/state/pg/schema.js';
@@ -416,6 +418,24 @@ describe.each(backends)('state store on $name', (backend) => {
     );
     expect(refused?.code).toBe('state_db_open_failed');
     expect(refused?.message).toMatch(new RegExp(`\\b${version + 7}\\b.*newer.*\\b${version}\\b`));
+  });
+});
+
+describe('state store on sqlite: the service’s own writes', () => {
+  it('jobs the service records through its synchronous repository belong to the store’s instance', async () => {
+    const db = await backends[0]!.fresh();
+    try {
+      const s = await db.open();
+      // What the supervisor writes today: JobsRepo, no instance.
+      const raw = new Database(db.file as string);
+      new JobsRepo(raw).insert({ proposalId: 'gen_old', projectId: 'p1', pid: 7, argv: ['node'], state: 'running', startedAt: T(1) });
+      raw.close();
+      expect((await s.jobs.get('gen_old'))?.instanceId).toBe('local');
+      expect(ids2p(await s.jobs.running('local'))).toEqual(['gen_old']);
+      expect(ids2p(await s.jobs.markLost('local', T(2)))).toEqual(['gen_old']);
+    } finally {
+      await db.close();
+    }
   });
 });
 

@@ -151,6 +151,7 @@ function reposOver(x: Exec, pool: Exec, opts: PgStateStoreOptions): StateRepos {
   };
 }
 
+/** The state store on a PostgreSQL database shared by the instances of a cluster. */
 export class PgStateStore implements StateStore {
   readonly backend = 'postgres' as const;
   readonly proposals;
