@@ -218,6 +218,7 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   store_read_timeout: { status: 503, means: 'Reading the store took longer than CONSOLE_STORE_READ_TIMEOUT_MS; nothing was cached.', headers: retryAfter },
   state_db_busy: { status: 503, means: 'The state database is busy: nothing was stored, try again.', headers: retryAfter },
   state_db_unavailable: { status: 503, means: 'The state database is read-only, failing or damaged: nothing was stored.' },
+  state_db_unreachable: { status: 503, means: 'The PostgreSQL state database (cluster mode) cannot be reached now: nothing was stored, try again.', headers: retryAfter },
   shutting_down: { status: 503, unrouted: true, means: 'The service is shutting down; the connection is closed.' },
   terminal_program_missing: { status: 503, means: 'The terminal program (TTYD_BIN) cannot be found or is not executable.' },
   terminal_ports_exhausted: { status: 503, means: 'Every port of CONSOLE_TTYD_PORTS is taken.' },

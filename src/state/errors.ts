@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { ServiceError } from '../errors/index.js';
 
 /** The codes of the state database's errors. */
-export type StateErrorCode = 'state_db_open_failed' | 'state_db_full' | 'state_db_busy' | 'state_db_unavailable';
+export type StateErrorCode = 'state_db_open_failed' | 'state_db_full' | 'state_db_busy' | 'state_db_unavailable' | 'state_db_unreachable';
 
 /**
  * Thrown when the state database cannot be opened or migrated (code `state_db_open_failed`);

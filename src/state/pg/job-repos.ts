@@ -1,0 +1,154 @@
+/**
+ * Jobs, instances and terminals on PostgreSQL (issue 13, items 3 and 6; cluster.md, Jobs and
+ * Terminals). A dead instance's running jobs are marked lost with one conditional UPDATE
+ * (`… WHERE instance_id = $1 AND state = 'running' RETURNING …`): when two survivors do it at
+ * once, the second waits on the rows the first changed, then finds them no longer running, so
+ * each job is marked, and its event emitted, exactly once.
+ */
+import type { Exec } from './exec.js';
+import { instanceFromRow } from '../instances-repo.js';
+import { terminalFromRow } from '../terminals-repo.js';
+import type { InstanceStore, JobStore, StoredJob, TerminalStore } from '../state-store.js';
+
+interface JobRow {
+  proposal_id: string;
+  instance_id: string;
+  project_id: string;
+  pid: number | null;
+  argv: string;
+  state: string;
+  started_at: string;
+  ended_at: string | null;
+  rc: number | null;
+  signal: string | null;
+  stdout_lines: number;
+  stderr_lines: number;
+  cancel_requested: boolean;
+}
+
+const jobFromRow = (r: JobRow): StoredJob => ({
+  proposalId: r.proposal_id,
+  projectId: r.project_id,
+  pid: r.pid,
+  argv: JSON.parse(r.argv) as string[],
+  state: r.state,
+  startedAt: r.started_at,
+  endedAt: r.ended_at,
+  rc: r.rc,
+  signal: r.signal,
+  stdoutLines: r.stdout_lines,
+  stderrLines: r.stderr_lines,
+  cancelRequested: r.cancel_requested,
+  instanceId: r.instance_id,
+});
+
+const JOB_COLS =
+  'proposal_id, instance_id, project_id, pid, argv, state, started_at, ended_at, rc, signal, stdout_lines, stderr_lines, cancel_requested';
+
+/** Generation jobs of every instance on PostgreSQL. */
+export function pgJobs(x: Exec): JobStore {
+  const select = async (where: string, params: readonly unknown[]) =>
+    (await x.q<JobRow>(`SELECT ${JOB_COLS} FROM jobs ${where}`, params)).rows.map(jobFromRow);
+  return {
+    insert: async (j) => {
+      await x.q(
+        'INSERT INTO jobs (proposal_id, instance_id, project_id, pid, argv, state, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [j.proposalId, j.instanceId, j.projectId, j.pid, JSON.stringify(j.argv), j.state, j.startedAt],
+      );
+    },
+    finish: async (id, f) => {
+      await x.q('UPDATE jobs SET state = $1, ended_at = $2, rc = $3, signal = $4, stdout_lines = $5, stderr_lines = $6 WHERE proposal_id = $7', [
+        f.state,
+        f.endedAt,
+        f.rc,
+        f.signal,
+        f.stdoutLines,
+        f.stderrLines,
+        id,
+      ]);
+    },
+    prune: async (keep) =>
+      (
+        await x.q(
+          `DELETE FROM jobs WHERE state <> 'running' AND proposal_id NOT IN (
+             SELECT proposal_id FROM jobs ORDER BY started_at DESC, seq DESC LIMIT $1)`,
+          [keep],
+        )
+      ).rowCount ?? 0,
+    markCancelRequested: async (id) => {
+      await x.q('UPDATE jobs SET cancel_requested = true WHERE proposal_id = $1', [id]);
+    },
+    get: async (id) => (await select('WHERE proposal_id = $1', [id]))[0],
+    list: (limit, state) =>
+      state === undefined
+        ? select('ORDER BY started_at DESC, seq DESC LIMIT $1', [limit])
+        : select('WHERE state = $1 ORDER BY started_at DESC, seq DESC LIMIT $2', [state, limit]),
+    running: (instanceId) =>
+      instanceId === undefined ? select(`WHERE state = 'running'`, []) : select(`WHERE state = 'running' AND instance_id = $1`, [instanceId]),
+    countsByState: async () =>
+      Object.fromEntries((await x.q<{ state: string; n: number }>('SELECT state, count(*) AS n FROM jobs GROUP BY state')).rows.map((r) => [r.state, r.n])),
+    markLost: async (instanceId, endedAt) =>
+      (
+        await x.q<JobRow>(`UPDATE jobs SET state = 'lost', ended_at = $1 WHERE instance_id = $2 AND state = 'running' RETURNING ${JOB_COLS}`, [
+          endedAt,
+          instanceId,
+        ])
+      ).rows.map(jobFromRow),
+  };
+}
+
+/** Instances and heartbeats on PostgreSQL. */
+export function pgInstances(x: Exec): InstanceStore {
+  return {
+    register: async (i) => {
+      await x.q(
+        `INSERT INTO instances (id, address, version, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, $4)
+         ON CONFLICT (id) DO UPDATE SET address = excluded.address, version = excluded.version,
+           started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
+        [i.id, i.address, i.version, i.startedAt],
+      );
+    },
+    heartbeat: async (id, at) => (await x.q('UPDATE instances SET heartbeat_at = $1 WHERE id = $2', [at, id])).rowCount === 1,
+    get: async (id) => {
+      const r = (await x.q('SELECT * FROM instances WHERE id = $1', [id])).rows[0];
+      return r && instanceFromRow(r as Parameters<typeof instanceFromRow>[0]);
+    },
+    list: async () => (await x.q('SELECT * FROM instances ORDER BY id')).rows.map((r) => instanceFromRow(r as Parameters<typeof instanceFromRow>[0])),
+    prune: async (before) => (await x.q('DELETE FROM instances WHERE heartbeat_at < $1', [before])).rowCount ?? 0,
+  };
+}
+
+/** Terminal records on PostgreSQL. */
+export function pgTerminals(x: Exec): TerminalStore {
+  type Row = Parameters<typeof terminalFromRow>[0];
+  return {
+    put: async (t) => {
+      await x.q(
+        `INSERT INTO terminals (project_id, instance_id, pid, port, url, state, started_at, ended_at, rc, signal)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (project_id) DO UPDATE SET instance_id = excluded.instance_id, pid = excluded.pid,
+           port = excluded.port, url = excluded.url, state = excluded.state, started_at = excluded.started_at,
+           ended_at = excluded.ended_at, rc = excluded.rc, signal = excluded.signal`,
+        [t.projectId, t.instanceId, t.pid, t.port, t.url, t.state, t.startedAt, t.endedAt, t.rc, t.signal],
+      );
+    },
+    get: async (projectId) => {
+      const r = (await x.q<Row>('SELECT * FROM terminals WHERE project_id = $1', [projectId])).rows[0];
+      return r && terminalFromRow(r);
+    },
+    list: async () => (await x.q<Row>('SELECT * FROM terminals ORDER BY project_id')).rows.map(terminalFromRow),
+    end: async (projectId, f) =>
+      (
+        await x.q(`UPDATE terminals SET state = $1, ended_at = $2, rc = $3, signal = $4 WHERE project_id = $5 AND state = 'running'`, [
+          f.state,
+          f.endedAt,
+          f.rc,
+          f.signal,
+          projectId,
+        ])
+      ).rowCount === 1,
+    endAllOf: async (instanceId, state, endedAt) =>
+      (await x.q<Row>(`UPDATE terminals SET state = $1, ended_at = $2 WHERE instance_id = $3 AND state = 'running' RETURNING *`, [state, endedAt, instanceId]))
+        .rows.map(terminalFromRow),
+  };
+}

@@ -1,0 +1,202 @@
+/**
+ * The PostgreSQL back end of the state store (issue 13, item 3; shared/design/cluster.md),
+ * through node-postgres with a pool: several instances of the service share one database.
+ *
+ * Opening it connects (retrying until the connect time-out: a server that is starting is
+ * waited for; a refused login or a missing database fails at once), migrates the schema under
+ * an advisory lock (schema.ts), and applies the bounds (clicks, event retention), then hands
+ * out the repositories of state-store.ts. The schema and the event sequencer are described in
+ * schema.ts and event-repo.ts; how each race between instances is settled, in the repositories.
+ */
+import pg from 'pg';
+import { StateDbError } from '../errors.js';
+import type { StateRepos, StateStore, StateTx } from '../state-store.js';
+import { pgDecisions, pgFallbacks, pgMemoryToggles, pgProposals, pgTakeStates } from './console-repos.js';
+import { pgEvents, pruneEvents } from './event-repo.js';
+import { poolExec, runTransaction, type Exec } from './exec.js';
+import { pgInstances, pgJobs, pgTerminals } from './job-repos.js';
+import { pgClicks, pgSelection, pgWorkspace, trimClicks } from './record-repos.js';
+import { migrateSchema, PG_MIGRATIONS } from './schema.js';
+
+/** Where the database is and the bounds of the store. */
+export interface PgStateStoreOptions {
+  /** CONSOLE_DATABASE_URL: `postgres://user:password@host:port/database`. */
+  readonly url: string;
+  /** CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: how long opening waits for an unreachable server. */
+  readonly connectTimeoutMs: number;
+  /** Connections in the pool (default 10). */
+  readonly poolSize?: number;
+  /** CONSOLE_EVENT_RETENTION. */
+  readonly eventRetention: number;
+  /** CONSOLE_CLICKS_PER_PROJECT. */
+  readonly clicksPerProject: number;
+  /** CONSOLE_CLICKS_MAX_TOTAL. */
+  readonly clicksMaxTotal: number;
+  /** Corrupt-blob reports kept per workspace id. */
+  readonly workspaceReportsKept: number;
+  /**
+   * Told of errors of idle pooled connections (the server restarted…): the pool drops such a
+   * connection by itself; without a listener, node-postgres would end the process.
+   */
+  readonly onPoolError?: (err: Error) => void;
+  /** The schema's migrations (tests give their own); default PG_MIGRATIONS. */
+  readonly migrations?: readonly string[];
+}
+
+/** SQLSTATEs of a connection that will not succeed by waiting: bad password or role, no such database. */
+const PERMANENT = new Set(['28P01', '28000', '3D000', '42501']);
+
+/** int8 (counts, bigserial ids, event ids) as numbers: they stay far below 2^53. */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * Opens the PostgreSQL state store: connects, migrates, applies the bounds.
+ * @throws StateDbError (`state_db_open_failed`) naming CONSOLE_DATABASE_URL (without its
+ *   password) and the cause: a URL that is not a PostgreSQL URL, a refused login, a missing
+ *   database, a server still unreachable after `connectTimeoutMs`, a schema newer than this code.
+ */
+export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgStateStore> {
+  const where = `CONSOLE_DATABASE_URL=${redact(opts.url)}`;
+  let url: URL;
+  try {
+    url = new URL(opts.url);
+  } catch (err) {
+    throw new StateDbError(`cannot open the PostgreSQL state database (${where}): not a URL`, { cause: err });
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new StateDbError(`cannot open the PostgreSQL state database (${where}): the URL must start with postgres:// or postgresql://`);
+  }
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolSize ?? 10,
+    connectionTimeoutMillis: Math.max(1, opts.connectTimeoutMs),
+    types,
+  });
+  pool.on('error', (err) => opts.onPoolError?.(err));
+  try {
+    const client = await connectWithin(pool, opts.connectTimeoutMs, where);
+    // Checked out, the client's connection errors are ours to listen to (see exec.ts).
+    let broken: Error | undefined;
+    const onError = (err: Error) => void (broken = err);
+    client.on('error', onError);
+    let version: number;
+    try {
+      version = await migrateSchema(client, opts.migrations ?? PG_MIGRATIONS);
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+    const store = new PgStateStore(pool, opts, version);
+    // A bound lowered since the last start applies now, before the first request.
+    const x = poolExec(pool);
+    await trimClicks(x, opts.clicksMaxTotal);
+    await pruneEvents(x, (await store.events.lastId()) - opts.eventRetention);
+    return store;
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    if (err instanceof StateDbError) throw err;
+    throw new StateDbError(`cannot open the PostgreSQL state database (${where}): ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** A connected client, retrying while the server cannot be reached, until `timeoutMs`. */
+async function connectWithin(pool: pg.Pool, timeoutMs: number, where: string): Promise<pg.PoolClient> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await pool.connect();
+    } catch (err) {
+      const code = String((err as { code?: unknown }).code ?? '');
+      const msg = (err as Error).message;
+      if (PERMANENT.has(code)) throw new StateDbError(`cannot open the PostgreSQL state database (${where}): ${msg} (${code})`, { cause: err });
+      if (Date.now() >= deadline) {
+        throw new StateDbError(`cannot open the PostgreSQL state database (${where}): still unreachable after ${timeoutMs} ms: ${msg}${code ? ` (${code})` : ''}`, {
+          cause: err,
+        });
+      }
+      await new Promise((r) => setTimeout(r, Math.min(1000, 100 * 2 ** attempt, Math.max(0, deadline - Date.now()))));
+    }
+  }
+}
+
+/** The URL with its password replaced by `***`, for messages. */
+function redact(raw: string): string {
+  try {
+    const u = new URL(raw);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+/** The repositories over one way of running statements. */
+function reposOver(x: Exec, pool: Exec, opts: PgStateStoreOptions): StateRepos {
+  return {
+    proposals: pgProposals(x),
+    decisions: pgDecisions(x),
+    fallbacks: pgFallbacks(x),
+    memoryToggles: pgMemoryToggles(x),
+    takeStates: pgTakeStates(x),
+    clicks: pgClicks(x, opts.clicksPerProject, opts.clicksMaxTotal),
+    workspace: pgWorkspace(x, opts.workspaceReportsKept),
+    selection: pgSelection(x),
+    jobs: pgJobs(x),
+    events: pgEvents(x, pool, opts.eventRetention),
+    instances: pgInstances(x),
+    terminals: pgTerminals(x),
+  };
+}
+
+/** The state store on a PostgreSQL database shared by the instances of a cluster. */
+export class PgStateStore implements StateStore {
+  readonly backend = 'postgres' as const;
+  readonly proposals;
+  readonly decisions;
+  readonly fallbacks;
+  readonly memoryToggles;
+  readonly takeStates;
+  readonly clicks;
+  readonly workspace;
+  readonly selection;
+  readonly jobs;
+  readonly events;
+  readonly instances;
+  readonly terminals;
+  private readonly exec: Exec;
+
+  /** Use {@link openPgStateStore}: the schema must be migrated. */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly opts: PgStateStoreOptions,
+    readonly schemaVersion: number,
+  ) {
+    this.exec = poolExec(pool);
+    const repos = reposOver(this.exec, this.exec, opts);
+    this.proposals = repos.proposals;
+    this.decisions = repos.decisions;
+    this.fallbacks = repos.fallbacks;
+    this.memoryToggles = repos.memoryToggles;
+    this.takeStates = repos.takeStates;
+    this.clicks = repos.clicks;
+    this.workspace = repos.workspace;
+    this.selection = repos.selection;
+    this.jobs = repos.jobs;
+    this.events = repos.events;
+    this.instances = repos.instances;
+    this.terminals = repos.terminals;
+  }
+
+  /** @inheritdoc On one pooled connection, at PostgreSQL's default isolation (read committed). */
+  transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
+    return runTransaction(this.pool, (x) => fn(reposOver(x, this.exec, this.opts)));
+  }
+
+  /** @inheritdoc Ends the pool once its connections are idle. */
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * The state store: one asynchronous interface over every table and query of the console's
+ * state database, implemented twice (issue 13, item 1; shared/design/cluster.md):
+ *
+ * - SQLite (src/state/sqlite-state-store.ts), an adapter over the synchronous repositories the
+ *   service uses today, for the single-instance default;
+ * - PostgreSQL (src/state/pg/), shared by the instances of a cluster.
+ *
+ * One behaviour test file (test/state/state-store.test.ts) runs against both, so neither drifts.
+ * Every method returns a Promise; times are ISO-8601 UTC strings, as today. The record shapes
+ * are those of the synchronous repositories; cluster mode adds `instanceId` on jobs, the
+ * instances and the terminals.
+ *
+ * A console write and its events commit together: {@link StateStore.transaction} runs a
+ * function over a transaction-scoped set of repositories ({@link StateTx}) and commits once it
+ * resolves, or rolls everything back (events included) when it throws. Event ids are assigned
+ * by the store, strictly increasing in commit order: a reader that has seen id N has seen every
+ * event with a smaller id, whichever instance stored it.
+ *
+ * Errors: the database's faults are ServiceErrors of src/state/errors.ts (`state_db_full`,
+ * `state_db_busy`, `state_db_unavailable`, `state_db_unreachable`), never the driver's errors.
+ * Not used by the service yet: the wiring is a later step of issue 13.
+ */
+import type { BusEvent, EventFilter, Severity } from '../bus/event.js';
+import type { ClickRecord } from './clicks-repo.js';
+import type { DecisionRecord } from './decisions-repo.js';
+import type { EventRow } from './event-log.js';
+import type { JobRecord } from './jobs-repo.js';
+import type { ProposalRecord } from './proposals-repo.js';
+import type { RecentRecord, SelectionRecord } from './selection-repo.js';
+import type { TakeActionRecord, TakeStateRecord } from './take-state-repo.js';
+import type { PutOutcome, WorkspaceRecord, WorkspaceReport } from './workspace-repo.js';
+
+export type { ClickRecord, DecisionRecord, EventRow, JobRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
+export type { PutOutcome, WorkspaceRecord, WorkspaceReport };
+
+/** Which back end a store is. */
+export type StateBackend = 'sqlite' | 'postgres';
+
+/** A new pending proposal. */
+export interface NewProposal {
+  readonly id: string;
+  readonly kind: string | null;
+  readonly title: string | null;
+  readonly payload: object;
+  readonly createdAt: string;
+}
+
+/** Proposals (api-decisions.md, "Mutations and lifecycle routes"). */
+export interface ProposalStore {
+  insertPending(p: NewProposal): Promise<void>;
+  get(id: string): Promise<ProposalRecord | undefined>;
+  /**
+   * Marks a pending proposal decided, with a conditional update: of any number of concurrent
+   * calls on one pending id, on any instance, exactly one returns true.
+   * @returns false when it was not pending or does not exist (nothing changed).
+   */
+  markDecided(id: string, decision: string, decidedAt: string): Promise<boolean>;
+  /** Newest first, optionally only those with `status`. */
+  list(status: string | null, limit: number): Promise<ProposalRecord[]>;
+}
+
+/** The log of every decision, fallback ones included. */
+export interface DecisionStore {
+  /** Appends one decision; resolves to its id (increasing). */
+  insert(d: Omit<DecisionRecord, 'id'>): Promise<number>;
+  /** Oldest first. */
+  listFor(proposalId: string): Promise<DecisionRecord[]>;
+}
+
+/** Counts of raised sanctioned fallbacks. */
+export interface FallbackStore {
+  increment(name: string, at: string): Promise<void>;
+  all(): Promise<Map<string, number>>;
+}
+
+/** One memory toggle to record. */
+export interface MemoryToggleWrite {
+  readonly entryId: string;
+  readonly on: boolean;
+  readonly scope: string;
+  readonly extra: object;
+  readonly at: string;
+}
+
+/** Memory toggles: the last per entry, and the log of all. */
+export interface MemoryToggleStore {
+  all(): Promise<Map<string, boolean>>;
+  record(t: MemoryToggleWrite): Promise<void>;
+}
+
+/** Take states and the log of take actions (one primary per shot, kept by the database). */
+export interface TakeStateStore {
+  all(): Promise<TakeStateRecord[]>;
+  /** Clears `primary` on the shot's other takes; resolves to the take ids that lost it. */
+  clearOtherPrimaries(projectId: string, shotId: string, keepTakeId: string, at: string): Promise<string[]>;
+  /** Writes a take's state (the file's shot wins only when it is marked primary). */
+  upsert(s: TakeStateRecord, at: string): Promise<void>;
+  logAction(a: TakeActionRecord): Promise<void>;
+}
+
+/** A click to append (`id` is assigned). */
+export type NewClick = Omit<ClickRecord, 'id'>;
+
+/**
+ * Clicks: a ring per project and a bound on all together, both enforced in the append's own
+ * transaction (so clicks are not part of {@link StateTx}: they emit no events).
+ */
+export interface ClickStore {
+  /** Clicks kept per project. */
+  readonly ringSize: number;
+  /** Clicks kept in all. */
+  readonly maxTotal: number;
+  append(c: NewClick): Promise<ClickRecord>;
+  /** Newest first; `projectId` null lists every project's. */
+  list(projectId: string | null, limit: number): Promise<ClickRecord[]>;
+  /** Clicks stored now, of all projects. */
+  size(): Promise<number>;
+}
+
+/** Workspace blobs with revisions, and reported corrupt blobs. */
+export interface WorkspaceStore {
+  /** Reports kept per workspace id. */
+  readonly reportsKept: number;
+  get(wid: string): Promise<WorkspaceRecord | undefined>;
+  /**
+   * Writes when `expectedRevision` is the current one (0: never written); of two concurrent
+   * writes with the same revision, on any instances, one wins and the other gets the conflict.
+   */
+  put(wid: string, expectedRevision: number, state: unknown, at: string): Promise<PutOutcome>;
+  /** Stores a corrupt blob (its JSON text), prunes old reports; resolves to the report id. */
+  addReport(wid: string, blobJson: string, reason: string | null, at: string): Promise<number>;
+  /** Newest first. */
+  reports(wid: string, limit: number): Promise<WorkspaceReport[]>;
+}
+
+/** Per-project selection and the recent projects and items. */
+export interface SelectionStore {
+  get(projectId: string): Promise<SelectionRecord | undefined>;
+  put(s: SelectionRecord): Promise<void>;
+  /** Moves an entry to the front of its list, then prunes the list to `keep`. */
+  touch(r: RecentRecord, keep: number): Promise<void>;
+  recent(limit: number): Promise<{ projects: RecentRecord[]; items: RecentRecord[] }>;
+}
+
+/** A job as the state store keeps it: the record served today, and the instance that runs it. */
+export interface StoredJob extends JobRecord {
+  /** The instance the job's process runs on (cluster.md, Jobs). */
+  readonly instanceId: string;
+}
+
+/** A job at spawn. */
+export type NewJob = Pick<StoredJob, 'proposalId' | 'projectId' | 'pid' | 'argv' | 'state' | 'startedAt' | 'instanceId'>;
+
+/** A job's end. */
+export interface JobFinish {
+  readonly state: string;
+  readonly endedAt: string;
+  readonly rc: number | null;
+  readonly signal: string | null;
+  readonly stdoutLines: number;
+  readonly stderrLines: number;
+}
+
+/** Generation jobs of every instance. */
+export interface JobStore {
+  insert(job: NewJob): Promise<void>;
+  finish(proposalId: string, f: JobFinish): Promise<void>;
+  /** Deletes finished jobs beyond the newest `keep`; resolves to how many. */
+  prune(keep: number): Promise<number>;
+  markCancelRequested(proposalId: string): Promise<void>;
+  get(proposalId: string): Promise<StoredJob | undefined>;
+  /** Newest first, optionally only in `state`. */
+  list(limit: number, state?: string): Promise<StoredJob[]>;
+  /** Jobs recorded as running: all, or only those of `instanceId`. */
+  running(instanceId?: string): Promise<StoredJob[]>;
+  countsByState(): Promise<Record<string, number>>;
+  /**
+   * Marks the running jobs of a dead instance `lost` with one conditional update: of
+   * concurrent calls for one instance, each job is returned by exactly one (cluster.md, Jobs).
+   * @returns the jobs this call marked, as they are now.
+   */
+  markLost(instanceId: string, endedAt: string): Promise<StoredJob[]>;
+}
+
+/** An event to store: the event without its id, which the store assigns. */
+export interface EventDraft {
+  readonly ts: string;
+  readonly severity: Severity;
+  readonly scope: string;
+  readonly summary: string;
+  readonly detail: string | null;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+/** The event log: ids global, strictly increasing in commit order; retention as today. */
+export interface EventStore {
+  /** Newest events kept at least (CONSOLE_EVENT_RETENTION); at most a segment more are kept. */
+  readonly retention: number;
+  /**
+   * Stores events, assigning their ids; `data` is the event's JSON as served. Inside a
+   * transaction, the ids are the transaction's until it commits (on PostgreSQL, appending holds
+   * the sequencer until the commit: append a write's events last).
+   * @returns the events with their ids, in order.
+   */
+  append(drafts: readonly EventDraft[]): Promise<BusEvent[]>;
+  /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
+  after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
+  /** The newest `limit` passing `filter`, ascending. */
+  newest(limit: number, filter: EventFilter): Promise<EventRow[]>;
+  /** The newest id handed out and committed (0 when none). */
+  lastId(): Promise<number>;
+  /** Rows stored now. */
+  count(): Promise<number>;
+}
+
+/** One instance of a cluster (cluster.md, Operations). */
+export interface InstanceRecord {
+  readonly id: string;
+  /** Where the instance is reached, `http://host:port`. */
+  readonly address: string;
+  readonly version: string;
+  readonly startedAt: string;
+  readonly heartbeatAt: string;
+}
+
+/** The instances and their heartbeats. */
+export interface InstanceStore {
+  /** Records an instance as started now (replacing an earlier record of the id); heartbeat = startedAt. */
+  register(i: Omit<InstanceRecord, 'heartbeatAt'>): Promise<void>;
+  /** Moves the heartbeat; resolves false when the id is not registered. */
+  heartbeat(id: string, at: string): Promise<boolean>;
+  get(id: string): Promise<InstanceRecord | undefined>;
+  /** By id. */
+  list(): Promise<InstanceRecord[]>;
+  /** Deletes instances whose heartbeat is older than `before`; resolves to how many. */
+  prune(before: string): Promise<number>;
+}
+
+/** A terminal's record: where it runs and in what state (cluster.md, Terminals). */
+export interface TerminalRecord {
+  readonly projectId: string;
+  readonly instanceId: string;
+  readonly pid: number | null;
+  readonly port: number;
+  readonly url: string;
+  /** `running`, `exited` or `stopped`. */
+  readonly state: string;
+  readonly startedAt: string;
+  readonly endedAt: string | null;
+  readonly rc: number | null;
+  readonly signal: string | null;
+}
+
+/** The terminals of every instance, one per project. */
+export interface TerminalStore {
+  /** Records a terminal (replacing the project's earlier record). */
+  put(t: TerminalRecord): Promise<void>;
+  get(projectId: string): Promise<TerminalRecord | undefined>;
+  /** By project id. */
+  list(): Promise<TerminalRecord[]>;
+  /** Ends a running terminal; resolves false when the project has none running. */
+  end(projectId: string, f: { state: string; endedAt: string; rc: number | null; signal: string | null }): Promise<boolean>;
+  /** Ends every running terminal of an instance (a dead one); resolves to those it ended. */
+  endAllOf(instanceId: string, state: string, endedAt: string): Promise<TerminalRecord[]>;
+}
+
+/** Every repository of the state database. */
+export interface StateRepos {
+  readonly proposals: ProposalStore;
+  readonly decisions: DecisionStore;
+  readonly fallbacks: FallbackStore;
+  readonly memoryToggles: MemoryToggleStore;
+  readonly takeStates: TakeStateStore;
+  readonly clicks: ClickStore;
+  readonly workspace: WorkspaceStore;
+  readonly selection: SelectionStore;
+  readonly jobs: JobStore;
+  readonly events: EventStore;
+  readonly instances: InstanceStore;
+  readonly terminals: TerminalStore;
+}
+
+/**
+ * The repositories inside one transaction: everything they write commits together, events
+ * included, or nothing does. Not to be used after the transaction's function settled.
+ */
+export type StateTx = Omit<StateRepos, 'clicks'>;
+
+/** The state store (issue 13, item 1). */
+export interface StateStore extends StateRepos {
+  readonly backend: StateBackend;
+  /** How many schema migrations the database holds. */
+  readonly schemaVersion: number;
+  /**
+   * Runs `fn` in one transaction and commits when it resolves; rolls back (events included:
+   * their ids are never seen) when it throws, and rethrows.
+   * @throws what `fn` throws; the database's faults as ServiceErrors (src/state/errors.ts).
+   */
+  transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T>;
+  /** Closes the connections (the pool); pending calls finish first. */
+  close(): Promise<void>;
+}
