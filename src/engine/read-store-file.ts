@@ -72,7 +72,7 @@ const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constant
 /**
  * Paths are resolved with Node's own `realpath` walk (`lstat` of each component, `readlink` of
  * links only), not the C library's (`readlink` of every component): the folders above the
- * store are only ever looked at with `lstat`, as for any path (test/reliability/bad-input).
+ * store are only ever looked at with `lstat`, as for any path (test/http/bad-input).
  */
 const realpathWalk = promisify(fs.realpath);
 

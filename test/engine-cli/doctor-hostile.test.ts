@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTempStore } from '../helpers/service.js';
-import { SENTINEL } from '../reliability/helpers/hostile-files.js';
+import { SENTINEL } from '../helpers/hostile-files.js';
 import { runCli } from './run-cli.js';
 
 const dirs: string[] = [];

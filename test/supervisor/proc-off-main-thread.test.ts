@@ -17,7 +17,7 @@ import { startServiceProcess } from '../helpers/process.js';
 import { fixture, makeTempStore } from '../helpers/service.js';
 import { killMarked } from '../process/helpers.js';
 import { requireBuild } from '../fixtures/rel-c-harness.js';
-import { hasStrace } from '../reliability/helpers/strace.js';
+import { hasStrace } from '../helpers/strace.js';
 
 const cleanups: (() => unknown)[] = [];
 beforeAll(() => {

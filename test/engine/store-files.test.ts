@@ -1,6 +1,6 @@
 /**
  * Reading the engine store safely (issue 10, items 2, 3 and 4), through the real server on
- * port 0 with real files: for every kind of hostile file (test/reliability/helpers/
+ * port 0 with real files: for every kind of hostile file (test/helpers/
  * hostile-files.ts: a named pipe, a socket, a device, a folder, links to /etc/passwd, to the
  * state database and to another project through `..`, a link loop, a file past the byte
  * bound, JSON nested 100,000 levels deep, text with a sentinel) standing as a project file, a
@@ -20,7 +20,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor } from '../helpers/events.js';
 import { makeTempStore, startTestService, type TestService } from '../helpers/service.js';
-import { closeSockets, HOSTILE_KINDS, leaks, MKNOD, removeAt, TEST_MAX_BYTES, type HostileKind, type PlantSite } from './helpers/hostile-files.js';
+import { closeSockets, HOSTILE_KINDS, leaks, MKNOD, removeAt, TEST_MAX_BYTES, type HostileKind, type PlantSite } from '../helpers/hostile-files.js';
 
 const P = 'harbor-lights';
 const SHOT = { shot_id: 'sh010', episode: 1, beat_id: 'b01', order: 10 };

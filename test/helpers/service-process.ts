@@ -7,9 +7,9 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
-import { waitFor } from '../../helpers/events.js';
-import { fixture } from '../../helpers/service.js';
-import { answersFor, freePort, type ServiceProcess as BaseServiceProcess } from '../../helpers/process.js';
+import { waitFor } from './events.js';
+import { fixture } from './service.js';
+import { answersFor, freePort, type ServiceProcess as BaseServiceProcess } from './process.js';
 
 export interface ServiceProcess extends BaseServiceProcess {
   /** The pid of the service itself (a wrapper such as strace runs it as its child). */

@@ -11,7 +11,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { SENTINEL } from './helpers/hostile-files.js';
+import { SENTINEL } from '../helpers/hostile-files.js';
 
 const P = 'harbor-lights';
 /** The default bounds (CONSOLE_STORE_JSON_MAX_DEPTH, CONSOLE_STORE_FILE_MAX_BYTES). */

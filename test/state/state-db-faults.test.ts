@@ -26,8 +26,8 @@ import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { WITHOUT_FILE_OVERRIDE } from '../helpers/process.js';
 import { fixture, SAMPLE_STORE, startTestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
-import { bindReadOnly, canMount, fillDisk, mountTmpfs } from './helpers/mounts.js';
-import { failedStart, startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+import { bindReadOnly, canMount, fillDisk, mountTmpfs } from '../helpers/mounts.js';
+import { failedStart, startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
 
 const DB = 'console-state.db';
 const cleanups: (() => unknown)[] = [];

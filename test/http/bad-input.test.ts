@@ -19,10 +19,10 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteSpec } from '../../src/http/route.js';
 import { fixture, REPO_ROOT, SAMPLE_STORE, startTestService } from '../helpers/service.js';
-import { anyRequestArb, describeReq, type AimedReq, type Targets } from './helpers/bad-requests.js';
-import { KeepAliveClient, type RawRes } from './helpers/raw-client.js';
-import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
-import { accessesAfter, hasStrace, straceWrapper, within, type FileAccess } from './helpers/strace.js';
+import { anyRequestArb, describeReq, type AimedReq, type Targets } from '../helpers/bad-requests.js';
+import { KeepAliveClient, type RawRes } from '../helpers/raw-client.js';
+import { startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
+import { accessesAfter, hasStrace, straceWrapper, within, type FileAccess } from '../helpers/strace.js';
 
 /** Requests per property run, sent concurrently over the keep-alive pool. */
 const BATCH = 50;

@@ -8,7 +8,7 @@
  * check the router's match against what was meant.
  */
 import fc from 'fast-check';
-import type { RouteSpec } from '../../../src/http/route.js';
+import type { RouteSpec } from '../../src/http/route.js';
 
 /** One spelling of a route. */
 export interface Spelling {

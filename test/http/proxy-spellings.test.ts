@@ -1,6 +1,6 @@
 /**
  * The write proxy decides on the path the router will see (issue 10, item 1), property-based:
- * fast-check writes every declared route in thousands of spellings (test/reliability/helpers/
+ * fast-check writes every declared route in thousands of spellings (test/helpers/
  * path-spellings.ts) and sends each to a front whose SERVICE_WRITE_UPSTREAM is a recording
  * server. What must hold for every spelling:
  * - the front's router matches a route-preserving spelling to the route and parameters meant,
@@ -20,7 +20,7 @@ import type { RouteSpec } from '../../src/http/route.js';
 import { forwardedTarget, isForwardedMutation } from '../../src/http/write-proxy.js';
 import { allEvents } from '../helpers/events.js';
 import { fixture, startTestService, type TestService } from '../helpers/service.js';
-import { describeSpelling, spellingArb, type Spelling } from './helpers/path-spellings.js';
+import { describeSpelling, spellingArb, type Spelling } from '../helpers/path-spellings.js';
 
 const RUNS = 2500;
 

@@ -11,7 +11,7 @@
 import zlib from 'node:zlib';
 import fc from 'fast-check';
 import type { z } from 'zod';
-import type { RouteSpec } from '../../../src/http/route.js';
+import type { RouteSpec } from '../../src/http/route.js';
 import type { RawReq } from './raw-client.js';
 
 /** Where the sentinels are planted, relative to the store root and its parent. */
