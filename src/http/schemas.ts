@@ -90,10 +90,15 @@ export const ErrorBody = z
   .object({
     detail: z.union([z.string(), z.array(ValidationIssue), z.record(z.string(), z.unknown())]),
     code: ErrorCode,
+    requestId: z
+      .string()
+      .optional()
+      .meta({ description: 'Only on a 500 `internal` (an error the service did not expect): the request’s id, also sent as `X-Request-Id`, by which the error and its stack are found in the log.' }),
   })
   .meta({
     id: 'ErrorBody',
-    description: 'Error answer: `detail` is a string, a validation list (`validation_failed`), or a MissingCanonicalField object (`missing_canonical_field`); `code` says which error it is.',
+    description:
+      'Error answer: `detail` is a string, a validation list (`validation_failed`), or a MissingCanonicalField object (`missing_canonical_field`); `code` says which error it is. Every answer carries the request’s id in `X-Request-Id`.',
   });
 
 export const Severity = z.enum(SEVERITIES).meta({ id: 'EventSeverity' });

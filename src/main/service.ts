@@ -30,7 +30,7 @@ import { ProcTable } from '../process/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager } from '../terminals/index.js';
 import { SynthesisPool, SYNTHESIS_WORKER_FILE } from '../workers/pool.js';
-import type { Config } from './config.js';
+import { APP_VERSION, type Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 
@@ -61,7 +61,7 @@ export interface Service {
  * @throws StartupGuardError, StateDbError, or a listen error (EADDRINUSE…).
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
-  const log = opts.logger ?? createLogger(config.logLevel, { secrets: [config.apiToken] });
+  const log = opts.logger ?? createLogger(config.logLevel, { secrets: [config.apiToken], format: config.logFormat });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
 
   if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {
@@ -164,7 +164,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const gate = new ShutdownGate();
     const { app, api } = createApp(deps, {
       logger: log,
-      reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error'),
       gate: gate.middleware,
     });
     const server = http.createServer(app);
@@ -180,7 +179,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const port = (server.address() as AddressInfo).port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
-    log.info({ url, dataDir: config.dataDir, stateDir: config.stateDir }, 'console-backend listening');
+    // One line says what runs where, and every setting that is not the default (issue 14, item 5).
+    log.info(
+      { version: APP_VERSION, url, dataDir: config.dataDir, stateDir: config.stateDir, stateDb: config.stateDbPath, dispatchCli: config.dispatchCli, settings: config.nonDefault },
+      'console-backend listening',
+    );
     if (config.writeUpstream !== null) log.info({ upstream: config.writeUpstream }, 'mutations are forwarded to the write upstream');
     if (config.apiToken === null && !isLoopbackHost(config.host)) {
       log.warn({ host: config.host }, 'listening beyond loopback without CONSOLE_API_TOKEN: every route is open to the network');
