@@ -46,6 +46,7 @@ export type HttpErrorCode =
   | 'media_forbidden'
   | 'range_not_satisfiable'
   | 'precondition_failed'
+  | 'not_ready'
   | 'internal';
 
 /** Every code the service raises: each folder's, and the HTTP layer's. */
@@ -106,6 +107,17 @@ export class StaleRevisionError extends HttpError {
     readonly revision: number,
   ) {
     super('stale_revision', message);
+  }
+}
+
+/**
+ * `GET /api/ready` found this instance not ready (code `not_ready`, issue 14, item 3): the body
+ * also carries `ready: false` and every check, the failing ones named in the detail.
+ */
+export class NotReadyError extends HttpError {
+  override name = 'NotReadyError';
+  constructor(readonly checks: readonly { readonly name: string; readonly ok: boolean; readonly detail: string }[]) {
+    super('not_ready', `not ready: ${checks.filter((c) => !c.ok).map((c) => `${c.name} (${c.detail})`).join('; ')}`);
   }
 }
 
@@ -218,6 +230,11 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   state_db_busy: { status: 503, means: 'The state database is busy: nothing was stored, try again.', headers: retryAfter },
   state_db_unavailable: { status: 503, means: 'The state database is read-only, failing or damaged: nothing was stored.' },
   shutting_down: { status: 503, unrouted: true, means: 'The service is shutting down; the connection is closed.' },
+  not_ready: {
+    status: 503,
+    means: '`GET /api/ready`: a check failed (the store folder, the dispatch tool, the state database, the worker pool); the body lists every check.',
+    members: (err) => ({ ready: false, checks: (err as NotReadyError).checks }),
+  },
   terminal_program_missing: { status: 503, means: 'The terminal program (TTYD_BIN) cannot be found or is not executable.' },
   terminal_ports_exhausted: { status: 503, means: 'Every port of CONSOLE_TTYD_PORTS is taken.' },
   terminal_start_failed: { status: 503, means: 'The terminal program was refused by the operating system (the errno ends the detail), exited during start-up, or the service is stopping.' },

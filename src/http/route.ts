@@ -417,7 +417,7 @@ export class Api {
                 [BEARER_SCHEME]: {
                   type: 'http',
                   scheme: 'bearer',
-                  description: `CONSOLE_API_TOKEN. ${bearer.required ? 'Set on this instance: required' : 'Not set on this instance: the API is open (a token is accepted and not checked)'}; never required by the open routes (health, config, this document).`,
+                  description: `CONSOLE_API_TOKEN. ${bearer.required ? 'Set on this instance: required' : 'Not set on this instance: the API is open (a token is accepted and not checked)'}; never required by the open routes (health, readiness, config, this document).`,
                 },
                 [QUERY_TOKEN_SCHEME]: {
                   type: 'apiKey',

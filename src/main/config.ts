@@ -60,7 +60,7 @@ export interface Config {
   /** SERVICE_WRITE_UPSTREAM as a URL string (never with credentials), or null when mutations run locally. */
   readonly writeUpstream: string | null;
   /**
-   * CONSOLE_API_TOKEN: the bearer token every route but health, config and the OpenAPI
+   * CONSOLE_API_TOKEN: the bearer token every route but health, readiness, config and the OpenAPI
    * document requires (api-decisions.md, "Network and safety defaults"); null (blank or
    * unset) leaves the API open.
    */
