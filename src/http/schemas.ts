@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import 'zod-openapi';
 import { SEVERITIES } from '../bus/event.js';
+import { EXIT_REASONS } from '../supervisor/job-state.js';
 import { ID_PATTERN, ID_RULE, invalidIdMessage, isValidId } from '../engine/ids.js';
 import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 
@@ -189,6 +190,17 @@ export const Job = z
     stdoutLines: z.number().int(),
     stderrLines: z.number().int(),
     cancelRequested: z.boolean(),
+    exitReason: z
+      .enum(EXIT_REASONS)
+      .nullable()
+      .meta({
+        description:
+          'Why it ended (null while running): `exited` (the tool ended by itself, whatever its code), `cancelled` (a cancel request), `shutdown` (the service stopped), `lost` (found running after the service itself died; its line counts are read from its stored events), `spawn failed` (the operating system refused to start the tool: recorded at once, no pid).',
+      }),
+    exitDetail: z
+      .string()
+      .nullable()
+      .meta({ description: 'What says more: for a failed job, the tool’s last stderr line (bounded by CONSOLE_LINE_MAX_BYTES; null when it wrote none); for `spawn failed`, the refusal with its errno.' }),
   })
   .meta({ id: 'Job' });
 

@@ -161,4 +161,10 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE events RENAME TO event_segment_1;
   CREATE VIEW events AS SELECT id, severity, scope, data FROM event_segment_1;
   `,
+  // 4: why a job ended (issue 14, item 2): exited, cancelled, shutdown, lost or spawn failed,
+  // and what says more (the tool's last stderr line for a failure).
+  `
+  ALTER TABLE jobs ADD COLUMN exit_reason TEXT;
+  ALTER TABLE jobs ADD COLUMN exit_detail TEXT;
+  `,
 ];

@@ -16,7 +16,7 @@ import { GENERATION_PROPOSAL } from '../registry/index.js';
 import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ExitFacts, type ManagedProcess, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { frameLines, type FramedLine } from './frame-lines.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, ToolMissingError, UnknownJobError } from './errors.js';
-import { transition, type JobStatus, type JobTrigger } from './job-state.js';
+import { transition, type ExitReason, type JobStatus, type JobTrigger } from './job-state.js';
 
 /** Payload of every line event (spec: Events): one frozen object, so the bus reuses its JSON. */
 const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
@@ -77,6 +77,12 @@ class RunningJob {
   stdoutLines = 0;
   stderrLines = 0;
   cancelRequested = false;
+  /** Who asked it to stop first: a cancel request or the service's shutdown (issue 14, item 2). */
+  stopReason: 'cancelled' | 'shutdown' | null = null;
+  /** The tool's last stderr line (bounded by CONSOLE_LINE_MAX_BYTES like every line). */
+  lastStderr: string | null = null;
+  exitReason: ExitReason | null = null;
+  exitDetail: string | null = null;
   endedAt: string | null = null;
   /** Resolves once the exit is published (set when supervision starts). */
   finished: Promise<void> = Promise.resolve();
@@ -104,6 +110,8 @@ class RunningJob {
       stdoutLines: this.stdoutLines,
       stderrLines: this.stderrLines,
       cancelRequested: this.cancelRequested,
+      exitReason: this.exitReason,
+      exitDetail: this.exitDetail,
     };
   }
 }
@@ -187,8 +195,10 @@ export class Supervisor {
         sweep: this.options.sweep,
       });
     } catch (err) {
-      if (err instanceof ProcessSpawnError) throw new SpawnError('the operating system refused to start the dispatch tool', { cause: err });
-      throw err;
+      if (!(err instanceof ProcessSpawnError)) throw err;
+      const refused = new SpawnError('the operating system refused to start the dispatch tool', { cause: err });
+      this.recordRefused(proposalId, req.project, argv, refused);
+      throw refused;
     }
 
     const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
@@ -234,13 +244,35 @@ export class Supervisor {
     });
   }
 
+  /**
+   * A spawn the operating system refused is recorded as a job that failed at once (issue 14,
+   * item 2): no pid, `exitReason` `spawn failed`, the refusal with its errno as `exitDetail`;
+   * written once the errno is known. No event: no process ever ran.
+   */
+  private recordRefused(proposalId: string, projectId: string, argv: readonly string[], refused: SpawnError): void {
+    void refused.settled.then(() => {
+      const at = new Date().toISOString();
+      try {
+        this.proposals.transaction(() => {
+          this.jobs.insert({ proposalId, projectId, pid: null, argv, state: 'exited failed', startedAt: at });
+          this.jobs.finish(proposalId, { state: 'exited failed', endedAt: at, rc: null, signal: null, stdoutLines: 0, stderrLines: 0, exitReason: 'spawn failed', exitDetail: refused.message });
+        });
+      } catch {
+        // The database refuses writes: the 500 answer and its log line say what happened.
+      }
+    });
+  }
+
   /** Publishes the job's lines, then its exit; resolves once the exit is published. */
   private supervise(job: RunningJob): Promise<void> {
     const { child } = job.proc;
     const max = this.options.lineMaxBytes;
     const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {
       if (source === 'stdout') job.stdoutLines++;
-      else job.stderrLines++;
+      else {
+        job.stderrLines++;
+        job.lastStderr = line.text;
+      }
       const { severity } = transition(job.status, { kind: source === 'stdout' ? 'stdout-line' : 'stderr-line' });
       this.bus.publish({
         severity,
@@ -281,6 +313,9 @@ export class Supervisor {
     const { next, severity } = transition(job.status, { kind: 'exit', rc, signal });
     job.status = next;
     job.endedAt = new Date().toISOString();
+    // Why it ended: whoever asked it to stop first, else by itself; a failure says its last words.
+    job.exitReason = job.stopReason ?? 'exited';
+    job.exitDetail = next.state === 'exited failed' ? job.lastStderr : null;
     const rec = job.record();
     this.saveFinish(job.proposalId, rec, {
       state: rec.state,
@@ -289,6 +324,8 @@ export class Supervisor {
       signal,
       stdoutLines: job.stdoutLines,
       stderrLines: job.stderrLines,
+      exitReason: job.exitReason,
+      exitDetail: job.exitDetail,
     });
     this.running.delete(job.proposalId);
     if (++this.finishedTotal % PRUNE_EVERY === 0) {
@@ -303,7 +340,7 @@ export class Supervisor {
       severity,
       scope: GENERATION_SCOPE,
       summary: `dispatch_cli exited rc=${rc}`,
-      detail: signal ? `terminated by ${signal}${job.cancelRequested ? ' (cancelled)' : ''}` : null,
+      detail: signal ? `terminated by ${signal}${job.stopReason ? ` (${job.stopReason})` : ''}` : null,
       payload: { proposal_id: job.proposalId, rc },
     });
     this.notifyTransition(job, 'exit');
@@ -400,6 +437,7 @@ export class Supervisor {
     }
     if (!job.cancelRequested) {
       job.cancelRequested = true;
+      job.stopReason ??= 'cancelled';
       try {
         this.jobs.markCancelRequested(proposalId);
       } catch {
@@ -418,7 +456,8 @@ export class Supervisor {
     this.stopping = true;
     const jobs = [...this.running.values()];
     for (const job of jobs) {
-      job.cancelRequested = true;
+      // Not a cancel: the record keeps `cancelRequested` as the client left it (issue 14, item 2).
+      job.stopReason ??= 'shutdown';
       job.proc.stop(graceMs);
     }
     await Promise.all(jobs.map((j) => j.finished));
@@ -444,14 +483,19 @@ export class Supervisor {
       const killed = await this.killLostJob(rec, boot);
       const endedAt = new Date().toISOString();
       const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
-      this.jobs.finish(rec.proposalId, {
+      // Its lines were counted in the memory of the run that died: its stored events tell them.
+      const counted = this.jobs.lineCountsFromEvents(rec.proposalId);
+      const end = {
         state: next.state,
         endedAt,
         rc: null,
         signal: null,
-        stdoutLines: rec.stdoutLines,
-        stderrLines: rec.stderrLines,
-      });
+        stdoutLines: Math.max(rec.stdoutLines, counted.stdoutLines),
+        stderrLines: Math.max(rec.stderrLines, counted.stderrLines),
+        exitReason: 'lost',
+        exitDetail: null,
+      } as const;
+      this.jobs.finish(rec.proposalId, end);
       this.bus.publish({
         severity,
         scope: GENERATION_SCOPE,
@@ -459,7 +503,7 @@ export class Supervisor {
         detail: `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`,
         payload: { proposal_id: rec.proposalId, pid: rec.pid },
       });
-      lost.push({ ...rec, state: next.state, endedAt });
+      lost.push({ ...rec, ...end });
     }
     return lost;
   }
