@@ -11,18 +11,23 @@ import { answerOf, HttpError, ValidationError, type ErrorAnswer } from './errors
 import { addToRequestLine } from './request-log.js';
 
 /**
- * Codes of the errors a request's own bytes or connection raise while its body is read, which
- * body-parser passes on as a 400 without a `type`: a compressed body that does not decompress
- * (zlib's `Z_*`), a connection that ended under it. Anything else it passes on so (a module
- * that cannot be loaded, a TypeError) is a fault of the service (issue 14, item 5).
+ * Whether an error body-parser passes on as a 4xx is a fault of the request (issue 14, item 5):
+ * its own typed errors (`entity.parse.failed`, `request.aborted`…), and errors of the request's
+ * stream, which carry an errno: a body that does not decompress (zlib's `Z_DATA_ERROR`,
+ * brotli's), a connection that ended under it (`ECONNRESET`). body-parser gives status 400 to
+ * anything else it meets too (a module that cannot be loaded, a TypeError): those are faults of
+ * the service.
  */
-const REQUEST_STREAM_FAULT = /^(?:Z_[A-Z_]+|ECONNRESET|ECONNABORTED|EPIPE|ERR_STREAM_PREMATURE_CLOSE)$/;
+function isRequestFault(err: unknown): boolean {
+  const e = err as { type?: unknown; errno?: unknown } | null | undefined;
+  return typeof e?.type === 'string' || typeof e?.errno === 'number';
+}
 
 /**
  * The service's error for anything thrown: an error of the service as it is; a SqliteError
  * the state layer's own (src/state/errors.ts); the JSON body parser's errors as the request's
  * (413 `body_too_large`, 422 `validation_failed`, 400 `bad_request`: its typed errors, and the
- * faults of the request's stream, {@link REQUEST_STREAM_FAULT}); anything else `internal`,
+ * faults of the request's stream, {@link isRequestFault}); anything else `internal`,
  * with the thrown value as `cause`, whatever status a library gave it.
  */
 export function toServiceError(err: unknown): ServiceErrorLike {
@@ -40,8 +45,7 @@ export function toServiceError(err: unknown): ServiceErrorLike {
     // A body that cannot be decoded is unprocessable like one that is not JSON.
     return withCause(new ValidationError([{ loc: ['body'], msg: e.message ?? 'unsupported body encoding', type: 'body_encoding' }]), err);
   }
-  const requestFault = typeof e?.type === 'string' || REQUEST_STREAM_FAULT.test(String((err as { code?: unknown } | null)?.code ?? ''));
-  if (requestFault && typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError('bad_request', e.message ?? 'bad request', cause);
+  if (isRequestFault(err) && typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError('bad_request', e.message ?? 'bad request', cause);
   return new HttpError('internal', 'internal server error', cause);
 }
 

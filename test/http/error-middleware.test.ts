@@ -137,7 +137,7 @@ describe('the service as a process, from a copy whose node_modules loses a modul
     expect(again.status).toBe(202);
   });
 
-  it('keeps a fault of the request itself a 4xx: a body that does not decompress is a 400', async () => {
+  it('keeps a fault of the request itself a 4xx: a body that does not decompress (gzip, brotli) is a 400', async () => {
     const res = await fetch(`${svc.url}/api/clicks`, {
       method: 'POST',
       headers: { ...JSON_BODY, 'content-encoding': 'gzip' },
@@ -145,6 +145,9 @@ describe('the service as a process, from a copy whose node_modules loses a modul
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ code: 'bad_request' });
+    const brotli = await fetch(`${svc.url}/api/clicks`, { method: 'POST', headers: { ...JSON_BODY, 'content-encoding': 'br' }, body: '{}' });
+    expect(brotli.status).toBe(400);
+    expect(await brotli.json()).toMatchObject({ code: 'bad_request' });
     const deflated = await fetch(`${svc.url}/api/clicks`, {
       method: 'POST',
       headers: { ...JSON_BODY, 'content-encoding': 'deflate' },
