@@ -15,7 +15,8 @@ export interface ProjectRef {
  * @throws DispatchError (exit 2): `unknown project <id>` when the directory holds neither
  *   `project.json` nor `project.yaml`; `legacy project <id>: format 1 (project.yaml)` or
  *   `legacy project <id>: format <n>`; `project <id>: missing canonical field <f>` (a
- *   wrong `id` counts as missing, as on the read routes).
+ *   wrong `id` counts as missing, as on the read routes); `project <id>: canonical field format
+ *   has the wrong type (a string, expected an integer)`.
  * @throws Error (exit 1) when `project.json` is unreadable or not a JSON object.
  */
 export async function loadProject(storeRoot: string, projectId: string): Promise<ProjectRef> {
@@ -36,7 +37,11 @@ export async function loadProject(storeRoot: string, projectId: string): Promise
       throw new DispatchError(`project ${projectId}: missing canonical field ${field}`);
     }
   }
-  if (typeof project['format'] !== 'number' || project['format'] < 2) {
+  // A format of another type is a mistake in the file, not a legacy format (issue 14, item 6).
+  if (typeof project['format'] !== 'number') {
+    throw new DispatchError(`project ${projectId}: canonical field format has the wrong type (${Array.isArray(project['format']) ? 'an array' : `a ${typeof project['format']}`}, expected an integer)`);
+  }
+  if (project['format'] < 2) {
     throw new DispatchError(`legacy project ${projectId}: format ${String(project['format'])}`);
   }
   if (project['id'] !== projectId) {

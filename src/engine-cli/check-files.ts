@@ -35,7 +35,7 @@ export function checkProjectJson(id: string, read: StoreRead<unknown>, hasYaml: 
   const first = classifyProjectRead(id, read, hasYaml);
   if (first.kind !== 'invalid') return [];
   const doc = read.kind === 'ok' ? asObject(read.value) : null;
-  if (doc === null) return [unreadable(first.detail, file, 'project')];
+  if (doc === null) return [unreadable(first.detail, file, 'project', read.kind === 'problem' ? read.problem.fix : NOT_AN_OBJECT_FIX)];
   return collect(doc, check, file, 'project', id, (field, d) => {
     switch (field) {
       case 'format':
@@ -60,7 +60,7 @@ export function checkProjectJson(id: string, read: StoreRead<unknown>, hasYaml: 
 export function checkShot(projectId: string, file: string, parsed: Parsed): Finding[] {
   const where = `projects/${projectId}/shots/${file}`;
   const check: Check = (doc) => errorOf(parseShot(projectId, file, { doc }));
-  if ('unreadable' in parsed) return [unreadable(errorOf(parseShot(projectId, file, parsed))!, where, 'shot')];
+  if ('unreadable' in parsed) return [unreadable(errorOf(parseShot(projectId, file, parsed))!, where, 'shot', parsed.fix)];
   const stem = file.slice(0, -'.json'.length);
   return collect(parsed.doc, check, where, 'shot', projectId, (field) => {
     switch (field) {
@@ -80,7 +80,7 @@ export function checkShot(projectId: string, file: string, parsed: Parsed): Find
 export function checkTake(projectId: string, file: string, parsed: Parsed): Finding[] {
   const where = `projects/${projectId}/takes/${file}`;
   const check: Check = (doc) => errorOf(parseTake(projectId, file, { doc }));
-  if ('unreadable' in parsed) return [unreadable(errorOf(parseTake(projectId, file, parsed))!, where, 'take')];
+  if ('unreadable' in parsed) return [unreadable(errorOf(parseTake(projectId, file, parsed))!, where, 'take', parsed.fix)];
   const stem = file.slice(0, -'.json'.length);
   return collect(parsed.doc, check, where, 'take', projectId, (field) => {
     switch (field) {
@@ -102,7 +102,7 @@ export function checkMemoryEntry(name: string, parsed: Parsed): Finding[] {
   const where = `memory/${name}`;
   const first = parseMemoryEntry(name, parsed);
   if (!('error' in first)) return [];
-  if (!('doc' in parsed)) return [unreadable(first.error, where, 'memory')];
+  if (!('doc' in parsed)) return [unreadable(first.error, where, 'memory', parsed.fix)];
   const doc = parsed.doc;
   const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
   const check: Check = (d) => errorOf(parseMemoryEntry(name, { doc: d }));
@@ -148,7 +148,14 @@ function collect(
   return out;
 }
 
-function unreadable(detail: MissingCanonicalFieldDetail, file: string, entity: EntityKind): Finding {
+/** What to do with a file whose contents are JSON but not an object. */
+const NOT_AN_OBJECT_FIX = 'make it a JSON object (see engine-format.md)';
+
+/**
+ * A file that cannot be checked member by member: its problem, and its own fix (`fix the JSON
+ * syntax` for invalid JSON, whose problem says where; issue 14, item 6).
+ */
+function unreadable(detail: MissingCanonicalFieldDetail, file: string, entity: EntityKind, fix: string | undefined): Finding {
   return {
     severity: 'error',
     code: 'missing_canonical_field',
@@ -157,7 +164,7 @@ function unreadable(detail: MissingCanonicalFieldDetail, file: string, entity: E
     entity,
     field: detail.field,
     problem: missingFieldReason(detail),
-    fix: `repair ${file} by hand: it must be a JSON object (see engine-format.md)`,
+    fix: `repair ${file} by hand: ${fix ?? NOT_AN_OBJECT_FIX}`,
     derived: null,
   };
 }

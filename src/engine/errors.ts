@@ -57,6 +57,30 @@ export function missingField(
 }
 
 /**
+ * How a JSON value is named in a message: `a string`, `a number that is not an integer`,
+ * `null`, `an array`… Never the value itself (issue 10, item 4: no message quotes a file).
+ */
+export function jsonTypeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'an integer' : 'a number that is not an integer';
+  if (typeof value === 'object') return 'an object';
+  return typeof value === 'string' ? (value === '' ? 'an empty string' : 'a string') : `a ${typeof value}`;
+}
+
+/**
+ * The detail of a canonical member that is absent or of the wrong type (issue 14, item 6): an
+ * absent member (or null, or an empty string: no value) `is missing` (add it); any other value
+ * `has the wrong type (<found>, expected <expected>)`, and the fix says to make it so.
+ * `"format": "2"` is a string, not a missing format.
+ * @param expected what the member must be, e.g. `an integer`, `a non-empty string`.
+ */
+export function fieldProblem(projectId: string | null, field: string, where: string, value: unknown, expected: string): MissingCanonicalFieldDetail {
+  if (value === undefined || value === null || value === '') return missingField(projectId, field, where);
+  return missingField(projectId, field, where, `has the wrong type (${jsonTypeOf(value)}, expected ${expected})`, `make it ${expected} (see engine-format.md)`);
+}
+
+/**
  * What is wrong, as `missingField` was told (`is missing`, `does not match the file name "x"`…),
  * read back from a detail's `remediation`; the whole remediation when it has another shape.
  */

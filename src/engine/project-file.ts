@@ -4,7 +4,7 @@
  * The file is read through src/engine/read-store-file.ts (issue 10, items 2-4).
  */
 import path from 'node:path';
-import { missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
+import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { checkStoreFileSync, parseStoreJson, readStoreJsonSync, DEFAULT_STORE_JSON_MAX_DEPTH, type StoreAccess, type StoreRead } from './read-store-file.js';
 
 export type ProjectStatus =
@@ -46,16 +46,16 @@ export function classifyProjectRead(id: string, read: StoreRead<unknown>, hasYam
   }
   const p = doc as Record<string, unknown>;
   if (typeof p.format !== 'number' || !Number.isInteger(p.format)) {
-    return { kind: 'invalid', id, detail: missingField(id, 'format', where) };
+    return { kind: 'invalid', id, detail: fieldProblem(id, 'format', where, p.format, 'an integer') };
   }
   if (p.format < CURRENT_FORMAT) return { kind: 'legacy', id, reason: `format ${p.format}` };
-  if (typeof p.id !== 'string' || p.id.length === 0) return { kind: 'invalid', id, detail: missingField(id, 'id', where) };
+  if (typeof p.id !== 'string' || p.id.length === 0) return { kind: 'invalid', id, detail: fieldProblem(id, 'id', where, p.id, 'a non-empty string') };
   if (p.id !== id) {
     // The value found is not quoted: no error message carries a file's contents (issue 10, item 4).
     return { kind: 'invalid', id, detail: missingField(id, 'id', where, `does not match the directory name "${id}"`) };
   }
   if (typeof p.title !== 'string' || p.title.length === 0) {
-    return { kind: 'invalid', id, detail: missingField(id, 'title', where) };
+    return { kind: 'invalid', id, detail: fieldProblem(id, 'title', where, p.title, 'a non-empty string') };
   }
   return { kind: 'ok', id, project: p };
 }

@@ -4,7 +4,7 @@
  * thread has nothing else to do and the main event loop is never touched. Every file and
  * folder is read through src/engine/read-store-file.ts (issue 10, items 2-4).
  */
-import { missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
+import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
 import { readProjectStatusSync, type ProjectStatus } from './project-file.js';
 import {
@@ -191,12 +191,12 @@ export function parseShot(projectId: string, file: string, doc: Parsed): Shot | 
   if ('unreadable' in doc) return { error: unreadableField(projectId, 'shot_id', where, { why: doc.unreadable, fix: doc.fix ?? 'repair it' }) };
   const d = doc.doc;
   const expected = file.slice(0, -'.json'.length);
-  if (typeof d.shot_id !== 'string' || d.shot_id.length === 0) return fail('shot_id');
+  if (typeof d.shot_id !== 'string' || d.shot_id.length === 0) return { error: fieldProblem(projectId, 'shot_id', where, d.shot_id, 'a non-empty string') };
   if (d.shot_id !== expected) return fail('shot_id', `does not match the file name "${expected}"`);
-  if (typeof d.episode !== 'number' || !Number.isInteger(d.episode) || d.episode < 0) {
-    return fail('episode', d.episode === undefined ? undefined : 'is not an integer ≥ 0');
-  }
-  if (!isValidId(d.beat_id)) return fail('beat_id', d.beat_id === undefined ? undefined : 'is not a valid identifier');
+  if (typeof d.episode !== 'number' || !Number.isInteger(d.episode)) return { error: fieldProblem(projectId, 'episode', where, d.episode, 'an integer ≥ 0') };
+  if (d.episode < 0) return fail('episode', 'is not an integer ≥ 0');
+  if (typeof d.beat_id !== 'string') return { error: fieldProblem(projectId, 'beat_id', where, d.beat_id, 'an identifier (a string)') };
+  if (!isValidId(d.beat_id)) return fail('beat_id', 'is not a valid identifier');
   const order = typeof d.order === 'number' && Number.isFinite(d.order) ? d.order : Number.POSITIVE_INFINITY;
   return { shot_id: d.shot_id, episode: d.episode, beat_id: d.beat_id, order, raw: d };
 }
@@ -208,9 +208,9 @@ export function parseTake(projectId: string, file: string, doc: Parsed): Take | 
   if ('unreadable' in doc) return { error: unreadableField(projectId, 'take_id', where, { why: doc.unreadable, fix: doc.fix ?? 'repair it' }) };
   const d = doc.doc;
   const expected = file.slice(0, -'.json'.length);
-  if (typeof d.take_id !== 'string' || d.take_id.length === 0) return fail('take_id');
+  if (typeof d.take_id !== 'string' || d.take_id.length === 0) return { error: fieldProblem(projectId, 'take_id', where, d.take_id, 'a non-empty string') };
   if (d.take_id !== expected) return fail('take_id', `does not match the file name "${expected}"`);
-  if (typeof d.shot_id !== 'string' || d.shot_id.length === 0) return fail('shot_id');
+  if (typeof d.shot_id !== 'string' || d.shot_id.length === 0) return { error: fieldProblem(projectId, 'shot_id', where, d.shot_id, 'a non-empty string') };
   const parent = typeof d.parent_take_id === 'string' && d.parent_take_id.length > 0 ? d.parent_take_id : null;
   const created = typeof d.created_at === 'string' ? d.created_at : '';
   return { take_id: d.take_id, shot_id: d.shot_id, parent_take_id: parent, created_at: created, raw: d };

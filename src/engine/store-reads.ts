@@ -6,7 +6,7 @@
  * back as ready JSON bytes, so the main thread neither reads, parses nor serialises a store file.
  * Pure functions of the store's files: they never throw for store content.
  */
-import { missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
+import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
 import { readProjectStatusSync } from './project-file.js';
 import { parsedOf, type Parsed } from './project-index.js';
@@ -32,8 +32,20 @@ export interface ProjectListing {
   readonly problem: StoreFileProblem | null;
 }
 
-/** `GET /api/memory`'s body, or the first entry's problem (a 422 for the route). */
-export type MemoryListing = { readonly ok: true; readonly body: Uint8Array } | { readonly ok: false; readonly detail: MissingCanonicalFieldDetail };
+/** A memory entry file left out of `GET /api/memory`, and why (issue 14, item 6). */
+export interface SkippedMemoryEntry {
+  /** The file's name in `memory/`. */
+  readonly name: string;
+  readonly detail: MissingCanonicalFieldDetail;
+}
+
+/**
+ * `GET /api/memory`'s body and the entries left out of it; or, when `memory/` itself cannot be
+ * listed (not a folder, a link out of the store), its problem (a 422 for the route).
+ */
+export type MemoryListing =
+  | { readonly ok: true; readonly body: Uint8Array; readonly skipped: readonly SkippedMemoryEntry[] }
+  | { readonly ok: false; readonly detail: MissingCanonicalFieldDetail };
 
 /**
  * A take file as take actions need it: absent; present with its shot id (null, with the
@@ -86,26 +98,33 @@ export function readProjectSync(access: StoreAccess, id: string): ProjectEntry |
 
 /**
  * The memory entries of `memory/` by file name, with `enabled` replaced by the recorded toggle
- * (`toggles`, by entry id), else the file's value, else true; or the first entry's problem.
+ * (`toggles`, by entry id), else the file's value, else true. An entry file that cannot be used
+ * (unreadable, not JSON, a canonical field missing or of the wrong type) is left out and listed
+ * in `skipped`, as a broken project is left out of the project list: one bad file never fails
+ * the whole list (issue 14, item 6).
  */
 export function listMemorySync(access: StoreAccess, toggles: Readonly<Record<string, boolean>>): MemoryListing {
   const dir = listStoreDirSync(access, 'memory', 'memory');
-  if (dir.kind === 'absent') return { ok: true, body: encoder.encode('[]') };
+  if (dir.kind === 'absent') return { ok: true, body: encoder.encode('[]'), skipped: [] };
   if (dir.kind === 'problem') return { ok: false, detail: unreadableField(null, 'id', 'memory', dir.problem) };
   const out: unknown[] = [];
+  const skipped: SkippedMemoryEntry[] = [];
   for (const d of dir.value.entries) {
     const name = d.name;
     if (!name.endsWith('.json') || name.startsWith('.')) continue;
     const read = readFolderEntryJsonSync(access, dir.value, d);
     if (read.kind === 'absent') continue; // removed since the listing
     const parsed = parseMemoryEntry(name, parsedOf(read));
-    if ('error' in parsed) return { ok: false, detail: parsed.error };
+    if ('error' in parsed) {
+      skipped.push({ name, detail: parsed.error });
+      continue;
+    }
     const doc = parsed.doc;
     const toggled = Object.hasOwn(toggles, doc.id) ? toggles[doc.id] : undefined;
     const enabled = toggled ?? (typeof doc.enabled === 'boolean' ? doc.enabled : true);
     out.push({ ...doc, enabled });
   }
-  return { ok: true, body: encoder.encode(JSON.stringify(out)) };
+  return { ok: true, body: encoder.encode(JSON.stringify(out)), skipped };
 }
 
 /**
@@ -123,12 +142,9 @@ export function parseMemoryEntry(
   if ('unreadable' in read) return { error: unreadableField(null, 'id', where, { why: read.unreadable, fix: read.fix ?? 'repair it' }) };
   const doc = read.doc;
   const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
-  if (typeof doc.id !== 'string' || doc.id !== expected) {
-    return {
-      error: missingField(projectId, 'id', where, doc.id === undefined ? 'is missing' : `does not match the file name "${expected}"`),
-    };
-  }
-  if (typeof doc.text !== 'string') return { error: missingField(projectId, 'text', where) };
+  if (typeof doc.id !== 'string') return { error: fieldProblem(projectId, 'id', where, doc.id, 'a string: the file name without .json') };
+  if (doc.id !== expected) return { error: missingField(projectId, 'id', where, `does not match the file name "${expected}"`) };
+  if (typeof doc.text !== 'string') return { error: fieldProblem(projectId, 'text', where, doc.text, 'a string') };
   return { doc: doc as Record<string, unknown> & { id: string; text: string } };
 }
 

@@ -25,6 +25,7 @@ import {
 } from './errors.js';
 import { checkId } from './ids.js';
 import type { StoreAccess } from './read-store-file.js';
+import { MemorySkipReporter } from './memory-skips.js';
 import type { MemoryEntryCheck, ProjectEntry, TakeFileRead } from './store-reads.js';
 import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type TakeStates } from './synthesize.js';
 import { StoreWatcher, type StoreChange } from './watcher.js';
@@ -110,6 +111,8 @@ export class EngineStore {
   private listProblem: string | null = null;
   /** Legacy or invalid projects already reported by a warning event, with the reason. */
   private readonly warned = new Map<string, string>();
+  /** Reports the memory entry files left out of the list (issue 14, item 6). */
+  private readonly memorySkips: MemorySkipReporter;
   private hits = 0;
   private misses = 0;
 
@@ -123,6 +126,7 @@ export class EngineStore {
     this.takeStates = opts.takeStates ?? NO_TAKE_STATES;
     this.memoryToggles = opts.memoryToggles ?? NO_MEMORY_TOGGLES;
     this.watcher = opts.watch === false ? null : new StoreWatcher(this.root, (c) => this.onStoreChange(c));
+    this.memorySkips = new MemorySkipReporter(this.bus, this.log);
   }
 
   /**
@@ -289,7 +293,11 @@ export class EngineStore {
     }
   }
 
-  /** `GET /api/memory`: entries from `memory/`, `enabled` replaced by the last recorded toggle. */
+  /**
+   * `GET /api/memory`: entries from `memory/`, `enabled` replaced by the last recorded toggle;
+   * entry files that cannot be used are left out, each reported once by a warning event.
+   * @throws MissingCanonicalFieldError when `memory/` itself cannot be listed.
+   */
   async listMemory(): Promise<CachedBody> {
     const toggles = this.memoryToggles.version();
     const m = this.memory;
@@ -302,6 +310,7 @@ export class EngineStore {
     const value: CachedBody | Error = listing.ok
       ? { body: bufferOf(listing.body), etag: `W/"${this.nonce}-m-${gen}-${toggles}"` }
       : new MissingCanonicalFieldError(listing.detail);
+    if (listing.ok) this.memorySkips.report(listing.skipped);
     this.memory = { gen, toggles, value };
     if (value instanceof Error) throw value;
     return value;

@@ -3,13 +3,15 @@
  * module per resource group and the error mapping, and returns the app without listening.
  */
 import cors from 'cors';
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from '../main/logger.js';
 import { bearerAuth } from './auth.js';
-import { errorMiddleware, HttpError, MethodNotAllowedError, ValidationError, type ErrorReporter } from './errors.js';
+import { errorMiddleware, type ServerFault } from './error-middleware.js';
+import { HttpError, MethodNotAllowedError, ValidationError } from './errors.js';
 import { hostCheck, hostPolicy } from './host-check.js';
 import { inSequence } from './in-sequence.js';
 import { bodyShapeError } from './json-depth.js';
+import { requestId, requestIdOf } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { requestMetrics } from './request-metrics.js';
 import { Api } from './route.js';
@@ -38,8 +40,11 @@ import { workspaceRoutes } from './routes/workspace.js';
 export type { AppDeps } from './routes/deps.js';
 
 export interface CreateAppOptions {
-  readonly reportError?: ErrorReporter;
-  /** Writes one line per request (pino-http); none when absent. */
+  /**
+   * The service's log (issue 14, item 5): one line per request (pino-http) at level info and
+   * below; every 5xx says why (`code`, `reason`), and an error the service did not expect is
+   * also logged once with its stack (`unhandled error`). Absent: unexpected errors go to stderr.
+   */
   readonly logger?: Logger;
   /** Runs right after CORS: the shutdown gate (shutdown-gate.ts). */
   readonly gate?: RequestHandler;
@@ -54,13 +59,13 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
 
   const api = new Api();
   const routeOf = routeTemplates(api);
-  // Order matters. 1. The request log and the request timer see every answer, 421s, 401s and
+  // Order matters. 0. The request id. 1. The request log and the request timer see every answer, 421s, 401s and
   // forwarded ones included. 2. The Host check, before anything that acts (a refused request
   // changes nothing). 3. CORS answers preflights before the token check. 4. The token. 5. The
   // write proxy, before the body parsers, so forwarded bodies stream through untouched. The
   // token check, the proxy and the dispatcher decide on one match of the request (`api.match`).
   // Features that are off add no middleware: every layer costs every request.
-  const chain: RequestHandler[] = [];
+  const chain: RequestHandler[] = [requestId()];
   const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
   if (log) chain.push(log);
   chain.push(requestMetrics(deps.metrics.httpDuration, routeOf));
@@ -106,14 +111,7 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
     const allowed = api.allowedMethods(req);
     next(allowed.length > 0 ? new MethodNotAllowedError(req.method, req.path, allowed) : new HttpError('route_not_found', `no route for ${req.method} ${req.path}`));
   });
-  const logger = opts.logger;
-  app.use(
-    errorMiddleware(
-      opts.reportError ?? ((err) => console.error(err)),
-      // With a request log, 5xx answers are already in it (at level error).
-      logger && !log ? (req, status, detail) => logger.error({ method: req.method, route: routeOf(req), status, detail }, `${req.method} ${routeOf(req)} ${status}`) : undefined,
-    ),
-  );
+  app.use(errorMiddleware(serverFaultLog(opts.logger, log !== null, routeOf), requestIdOf));
   return { app, api };
 }
 
@@ -142,5 +140,25 @@ function jsonBody(limit: number): RequestHandler {
     // Nested past MAX_JSON_DEPTH, or holding `__proto__`: a 422 here, before any step that
     // recurses or copies members by assignment (json-depth.ts).
     parse(req, res, (err?: unknown) => next(err ?? bodyShapeError(req.body)));
+  };
+}
+
+/**
+ * How 5xx answers are logged (issue 14, item 5): with a request log, its line (at error) carries
+ * the `code` and `reason` (set by the error middleware); without one (below info), a line of
+ * its own. An error the service did not expect is also logged once with its stack, the request's
+ * id and URL (`unhandled error`).
+ */
+function serverFaultLog(logger: Logger | undefined, requestLogged: boolean, routeOf: (req: Request) => string) {
+  return (req: Request, _res: Response, f: ServerFault): void => {
+    const reqId = requestIdOf(req);
+    if (f.internal) {
+      if (logger) logger.error({ err: f.err, reqId, method: req.method, url: req.originalUrl }, 'unhandled error');
+      else console.error(f.err);
+    }
+    if (logger && !requestLogged) {
+      const route = routeOf(req);
+      logger.error({ reqId, method: req.method, route, status: f.status, code: f.code, detail: f.detail, reason: f.reason }, `${req.method} ${route} ${f.status}`);
+    }
   };
 }

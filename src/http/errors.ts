@@ -10,13 +10,12 @@
  * MissingCanonicalField object, or the validation array of `{ loc, msg, type }`
  * (api-decisions.md, Validation errors); `code` says which error it is.
  */
-import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { ConsoleErrorCode } from '../console/decision.js';
 import type { EngineErrorCode } from '../engine/errors.js';
-import { isServiceError, ServiceError, type ServiceErrorLike, type ServiceErrorOptions } from '../errors/index.js';
+import { ServiceError, type ServiceErrorLike } from '../errors/index.js';
 import type { MainErrorCode } from '../main/config.js';
 import type { ProcessErrorCode } from '../process/errors.js';
-import { stateDbFault, type StateErrorCode } from '../state/errors.js';
+import type { StateErrorCode } from '../state/errors.js';
 import type { SupervisorErrorCode } from '../supervisor/errors.js';
 import type { TerminalErrorCode } from '../terminals/errors.js';
 
@@ -47,6 +46,7 @@ export type HttpErrorCode =
   | 'media_forbidden'
   | 'range_not_satisfiable'
   | 'precondition_failed'
+  | 'not_ready'
   | 'internal';
 
 /** Every code the service raises: each folder's, and the HTTP layer's. */
@@ -107,6 +107,17 @@ export class StaleRevisionError extends HttpError {
     readonly revision: number,
   ) {
     super('stale_revision', message);
+  }
+}
+
+/**
+ * `GET /api/ready` found this instance not ready (code `not_ready`, issue 14, item 3): the body
+ * also carries `ready: false` and every check, the failing ones named in the detail.
+ */
+export class NotReadyError extends HttpError {
+  override name = 'NotReadyError';
+  constructor(readonly checks: readonly { readonly name: string; readonly ok: boolean; readonly detail: string }[]) {
+    super('not_ready', `not ready: ${checks.filter((c) => !c.ok).map((c) => `${c.name} (${c.detail})`).join('; ')}`);
   }
 }
 
@@ -207,7 +218,7 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   tool_missing: { status: 500, means: 'The dispatch tool file is missing (spec: Generation, rule 3); the detail names it and no process was started.' },
   spawn_failed: { status: 500, means: 'The operating system refused to start the dispatch tool; the detail ends with the errno (`EAGAIN`…).' },
   spawn_refused: { status: 500, means: 'The operating system refused to start a program; the detail ends with the errno.' },
-  internal: { status: 500, unrouted: true, means: 'An unexpected error (a bug): the detail is generic, the error is in the log.' },
+  internal: { status: 500, unrouted: true, means: 'An error the service did not expect (a bug, a module that cannot be loaded): the detail is generic, `requestId` finds the error and its stack in the log.' },
   invalid_transition: { status: 500, internal: true, means: 'A job state transition the table has no row for (a bug).' },
   config_invalid: { status: 500, internal: true, means: 'A bad configuration value (stops start-up).' },
   startup_guard_failed: { status: 500, internal: true, means: 'A start-up guard failed (stops start-up).' },
@@ -220,6 +231,11 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   state_db_unavailable: { status: 503, means: 'The state database is read-only, failing or damaged: nothing was stored.' },
   state_db_unreachable: { status: 503, means: 'The PostgreSQL state database (cluster mode) cannot be reached now: nothing was stored, try again.', headers: retryAfter },
   shutting_down: { status: 503, unrouted: true, means: 'The service is shutting down; the connection is closed.' },
+  not_ready: {
+    status: 503,
+    means: '`GET /api/ready`: a check failed (the store folder, the dispatch tool, the state database, the worker pool); the body lists every check.',
+    members: (err) => ({ ready: false, checks: (err as NotReadyError).checks }),
+  },
   terminal_program_missing: { status: 503, means: 'The terminal program (TTYD_BIN) cannot be found or is not executable.' },
   terminal_ports_exhausted: { status: 503, means: 'Every port of CONSOLE_TTYD_PORTS is taken.' },
   terminal_start_failed: { status: 503, means: 'The terminal program was refused by the operating system (the errno ends the detail), exited during start-up, or the service is stopping.' },
@@ -241,87 +257,19 @@ const INTERNAL: ErrorAnswer = Object.freeze({ status: 500, headers: {}, body: Ob
 
 /**
  * The answer to an error of the service, from the catalogue. An internal code, or a code the
- * catalogue does not know, is answered 500 `internal` with a generic detail.
+ * catalogue does not know, is answered 500 `internal` with a generic detail that names no
+ * internal path, and the request's id (`requestId`, also its `X-Request-Id`), by which the
+ * error is found in the log (issue 14, item 5).
+ * @param requestId the request's id (request-id.ts), when the answer is for a request.
  */
-export function answerOf(err: ServiceErrorLike): ErrorAnswer {
+export function answerOf(err: ServiceErrorLike, requestId?: string): ErrorAnswer {
   const entry = (ERROR_CATALOGUE as Readonly<Record<string, CatalogueEntry>>)[err.code];
-  if (entry === undefined || entry.internal === true || err.code === 'internal') return INTERNAL;
+  if (entry === undefined || entry.internal === true || err.code === 'internal') {
+    return requestId === undefined ? INTERNAL : { ...INTERNAL, body: { ...INTERNAL.body, requestId } };
+  }
   return {
     status: entry.status,
     headers: entry.headers?.(err) ?? {},
     body: { detail: err.detail ?? err.message, code: err.code, ...entry.members?.(err) },
   };
-}
-
-/**
- * The service's error for anything thrown: an error of the service as it is; a SqliteError
- * the state layer's own (src/state/errors.ts); the JSON body parser's errors as the request's
- * (413 `body_too_large`, 422 `validation_failed`, 400 `bad_request`); anything else
- * `internal`, with the thrown value as `cause`.
- */
-export function toServiceError(err: unknown): ServiceErrorLike {
-  if (isServiceError(err)) return err;
-  const fault = stateDbFault(err);
-  if (fault !== undefined) return fault;
-  const e = err as { type?: string; status?: number; message?: string; limit?: number } | null | undefined;
-  const cause: ServiceErrorOptions = { cause: err };
-  // body-parser's errors (app.ts, jsonBody)
-  if (e?.type === 'entity.too.large') return new HttpError('body_too_large', `request body too large (limit ${e.limit} bytes)`, cause);
-  if (e?.type === 'entity.parse.failed') {
-    return withCause(new ValidationError([{ loc: ['body'], msg: `JSON decode error: ${e.message ?? 'invalid JSON'}`, type: 'json_invalid' }]), err);
-  }
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-    // A body that cannot be decoded is unprocessable like one that is not JSON.
-    return withCause(new ValidationError([{ loc: ['body'], msg: e.message ?? 'unsupported body encoding', type: 'body_encoding' }]), err);
-  }
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError('bad_request', e.message ?? 'bad request', cause);
-  return new HttpError('internal', 'internal server error', cause);
-}
-
-function withCause<E extends Error>(err: E, cause: unknown): E {
-  err.cause = cause;
-  return err;
-}
-
-/** Hook to report an unexpected error (logging); set by the composition root. */
-export type ErrorReporter = (err: unknown, req: Request) => void;
-
-/** Hook for every 5xx answer the error middleware sends (logs when no request log runs). */
-export type ServerErrorLogger = (req: Request, status: number, detail: unknown) => void;
-
-/**
- * The error middleware, registered last: every error a route or middleware passes on is
- * answered from the catalogue. An error whose facts come later (`settled`: a refused spawn's
- * errno) is answered once they came.
- * @param report called with errors answered `internal` (bugs), to be logged with the stack.
- * @param onServerError called for every 5xx answer, expected ones included.
- */
-export function errorMiddleware(report: ErrorReporter, onServerError?: ServerErrorLogger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    const e = toServiceError(err);
-    const answer = () => {
-      const a = answerOf(e);
-      if (a.status >= 500) {
-        // Expected faults (a missing tool, a full disk) are in the request log; only bugs get a stack.
-        if (a.body.code === 'internal') report(err, req);
-        onServerError?.(req, a.status, a.body.detail);
-      }
-      sendAnswer(res, a);
-    };
-    if (e.settled === undefined) answer();
-    else void e.settled.then(answer, answer);
-  };
-}
-
-/** Sends the catalogue's answer to `err`; destroys the connection when an answer had started. */
-export function sendError(res: Response, err: ServiceErrorLike): void {
-  sendAnswer(res, answerOf(err));
-}
-
-function sendAnswer(res: Response, a: ErrorAnswer): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  res.status(a.status).set(a.headers).json(a.body);
 }

@@ -3,7 +3,9 @@
  * ends: `{ reqId, method, route, path, status, durationMs, msg }` at level info (error for a
  * 5xx). No bodies, no headers (so never `Authorization`), no query string (an event stream may
  * carry `?token=`). A route may add fields of its own ({@link addToRequestLine}): a generation
- * request's `episode` and `modality`, which the spec says are accepted and logged.
+ * request's `episode` and `modality`, which the spec says are accepted and logged; and every 5xx
+ * line says why, with the error's `code` and `reason` (issue 14, item 5). `reqId` is the
+ * request's id (request-id.ts), also sent as `X-Request-Id`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';

@@ -348,7 +348,12 @@ export class Api {
           'The Host header (or an absolute request target) names a host this instance does not serve (DNS rebinding defence, `host_not_allowed`): bound to a loopback address it serves loopback names (localhost, 127.0.0.1, [::1], any port) and the hosts of CONSOLE_ALLOWED_HOSTS only; bound elsewhere, the same once CONSOLE_ALLOWED_HOSTS is set. Nothing was done.',
         schema: ErrorBody,
       };
-      answers[500] ??= { description: 'An unexpected error (a bug, `internal`): the detail is generic, the error is in the log.', schema: ErrorBody };
+      answers[500] ??= {
+        description:
+          'An error the service did not expect (`internal`: a bug, a module that cannot be loaded): the detail is generic and names nothing internal; `requestId` (also `X-Request-Id`) finds the error, with its stack, in the log.',
+        schema: ErrorBody,
+        headers: { 'X-Request-Id': 'The request’s id (sent on every answer): the `reqId` of its log lines.' },
+      };
       if (protectedOp && bearer.required && !answers[401]) {
         answers[401] = {
           description: 'Missing (`unauthorized`) or wrong (`invalid_token`) bearer token.',
@@ -412,7 +417,7 @@ export class Api {
                 [BEARER_SCHEME]: {
                   type: 'http',
                   scheme: 'bearer',
-                  description: `CONSOLE_API_TOKEN. ${bearer.required ? 'Set on this instance: required' : 'Not set on this instance: the API is open (a token is accepted and not checked)'}; never required by the open routes (health, config, this document).`,
+                  description: `CONSOLE_API_TOKEN. ${bearer.required ? 'Set on this instance: required' : 'Not set on this instance: the API is open (a token is accepted and not checked)'}; never required by the open routes (health, readiness, config, this document).`,
                 },
                 [QUERY_TOKEN_SCHEME]: {
                   type: 'apiKey',

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import 'zod-openapi';
 import { SEVERITIES } from '../bus/event.js';
+import { EXIT_REASONS } from '../supervisor/job-state.js';
 import { ID_PATTERN, ID_RULE, invalidIdMessage, isValidId } from '../engine/ids.js';
 import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 
@@ -90,10 +91,15 @@ export const ErrorBody = z
   .object({
     detail: z.union([z.string(), z.array(ValidationIssue), z.record(z.string(), z.unknown())]),
     code: ErrorCode,
+    requestId: z
+      .string()
+      .optional()
+      .meta({ description: 'Only on a 500 `internal` (an error the service did not expect): the request’s id, also sent as `X-Request-Id`, by which the error and its stack are found in the log.' }),
   })
   .meta({
     id: 'ErrorBody',
-    description: 'Error answer: `detail` is a string, a validation list (`validation_failed`), or a MissingCanonicalField object (`missing_canonical_field`); `code` says which error it is.',
+    description:
+      'Error answer: `detail` is a string, a validation list (`validation_failed`), or a MissingCanonicalField object (`missing_canonical_field`); `code` says which error it is. Every answer carries the request’s id in `X-Request-Id`.',
   });
 
 export const Severity = z.enum(SEVERITIES).meta({ id: 'EventSeverity' });
@@ -184,6 +190,17 @@ export const Job = z
     stdoutLines: z.number().int(),
     stderrLines: z.number().int(),
     cancelRequested: z.boolean(),
+    exitReason: z
+      .enum(EXIT_REASONS)
+      .nullable()
+      .meta({
+        description:
+          'Why it ended (null while running): `exited` (the tool ended by itself, whatever its code), `cancelled` (a cancel request), `shutdown` (the service stopped), `lost` (found running after the service itself died; its line counts are read from its stored events), `spawn failed` (the operating system refused to start the tool: recorded at once, no pid).',
+      }),
+    exitDetail: z
+      .string()
+      .nullable()
+      .meta({ description: 'What says more: for a failed job, the tool’s last stderr line (bounded by CONSOLE_LINE_MAX_BYTES; null when it wrote none); for `spawn failed`, the refusal with its errno.' }),
   })
   .meta({ id: 'Job' });
 
@@ -261,7 +278,7 @@ export const MissingCanonicalField = z
  * descriptions of the routes that read the store.
  */
 export const STORE_FILE_422 =
-  'A store file that cannot be used answers the same detail: `field` is its first canonical field, `remediation` names the file relative to the store and why: `not a regular file (a named pipe)` (a socket, a character device, a folder…), `a symbolic link leading outside <its folder>`, `a symbolic link loop…`, `larger than <n> bytes, CONSOLE_STORE_FILE_MAX_BYTES`, `nested deeper than <n> levels at line <l> column <c>, CONSOLE_STORE_JSON_MAX_DEPTH`, `invalid JSON at line <l> column <c>: <what was expected>`. It never quotes the file’s contents.';
+  'A store file that cannot be used answers the same detail: `field` is its first canonical field, `remediation` names the file relative to the store and why: `not a regular file (a named pipe)` (a socket, a character device, a folder…), `a symbolic link leading outside <its folder>`, `a symbolic link loop…`, `larger than <n> bytes, CONSOLE_STORE_FILE_MAX_BYTES`, `nested deeper than <n> levels at line <l> column <c>, CONSOLE_STORE_JSON_MAX_DEPTH`, `invalid JSON at line <l> column <c>: <what was expected>` (fix: `fix the JSON syntax`). A canonical field present with another type says so: `has the wrong type (a string, expected an integer)` (fix: `make it an integer`). It never quotes the file’s contents.';
 
 /** The 503 of a store read past CONSOLE_STORE_READ_TIMEOUT_MS (issue 10, item 2). */
 export const StoreReadTimeout = {

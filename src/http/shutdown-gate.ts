@@ -15,6 +15,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import net from 'node:net';
 import { answerOf, HttpError } from './errors.js';
+import { addToRequestLine } from './request-log.js';
 
 /** Poll interval of {@link ShutdownGate.drained}: only runs during a shutdown. */
 const DRAIN_POLL_MS = 10;
@@ -68,6 +69,8 @@ export class ShutdownGate {
   private refuse(req: IncomingMessage, res: ServerResponse): void {
     this.refusedCount++;
     res.shouldKeepAlive = false;
+    // Every 5xx line of the request log says why (issue 14, item 5).
+    addToRequestLine(res, { code: REFUSAL_ANSWER.body.code, reason: String(REFUSAL_ANSWER.body.detail) });
     const answer = () => {
       if (res.headersSent || res.destroyed) return;
       res.writeHead(REFUSAL_ANSWER.status, {

@@ -17,7 +17,8 @@ import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import { HttpError, sendError } from './errors.js';
+import { sendError } from './error-middleware.js';
+import { HttpError } from './errors.js';
 import { canonicalPath, type Api, type RouteMatch } from './route.js';
 
 /**

@@ -4,6 +4,7 @@
  * and returns a deep-frozen {@link Config}; a bad value throws {@link ConfigError}
  * naming the variable, and start-up stops with that message.
  */
+import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +22,10 @@ export const CONFIG_SCHEMA_VERSION = 1;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** LOG_FORMAT: JSON lines for machines (the default), or pino-pretty's lines for people. */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** The codes of start-up errors (src/main): they stop start-up and are never answered. */
 export type MainErrorCode = 'config_invalid' | 'startup_guard_failed';
@@ -51,7 +56,7 @@ export interface Config {
   /** SERVICE_WRITE_UPSTREAM as a URL string (never with credentials), or null when mutations run locally. */
   readonly writeUpstream: string | null;
   /**
-   * CONSOLE_API_TOKEN: the bearer token every route but health, config and the OpenAPI
+   * CONSOLE_API_TOKEN: the bearer token every route but health, readiness, config and the OpenAPI
    * document requires (api-decisions.md, "Network and safety defaults"); null (blank or
    * unset) leaves the API open.
    */
@@ -139,6 +144,13 @@ export interface Config {
   readonly allowedHosts: readonly string[];
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
+  /** LOG_FORMAT: `json` (one JSON object a line) or `pretty` (pino-pretty, for people). */
+  readonly logFormat: LogFormat;
+  /**
+   * The variables set to something else than their default, by name, as given (trimmed); a
+   * secret's value is never kept (`(set)`). The start-up log line lists them (issue 14, item 5).
+   */
+  readonly nonDefault: Readonly<Record<string, string>>;
   /**
    * Environment of the dispatch tool and of terminals: the service's own, without
    * {@link SERVICE_ONLY_VARIABLES} (its token), plus CONSOLE_DATA_DIR.
@@ -322,7 +334,27 @@ const envSchema = z.object({
     .transform((s, ctx) => parseAllowedHosts(s, ctx))
     .default([]),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),
 });
+
+/** Variables whose value is never shown, not even in the start-up line. */
+const SECRET_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN'];
+
+/**
+ * The variables of `env` whose parsed value differs from the default's, with the value as
+ * given (trimmed), a secret's replaced by `(set)`.
+ */
+function nonDefaultSettings(env: NodeJS.ProcessEnv, parsed: Record<string, unknown>): Record<string, string> {
+  const defaults = envSchema.parse({}) as Record<string, unknown>;
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(envSchema.shape)) {
+    const given = env[name];
+    // Blank means unset (TTYD_HOST, CONSOLE_API_TOKEN, SERVICE_WRITE_UPSTREAM).
+    if (given === undefined || given.trim() === '' || JSON.stringify(parsed[name]) === JSON.stringify(defaults[name])) continue;
+    out[name] = SECRET_VARIABLES.includes(name) ? '(set)' : given.trim();
+  }
+  return out;
+}
 
 /**
  * Parses the service configuration from an environment object (normally `process.env`).
@@ -396,6 +428,8 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     cors: { origins },
     allowedHosts: e.CONSOLE_ALLOWED_HOSTS,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    nonDefault: nonDefaultSettings(env, e),
     childEnv,
   });
 }

@@ -4,7 +4,8 @@
  * so no future line can leak one either.
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
-import type { LogLevel } from './config.js';
+import { build as prettyStream } from 'pino-pretty';
+import type { LogFormat, LogLevel } from './config.js';
 import { Scrubber } from './log-scrub.js';
 
 export type { Logger } from 'pino';
@@ -14,6 +15,13 @@ export interface LoggerOptions {
   readonly destination?: DestinationStream;
   /** Values never written as such (CONSOLE_API_TOKEN), also percent-encoded; blank or null ones are ignored. */
   readonly secrets?: readonly (string | null)[];
+  /**
+   * LOG_FORMAT (issue 14, item 5): `json` (default), or `pretty`: pino-pretty's lines for people
+   * (local time, level name, message, then the line's fields), written synchronously to stdout
+   * (or `destination`), coloured on a terminal. The scrubbing is the same: pino-pretty reads
+   * the line as written.
+   */
+  readonly format?: LogFormat;
 }
 
 /**
@@ -39,6 +47,17 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
       // The line as written: message, bindings and serialised error included.
       hooks: { streamWrite: (line) => scrub.text(line) },
     },
-    options.destination ?? pino.destination({ dest: 1, sync: false }),
+    options.format === 'pretty' ? pretty(options.destination) : (options.destination ?? pino.destination({ dest: 1, sync: false })),
   );
+}
+
+function pretty(destination: DestinationStream | undefined): DestinationStream {
+  return prettyStream({
+    translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
+    ignore: 'service',
+    colorize: destination === undefined && process.stdout.isTTY === true,
+    // For people, at the pace people read: each line is written at once, so none is lost at exit.
+    sync: true,
+    ...(destination ? { destination } : { destination: 1 }),
+  });
 }

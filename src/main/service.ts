@@ -31,9 +31,10 @@ import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
 import { WORKER_FILES } from './paths.js';
-import type { Config } from './config.js';
+import { APP_VERSION, ConfigError, type Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
+import { Readiness } from './readiness.js';
 
 export interface ServiceOptions {
   /** Registries checked by the start-up guards; tests inject their own. */
@@ -59,10 +60,11 @@ export interface Service {
 /**
  * Starts the service: guards first (nothing is opened or served when they fail), then the
  * state, the engine store and the HTTP server.
- * @throws StartupGuardError, StateDbError, or a listen error (EADDRINUSE…).
+ * @throws StartupGuardError, ConfigError (CONSOLE_DATA_DIR not a folder), StateDbError, or a
+ *   listen error (EADDRINUSE…).
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
-  const log = opts.logger ?? createLogger(config.logLevel, { secrets: [config.apiToken] });
+  const log = opts.logger ?? createLogger(config.logLevel, { secrets: [config.apiToken], format: config.logFormat });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
 
   if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {
@@ -70,6 +72,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // never land in the repository.
     fs.cpSync(config.sampleSeedDir, config.dataDir, { recursive: true });
     log.info({ from: config.sampleSeedDir, to: config.dataDir }, 'sample engine store copied');
+  }
+  // A store that is not there is a mistake in the configuration, not an empty store (issue 14, item 3).
+  checkStoreRoot(config.dataDir);
+  // The service can serve without its tool, but every generation request would be a 500: said now.
+  if (!isFile(config.dispatchCli)) {
+    log.warn({ dispatchCli: config.dispatchCli }, `the dispatch tool ${config.dispatchCli} (DISPATCH_CLI) does not exist: generation requests answer 500 until it does (npm run build makes the default one)`);
   }
 
   const db = openStateDb(config.stateDbPath);
@@ -163,12 +171,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     const leftovers = await terminals.killLeftovers();
     if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
-    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer };
+    const readiness = new Readiness({ dataDir: config.dataDir, dispatchCli: config.dispatchCli, db, bus, poolStats: () => pool.stats() });
+    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer, readiness };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
     const gate = new ShutdownGate();
     const { app, api } = createApp(deps, {
       logger: log,
-      reportError: (err, req) => log.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error'),
       gate: gate.middleware,
     });
     const server = http.createServer(app);
@@ -184,7 +192,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const port = (server.address() as AddressInfo).port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
-    log.info({ url, dataDir: config.dataDir, stateDir: config.stateDir }, 'console-backend listening');
+    // One line says what runs where, and every setting that is not the default (issue 14, item 5).
+    log.info(
+      { version: APP_VERSION, url, dataDir: config.dataDir, stateDir: config.stateDir, stateDb: config.stateDbPath, dispatchCli: config.dispatchCli, settings: config.nonDefault },
+      'console-backend listening',
+    );
     if (config.writeUpstream !== null) log.info({ upstream: config.writeUpstream }, 'mutations are forwarded to the write upstream');
     if (config.apiToken === null && !isLoopbackHost(config.host)) {
       log.warn({ host: config.host }, 'listening beyond loopback without CONSOLE_API_TOKEN: every route is open to the network');
@@ -221,6 +233,30 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   } catch (err) {
     for (const fn of cleanup) await fn();
     throw err;
+  }
+}
+
+/**
+ * Refuses a store root that is not a folder: CONSOLE_DATA_DIR naming nothing used to start and
+ * serve an empty store without a word.
+ * @throws ConfigError naming CONSOLE_DATA_DIR.
+ */
+function checkStoreRoot(dir: string): void {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(`CONSOLE_DATA_DIR: ${dir} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${(err as Error).message})`}: set it to the engine store's folder, or unset it to serve the bundled sample store`);
+  }
+  if (!stat.isDirectory()) throw new ConfigError(`CONSOLE_DATA_DIR: ${dir} is not a folder: set it to the engine store's folder`);
+}
+
+function isFile(file: string): boolean {
+  try {
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
   }
 }
 

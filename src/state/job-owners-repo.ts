@@ -22,7 +22,7 @@ export class JobOwnersRepo {
     );
     // Conditional on `state = 'running'`: a job already marked is never marked again.
     this.lostStmt = db.prepare<[string, string, string], { proposal_id: string }>(
-      `UPDATE jobs SET state = 'lost', ended_at = ? WHERE state = 'running' AND coalesce(instance_id, ?) = ? RETURNING proposal_id`,
+      `UPDATE jobs SET state = 'lost', exit_reason = 'lost', ended_at = ? WHERE state = 'running' AND coalesce(instance_id, ?) = ? RETURNING proposal_id`,
     );
   }
 

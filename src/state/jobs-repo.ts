@@ -18,6 +18,25 @@ export interface JobRecord {
   readonly stdoutLines: number;
   readonly stderrLines: number;
   readonly cancelRequested: boolean;
+  /**
+   * Why it ended (issue 14, item 2): `exited` (by itself), `cancelled`, `shutdown`, `lost` or
+   * `spawn failed` (the supervisor's ExitReason); null while running.
+   */
+  readonly exitReason: string | null;
+  /** What says more: for a job that failed, the tool's last stderr line (null when it wrote none). */
+  readonly exitDetail: string | null;
+}
+
+/** How a job ended, as {@link JobsRepo.finish} stores it. */
+export interface JobEnd {
+  readonly state: string;
+  readonly endedAt: string;
+  readonly rc: number | null;
+  readonly signal: string | null;
+  readonly stdoutLines: number;
+  readonly stderrLines: number;
+  readonly exitReason: string;
+  readonly exitDetail: string | null;
 }
 
 interface Row {
@@ -33,6 +52,8 @@ interface Row {
   stdout_lines: number;
   stderr_lines: number;
   cancel_requested: number;
+  exit_reason: string | null;
+  exit_detail: string | null;
 }
 
 const fromRow = (r: Row): JobRecord => ({
@@ -48,6 +69,8 @@ const fromRow = (r: Row): JobRecord => ({
   stdoutLines: r.stdout_lines,
   stderrLines: r.stderr_lines,
   cancelRequested: r.cancel_requested !== 0,
+  exitReason: r.exit_reason,
+  exitDetail: r.exit_detail,
 });
 
 export class JobsRepo {
@@ -61,7 +84,7 @@ export class JobsRepo {
       `INSERT INTO jobs (proposal_id, project_id, pid, argv, state, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
     );
     this.finishStmt = db.prepare(
-      `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ? WHERE proposal_id = ?`,
+      `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ?, exit_reason = ?, exit_detail = ? WHERE proposal_id = ?`,
     );
     this.cancelStmt = db.prepare(`UPDATE jobs SET cancel_requested = 1 WHERE proposal_id = ?`);
     this.getStmt = db.prepare(`SELECT * FROM jobs WHERE proposal_id = ?`);
@@ -71,11 +94,26 @@ export class JobsRepo {
     this.insertStmt.run(job.proposalId, job.projectId, job.pid, JSON.stringify(job.argv), job.state, job.startedAt);
   }
 
-  finish(
-    proposalId: string,
-    f: { state: string; endedAt: string; rc: number | null; signal: string | null; stdoutLines: number; stderrLines: number },
-  ): void {
-    this.finishStmt.run(f.state, f.endedAt, f.rc, f.signal, f.stdoutLines, f.stderrLines, proposalId);
+  finish(proposalId: string, f: JobEnd): void {
+    this.finishStmt.run(f.state, f.endedAt, f.rc, f.signal, f.stdoutLines, f.stderrLines, f.exitReason, f.exitDetail, proposalId);
+  }
+
+  /**
+   * The output lines of a job as its events tell them (issue 14, item 2: a job found `lost`
+   * after a crash had counted its lines in memory only): the highest line number of each
+   * stream among the stored line events (`<proposal id> stdout line <n>`), so lines whose
+   * events retention dropped still count; 0 for a stream without any.
+   */
+  lineCountsFromEvents(proposalId: string): { stdoutLines: number; stderrLines: number } {
+    const rows = this.db
+      .prepare(
+        `SELECT substr(d, ?, 6) AS source, max(CAST(substr(d, ?) AS INTEGER)) AS n
+         FROM (SELECT json_extract(data, '$.detail') AS d FROM events WHERE scope = 'engine/generation')
+         WHERE substr(d, 1, ?) = ? GROUP BY source`,
+      )
+      .all(proposalId.length + 2, proposalId.length + 14, proposalId.length + 1, `${proposalId} `) as { source: string; n: number }[];
+    const of = (source: string) => rows.find((r) => r.source === source)?.n ?? 0;
+    return { stdoutLines: of('stdout'), stderrLines: of('stderr') };
   }
 
   /** Deletes finished jobs beyond the newest `keep` (running jobs are never deleted). */

@@ -191,4 +191,10 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX terminals_instance ON terminals (instance_id, state);
   `,
+  // 5: why a job ended (issue 14, item 2): exited, cancelled, shutdown, lost or spawn failed,
+  // and what says more (the tool's last stderr line for a failure).
+  `
+  ALTER TABLE jobs ADD COLUMN exit_reason TEXT;
+  ALTER TABLE jobs ADD COLUMN exit_detail TEXT;
+  `,
 ];

@@ -160,6 +160,10 @@ export interface JobFinish {
   readonly signal: string | null;
   readonly stdoutLines: number;
   readonly stderrLines: number;
+  /** Why it ended (issue 14, item 2): exited, cancelled, shutdown, lost or spawn failed. */
+  readonly exitReason: string;
+  /** For a failure, the tool's last stderr line. */
+  readonly exitDetail: string | null;
 }
 
 /** Generation jobs of every instance. */

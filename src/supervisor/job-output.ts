@@ -31,7 +31,10 @@ export function superviseOutput(bus: EventBus, turns: LineTurns, job: RunningJob
   const max = options.lineMaxBytes;
   const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {
     if (source === 'stdout') job.stdoutLines++;
-    else job.stderrLines++;
+    else {
+      job.stderrLines++;
+      job.lastStderr = line.text;
+    }
     const { severity } = transition(job.status, { kind: source === 'stdout' ? 'stdout-line' : 'stderr-line' });
     bus.publish({
       severity,

@@ -22,6 +22,15 @@ export type JobStatus =
 export type JobStateName = JobStatus['state'];
 export const JOB_STATES: readonly JobStateName[] = ['running', 'exited ok', 'exited failed', 'lost'];
 
+/**
+ * Why a job ended (issue 14, item 2), on its record as `exitReason`: `exited` (the tool ended by
+ * itself, whatever its code), `cancelled` (a cancel request), `shutdown` (the service stopped),
+ * `lost` (found running after the service itself died), `spawn failed` (the operating system
+ * refused to start the tool: the job is recorded as failed at once, without a pid).
+ */
+export const EXIT_REASONS = ['exited', 'cancelled', 'shutdown', 'lost', 'spawn failed'] as const;
+export type ExitReason = (typeof EXIT_REASONS)[number];
+
 export type JobTrigger =
   | { readonly kind: 'accepted' }
   | { readonly kind: 'stdout-line' }

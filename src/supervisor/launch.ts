@@ -65,9 +65,28 @@ export function spawnTool(procs: ProcTable, options: LaunchOptions, proposalId: 
     });
     return { argv, proc };
   } catch (err) {
-    if (err instanceof ProcessSpawnError) throw new SpawnError('the operating system refused to start the dispatch tool', { cause: err });
-    throw err;
+    if (!(err instanceof ProcessSpawnError)) throw err;
+    throw new SpawnError('the operating system refused to start the dispatch tool', { cause: err });
   }
+}
+
+/**
+ * A spawn the operating system refused is recorded as a job that failed at once (issue 14,
+ * item 2): no pid, `exitReason` `spawn failed`, the refusal with its errno as `exitDetail`;
+ * written once the errno is known. No event: no process ever ran.
+ */
+export function recordRefused(jobs: JobsRepo, proposals: ProposalsRepo, proposalId: string, req: GenerationRequest, argv: readonly string[], refused: SpawnError): void {
+  void refused.settled.then(() => {
+    const at = new Date().toISOString();
+    try {
+      proposals.transaction(() => {
+        jobs.insert({ proposalId, projectId: req.project, pid: null, argv, state: 'exited failed', startedAt: at });
+        jobs.finish(proposalId, { state: 'exited failed', endedAt: at, rc: null, signal: null, stdoutLines: 0, stderrLines: 0, exitReason: 'spawn failed', exitDetail: refused.message });
+      });
+    } catch {
+      // The database refuses writes: the 500 answer and its log line say what happened.
+    }
+  });
 }
 
 /**

@@ -24,14 +24,19 @@ export async function recoverLostJobs(jobs: JobsRepo, bus: EventBus, procs: Proc
     const killed = await killLostJob(procs, sweep, rec, boot);
     const endedAt = new Date().toISOString();
     const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
-    jobs.finish(rec.proposalId, {
+    // Its lines were counted in the memory of the run that died: its stored events tell them.
+    const counted = jobs.lineCountsFromEvents(rec.proposalId);
+    const end = {
       state: next.state,
       endedAt,
       rc: null,
       signal: null,
-      stdoutLines: rec.stdoutLines,
-      stderrLines: rec.stderrLines,
-    });
+      stdoutLines: Math.max(rec.stdoutLines, counted.stdoutLines),
+      stderrLines: Math.max(rec.stderrLines, counted.stderrLines),
+      exitReason: 'lost',
+      exitDetail: null,
+    } as const;
+    jobs.finish(rec.proposalId, end);
     bus.publish({
       severity,
       scope: GENERATION_SCOPE,
@@ -39,7 +44,7 @@ export async function recoverLostJobs(jobs: JobsRepo, bus: EventBus, procs: Proc
       detail: `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`,
       payload: { proposal_id: rec.proposalId, pid: rec.pid },
     });
-    lost.push({ ...rec, state: next.state, endedAt });
+    lost.push({ ...rec, ...end });
   }
   return lost;
 }

@@ -4,7 +4,7 @@
  */
 import type { JobRecord } from '../state/jobs-repo.js';
 import type { ManagedProcess } from '../process/index.js';
-import type { JobStatus } from './job-state.js';
+import type { ExitReason, JobStatus } from './job-state.js';
 
 /** Scope of every generation event (spec: Events). */
 export const GENERATION_SCOPE = 'engine/generation';
@@ -25,6 +25,12 @@ export class RunningJob {
   stdoutLines = 0;
   stderrLines = 0;
   cancelRequested = false;
+  /** Who asked it to stop first: a cancel request or the service's shutdown (issue 14, item 2). */
+  stopReason: 'cancelled' | 'shutdown' | null = null;
+  /** The tool's last stderr line (bounded by CONSOLE_LINE_MAX_BYTES like every line). */
+  lastStderr: string | null = null;
+  exitReason: ExitReason | null = null;
+  exitDetail: string | null = null;
   endedAt: string | null = null;
   /** Resolves once the exit is published (set when supervision starts). */
   finished: Promise<void> = Promise.resolve();
@@ -52,6 +58,8 @@ export class RunningJob {
       stdoutLines: this.stdoutLines,
       stderrLines: this.stderrLines,
       cancelRequested: this.cancelRequested,
+      exitReason: this.exitReason,
+      exitDetail: this.exitDetail,
     };
   }
 }

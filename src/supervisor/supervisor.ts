@@ -13,12 +13,12 @@ import type { EventBus } from '../bus/bus.js';
 import type { JobRecord, JobsRepo } from '../state/jobs-repo.js';
 import type { ProposalsRepo } from '../state/proposals-repo.js';
 import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
-import { JobCapacityError, JobNotRunningError, UnknownJobError } from './errors.js';
+import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
 import { FinalStates } from './final-states.js';
 import { LineTurns } from './frame-lines.js';
 import { superviseOutput } from './job-output.js';
 import { transition, type JobTrigger } from './job-state.js';
-import { recordLaunch, requireTool, spawnTool, toolArgs, type GenerationRequest } from './launch.js';
+import { recordLaunch, recordRefused, requireTool, spawnTool, toolArgs, type GenerationRequest } from './launch.js';
 import { recoverLostJobs } from './lost-jobs.js';
 import { GENERATION_SCOPE, RunningJob } from './running-job.js';
 
@@ -114,7 +114,14 @@ export class Supervisor {
     if (this.stopping || this.running.size >= this.options.maxRunning) throw new JobCapacityError(this.options.maxRunning, this.options.retryAfterSeconds);
 
     const proposalId = `gen_${randomBytes(6).toString('hex')}`;
-    const { argv, proc } = spawnTool(this.procs, this.options, proposalId, req);
+    let launched: ReturnType<typeof spawnTool>;
+    try {
+      launched = spawnTool(this.procs, this.options, proposalId, req);
+    } catch (err) {
+      if (err instanceof SpawnError) recordRefused(this.jobs, this.proposals, proposalId, req, [process.execPath, this.options.dispatchCli, ...toolArgs(req)], err);
+      throw err;
+    }
+    const { argv, proc } = launched;
     const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
     try {
       recordLaunch(this.jobs, this.proposals, job, req);
@@ -141,6 +148,9 @@ export class Supervisor {
     const { next, severity } = transition(job.status, { kind: 'exit', rc, signal });
     job.status = next;
     job.endedAt = new Date().toISOString();
+    // Why it ended: whoever asked it to stop first, else by itself; a failure says its last words.
+    job.exitReason = job.stopReason ?? 'exited';
+    job.exitDetail = next.state === 'exited failed' ? job.lastStderr : null;
     const rec = job.record();
     this.finalStates.save(job.proposalId, rec, {
       state: rec.state,
@@ -149,6 +159,8 @@ export class Supervisor {
       signal,
       stdoutLines: job.stdoutLines,
       stderrLines: job.stderrLines,
+      exitReason: job.exitReason,
+      exitDetail: job.exitDetail,
     });
     this.running.delete(job.proposalId);
     if (++this.finishedTotal % PRUNE_EVERY === 0) {
@@ -163,7 +175,7 @@ export class Supervisor {
       severity,
       scope: GENERATION_SCOPE,
       summary: `dispatch_cli exited rc=${rc}`,
-      detail: signal ? `terminated by ${signal}${job.cancelRequested ? ' (cancelled)' : ''}` : null,
+      detail: signal ? `terminated by ${signal}${job.stopReason ? ` (${job.stopReason})` : ''}` : null,
       payload: { proposal_id: job.proposalId, rc },
     });
     this.notifyTransition(job, 'exit');
@@ -228,6 +240,7 @@ export class Supervisor {
     }
     if (!job.cancelRequested) {
       job.cancelRequested = true;
+      job.stopReason ??= 'cancelled';
       try {
         this.jobs.markCancelRequested(proposalId);
       } catch {
@@ -246,7 +259,8 @@ export class Supervisor {
     this.stopping = true;
     const jobs = [...this.running.values()];
     for (const job of jobs) {
-      job.cancelRequested = true;
+      // Not a cancel: the record keeps `cancelRequested` as the client left it (issue 14, item 2).
+      job.stopReason ??= 'shutdown';
       job.proc.stop(graceMs);
     }
     await Promise.all(jobs.map((j) => j.finished));

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { assertBuilt, copySampleStore, readReceipts, removeStore, runCli, snapshotTree } from './helpers.js';
 
@@ -30,6 +32,14 @@ describe('dispatch tool: errors exit 2 with one stderr line', () => {
     expect(result.stdout).toEqual([]);
     expect(result.stderr).toEqual([message]);
     expect(snapshotTree(store)).toEqual(before);
+  });
+
+  it('says a format of another type is one, not a legacy format (issue 14, item 6)', async () => {
+    const file = path.join(store, 'projects', 'night-market', 'project.json');
+    fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(fs.readFileSync(file, 'utf8')), format: '2' }));
+    const result = await runCli(store, ['--project', 'night-market']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toEqual(['error: project night-market: canonical field format has the wrong type (a string, expected an integer)']);
   });
 
   it('writes a failed receipt for an unknown shot of an existing project', async () => {

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { allEvents } from '../helpers/events.js';
 import { makeTempStore, startTestService, type TestService } from '../helpers/service.js';
 import { changedFiles, editJson, readJsonFile, runCli, runFixCli, snapshot } from './run-cli.js';
 
@@ -21,6 +22,11 @@ function store() {
   const s = makeTempStore('sample');
   temps.push(s.tmp);
   return { ...s, env: { CONSOLE_DATA_DIR: s.dataDir, CONSOLE_STATE_DIR: s.stateDir } };
+}
+
+/** The warning events of memory entries left out of `GET /api/memory`. */
+async function skippedMemory() {
+  return (await allEvents(t!.url, 'scopePrefix=engine/memory')).filter((e) => e.summary.startsWith('memory entry skipped: '));
 }
 
 async function status(route: string): Promise<{ status: number; body: any }> {
@@ -44,9 +50,13 @@ describe('engine doctor --fix', () => {
     const project = await status('/api/projects/night-market');
     expect(project.status).toBe(422);
     expect(project.body.detail.fix_cli).toBe('npm run engine -- doctor --project night-market --fix');
+    // The entry is left out of the list, and its warning event carries the fix (issue 14, item 6).
     const mem = await status('/api/memory');
-    expect(mem.status).toBe(422);
-    expect(mem.body.detail.fix_cli).toBe('npm run engine -- doctor --project night-market --fix');
+    expect(mem.status).toBe(200);
+    expect(mem.body.map((m: any) => m.id)).not.toContain('handheld-only');
+    expect((await skippedMemory()).map((e) => e.payload)).toEqual([
+      { file: 'memory/handheld-only.json', field: 'id', project_id: 'night-market', fix_cli: 'npm run engine -- doctor --project night-market --fix' },
+    ]);
     await t.stop();
 
     const before = snapshot(s.dataDir);
@@ -91,8 +101,8 @@ describe('engine doctor --fix', () => {
 
     t = await startTestService({ tmp: s.tmp });
     expect((await status('/api/projects/harbor-lights/episodes')).status).toBe(422);
-    const mem = await status('/api/memory');
-    expect(mem.body.detail.fix_cli).toBe('npm run engine -- doctor --fix');
+    expect((await status('/api/memory')).status).toBe(200);
+    expect((await skippedMemory()).map((e) => e.payload.fix_cli)).toEqual(['npm run engine -- doctor --fix']);
     await t.stop();
 
     const before = snapshot(s.dataDir);

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { allEvents } from '../helpers/events.js';
 import { makeTempStore, startTestService, type TestService } from '../helpers/service.js';
 import { changedFiles, editJson, runCli, snapshot } from './run-cli.js';
 
@@ -161,6 +162,24 @@ describe('engine doctor on broken files', () => {
     expect(human.stdout).toContain(`  error   ${hl}/takes/tk_0004.json: "shot_id" is missing`);
     expect(human.stdout).toContain('fix: npm run engine -- doctor --project night-market --fix (sets it to "Night Market", a placeholder');
     expect(human.stdout).toMatch(/^result: 13 errors, 5 warnings/m);
+    // Invalid JSON: where, and to fix the syntax (issue 14, item 6).
+    expect(human.stdout).toContain(`  error   ${hl}/shots/sh150.json: "shot_id" cannot be read (invalid JSON at line 1 column 3: invalid symbol)`);
+    expect(human.stdout).toContain(`fix: repair ${hl}/shots/sh150.json by hand: fix the JSON syntax`);
+  });
+
+  it('says when a canonical member has the wrong type, and what it must be (issue 14, item 6)', async () => {
+    const s = store();
+    const p = (...x: string[]) => path.join(s.dataDir, 'projects', ...x);
+    editJson(p('night-market', 'project.json'), (d) => (d.format = '2'));
+    editJson(p('harbor-lights', 'takes', 'tk_0003.json'), (d) => (d.take_id = 3));
+    const r = await runCli(['doctor', '--json'], s.env);
+    const found = findingsOf(r.json()).map((f: any) => [f.file, f.field, f.problem, f.fix]);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        ['projects/night-market/project.json', 'format', 'has the wrong type (a string, expected an integer)', 'set "format" by hand in projects/night-market/project.json: the integer 2'],
+        ['projects/harbor-lights/takes/tk_0003.json', 'take_id', 'has the wrong type (an integer, expected a non-empty string)', 'npm run engine -- doctor --project harbor-lights --fix (sets it to "tk_0003")'],
+      ]),
+    );
   });
 
   it('agrees with the service: each 422 the service answers is among the findings', async () => {
@@ -168,7 +187,7 @@ describe('engine doctor on broken files', () => {
     const r = await runCli(['doctor', '--json'], s.env);
     const found = findingsOf(r.json());
     t = await startTestService({ tmp: s.tmp });
-    for (const route of ['/api/projects/night-market', '/api/projects/harbor-lights/episodes', '/api/memory']) {
+    for (const route of ['/api/projects/night-market', '/api/projects/harbor-lights/episodes']) {
       const res = await t.get(route);
       expect(res.status, route).toBe(422);
       const { detail } = (await res.json()) as any;
@@ -179,6 +198,18 @@ describe('engine doctor on broken files', () => {
       );
     }
     expect((await t.get('/api/projects/older')).status).toBe(410);
+    // Memory entries that cannot be used are left out of the list, each named by a warning
+    // event (issue 14, item 6): each is among the findings.
+    const memory = await t.get('/api/memory');
+    expect(memory.status).toBe(200);
+    await memory.body?.cancel();
+    const skipped = (await allEvents(t.url, 'scopePrefix=engine/memory')).filter((e) => e.summary.startsWith('memory entry skipped: '));
+    expect(skipped.map((e) => e.payload.file).sort()).toEqual(['memory/mara-wardrobe.json', 'memory/style-palette.json']);
+    for (const e of skipped) {
+      const p = e.payload as { file: string; field: string; project_id: string | null; fix_cli: string };
+      expect(found.some((f: any) => f.file === p.file && f.field === p.field), `${p.file}: ${e.detail}`).toBe(true);
+      expect(p.fix_cli).toBe(p.project_id === null ? 'npm run engine -- doctor --fix' : `npm run engine -- doctor --project ${p.project_id} --fix`);
+    }
   });
 
   it('limits the report to one project with --project', async () => {

@@ -195,27 +195,37 @@ describe('a hostile media file', () => {
 });
 
 describe('a hostile memory entry', () => {
-  it.each(HOSTILE_KINDS.map((k) => [k.name, k] as const))('%s: GET /api/memory answers 422 naming memory/zz-hostile.json; a toggle checks the file safely', async (_n, kind) => {
-    const file = path.join(t.dataDir, 'memory', 'zz-hostile.json');
+  // One file name per kind: each is a new file to the store, reported by its own warning event.
+  it.each(HOSTILE_KINDS.map((k) => [k.name, k] as const))('%s: GET /api/memory leaves it out, with a warning event naming it (issue 14, item 6); a toggle checks the file safely', async (_n, kind) => {
+    const entry = `zz-${kind.name}`;
+    const rel = `memory/${entry}.json`;
+    const file = path.join(t.dataDir, rel);
     removeAt(file);
     await closeSockets();
-    await kind.plant({ file, doc: MEMORY, otherTarget: `../projects/${P}/project.json`, stateDir: t.stateDir });
+    const since = String(t.service.deps.bus.lastId);
+    await kind.plant({ file, doc: { ...MEMORY, id: entry }, otherTarget: `../projects/${P}/project.json`, stateDir: t.stateDir });
     // The watcher sees the change; the answer follows (the ceiling only bounds the wait).
-    const r = await waitFor(async () => {
+    const event = await waitFor(async () => {
       const m = await get('/api/memory');
-      return m.status === 422 && kind.why.test(m.body.detail.remediation) ? m : undefined;
-    }, `GET /api/memory to report the ${kind.name} entry`);
-    expectUnreadable(r.body.detail, kind, null, 'id', 'memory/zz-hostile.json', 'memory');
-    const toggle = await post('/api/memory/zz-hostile/toggle', { on: false });
+      expect(m.status).toBe(200);
+      return (await allEvents(t.url, 'scopePrefix=engine/memory', since)).find((e) => e.payload.file === rel && kind.why.test(e.detail ?? ''));
+    }, `a warning event for the ${kind.name} entry`);
+    expect(event).toMatchObject({ severity: 'warning', summary: expect.stringMatching(new RegExp(`^memory entry skipped: ${rel} \\(canonical field id cannot be read`)) });
+    // The event carries the detail the 422 carried.
+    const p = event.payload as { field: string; project_id: string | null; fix_cli: string };
+    expectUnreadable({ error: 'missing_canonical_field', field: p.field, project_id: p.project_id, fix_cli: p.fix_cli, remediation: event.detail }, kind, null, 'id', rel, 'memory');
+    const listed = (await get('/api/memory')).body.map((m: { id: string }) => m.id);
+    expect(listed).toEqual(expect.arrayContaining(['handheld-only', 'mara-wardrobe', 'style-palette']));
+    expect(listed).not.toContain(entry);
+    const toggle = await post(`/api/memory/${entry}/toggle`, { on: false });
     if (kind.level === 'file') {
       expect(toggle.status).toBe(422);
-      expectUnreadable(toggle.body.detail, kind, null, 'id', 'memory/zz-hostile.json', 'toggle');
+      expectUnreadable(toggle.body.detail, kind, null, 'id', rel, 'toggle');
     } else {
       expect(toggle.status).toBe(200);
     }
     removeAt(file);
     await closeSockets();
-    await waitFor(async () => ((await get('/api/memory')).status === 200 ? true : undefined), 'GET /api/memory to recover');
   });
 });
 

@@ -12,6 +12,8 @@ const JOB_FIELDS = [
   'argv',
   'cancelRequested',
   'endedAt',
+  'exitDetail',
+  'exitReason',
   'pid',
   'projectId',
   'proposalId',
@@ -37,6 +39,8 @@ interface Job {
   stdoutLines: number;
   stderrLines: number;
   cancelRequested: boolean;
+  exitReason: string | null;
+  exitDetail: string | null;
 }
 
 let t: TestService | undefined;
@@ -128,6 +132,9 @@ describe('GET /api/jobs', () => {
         stdoutLines: 3,
         stderrLines: 1,
         cancelRequested: false,
+        // Why it ended (issue 14, item 2): by itself; no failure, so nothing more to say.
+        exitReason: 'exited',
+        exitDetail: null,
       });
       expect(job.startedAt).toMatch(ISO);
       expect(job.endedAt).toMatch(ISO);
@@ -161,7 +168,7 @@ describe('GET /api/jobs', () => {
       const job = (await listJobs(svc)).find((j) => j.proposalId === proposalId);
       return job?.stdoutLines === 2 ? job : undefined;
     }, 'live line count in the list');
-    expect(listed).toMatchObject({ proposalId, pid, state: 'running', endedAt: null, rc: null, signal: null, stdoutLines: 2, stderrLines: 0 });
+    expect(listed).toMatchObject({ proposalId, pid, state: 'running', endedAt: null, rc: null, signal: null, stdoutLines: 2, stderrLines: 0, exitReason: null, exitDetail: null });
     expect(await getJob(svc, proposalId)).toMatchObject({ state: 'running', stdoutLines: 2, stderrLines: 0, cancelRequested: false });
     expect(await listJobs(svc, '?state=running')).toHaveLength(1);
   });
@@ -177,6 +184,8 @@ describe('GET /api/jobs/{proposalId}', () => {
 
     expect(Object.keys(job).sort()).toEqual(JOB_FIELDS);
     expect(job).toMatchObject({ proposalId, pid, state: 'exited failed', rc: 3, signal: null, stdoutLines: 1, stderrLines: 1 });
+    // Why it failed (issue 14, item 2): it ended by itself, and its last stderr line says why.
+    expect(job).toMatchObject({ exitReason: 'exited', exitDetail: 'something went wrong' });
   });
 
   it('answers 404 for an unknown id and 400 for a malformed one', async () => {
@@ -210,6 +219,9 @@ describe('POST /api/jobs/{proposalId}/cancel', () => {
     expect(exit).toMatchObject({ severity: 'failure', scope: 'engine/generation', summary: 'dispatch_cli exited rc=143' });
     expect(exit.payload).toEqual({ proposal_id: proposalId, rc: 143 });
     expect(await getJob(svc, proposalId)).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true, endedAt: expect.stringMatching(ISO) });
+    // Why it ended (issue 14, item 2); it wrote nothing on stderr.
+    expect(await getJob(svc, proposalId)).toMatchObject({ exitReason: 'cancelled', exitDetail: null });
+    expect(exit.detail).toBe('terminated by SIGTERM (cancelled)');
   });
 
   it('a job that ignores SIGTERM is ended by SIGKILL after the grace period (rc 137)', async () => {

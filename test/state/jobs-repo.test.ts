@@ -21,7 +21,7 @@ describe('JobsRepo.prune', () => {
       const id = `gen_${String(i).padStart(12, '0')}`;
       repo.insert({ proposalId: id, projectId: 'p', pid: 1000 + i, argv: ['node'], state: 'running', startedAt: `2026-01-01T00:00:${String(i).padStart(2, '0')}.000Z` });
       // The two oldest stay running.
-      if (i >= 2) repo.finish(id, { state: 'exited ok', endedAt: '2026-01-02T00:00:00.000Z', rc: 0, signal: null, stdoutLines: 1, stderrLines: 0 });
+      if (i >= 2) repo.finish(id, { state: 'exited ok', endedAt: '2026-01-02T00:00:00.000Z', rc: 0, signal: null, stdoutLines: 1, stderrLines: 0, exitReason: 'exited', exitDetail: null });
     }
     expect(repo.prune(3)).toBe(5);
     const left = repo.list(100).map((j) => j.proposalId.slice(-2));

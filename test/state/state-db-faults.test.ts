@@ -249,6 +249,14 @@ describe('the disk fills while the service runs', () => {
       const r = await fetch(`${svc.url}${p}`);
       expect({ p, status: r.status }).toEqual({ p, status: p.includes('ws-full') ? 404 : 200 });
     }
+    // Not ready for a balancer while events cannot be stored (issue 14, item 3).
+    const notReady = await waitFor(async () => {
+      const r = await fetch(`${svc.url}/api/ready`);
+      const body = (await r.json()) as { checks: { name: string; ok: boolean; detail: string }[] };
+      return r.status === 503 ? body : undefined;
+    }, 'readiness to fail while the disk is full');
+    expect(notReady.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(['stateDatabase']);
+    expect(notReady.checks.find((c) => c.name === 'stateDatabase')?.detail).toMatch(/^events cannot be stored since .*: database or disk is full$/);
     // The job ends while the disk is still full; its exit is known, the service is up.
     const ended = await waitFor(async () => {
       const r = (await (await fetch(`${svc.url}/api/jobs/${job.proposalId}`)).json()) as { state: string; stdoutLines: number };
@@ -261,6 +269,7 @@ describe('the disk fills while the service runs', () => {
     fs.rmSync(filler.file);
     const outage = await waitFor(async () => (await allEvents(svc.url, 'scopePrefix=service/state'))[0], 'the event of the outage');
     expect(outage).toMatchObject({ severity: 'warning', summary: 'events stored late: the state database could not store them for a while', payload: { dropped: 0, error: 'database or disk is full' } });
+    expect((await fetch(`${svc.url}/api/ready`)).status).toBe(200);
     const after = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: 'after' });
     expect(after.status).toBe(202);
     const afterId = ((await after.json()) as { id: string }).id;

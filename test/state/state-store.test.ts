@@ -186,21 +186,23 @@ describe.each(backends)('state store on $name', (backend) => {
       stdoutLines: 0,
       stderrLines: 0,
       cancelRequested: false,
+      exitReason: null,
+      exitDetail: null,
     });
     expect(await s.jobs.get('gen_9')).toBeUndefined();
     expect(ids2p(await s.jobs.list(10))).toEqual(['gen_3', 'gen_2', 'gen_1']);
     expect(ids2p(await s.jobs.running('a')).sort()).toEqual(['gen_1', 'gen_3']);
     expect(await s.jobs.running()).toHaveLength(3);
-    await s.jobs.finish('gen_2', { state: 'exited ok', endedAt: T(5), rc: 0, signal: null, stdoutLines: 7, stderrLines: 1 });
-    expect(await s.jobs.get('gen_2')).toEqual(expect.objectContaining({ state: 'exited ok', endedAt: T(5), rc: 0, stdoutLines: 7, stderrLines: 1, instanceId: 'b' }));
+    await s.jobs.finish('gen_2', { state: 'exited ok', endedAt: T(5), rc: 0, signal: null, stdoutLines: 7, stderrLines: 1, exitReason: 'exited', exitDetail: null });
+    expect(await s.jobs.get('gen_2')).toEqual(expect.objectContaining({ state: 'exited ok', endedAt: T(5), rc: 0, stdoutLines: 7, stderrLines: 1, instanceId: 'b', exitReason: 'exited' }));
     expect(await s.jobs.countsByState()).toEqual({ running: 2, 'exited ok': 1 });
     expect(ids2p(await s.jobs.list(10, 'exited ok'))).toEqual(['gen_2']);
     await s.jobs.markCancelRequested('gen_1');
     expect((await s.jobs.get('gen_1'))?.cancelRequested).toBe(true);
     const lost = await s.jobs.markLost('a', T(9));
-    expect(lost.map((j) => [j.proposalId, j.state, j.endedAt, j.instanceId]).sort()).toEqual([
-      ['gen_1', 'lost', T(9), 'a'],
-      ['gen_3', 'lost', T(9), 'a'],
+    expect(lost.map((j) => [j.proposalId, j.state, j.endedAt, j.instanceId, j.exitReason]).sort()).toEqual([
+      ['gen_1', 'lost', T(9), 'a', 'lost'],
+      ['gen_3', 'lost', T(9), 'a', 'lost'],
     ]);
     expect(await s.jobs.markLost('a', T(10))).toEqual([]);
     expect(await s.jobs.running()).toEqual([]);

@@ -8,6 +8,7 @@ import type { SseHub } from '../../bus/sse.js';
 import type { EngineStore } from '../../engine/store.js';
 import type { GuardReport } from '../../main/guards.js';
 import type { Config } from '../../main/config.js';
+import type { Readiness } from '../../main/readiness.js';
 import type { ServiceMetrics } from '../../metrics/index.js';
 import type { Supervisor } from '../../supervisor/index.js';
 import type { TerminalManager } from '../../terminals/index.js';
@@ -33,4 +34,6 @@ export interface AppDeps {
   readonly metrics: ServiceMetrics;
   /** The write proxy (SERVICE_WRITE_UPSTREAM) and its counters. */
   readonly writeProxy: WriteProxy;
+  /** The checks of `GET /api/ready` (issue 14, item 3). */
+  readonly readiness: Readiness;
 }

@@ -18,11 +18,12 @@ export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void
     path: '/api/memory',
     operationId: 'listMemory',
     summary: 'List memory entries',
-    description: 'Entries of the store’s `memory/` folder by id; `enabled` is the last recorded toggle, else the file’s value (default true).',
+    description:
+      'Entries of the store’s `memory/` folder by id; `enabled` is the last recorded toggle, else the file’s value (default true). An entry file that cannot be used (not JSON, a canonical field missing or of the wrong type, not a regular file…) is left out of the list, and reported once by a `warning` event in scope `engine/memory` (`memory entry skipped: memory/<file> (<reason>)`, `detail` the remediation, payload `file`, `field`, `project_id`, `fix_cli`), again when its reason changes: one bad file never fails the list.',
     tag: 'Engine',
     answers: {
-      200: { description: 'Memory entries.', schema: z.array(MemoryEntry) },
-      422: { description: `An entry lacks a canonical field (the first one, by file name). ${STORE_FILE_422}`, schema: MissingCanonicalField },
+      200: { description: 'Memory entries (the usable ones).', schema: z.array(MemoryEntry) },
+      422: { description: `\`memory/\` itself cannot be listed (a file, a link out of the store). ${STORE_FILE_422}`, schema: MissingCanonicalField },
       503: StoreReadTimeout,
     },
     handler: async ({ req, res }) => sendCached(req, res, await store.listMemory()),

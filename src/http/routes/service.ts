@@ -1,12 +1,14 @@
 /**
- * Service routes: health, config, system status and the OpenAPI document (spec: Service
- * routes; api-decisions.md, "Service routes with partial shape").
+ * Service routes: health, readiness, config and system status (spec: Service routes;
+ * api-decisions.md, "Service routes with partial shape"; issue 14, item 3).
  */
 import { z } from 'zod';
 import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../main/config.js';
+import { READINESS_CHECKS } from '../../main/readiness.js';
+import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
-import { Job } from '../schemas.js';
+import { ErrorBody, Job } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 
 /** How many recent jobs the system status lists. */
@@ -23,6 +25,38 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
     answers: { 200: { description: 'The service is up.', schema: z.object({ ok: z.literal(true) }) } },
     handler: ({ res }) => {
       res.json({ ok: true });
+    },
+  });
+
+  const Check = z
+    .object({
+      name: z.enum(READINESS_CHECKS),
+      ok: z.boolean(),
+      detail: z.string().meta({ description: 'What was found; what is wrong when `ok` is false.' }),
+    })
+    .meta({ id: 'ReadinessCheck' });
+  api.route({
+    method: 'get',
+    path: '/api/ready',
+    operationId: 'ready',
+    summary: 'Readiness',
+    description:
+      'Whether this instance can do its work now, for a balancer to poll (every second is fine: no check scans the store). Checks: `store` (CONSOLE_DATA_DIR is a folder this process can read), `dispatchTool` (DISPATCH_CLI is a file), `stateDatabase` (its write lock can be taken without waiting, and events are being stored), `workers` (the worker pool has threads). `/api/health` says the process is alive; this says what it needs is there. Open without the token.',
+    tag: 'Service',
+    answers: {
+      200: { description: 'Ready: every check is ok.', schema: z.object({ ready: z.literal(true), checks: z.array(Check) }) },
+      503: {
+        description: 'Not ready (`not_ready`): `checks` lists every check, `detail` names the failing ones; or the service is shutting down (`shutting_down`, the error body alone).',
+        schema: z.union([
+          z.object({ detail: z.string(), code: z.literal('not_ready'), ready: z.literal(false), checks: z.array(Check) }).meta({ id: 'NotReady' }),
+          ErrorBody,
+        ]),
+      },
+    },
+    handler: async ({ res }) => {
+      const report = await deps.readiness.check();
+      if (!report.ready) throw new NotReadyError(report.checks);
+      res.json(report);
     },
   });
 

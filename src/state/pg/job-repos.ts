@@ -24,6 +24,8 @@ interface JobRow {
   stdout_lines: number;
   stderr_lines: number;
   cancel_requested: boolean;
+  exit_reason: string | null;
+  exit_detail: string | null;
 }
 
 const jobFromRow = (r: JobRow): StoredJob => ({
@@ -39,11 +41,13 @@ const jobFromRow = (r: JobRow): StoredJob => ({
   stdoutLines: r.stdout_lines,
   stderrLines: r.stderr_lines,
   cancelRequested: r.cancel_requested,
+  exitReason: r.exit_reason,
+  exitDetail: r.exit_detail,
   instanceId: r.instance_id,
 });
 
 const JOB_COLS =
-  'proposal_id, instance_id, project_id, pid, argv, state, started_at, ended_at, rc, signal, stdout_lines, stderr_lines, cancel_requested';
+  'proposal_id, instance_id, project_id, pid, argv, state, started_at, ended_at, rc, signal, stdout_lines, stderr_lines, cancel_requested, exit_reason, exit_detail';
 
 /** Generation jobs of every instance on PostgreSQL. */
 export function pgJobs(x: Exec): JobStore {
@@ -57,13 +61,15 @@ export function pgJobs(x: Exec): JobStore {
       );
     },
     finish: async (id, f) => {
-      await x.q('UPDATE jobs SET state = $1, ended_at = $2, rc = $3, signal = $4, stdout_lines = $5, stderr_lines = $6 WHERE proposal_id = $7', [
+      await x.q('UPDATE jobs SET state = $1, ended_at = $2, rc = $3, signal = $4, stdout_lines = $5, stderr_lines = $6, exit_reason = $7, exit_detail = $8 WHERE proposal_id = $9', [
         f.state,
         f.endedAt,
         f.rc,
         f.signal,
         f.stdoutLines,
         f.stderrLines,
+        f.exitReason,
+        f.exitDetail,
         id,
       ]);
     },
@@ -89,7 +95,7 @@ export function pgJobs(x: Exec): JobStore {
       Object.fromEntries((await x.q<{ state: string; n: number }>('SELECT state, count(*) AS n FROM jobs GROUP BY state')).rows.map((r) => [r.state, r.n])),
     markLost: async (instanceId, endedAt) =>
       (
-        await x.q<JobRow>(`UPDATE jobs SET state = 'lost', ended_at = $1 WHERE instance_id = $2 AND state = 'running' RETURNING ${JOB_COLS}`, [
+        await x.q<JobRow>(`UPDATE jobs SET state = 'lost', exit_reason = 'lost', ended_at = $1 WHERE instance_id = $2 AND state = 'running' RETURNING ${JOB_COLS}`, [
           endedAt,
           instanceId,
         ])

@@ -52,7 +52,9 @@ export const PG_MIGRATIONS: readonly string[] = [
     signal           text,
     stdout_lines     integer NOT NULL DEFAULT 0,
     stderr_lines     integer NOT NULL DEFAULT 0,
-    cancel_requested boolean NOT NULL DEFAULT false
+    cancel_requested boolean NOT NULL DEFAULT false,
+    exit_reason      text,
+    exit_detail      text
   );
   CREATE INDEX jobs_state ON jobs (state);
   CREATE INDEX jobs_started ON jobs (started_at, seq);

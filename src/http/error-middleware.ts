@@ -1,0 +1,135 @@
+/**
+ * Answering errors (style.md, practice 3; issue 14, item 5): the error middleware turns
+ * whatever a route or middleware passes on into the catalogue's answer (errors.ts), and tells
+ * the log why every 5xx was sent. Errors the service did not expect (not a ServiceError, and
+ * not a fault of the request) are a 500 `internal` with a generic detail and the request's id.
+ */
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import { isServiceError, type ServiceErrorLike, type ServiceErrorOptions } from '../errors/index.js';
+import { stateDbFault } from '../state/errors.js';
+import { answerOf, HttpError, ValidationError, type ErrorAnswer } from './errors.js';
+import { addToRequestLine } from './request-log.js';
+
+/**
+ * Whether an error body-parser passes on as a 4xx is a fault of the request (issue 14, item 5):
+ * its own typed errors (`entity.parse.failed`, `request.aborted`…), and errors of the request's
+ * stream, which carry an errno: a body that does not decompress (zlib's `Z_DATA_ERROR`,
+ * brotli's), a connection that ended under it (`ECONNRESET`). body-parser gives status 400 to
+ * anything else it meets too (a module that cannot be loaded, a TypeError): those are faults of
+ * the service.
+ */
+function isRequestFault(err: unknown): boolean {
+  const e = err as { type?: unknown; errno?: unknown } | null | undefined;
+  return typeof e?.type === 'string' || typeof e?.errno === 'number';
+}
+
+/**
+ * The service's error for anything thrown: an error of the service as it is; a SqliteError
+ * the state layer's own (src/state/errors.ts); the JSON body parser's errors as the request's
+ * (413 `body_too_large`, 422 `validation_failed`, 400 `bad_request`: its typed errors, and the
+ * faults of the request's stream, {@link isRequestFault}); anything else `internal`,
+ * with the thrown value as `cause`, whatever status a library gave it.
+ */
+export function toServiceError(err: unknown): ServiceErrorLike {
+  if (isServiceError(err)) return err;
+  const fault = stateDbFault(err);
+  if (fault !== undefined) return fault;
+  const e = err as { type?: string; status?: number; message?: string; limit?: number } | null | undefined;
+  const cause: ServiceErrorOptions = { cause: err };
+  // body-parser's errors (app.ts, jsonBody)
+  if (e?.type === 'entity.too.large') return new HttpError('body_too_large', `request body too large (limit ${e.limit} bytes)`, cause);
+  if (e?.type === 'entity.parse.failed') {
+    return withCause(new ValidationError([{ loc: ['body'], msg: `JSON decode error: ${e.message ?? 'invalid JSON'}`, type: 'json_invalid' }]), err);
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    // A body that cannot be decoded is unprocessable like one that is not JSON.
+    return withCause(new ValidationError([{ loc: ['body'], msg: e.message ?? 'unsupported body encoding', type: 'body_encoding' }]), err);
+  }
+  if (isRequestFault(err) && typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError('bad_request', e.message ?? 'bad request', cause);
+  return new HttpError('internal', 'internal server error', cause);
+}
+
+function withCause<E extends Error>(err: E, cause: unknown): E {
+  err.cause = cause;
+  return err;
+}
+
+/**
+ * What the log is told of a 5xx answer (issue 14, item 5): every such line says why.
+ * `err` is the thrown value; `internal` answers are errors the service did not expect (bugs,
+ * a module that cannot be loaded), to be logged with their stack.
+ */
+export interface ServerFault {
+  readonly status: number;
+  readonly code: string;
+  readonly detail: unknown;
+  /** Why, in one line: the error's message, then its causes' (`: caused by …`). */
+  readonly reason: string;
+  readonly err: unknown;
+  readonly internal: boolean;
+}
+
+/** Hook for every 5xx answer the error middleware sends; set by the app (logging). */
+export type ServerFaultReporter = (req: Request, res: Response, fault: ServerFault) => void;
+
+/**
+ * The error middleware, registered last: every error a route or middleware passes on is
+ * answered from the catalogue. An error whose facts come later (`settled`: a refused spawn's
+ * errno) is answered once they came.
+ * @param report called for every 5xx answer, expected ones included, before it is sent.
+ * @param requestIdOf the request's id (request-id.ts), put in the body of `internal` answers.
+ */
+export function errorMiddleware(report: ServerFaultReporter, requestIdOf: (req: Request) => string | undefined = () => undefined): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const e = toServiceError(err);
+    const answer = () => {
+      const a = answerOf(e, requestIdOf(req));
+      if (a.status < 500) {
+        sendAnswer(res, a);
+        return;
+      }
+      const internal = a.body.code === 'internal';
+      const reason = reasonOf(internal ? err : e);
+      report(req, res, { status: a.status, code: a.body.code, detail: a.body.detail, reason, err, internal });
+      sendAnswer(res, a, reason);
+    };
+    if (e.settled === undefined) answer();
+    else void e.settled.then(answer, answer);
+  };
+}
+
+/**
+ * An error in one line for a log: its message's first line (with the errno or error code of a
+ * Node error: `ENOSPC`, `MODULE_NOT_FOUND`), then each cause's (`…: caused by …`), at most four
+ * deep. Never sent to a client.
+ */
+export function reasonOf(err: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e !== undefined && e !== null; depth++) {
+    let text = e instanceof Error ? e.message : String(e);
+    text = text.split('\n', 1)[0] ?? '';
+    // A service error's code is the line's own `code`; a Node error's is news.
+    const code = (e as { code?: unknown }).code;
+    if (!isServiceError(e) && typeof code === 'string' && !text.includes(code)) text += ` (${code})`;
+    if (parts.at(-1) !== text) parts.push(text);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(': caused by ');
+}
+
+/** Sends the catalogue's answer to `err`; destroys the connection when an answer had started. */
+export function sendError(res: Response, err: ServiceErrorLike): void {
+  const a = answerOf(err);
+  sendAnswer(res, a, a.status >= 500 ? reasonOf(err) : undefined);
+}
+
+/** @param reason of a 5xx: written on the request's log line with the code (request-log.ts). */
+function sendAnswer(res: Response, a: ErrorAnswer, reason?: string): void {
+  if (reason !== undefined) addToRequestLine(res, { code: a.body.code, reason });
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.status(a.status).set(a.headers).json(a.body);
+}
