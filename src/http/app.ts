@@ -5,6 +5,7 @@
 import cors from 'cors';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '../main/logger.js';
+import { AnswerRecorder } from './answer-recorder.js';
 import { bearerAuth } from './auth.js';
 import { errorMiddleware, HttpError, MethodNotAllowedError, ValidationError, type ErrorReporter } from './errors.js';
 import { hostCheck, hostPolicy } from './host-check.js';
@@ -37,6 +38,14 @@ import { workspaceRoutes } from './routes/workspace.js';
 
 export type { AppDeps } from './routes/deps.js';
 
+/** What {@link createApp} builds. */
+export interface CreatedApp {
+  readonly app: Express;
+  readonly api: Api;
+  /** The answer recorder (CONSOLE_RECORD_ANSWERS_DIR), or null when none is set. */
+  readonly recorder: AnswerRecorder | null;
+}
+
 export interface CreateAppOptions {
   readonly reportError?: ErrorReporter;
   /** Writes one line per request (pino-http); none when absent. */
@@ -46,7 +55,7 @@ export interface CreateAppOptions {
 }
 
 /** Builds the app and the API description. */
-export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Express; api: Api } {
+export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedApp {
   const app = express();
   app.disable('x-powered-by');
   // Cached bodies carry their own ETag; hashing every other answer is wasted work.
@@ -61,6 +70,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   // token check, the proxy and the dispatcher decide on one match of the request (`api.match`).
   // Features that are off add no middleware: every layer costs every request.
   const chain: RequestHandler[] = [];
+  // 0. The answer recorder, when on (the test suite): it sees every answer this app sends.
+  const recorder = deps.config.recordAnswersDir === null ? null : new AnswerRecorder(deps.config.recordAnswersDir);
+  if (recorder) chain.push(recorder.middleware(routeOf));
   const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
   if (log) chain.push(log);
   chain.push(requestMetrics(deps.metrics.httpDuration, routeOf));
@@ -80,7 +92,7 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   chain.push(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);
-  openapiRoutes(api, deps);
+  const document = openapiRoutes(api, deps);
   metricsRoutes(api, deps);
   projectRoutes(api, deps);
   beatRoutes(api, deps);
@@ -114,7 +126,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
       logger && !log ? (req, status, detail) => logger.error({ method: req.method, route: routeOf(req), status, detail }, `${req.method} ${routeOf(req)} ${status}`) : undefined,
     ),
   );
-  return { app, api };
+  // Every route is declared: the answers are checked against this document.
+  recorder?.useDocument(document.key(), document.render);
+  return { app, api, recorder };
 }
 
 /**

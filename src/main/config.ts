@@ -144,6 +144,12 @@ export interface Config {
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
   /**
+   * CONSOLE_RECORD_ANSWERS_DIR: a folder where every answer is recorded for checking against the
+   * OpenAPI document (src/http/answer-recorder.ts; the test suite sets it); null (unset or
+   * blank): nothing is recorded, and nothing runs per request for it.
+   */
+  readonly recordAnswersDir: string | null;
+  /**
    * Environment of the dispatch tool and of terminals: the service's own, without
    * {@link SERVICE_ONLY_VARIABLES} (its token), plus CONSOLE_DATA_DIR.
    */
@@ -197,9 +203,10 @@ const url = z
  * Variables of the service never handed to a child (dispatch tool, terminal), whose
  * environment any code it runs can read (issue 10, item 8): its secret, CONSOLE_API_TOKEN, and
  * SERVICE_WRITE_UPSTREAM, which carries no credential (refused above) but means nothing to a
- * child and names where this service's writes go.
+ * child and names where this service's writes go; CONSOLE_RECORD_ANSWERS_DIR, this service's
+ * own recording of its answers.
  */
-export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM'];
+export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM', 'CONSOLE_RECORD_ANSWERS_DIR'];
 
 /**
  * One CONSOLE_ALLOWED_HOSTS entry in its canonical form, as {@link Config.allowedHosts} holds
@@ -326,6 +333,7 @@ const envSchema = z.object({
     .transform((s, ctx) => parseAllowedHosts(s, ctx))
     .default([]),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  CONSOLE_RECORD_ANSWERS_DIR: z.string().trim().optional(),
 });
 
 /**
@@ -400,6 +408,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     cors: { origins },
     allowedHosts: e.CONSOLE_ALLOWED_HOSTS,
     logLevel: e.LOG_LEVEL,
+    recordAnswersDir: e.CONSOLE_RECORD_ANSWERS_DIR ? abs(e.CONSOLE_RECORD_ANSWERS_DIR) : null,
     childEnv,
   });
 }
