@@ -8,8 +8,9 @@
  * - `doc-<key>.json`: the document the service serves, written once per key (`Api.documentKey`:
  *   equal keys, equal documents), so a suite that starts hundreds of services renders a handful.
  * - `answers-<pid>-<n>-<random>.jsonl`, one per service instance: a first line `{"doc":"<key>"}`,
- *   then one line per answer, `<meta JSON>\t<body>`, where meta is `{ m, r, s, t, n, h }`
- *   (method, route template or `(unmatched)`, status, content type, body bytes, a few headers)
+ *   then one line per answer, `<meta JSON>\t<body>`, where meta is `{ m, r, s, t, n, h, u }`
+ *   (method, route template or `(unmatched)`, status, content type, body bytes, the answer's
+ *   headers, and whether it is the write upstream's answer)
  *   and body is the JSON body as sent (empty when the answer is not JSON, has none, or was
  *   larger than {@link BODY_CAP}). A line is written with one `write` when its answer ends, so a
  *   service killed with SIGKILL loses at most the answers in flight.
@@ -23,8 +24,6 @@ import type { Request, RequestHandler } from 'express';
 /** JSON bodies larger than this are recorded without their body (bytes counted). */
 export const BODY_CAP = 4 * 1024 * 1024;
 
-/** The answer headers recorded (those the document requires on some answers). */
-const HEADERS = ['allow', 'www-authenticate', 'retry-after', 'content-range'] as const;
 
 /** Route label of answers written outside Express (client-error.ts). */
 export const CLIENT_ERROR_ROUTE = '(client error)';
@@ -40,8 +39,13 @@ export interface RecordedMeta {
   readonly t: string | null;
   /** Bytes of the body sent. */
   readonly n: number;
-  /** The recorded headers that were set. */
+  /** The answer's headers, by lower-cased name (the document requires some: Allow, ETag…). */
   readonly h?: Readonly<Record<string, string>>;
+  /**
+   * True when the answer is the write upstream's, relayed as it came (write-proxy.ts): it is
+   * the upstream's to match its own document, not this instance's.
+   */
+  readonly u?: true;
 }
 
 let instances = 0;
@@ -78,8 +82,9 @@ export class AnswerRecorder {
    * 503, a forwarded one). It keeps the bytes of JSON bodies (up to {@link BODY_CAP}) and writes
    * the line when the answer ends.
    * @param routeOf the route template of a request (route-template.ts).
+   * @param isUpstreamAnswer whether an answer is the write upstream's (WriteProxy.isUpstreamAnswer).
    */
-  middleware(routeOf: (req: Request) => string): RequestHandler {
+  middleware(routeOf: (req: Request) => string, isUpstreamAnswer: (res: ServerResponse) => boolean = () => false): RequestHandler {
     return (req, res, next) => {
       const chunks: Buffer[] = [];
       let bytes = 0;
@@ -116,7 +121,7 @@ export class AnswerRecorder {
         // A client that left before any answer got none: nothing to check.
         if (!res.headersSent) return;
         const body = res.writableFinished && !capped && isJson(res) && req.method !== 'HEAD' ? Buffer.concat(chunks).toString('utf8') : '';
-        this.write({ m: req.method, r: routeOf(req), s: res.statusCode, t: contentType(res), n: bytes, ...headersOf(res) }, body);
+        this.write({ m: req.method, r: routeOf(req), s: res.statusCode, t: contentType(res), n: bytes, ...headersOf(res), ...(isUpstreamAnswer(res) ? { u: true } : {}) }, body);
       });
       next();
     };
@@ -166,10 +171,7 @@ function isJson(res: ServerResponse): boolean {
 }
 
 function headersOf(res: ServerResponse): { h?: Record<string, string> } {
-  let h: Record<string, string> | undefined;
-  for (const name of HEADERS) {
-    const v = header(res, name);
-    if (v !== undefined) (h ??= {})[name] = v;
-  }
-  return h === undefined ? {} : { h };
+  const h: Record<string, string> = { ...(res as WithGiven)[GIVEN] };
+  for (const [name, v] of Object.entries(res.getHeaders())) if (v !== undefined) h[name] = Array.isArray(v) ? v.join(', ') : String(v);
+  return Object.keys(h).length === 0 ? {} : { h };
 }

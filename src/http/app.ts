@@ -72,7 +72,7 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
   const chain: RequestHandler[] = [];
   // 0. The answer recorder, when on (the test suite): it sees every answer this app sends.
   const recorder = deps.config.recordAnswersDir === null ? null : new AnswerRecorder(deps.config.recordAnswersDir);
-  if (recorder) chain.push(recorder.middleware(routeOf));
+  if (recorder) chain.push(recorder.middleware(routeOf, (res) => deps.writeProxy.isUpstreamAnswer(res)));
   const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
   if (log) chain.push(log);
   chain.push(requestMetrics(deps.metrics.httpDuration, routeOf));

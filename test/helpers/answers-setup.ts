@@ -24,6 +24,11 @@ export default function setup(): () => void {
       return;
     }
     fs.rmSync(dir, { recursive: true, force: true });
-    process.stdout.write(`OpenAPI check: ${report.answers} answers of ${report.files} services match the documents they were served with\n`);
+    const notes = [
+      report.withoutBody > 0 ? `${report.withoutBody} checked without their body (larger than the recorder keeps, or cut off)` : '',
+      report.relayed > 0 ? `${report.relayed} relayed from a write upstream left to its own check` : '',
+      report.cut > 0 ? `${report.cut} last lines cut short by a killed service ignored` : '',
+    ].filter(Boolean);
+    process.stdout.write(`OpenAPI check: ${report.answers} answers of ${report.files} services match the documents they were served with${notes.length ? ` (${notes.join('; ')})` : ''}\n`);
   };
 }
