@@ -5,6 +5,7 @@
 import cors from 'cors';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from '../main/logger.js';
+import { AnswerRecorder } from './answer-recorder.js';
 import { bearerAuth } from './auth.js';
 import { errorMiddleware, type ServerFault } from './error-middleware.js';
 import { HttpError, MethodNotAllowedError, ValidationError } from './errors.js';
@@ -39,6 +40,14 @@ import { workspaceRoutes } from './routes/workspace.js';
 
 export type { AppDeps } from './routes/deps.js';
 
+/** What {@link createApp} builds. */
+export interface CreatedApp {
+  readonly app: Express;
+  readonly api: Api;
+  /** The answer recorder (CONSOLE_RECORD_ANSWERS_DIR), or null when none is set. */
+  readonly recorder: AnswerRecorder | null;
+}
+
 export interface CreateAppOptions {
   /**
    * The service's log (issue 14, item 5): one line per request (pino-http) at level info and
@@ -51,7 +60,7 @@ export interface CreateAppOptions {
 }
 
 /** Builds the app and the API description. */
-export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Express; api: Api } {
+export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedApp {
   const app = express();
   app.disable('x-powered-by');
   // Cached bodies carry their own ETag; hashing every other answer is wasted work.
@@ -65,7 +74,11 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   // write proxy, before the body parsers, so forwarded bodies stream through untouched. The
   // token check, the proxy and the dispatcher decide on one match of the request (`api.match`).
   // Features that are off add no middleware: every layer costs every request.
-  const chain: RequestHandler[] = [requestId()];
+  const chain: RequestHandler[] = [];
+  // 0. The answer recorder, when on (the test suite): it sees every answer this app sends.
+  const recorder = deps.config.recordAnswersDir === null ? null : new AnswerRecorder(deps.config.recordAnswersDir);
+  if (recorder) chain.push(recorder.middleware(routeOf, (res) => deps.writeProxy.isUpstreamAnswer(res)));
+  chain.push(requestId());
   const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
   if (log) chain.push(log);
   chain.push(requestMetrics(deps.metrics.httpDuration, routeOf));
@@ -85,7 +98,7 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   chain.push(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);
-  openapiRoutes(api, deps);
+  const document = openapiRoutes(api, deps);
   metricsRoutes(api, deps);
   projectRoutes(api, deps);
   beatRoutes(api, deps);
@@ -112,7 +125,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
     next(allowed.length > 0 ? new MethodNotAllowedError(req.method, req.path, allowed) : new HttpError('route_not_found', `no route for ${req.method} ${req.path}`));
   });
   app.use(errorMiddleware(serverFaultLog(opts.logger, log !== null, routeOf), requestIdOf));
-  return { app, api };
+  // Every route is declared: the answers are checked against this document.
+  recorder?.useDocument(document.key(), document.render);
+  return { app, api, recorder };
 }
 
 /**

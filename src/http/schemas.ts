@@ -280,6 +280,15 @@ export const MissingCanonicalField = z
 export const STORE_FILE_422 =
   'A store file that cannot be used answers the same detail: `field` is its first canonical field, `remediation` names the file relative to the store and why: `not a regular file (a named pipe)` (a socket, a character device, a folder…), `a symbolic link leading outside <its folder>`, `a symbolic link loop…`, `larger than <n> bytes, CONSOLE_STORE_FILE_MAX_BYTES`, `nested deeper than <n> levels at line <l> column <c>, CONSOLE_STORE_JSON_MAX_DEPTH`, `invalid JSON at line <l> column <c>: <what was expected>` (fix: `fix the JSON syntax`). A canonical field present with another type says so: `has the wrong type (a string, expected an integer)` (fix: `make it an integer`). It never quotes the file’s contents.';
 
+/**
+ * The 304 of the read routes that answer cached bodies with an ETag (routes/send.ts): the
+ * request's `If-None-Match` names the current one.
+ */
+export const NotModified = {
+  description: 'Not modified: `If-None-Match` names the answer’s current ETag (a weak validator). No body.',
+  headers: { ETag: 'The current ETag.' },
+};
+
 /** The 503 of a store read past CONSOLE_STORE_READ_TIMEOUT_MS (issue 10, item 2). */
 export const StoreReadTimeout = {
   description:

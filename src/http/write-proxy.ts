@@ -87,6 +87,8 @@ export class WriteProxy {
   private readonly via = `1.1 console-backend-${randomBytes(4).toString('hex')}`;
   /** Answers already failed: a cut can be reported by both the request and the answer. */
   private readonly failed = new WeakSet<object>();
+  /** Answers that are the upstream's (status, headers, body), not this instance's. */
+  private readonly relayed = new WeakSet<object>();
 
   /** @param upstream an http(s) URL without a trailing slash, or null for local mutations. */
   constructor(
@@ -101,6 +103,15 @@ export class WriteProxy {
    */
   middleware(api: Pick<Api, 'match'>): RequestHandler {
     return this.upstream === null ? (_req, _res, next) => next() : this.build(this.upstream, api);
+  }
+
+  /**
+   * Whether `res` carries the upstream's answer (its status, headers and body), not one this
+   * instance made: the answer recorder leaves it to the upstream's own document
+   * (answer-recorder.ts). False for this instance's 502 and 508.
+   */
+  isUpstreamAnswer(res: object): boolean {
+    return this.relayed.has(res);
   }
 
   status(): WriteProxyStatus {
@@ -132,6 +143,7 @@ export class WriteProxy {
           });
         },
         proxyRes: (proxyRes, _req, res) => {
+          this.relayed.add(res);
           this.answered++;
           this.options.onOutcome?.('answered');
           // http-proxy pipes the answer and reports only errors of the request: an answer the

@@ -152,6 +152,12 @@ export interface Config {
    */
   readonly nonDefault: Readonly<Record<string, string>>;
   /**
+   * CONSOLE_RECORD_ANSWERS_DIR: a folder where every answer is recorded for checking against the
+   * OpenAPI document (src/http/answer-recorder.ts; the test suite sets it); null (unset or
+   * blank): nothing is recorded, and nothing runs per request for it.
+   */
+  readonly recordAnswersDir: string | null;
+  /**
    * Environment of the dispatch tool and of terminals: the service's own, without
    * {@link SERVICE_ONLY_VARIABLES} (its token), plus CONSOLE_DATA_DIR.
    */
@@ -205,9 +211,10 @@ const url = z
  * Variables of the service never handed to a child (dispatch tool, terminal), whose
  * environment any code it runs can read (issue 10, item 8): its secret, CONSOLE_API_TOKEN, and
  * SERVICE_WRITE_UPSTREAM, which carries no credential (refused above) but means nothing to a
- * child and names where this service's writes go.
+ * child and names where this service's writes go; CONSOLE_RECORD_ANSWERS_DIR, this service's
+ * own recording of its answers.
  */
-export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM'];
+export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM', 'CONSOLE_RECORD_ANSWERS_DIR'];
 
 /**
  * One CONSOLE_ALLOWED_HOSTS entry in its canonical form, as {@link Config.allowedHosts} holds
@@ -335,6 +342,7 @@ const envSchema = z.object({
     .default([]),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),
+  CONSOLE_RECORD_ANSWERS_DIR: z.string().trim().optional(),
 });
 
 /** Variables whose value is never shown, not even in the start-up line. */
@@ -430,6 +438,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     nonDefault: nonDefaultSettings(env, e),
+    recordAnswersDir: e.CONSOLE_RECORD_ANSWERS_DIR ? abs(e.CONSOLE_RECORD_ANSWERS_DIR) : null,
     childEnv,
   });
 }

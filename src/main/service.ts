@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { EventBus } from '../bus/bus.js';
 import { ConsoleState } from '../console/index.js';
 import type { TakeFile } from '../console/take-states.js';
@@ -175,13 +176,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer, readiness };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
     const gate = new ShutdownGate();
-    const { app, api } = createApp(deps, {
+    const { app, api, recorder } = createApp(deps, {
       logger: log,
       gate: gate.middleware,
     });
     const server = http.createServer(app);
     // Requests the HTTP parser refuses get a JSON `{ detail }` like every other rejection.
-    server.on('clientError', answerClientError);
+    server.on('clientError', recorder === null ? answerClientError : (err: Error, socket: Duplex) => answerClientError(err, socket, (s, t, b) => recorder.recordRaw(s, t, b)));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => {
@@ -227,6 +228,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
         db.close();
         metrics.close();
+        recorder?.close();
         log.info('stopped');
       })());
     return { url, port, server, deps, api, db, close };

@@ -12,7 +12,7 @@ import readline from 'node:readline';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allEvents } from '../helpers/events.js';
-import { fixture, makeTempStore, REPO_ROOT, startTestService, type TestService } from '../helpers/service.js';
+import { fixture, makeTempStore, recordingEnv, REPO_ROOT, startTestService, type TestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 
 const ENTRY = path.join(REPO_ROOT, 'dist', 'main', 'index.js');
@@ -43,7 +43,7 @@ afterEach(async () => {
 
 /** Starts the built service as a child process and resolves with its URL (from its log). */
 async function startProcess(env: Record<string, string>): Promise<string> {
-  child = spawn(process.execPath, [ENTRY], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = spawn(process.execPath, [ENTRY], { env: { ...recordingEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
   const lines = readline.createInterface({ input: child.stdout! });

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
 import { waitFor } from './events.js';
-import { fixture } from './service.js';
+import { fixture, recordingEnv } from './service.js';
 
 /** A loopback port free at the time of the call (the caller retries when it is taken meanwhile). */
 export function freePort(): Promise<number> {
@@ -87,6 +87,7 @@ export async function startServiceProcess(
         CONSOLE_STATE_DIR: store.stateDir,
         LOG_LEVEL: 'silent',
         CONSOLE_WORKER_THREADS: '1',
+        ...recordingEnv(),
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,6 +14,16 @@ export const SAMPLE_STORE = path.join(REPO_ROOT, 'sample-store');
 export const FIXTURES = path.join(REPO_ROOT, 'test', 'fixtures');
 export const DISPATCH_TOOL = path.join(REPO_ROOT, 'dist', 'dispatch', 'cli.js');
 
+/**
+ * The variable that makes a service record its answers (CONSOLE_RECORD_ANSWERS_DIR), set by the
+ * global set-up (answers-setup.ts), for the environment of every service a test starts: their
+ * answers are checked against the OpenAPI document at the end of the run. Empty when unset.
+ */
+export function recordingEnv(): Record<string, string> {
+  const dir = process.env.CONSOLE_RECORD_ANSWERS_DIR;
+  return dir ? { CONSOLE_RECORD_ANSWERS_DIR: dir } : {};
+}
+
 /** Path of a fixture script under test/fixtures. */
 export const fixture = (name: string) => path.join(FIXTURES, name);
 
@@ -74,6 +84,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
     CONSOLE_KILL_GRACE_MS: '2000',
     LOG_LEVEL: 'silent',
     PATH: process.env.PATH ?? '',
+    ...recordingEnv(),
     ...opts.env,
   });
   const service = await startService(config, opts);

@@ -39,6 +39,14 @@ describe('readConfig', () => {
     expect(readConfig({ SERVICE_WRITE_UPSTREAM: ' http://up:8431/ ' }).writeUpstream).toBe('http://up:8431');
   });
 
+  it('reads CONSOLE_RECORD_ANSWERS_DIR against the working folder, blank as unset, and keeps it from children (issue 11, item 9)', () => {
+    expect(readConfig({}).recordAnswersDir).toBeNull();
+    expect(readConfig({ CONSOLE_RECORD_ANSWERS_DIR: '  ' }).recordAnswersDir).toBeNull();
+    const c = readConfig({ CONSOLE_RECORD_ANSWERS_DIR: ' answers ' }, '/srv');
+    expect(c.recordAnswersDir).toBe('/srv/answers');
+    expect(c.childEnv).not.toHaveProperty('CONSOLE_RECORD_ANSWERS_DIR');
+  });
+
   it('builds the CORS allow-list from loopback names, dev hosts and ports', () => {
     const c = readConfig({ CONSOLE_CORS_DEV_HOSTS: 'dev-a.mesh, dev-b.mesh' });
     expect(c.cors.origins).toHaveLength(12);

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, waitForJobEvents } from '../helpers/events.js';
 import { answersFor, freePort } from '../helpers/process.js';
-import { REPO_ROOT } from '../helpers/service.js';
+import { recordingEnv, REPO_ROOT } from '../helpers/service.js';
 
 let child: ChildProcess;
 let url: string;
@@ -20,7 +20,7 @@ let tmp: string;
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'console-e2e-'));
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), CONSOLE_STATE_DIR: path.join(tmp, 'state'), LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), CONSOLE_STATE_DIR: path.join(tmp, 'state'), LOG_LEVEL: 'warn', ...recordingEnv() };
   child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'main', 'index.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   url = `http://127.0.0.1:${port}`;
   await waitFor(() => answersFor(url, path.join(tmp, 'state')), 'the service to listen');

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Lineage, MissingCanonicalField, PathId, QueryId, STORE_FILE_422, StoreReadTimeout, Take } from '../schemas.js';
+import { ErrorBody, Lineage, MissingCanonicalField, NotModified, PathId, QueryId, STORE_FILE_422, StoreReadTimeout, Take } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
 
@@ -27,7 +27,7 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
     tag: 'Engine',
     params: BeatParams,
     query: z.object({ projectId: QueryId('Project id (alias project_id).') }),
-    answers: { 200: { description: 'Takes.', schema: z.array(Take) }, 400: e400, 410: e410, 422: e422, 503: StoreReadTimeout },
+    answers: { 200: { description: 'Takes.', schema: z.array(Take) }, 304: NotModified, 400: e400, 410: e410, 422: e422, 503: StoreReadTimeout },
     handler: async ({ req, res, params, query }) => {
       const beatId = checkId('beat_id', params.beatId);
       const projectId = checkId('projectId', query.projectId);
@@ -49,6 +49,7 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
     }),
     answers: {
       200: { description: 'The lineage graph.', schema: Lineage },
+      304: NotModified,
       400: e400,
       404: { description: '`no lineage for beat <beat_id>`.', schema: ErrorBody },
       410: e410,

@@ -7,7 +7,7 @@ import { MEMORY_SCOPE } from '../../console/index.js';
 import { checkId } from '../../engine/ids.js';
 import { HttpError } from '../errors.js';
 import type { Api } from '../route.js';
-import { ErrorBody, MemoryEntry, MissingCanonicalField, PathId, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
+import { ErrorBody, MemoryEntry, MissingCanonicalField, NotModified, PathId, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
 import { Extra, Scope } from './console-schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
@@ -23,6 +23,7 @@ export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void
     tag: 'Engine',
     answers: {
       200: { description: 'Memory entries (the usable ones).', schema: z.array(MemoryEntry) },
+      304: NotModified,
       422: { description: `\`memory/\` itself cannot be listed (a file, a link out of the store). ${STORE_FILE_422}`, schema: MissingCanonicalField },
       503: StoreReadTimeout,
     },

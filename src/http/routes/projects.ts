@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Beat, Episode, MissingCanonicalField, PathId, Project, Scene, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
+import { ErrorBody, Beat, Episode, MissingCanonicalField, NotModified, PathId, Project, Scene, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
 
@@ -22,7 +22,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     description:
       'Format-2 projects by id. Legacy projects, and ones missing a canonical field or whose project.json cannot be used (a pipe, a link out of the store, too large, too deep, not JSON), are left out; each is reported once by a `warning` event in scope `engine/projects` (which never quotes the file). Folders of `projects/` only: a link or a pipe there is no project.',
     tag: 'Engine',
-    answers: { 200: { description: 'Projects.', schema: z.array(Project) }, 503: e503 },
+    answers: { 200: { description: 'Projects.', schema: z.array(Project) }, 304: NotModified, 503: e503 },
     handler: async ({ req, res }) => sendCached(req, res, await store.listProjects()),
   });
 
@@ -36,6 +36,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     params: ProjectParams,
     answers: {
       200: { description: 'The project.', schema: Project },
+      304: NotModified,
       400: e400,
       404: { description: 'Unknown project: `unknown project <id>`.', schema: ErrorBody },
       410: e410,
@@ -53,7 +54,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     description: 'One synthesised episode per distinct episode number across the shot files. An unknown project answers an empty array.',
     tag: 'Engine',
     params: ProjectParams,
-    answers: { 200: { description: 'Episodes.', schema: z.array(Episode) }, 400: e400, 410: e410, 422: e422, 503: e503 },
+    answers: { 200: { description: 'Episodes.', schema: z.array(Episode) }, 304: NotModified, 400: e400, 410: e410, 422: e422, 503: e503 },
     handler: async ({ req, res, params }) => {
       const projectId = checkId('project_id', params.projectId);
       sendCached(req, res, await store.query(projectId, { kind: 'episodes' }));
@@ -71,6 +72,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     params: EpisodeParams,
     answers: {
       200: { description: 'Scenes.', schema: z.array(Scene) },
+      304: NotModified,
       400: e400,
       404: { description: 'Unknown episode.', schema: ErrorBody },
       410: e410,
@@ -93,6 +95,7 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     params: EpisodeParams.extend({ sceneId: PathId('Scene id') }),
     answers: {
       200: { description: 'Beats in order.', schema: z.array(Beat) },
+      304: NotModified,
       400: e400,
       404: { description: 'Unknown episode or scene.', schema: ErrorBody },
       410: e410,

@@ -1,0 +1,177 @@
+/**
+ * Records every answer the service sends, for checking against its own OpenAPI document (issue
+ * 11, item 9: "a test validates every response of the test suite against the document"). On
+ * only when CONSOLE_RECORD_ANSWERS_DIR is set (the test suite sets it, test/helpers/answers-setup.ts):
+ * otherwise nothing is built and no request pays for it.
+ *
+ * Files, in that folder:
+ * - `doc-<key>.json`: the document the service serves, written once per key (`Api.documentKey`:
+ *   equal keys, equal documents), so a suite that starts hundreds of services renders a handful.
+ * - `answers-<pid>-<n>-<random>.jsonl`, one per service instance: a first line `{"doc":"<key>"}`,
+ *   then one line per answer, `<meta JSON>\t<body>`, where meta is `{ m, r, s, t, n, h, u }`
+ *   (method, route template or `(unmatched)`, status, content type, body bytes, the answer's
+ *   headers, and whether it is the write upstream's answer)
+ *   and body is the JSON body as sent (empty when the answer is not JSON, has none, or was
+ *   larger than {@link BODY_CAP}). A line is written with one `write` when its answer ends, so a
+ *   service killed with SIGKILL loses at most the answers in flight.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import path from 'node:path';
+import type { Request, RequestHandler } from 'express';
+
+/** JSON bodies larger than this are recorded without their body (bytes counted). */
+export const BODY_CAP = 4 * 1024 * 1024;
+
+
+/** Route label of answers written outside Express (client-error.ts). */
+export const CLIENT_ERROR_ROUTE = '(client error)';
+
+/** One recorded answer, as a line's meta. */
+export interface RecordedMeta {
+  /** Method (`-` for an answer to a request Node's parser refused). */
+  readonly m: string;
+  /** Route template (`/api/projects/:projectId`), `(unmatched)`, or {@link CLIENT_ERROR_ROUTE}. */
+  readonly r: string;
+  readonly s: number;
+  /** Content-Type, or null. */
+  readonly t: string | null;
+  /** Bytes of the body sent. */
+  readonly n: number;
+  /** The answer's headers, by lower-cased name (the document requires some: Allow, ETag…). */
+  readonly h?: Readonly<Record<string, string>>;
+  /**
+   * True when the answer is the write upstream's, relayed as it came (write-proxy.ts): it is
+   * the upstream's to match its own document, not this instance's.
+   */
+  readonly u?: true;
+}
+
+let instances = 0;
+
+/** The recorder of one service instance. */
+export class AnswerRecorder {
+  private readonly file: string;
+  private fd: number | null = null;
+  private docKey: string | null = null;
+
+  /** @param dir the folder of CONSOLE_RECORD_ANSWERS_DIR (created when missing). */
+  constructor(private readonly dir: string) {
+    fs.mkdirSync(dir, { recursive: true });
+    this.file = path.join(dir, `answers-${process.pid}-${++instances}-${randomBytes(4).toString('hex')}.jsonl`);
+  }
+
+  /**
+   * Names the document the answers are checked against, writing it unless a file of its key
+   * is there already (written to a temporary name, then renamed: never seen half-written).
+   * @param render called only when the document must be written.
+   */
+  useDocument(key: string, render: () => object): void {
+    const target = path.join(this.dir, `doc-${key}.json`);
+    if (!fs.existsSync(target)) {
+      const tmp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+      fs.writeFileSync(tmp, JSON.stringify(render()));
+      fs.renameSync(tmp, target);
+    }
+    this.docKey = key;
+  }
+
+  /**
+   * The middleware; register it first, so every answer is seen (a 421, a 401, the shutdown's
+   * 503, a forwarded one). It keeps the bytes of JSON bodies (up to {@link BODY_CAP}) and writes
+   * the line when the answer ends.
+   * @param routeOf the route template of a request (route-template.ts).
+   * @param isUpstreamAnswer whether an answer is the write upstream's (WriteProxy.isUpstreamAnswer).
+   */
+  middleware(routeOf: (req: Request) => string, isUpstreamAnswer: (res: ServerResponse) => boolean = () => false): RequestHandler {
+    return (req, res, next) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      let capped = false;
+      const keep = (chunk: unknown, encoding?: unknown): void => {
+        if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
+        const b = Buffer.isBuffer(chunk) ? chunk : typeof chunk === 'string' ? Buffer.from(chunk, (typeof encoding === 'string' ? encoding : 'utf8') as BufferEncoding) : Buffer.from(chunk as Uint8Array);
+        bytes += b.length;
+        if (capped || !isJson(res)) return;
+        if (bytes > BODY_CAP) {
+          capped = true;
+          chunks.length = 0;
+          return;
+        }
+        chunks.push(b);
+      };
+      const write = res.write;
+      const end = res.end;
+      const writeHead = res.writeHead;
+      // Headers given to writeHead alone (the shutdown gate's) are not readable with getHeader.
+      res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+        for (const a of args) if (a !== null && typeof a === 'object' && !Array.isArray(a)) given(res, a as Record<string, unknown>);
+        return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+      } as typeof res.writeHead;
+      res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+        keep(chunk, rest[0]);
+        return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+      } as typeof res.write;
+      res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
+        keep(chunk, rest[0]);
+        return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+      } as typeof res.end;
+      res.once('close', () => {
+        // A client that left before any answer got none: nothing to check.
+        if (!res.headersSent) return;
+        const body = res.writableFinished && !capped && isJson(res) && req.method !== 'HEAD' ? Buffer.concat(chunks).toString('utf8') : '';
+        this.write({ m: req.method, r: routeOf(req), s: res.statusCode, t: contentType(res), n: bytes, ...headersOf(res), ...(isUpstreamAnswer(res) ? { u: true } : {}) }, body);
+      });
+      next();
+    };
+  }
+
+  /** Records an answer written outside Express (client-error.ts). */
+  recordRaw(status: number, type: string, body: string): void {
+    this.write({ m: '-', r: CLIENT_ERROR_ROUTE, s: status, t: type, n: Buffer.byteLength(body) }, body);
+  }
+
+  /** Closes the file (service shutdown). */
+  close(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+  }
+
+  private write(meta: RecordedMeta, body: string): void {
+    if (this.fd === null) {
+      this.fd = fs.openSync(this.file, 'a');
+      fs.writeSync(this.fd, `${JSON.stringify({ doc: this.docKey })}\n`);
+    }
+    // JSON holds raw line breaks only as whitespace: one line per answer whatever its layout.
+    fs.writeSync(this.fd, `${JSON.stringify(meta)}\t${body.replace(/[\r\n]/g, ' ')}\n`);
+  }
+}
+
+/** Headers passed to `writeHead`, by lower-cased name. */
+const GIVEN = Symbol('headers given to writeHead');
+type WithGiven = ServerResponse & { [GIVEN]?: Record<string, string> };
+
+function given(res: ServerResponse, headers: Record<string, unknown>): void {
+  const out: Record<string, string> = ((res as WithGiven)[GIVEN] ??= {});
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k.toLowerCase()] = String(v);
+}
+
+function header(res: ServerResponse, name: string): string | undefined {
+  const v = res.getHeader(name) ?? (res as WithGiven)[GIVEN]?.[name];
+  return v === undefined ? undefined : String(v);
+}
+
+function contentType(res: ServerResponse): string | null {
+  return header(res, 'content-type') ?? null;
+}
+
+function isJson(res: ServerResponse): boolean {
+  return /^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType(res) ?? '');
+}
+
+function headersOf(res: ServerResponse): { h?: Record<string, string> } {
+  const h: Record<string, string> = { ...(res as WithGiven)[GIVEN] };
+  for (const [name, v] of Object.entries(res.getHeaders())) if (v !== undefined) h[name] = Array.isArray(v) ? v.join(', ') : String(v);
+  return Object.keys(h).length === 0 ? {} : { h };
+}
