@@ -11,6 +11,8 @@ import { runP3 } from './p3-lines.js';
 import { runP4 } from './p4-fanout.js';
 import { runP5 } from './p5-loop-delay.js';
 import { runP6 } from './p6-soak.js';
+import { runP7 } from './p7-storm.js';
+import { runP8 } from './p8-synthesis.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const all: Record<string, (runs: number) => Promise<Row[]>> = {
@@ -20,6 +22,8 @@ const all: Record<string, (runs: number) => Promise<Row[]>> = {
   P4: runP4,
   P5: runP5,
   P6: runP6,
+  P7: runP7,
+  P8: runP8,
 };
 
 const wanted = process.argv.slice(2).map((s) => s.toUpperCase());

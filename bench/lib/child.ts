@@ -125,7 +125,7 @@ export function runJson<T>(script: string, args: string[] = [], env: Record<stri
 }
 
 /** A node script that prints `ready` when set up, then one JSON result line at the end. */
-export function startStaged<T>(script: string, args: string[] = [], env: Record<string, string> = {}): { ready: Promise<void>; result: Promise<T> } {
+export function startStaged<T>(script: string, args: string[] = [], env: Record<string, string> = {}): { ready: Promise<void>; result: Promise<T>; pid: number | undefined } {
   const proc = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   let readyResolve!: () => void;
@@ -144,5 +144,5 @@ export function startStaged<T>(script: string, args: string[] = [], env: Record<
       }
     });
   });
-  return { ready, result };
+  return { ready, result, pid: proc.pid };
 }
