@@ -27,6 +27,12 @@ const all: Record<string, (runs: number) => Promise<Row[]>> = {
 };
 
 const wanted = process.argv.slice(2).map((s) => s.toUpperCase());
+const unknown = wanted.filter((id) => !(id in all));
+if (unknown.length > 0) {
+  // A mistyped row would otherwise append an empty table to bench/RESULTS.md.
+  process.stderr.write(`unknown rows: ${unknown.join(', ')} (rows: ${Object.keys(all).join(', ')})\n`);
+  process.exit(2);
+}
 const selected = Object.entries(all).filter(([id]) => wanted.length === 0 || wanted.includes(id));
 fs.mkdirSync(WORK_DIR, { recursive: true });
 const rows: Row[] = [];
