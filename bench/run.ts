@@ -1,8 +1,11 @@
 /**
- * `npm run bench`: runs every row of issue 5 (or those named on the command line, e.g.
- * `npm run bench -- P1 P3`), prints the table and appends it to bench/RESULTS.md.
+ * `npm run bench`: runs every row of issues 5 and 12 (or those named on the command line, e.g.
+ * `npm run bench -- P1 P3`), prints the table and appends it to bench/RESULTS.md, with the
+ * machine's load average at the start and at the end of the run (other work on the machine
+ * takes CPU from every figure).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import { WORK_DIR } from './lib/paths.js';
 import { appendResults, table, type Row } from './lib/report.js';
 import { runP1 } from './p1-read-routes.js';
@@ -37,6 +40,8 @@ const selected = Object.entries(all).filter(([id]) => wanted.length === 0 || wan
 fs.mkdirSync(WORK_DIR, { recursive: true });
 const rows: Row[] = [];
 const started = Date.now();
+const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' / ');
+const loadAtStart = load();
 for (const [id, run] of selected) {
   process.stderr.write(`${id}…\n`);
   const t0 = Date.now();
@@ -45,4 +50,8 @@ for (const [id, run] of selected) {
 }
 const text = table(rows);
 process.stdout.write(`${text}\n\nTotal ${((Date.now() - started) / 1000).toFixed(0)} s, ${RUNS} runs per row.\n`);
-if (process.env.BENCH_NO_RECORD !== '1') appendResults(rows, `Rows: ${selected.map(([id]) => id).join(', ')}; ${RUNS} runs each; total ${((Date.now() - started) / 1000).toFixed(0)} s.`);
+const loadNote = `Load average (1 / 5 / 15 min): ${loadAtStart} at the start, ${load()} at the end.`;
+process.stdout.write(`${loadNote}\n`);
+if (process.env.BENCH_NO_RECORD !== '1') {
+  appendResults(rows, `Rows: ${selected.map(([id]) => id).join(', ')}; ${RUNS} runs each; total ${((Date.now() - started) / 1000).toFixed(0)} s. ${loadNote}`);
+}
