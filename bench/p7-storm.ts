@@ -176,8 +176,7 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
       // Everything else is the service's default (the SSE queue bound among it).
       CONSOLE_EVENT_RETENTION: String(20_000_000),
     },
-    // BENCH_P7_PROFILE=<dir>: a CPU profile of the service's main thread per run, for the notes.
-    ['--import', benchScript('tools/loop-monitor.js'), ...(process.env.BENCH_P7_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_P7_PROFILE}`] : [])],
+    ['--import', benchScript('tools/loop-monitor.js')],
   );
   let stopped = false;
   try {

@@ -78,9 +78,15 @@ export function cpuMsOf(pid: number | undefined): number | null {
   }
 }
 
-/** Starts the real service (`node dist/main/index.js`) with `env` on a free port. */
+/**
+ * Starts the real service (`node dist/main/index.js`) with `env` on a free port. With
+ * BENCH_PROFILE_DIR set, the service writes a CPU profile of its main thread there when it
+ * stops (`--cpu-prof`; summarise with bench/tools/profile-summary), for the notes.
+ */
 export async function startService(env: Record<string, string>, nodeArgs: string[] = []): Promise<Running> {
   const port = await freePort();
+  const prof = process.env.BENCH_PROFILE_DIR;
+  if (prof && !nodeArgs.includes('--cpu-prof')) nodeArgs = [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${prof}`];
   const proc = spawn(process.execPath, [...nodeArgs, SERVICE_ENTRY], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
