@@ -4,6 +4,7 @@
  * and records what this function returns.
  */
 import type { EventInput, Severity } from '../bus/event.js';
+import { SERVICE_ERROR, type ServiceErrorLike } from '../errors/index.js';
 import type { ProposalKind } from '../registry/index.js';
 
 /** Decision values (spec: Proposal decisions). */
@@ -16,12 +17,19 @@ export const PROPOSAL_FALLBACK_SCOPE = 'api/proposals';
 /** Label when no kind is given (Events rule 1). */
 export const NO_KIND_LABEL = 'Proposal';
 
+/** The codes of the console's errors. */
+export type ConsoleErrorCode = 'invalid_decision';
+
 /**
  * A decision value outside {@link DECISIONS}: a programming error (Events rule 4, the spec's
- * ValueError). The message names the valid values.
+ * ValueError). The message names the valid values. A RangeError, as a ValueError is, marked as
+ * one of the service's errors (code `invalid_decision`, issue 11, item 3): the routes validate
+ * decisions first, so this is answered 422 only if one slips past them.
  */
-export class DecisionValueError extends RangeError {
+export class DecisionValueError extends RangeError implements ServiceErrorLike {
   override name = 'DecisionValueError';
+  readonly [SERVICE_ERROR] = true as const;
+  readonly code = 'invalid_decision' as const;
   constructor(readonly value: unknown) {
     super(`invalid decision ${JSON.stringify(value)}: expected one of ${DECISIONS.join(', ')}`);
   }

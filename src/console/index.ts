@@ -6,6 +6,7 @@ export {
   isDecision,
   NO_KIND_LABEL,
   PROPOSAL_FALLBACK_SCOPE,
+  type ConsoleErrorCode,
   type Decision,
   type DecisionInput,
   type DecisionOutcome,

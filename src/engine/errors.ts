@@ -1,7 +1,20 @@
 /**
- * Errors of the engine store. The HTTP layer maps them to statuses (src/http/errors.ts):
- * not found 404, legacy 410, missing canonical field 422, invalid id 400.
+ * Errors of the engine store, each with its stable code (issue 11, item 3). The HTTP catalogue
+ * (src/http/errors.ts) maps the codes to statuses: not found 404, legacy 410, missing canonical
+ * field 422, invalid id 400 (ids.ts), a store read past its deadline 503.
  */
+import { ServiceError } from '../errors/index.js';
+
+/** The codes of the engine store's errors (`invalid_id` is thrown by ids.ts). */
+export type EngineErrorCode =
+  | 'invalid_id'
+  | 'project_not_found'
+  | 'episode_not_found'
+  | 'scene_not_found'
+  | 'lineage_not_found'
+  | 'legacy_project'
+  | 'missing_canonical_field'
+  | 'store_read_timeout';
 
 /** The `detail` object of a 422 from the entity routes (spec: Resources, MissingCanonicalField). */
 export interface MissingCanonicalFieldDetail {
@@ -62,39 +75,70 @@ export function unreadableField(projectId: string | null, field: string, where: 
   return missingField(projectId, field, where, `cannot be read (${problem.why})`, problem.fix);
 }
 
-export class MissingCanonicalFieldError extends Error {
+/**
+ * A canonical field is missing, or a store file cannot be used (code `missing_canonical_field`);
+ * the answer's `detail` is the MissingCanonicalField object (spec: Resources).
+ */
+export class MissingCanonicalFieldError extends ServiceError<'missing_canonical_field'> {
   override name = 'MissingCanonicalFieldError';
-  constructor(readonly detail: MissingCanonicalFieldDetail) {
-    super(detail.remediation);
+  readonly #detail: MissingCanonicalFieldDetail;
+  constructor(detail: MissingCanonicalFieldDetail) {
+    super('missing_canonical_field', detail.remediation);
+    this.#detail = detail;
+  }
+
+  override get detail(): MissingCanonicalFieldDetail {
+    return this.#detail;
   }
 }
 
-/** A project stored in a legacy format; message is `legacy project format: <reason>`. */
-export class LegacyProjectError extends Error {
+/** A project stored in a legacy format (code `legacy_project`); message is `legacy project format: <reason>`. */
+export class LegacyProjectError extends ServiceError<'legacy_project'> {
   override name = 'LegacyProjectError';
   constructor(
     readonly projectId: string,
     readonly reason: string,
   ) {
-    super(`legacy project format: ${reason}`);
+    super('legacy_project', `legacy project format: ${reason}`);
   }
 }
 
-/** An unknown project, episode, scene, or a beat without lineage; message is the detail. */
-export class NotFoundError extends Error {
+/** What a {@link NotFoundError} did not find: its code is `<what>_not_found`. */
+export type NotFoundWhat = 'project' | 'episode' | 'scene' | 'lineage';
+
+/**
+ * An unknown project, episode or scene, or a beat without lineage (code `<what>_not_found`);
+ * the message is the detail (`unknown project <id>`, `no lineage for beat <id>`…).
+ */
+export class NotFoundError extends ServiceError<`${NotFoundWhat}_not_found`> {
   override name = 'NotFoundError';
+  constructor(
+    readonly what: NotFoundWhat,
+    message: string,
+  ) {
+    super(`${what}_not_found`, message);
+  }
+}
+
+/** The {@link NotFoundError} of a project id that names no project: `unknown project <id>`. */
+export function unknownProject(projectId: string): NotFoundError {
+  return new NotFoundError('project', `unknown project ${projectId}`);
 }
 
 /**
  * A read of the engine store that took longer than CONSOLE_STORE_READ_TIMEOUT_MS (issue 10,
- * item 2): the HTTP layer answers 503 with `Retry-After`; nothing is cached.
+ * item 2; code `store_read_timeout`): answered 503 with `Retry-After`; nothing is cached.
  */
-export class StoreReadTimeoutError extends Error {
+export class StoreReadTimeoutError extends ServiceError<'store_read_timeout'> {
   override name = 'StoreReadTimeoutError';
   constructor(
     readonly timeoutMs: number,
-    readonly retryAfterSeconds: number,
+    retryAfterSeconds: number,
+    options: { readonly cause?: unknown } = {},
   ) {
-    super(`reading the engine store took longer than ${timeoutMs} ms (CONSOLE_STORE_READ_TIMEOUT_MS): try again`);
+    super('store_read_timeout', `reading the engine store took longer than ${timeoutMs} ms (CONSOLE_STORE_READ_TIMEOUT_MS): try again`, {
+      retryAfterSeconds,
+      cause: options.cause,
+    });
   }
 }

@@ -18,6 +18,7 @@ import {
   LegacyProjectError,
   MissingCanonicalFieldError,
   NotFoundError,
+  unknownProject,
   StoreReadTimeoutError,
   missingFieldReason,
   type MissingCanonicalFieldDetail,
@@ -191,7 +192,7 @@ export class EngineStore {
       case 'invalid':
         throw new MissingCanonicalFieldError(status.detail);
       case 'absent':
-        throw new NotFoundError(`unknown project ${projectId}`);
+        throw unknownProject(projectId);
     }
   }
 
@@ -442,7 +443,7 @@ function queryKey(q: SynthesisQuery): string {
 function toError(e: SynthesisError, projectId: string): Error {
   switch (e.kind) {
     case 'not_found':
-      return new NotFoundError(e.message);
+      return new NotFoundError(e.what, e.message);
     case 'legacy':
       return new LegacyProjectError(projectId, e.reason);
     case 'missing_field':

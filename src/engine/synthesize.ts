@@ -32,7 +32,7 @@ export type SynthesisOutcome =
   | { readonly ok: false; readonly error: SynthesisError };
 
 export type SynthesisError =
-  | { readonly kind: 'not_found'; readonly message: string }
+  | { readonly kind: 'not_found'; readonly what: 'episode' | 'scene' | 'lineage'; readonly message: string }
   | { readonly kind: 'legacy'; readonly reason: string }
   | { readonly kind: 'missing_field'; readonly detail: MissingCanonicalFieldDetail };
 
@@ -71,7 +71,7 @@ export function synthesize(index: ProjectIndex, q: SynthesisQuery, states: TakeS
       );
     case 'scenes': {
       const ep = index.episodes.get(q.episodeId);
-      if (!ep) return notFound(`unknown episode ${q.episodeId} in project ${projectId}`);
+      if (!ep) return notFound('episode', `unknown episode ${q.episodeId} in project ${projectId}`);
       return ok([
         {
           id: SCENE_ID,
@@ -85,8 +85,8 @@ export function synthesize(index: ProjectIndex, q: SynthesisQuery, states: TakeS
     }
     case 'beats': {
       const ep = index.episodes.get(q.episodeId);
-      if (!ep) return notFound(`unknown episode ${q.episodeId} in project ${projectId}`);
-      if (q.sceneId !== SCENE_ID) return notFound(`unknown scene ${q.sceneId} in episode ${q.episodeId}`);
+      if (!ep) return notFound('episode', `unknown episode ${q.episodeId} in project ${projectId}`);
+      if (q.sceneId !== SCENE_ID) return notFound('scene', `unknown scene ${q.sceneId} in episode ${q.episodeId}`);
       return ok(
         ep.beats.map((b) => ({
           id: b.id,
@@ -136,7 +136,7 @@ function lineage(
   takeId: string | null,
   states: TakeStates,
 ): SynthesisOutcome {
-  const noLineage = () => notFound(`no lineage for beat ${beatId}`);
+  const noLineage = () => notFound('lineage', `no lineage for beat ${beatId}`);
   const shots = index.shotsByBeat.get(beatId);
   if (!shots || shots.length === 0) return noLineage();
   const shotIds = new Set(shots.map((s) => s.shot_id));
@@ -199,6 +199,6 @@ function fail(error: SynthesisError): SynthesisOutcome {
   return { ok: false, error };
 }
 
-function notFound(message: string): SynthesisOutcome {
-  return fail({ kind: 'not_found', message });
+function notFound(what: 'episode' | 'scene' | 'lineage', message: string): SynthesisOutcome {
+  return fail({ kind: 'not_found', what, message });
 }

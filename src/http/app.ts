@@ -6,7 +6,7 @@ import cors from 'cors';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '../main/logger.js';
 import { bearerAuth } from './auth.js';
-import { errorMiddleware, HttpError, ValidationError, type ErrorReporter } from './errors.js';
+import { errorMiddleware, HttpError, MethodNotAllowedError, ValidationError, type ErrorReporter } from './errors.js';
 import { hostCheck, hostPolicy } from './host-check.js';
 import { inSequence } from './in-sequence.js';
 import { bodyShapeError } from './json-depth.js';
@@ -101,7 +101,11 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
 
   chain.push(api.dispatch);
   app.use(inSequence(chain));
-  app.use((req, _res, next) => next(new HttpError(404, `no route for ${req.method} ${req.path}`)));
+  // No route: a path some route has with other methods is a 405 naming them, any other a 404.
+  app.use((req, _res, next) => {
+    const allowed = api.allowedMethods(req);
+    next(allowed.length > 0 ? new MethodNotAllowedError(req.method, req.path, allowed) : new HttpError('route_not_found', `no route for ${req.method} ${req.path}`));
+  });
   const logger = opts.logger;
   app.use(
     errorMiddleware(

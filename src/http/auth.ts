@@ -37,7 +37,8 @@ export function isOpenRoute(method: string, path: string): boolean {
  * unchanged for the upstream to check its own). A path that reaches no route needs the token
  * too (401 before 404: no route discovery).
  * @param api the router whose match decides which route a request is for.
- * @throws HttpError 401 with `WWW-Authenticate: Bearer …` and a detail, through `next`.
+ * @throws HttpError `unauthorized` (no token) or `invalid_token` (another one), through `next`:
+ *   401 with `WWW-Authenticate: Bearer …` (the catalogue, errors.ts).
  */
 export function bearerAuth(token: string | null, api: Pick<Api, 'match'>): RequestHandler {
   if (token === null) return (_req, _res, next) => next();
@@ -50,13 +51,9 @@ export function bearerAuth(token: string | null, api: Pick<Api, 'match'>): Reque
     }
     const presented = presentedToken(req, route);
     if (presented === undefined) {
-      next(new HttpError(401, 'a bearer token is required (Authorization: Bearer <token>)', { 'WWW-Authenticate': 'Bearer realm="console-backend"' }));
+      next(new HttpError('unauthorized', 'a bearer token is required (Authorization: Bearer <token>)'));
     } else if (!timingSafeEqual(digest(presented), expected)) {
-      next(
-        new HttpError(401, 'invalid bearer token', {
-          'WWW-Authenticate': 'Bearer realm="console-backend", error="invalid_token"',
-        }),
-      );
+      next(new HttpError('invalid_token', 'invalid bearer token'));
     } else {
       next();
     }

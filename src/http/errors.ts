@@ -1,124 +1,326 @@
 /**
- * The error catalogue (style.md, practice 3): one HttpError (status + detail), the mapping of
- * domain errors to statuses, and the error middleware registered last. Error bodies are
- * `{ "detail": … }` (spec: Errors): a string, the MissingCanonicalField object, or the
- * validation array of `{ loc, msg, type }` (api-decisions.md, Validation errors).
+ * The error catalogue (style.md, practice 3; issue 11, item 3): one table maps every error code
+ * the service raises to its HTTP status, headers and body, and every error answer, whoever sends
+ * it (the error middleware, the write proxy, the shutdown gate, the answers to requests Node's
+ * parser refuses), is made from it.
+ *
+ * Errors are {@link ServiceError}s with a stable `code`, each defined in its folder's `errors.ts`
+ * with the error it stands for as `cause`; the HTTP-only ones are {@link HttpError}s below.
+ * Error bodies are `{ "detail": …, "code": "…" }` (spec: Errors): `detail` is a string, the
+ * MissingCanonicalField object, or the validation array of `{ loc, msg, type }`
+ * (api-decisions.md, Validation errors); `code` says which error it is.
  */
-import Database from 'better-sqlite3';
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import { InvalidIdError } from '../engine/ids.js';
-import { LegacyProjectError, MissingCanonicalFieldError, NotFoundError, StoreReadTimeoutError } from '../engine/errors.js';
-import {
-  JobCapacityError,
-  JobNotRunningError,
-  SpawnError,
-  ToolMissingError,
-  UnknownJobError,
-} from '../supervisor/index.js';
+import type { ConsoleErrorCode } from '../console/decision.js';
+import type { EngineErrorCode } from '../engine/errors.js';
+import { isServiceError, ServiceError, type ServiceErrorLike, type ServiceErrorOptions } from '../errors/index.js';
+import type { MainErrorCode } from '../main/config.js';
+import type { ProcessErrorCode } from '../process/errors.js';
+import { stateDbFault, type StateErrorCode } from '../state/errors.js';
+import type { SupervisorErrorCode } from '../supervisor/errors.js';
+import type { TerminalErrorCode } from '../terminals/errors.js';
+
+/** Codes of the errors raised by the HTTP layer itself. */
+export type HttpErrorCode =
+  | 'validation_failed'
+  | 'project_mismatch'
+  | 'bad_request'
+  | 'body_too_large'
+  | 'route_not_found'
+  | 'method_not_allowed'
+  | 'host_not_allowed'
+  | 'unauthorized'
+  | 'invalid_token'
+  | 'not_loopback'
+  | 'upstream_unreachable'
+  | 'proxy_loop'
+  | 'shutting_down'
+  | 'malformed_request'
+  | 'request_timeout'
+  | 'headers_too_large'
+  | 'chunk_extensions_too_large'
+  | 'memory_entry_not_found'
+  | 'workspace_not_found'
+  | 'stale_revision'
+  | 'report_too_large'
+  | 'media_not_found'
+  | 'media_forbidden'
+  | 'range_not_satisfiable'
+  | 'precondition_failed'
+  | 'internal';
+
+/** Every code the service raises: each folder's, and the HTTP layer's. */
+export type ErrorCode = EngineErrorCode | SupervisorErrorCode | ProcessErrorCode | TerminalErrorCode | StateErrorCode | ConsoleErrorCode | MainErrorCode | HttpErrorCode;
 
 /** One element of a 422 validation detail. `loc` starts with `body`, `query` or `path`. */
 export interface ValidationIssue {
   readonly loc: readonly (string | number)[];
   readonly msg: string;
   readonly type: string;
+  /** Facts about the problem, e.g. the allowed values (`ctx.allowed` of an unknown slash command). */
+  readonly ctx?: Readonly<Record<string, unknown>>;
 }
 
-/** An HTTP answer other than success. `detail` is served as is; `headers` are added. */
-export class HttpError extends Error {
+/** An error raised by the HTTP layer: a code of {@link HttpErrorCode}; the message is the detail. */
+export class HttpError extends ServiceError<HttpErrorCode> {
   override name = 'HttpError';
-  constructor(
-    readonly status: number,
-    readonly detail: unknown,
-    readonly headers: Readonly<Record<string, string>> = {},
-  ) {
-    super(typeof detail === 'string' ? detail : `HTTP ${status}`);
+}
+
+/** A 422 with the validation detail (code `validation_failed`). */
+export class ValidationError extends HttpError {
+  override name = 'ValidationError';
+  constructor(readonly issues: readonly ValidationIssue[]) {
+    super('validation_failed', issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ') || 'validation failed');
+  }
+
+  override get detail(): readonly ValidationIssue[] {
+    return this.issues;
   }
 }
 
-/** A 422 with the validation detail. */
-export class ValidationError extends HttpError {
-  constructor(readonly issues: readonly ValidationIssue[]) {
-    super(422, issues);
+/** A path the router knows, with a method it does not serve there (code `method_not_allowed`, `Allow`). */
+export class MethodNotAllowedError extends HttpError {
+  override name = 'MethodNotAllowedError';
+  /** The methods the path is served with, for the `Allow` header. */
+  constructor(
+    method: string,
+    path: string,
+    readonly allowed: readonly string[],
+  ) {
+    super('method_not_allowed', `method ${method} is not allowed on ${path}: allowed ${allowed.join(', ')}`);
   }
+}
+
+/** A Range outside the file (code `range_not_satisfiable`, `Content-Range: bytes *\/<size>`). */
+export class RangeNotSatisfiableError extends HttpError {
+  override name = 'RangeNotSatisfiableError';
+  constructor(readonly size: number) {
+    super('range_not_satisfiable', `range not satisfiable (the file has ${size} bytes)`);
+  }
+}
+
+/** A workspace PUT with another revision than the current one (code `stale_revision`; the body also carries `revision`). */
+export class StaleRevisionError extends HttpError {
+  override name = 'StaleRevisionError';
+  constructor(
+    message: string,
+    readonly revision: number,
+  ) {
+    super('stale_revision', message);
+  }
+}
+
+/** What the catalogue says of one code. */
+export interface CatalogueEntry {
+  readonly status: number;
+  /** What the code means, in the OpenAPI document and the README. */
+  readonly means: string;
+  /** Headers of the answer, from the error's facts. */
+  readonly headers?: (err: ServiceErrorLike) => Readonly<Record<string, string>>;
+  /** Members of the body besides `detail` and `code`. */
+  readonly members?: (err: ServiceErrorLike) => Readonly<Record<string, unknown>>;
+  /**
+   * Never answered as itself: a bug, or an error that stops start-up. Such an error is answered
+   * 500 `internal` with a generic detail, and logged with its stack.
+   */
+  readonly internal?: true;
+  /** Also answered before an operation is chosen (unknown paths, refused Host, token…). */
+  readonly unrouted?: true;
+}
+
+const retryAfter = (err: ServiceErrorLike): Record<string, string> =>
+  err.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(err.retryAfterSeconds) };
+
+/** The catalogue: every code, its status and what it means. A code missing here does not compile. */
+export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
+  // 400
+  invalid_id: { status: 400, means: 'A malformed identifier in the path or the query (the path-traversal guard); the detail is the message, naming the parameter and the rule.' },
+  bad_request: { status: 400, means: 'The request could not be read (the body was cut short, or its size could not be read).' },
+  malformed_request: { status: 400, unrouted: true, means: 'Node’s HTTP parser refused the request (a malformed request line or header, a target that is not a path); the connection is closed.' },
+  // 401, 403
+  unauthorized: {
+    status: 401,
+    unrouted: true,
+    means: 'CONSOLE_API_TOKEN is set and the request carries no bearer token.',
+    headers: () => ({ 'WWW-Authenticate': 'Bearer realm="console-backend"' }),
+  },
+  invalid_token: {
+    status: 401,
+    unrouted: true,
+    means: 'CONSOLE_API_TOKEN is set and the request carries another token (or a malformed Authorization header).',
+    headers: () => ({ 'WWW-Authenticate': 'Bearer realm="console-backend", error="invalid_token"' }),
+  },
+  not_loopback: { status: 403, means: '`POST /api/internal/bus` from a caller that is not a direct loopback peer (another address, or through a proxy).' },
+  media_forbidden: { status: 403, means: 'The media file may not be served.' },
+  // 404, 405
+  route_not_found: { status: 404, unrouted: true, means: 'No operation has this path, whatever the method.' },
+  project_not_found: { status: 404, means: 'No project has this id.' },
+  episode_not_found: { status: 404, means: 'The project has no episode with this id.' },
+  scene_not_found: { status: 404, means: 'The episode has no scene with this id.' },
+  lineage_not_found: { status: 404, means: 'The beat (or take) has no lineage: `no lineage for beat <id>`.' },
+  unknown_job: { status: 404, means: 'No generation job has this proposal id.' },
+  memory_entry_not_found: { status: 404, means: 'No memory entry file has this id.' },
+  workspace_not_found: { status: 404, means: 'No workspace state was stored under this id.' },
+  terminal_not_running: { status: 404, means: 'The project has no running terminal.' },
+  media_not_found: { status: 404, means: 'No such media file in the project (also a link out of its folder, a pipe, a folder).' },
+  method_not_allowed: {
+    status: 405,
+    unrouted: true,
+    means: 'The path has operations, but not with this method; `Allow` lists its methods.',
+    headers: (err) => ({ Allow: (err as MethodNotAllowedError).allowed.join(', ') }),
+  },
+  // 408, 409, 410, 412, 413, 416, 421
+  request_timeout: { status: 408, unrouted: true, means: 'The request was not received in time; the connection is closed.' },
+  job_not_running: { status: 409, means: 'The generation job has ended already.' },
+  stale_revision: {
+    status: 409,
+    means: 'The workspace `revision` is not the current one; the body’s `revision` is the current one, and nothing was written.',
+    members: (err) => ({ revision: (err as StaleRevisionError).revision }),
+  },
+  legacy_project: { status: 410, means: 'The project is stored in a legacy format: `legacy project format: <reason>`.' },
+  precondition_failed: { status: 412, means: 'An `If-Match` or `If-Unmodified-Since` precondition of a media request failed.' },
+  body_too_large: { status: 413, unrouted: true, means: 'The request body is larger than CONSOLE_MAX_BODY_BYTES (after decompression).' },
+  chunk_extensions_too_large: { status: 413, unrouted: true, means: 'The chunk extensions of a chunked body are too large (Node’s parser); the connection is closed.' },
+  report_too_large: { status: 413, means: 'The reported workspace blob is larger than CONSOLE_WORKSPACE_REPORT_MAX_BYTES.' },
+  range_not_satisfiable: {
+    status: 416,
+    means: 'The Range lies outside the media file; `Content-Range: bytes */<size>`.',
+    headers: (err) => ({ 'Content-Range': `bytes */${(err as RangeNotSatisfiableError).size}` }),
+  },
+  host_not_allowed: {
+    status: 421,
+    unrouted: true,
+    means: 'The Host header (or an absolute request target) names a host this instance does not serve (CONSOLE_ALLOWED_HOSTS; the DNS-rebinding defence). Nothing was done.',
+  },
+  // 422
+  validation_failed: {
+    status: 422,
+    unrouted: true,
+    means: 'The request failed validation: `detail` lists `{ loc, msg, type }` (and `ctx` for some), `loc` starting with `body`, `query` or `path`. Also a body that is not JSON, nested too deep or holding `__proto__`.',
+  },
+  missing_canonical_field: { status: 422, means: 'A canonical field is missing, or a store file cannot be used: `detail` is the MissingCanonicalField object.' },
+  project_mismatch: { status: 422, means: 'The body’s `project` differs from the path’s: `project path/body mismatch`.' },
+  invalid_decision: { status: 422, means: 'A decision value other than `approved`, `rejected` or `deferred`.' },
+  // 431
+  headers_too_large: { status: 431, unrouted: true, means: 'The request line and headers are larger than Node’s limit (16 KB); the connection is closed.' },
+  // 500
+  tool_missing: { status: 500, means: 'The dispatch tool file is missing (spec: Generation, rule 3); the detail names it and no process was started.' },
+  spawn_failed: { status: 500, means: 'The operating system refused to start the dispatch tool; the detail ends with the errno (`EAGAIN`…).' },
+  spawn_refused: { status: 500, means: 'The operating system refused to start a program; the detail ends with the errno.' },
+  internal: { status: 500, unrouted: true, means: 'An unexpected error (a bug): the detail is generic, the error is in the log.' },
+  invalid_transition: { status: 500, internal: true, means: 'A job state transition the table has no row for (a bug).' },
+  config_invalid: { status: 500, internal: true, means: 'A bad configuration value (stops start-up).' },
+  startup_guard_failed: { status: 500, internal: true, means: 'A start-up guard failed (stops start-up).' },
+  state_db_open_failed: { status: 500, internal: true, means: 'The state database cannot be opened (stops start-up).' },
+  // 502, 503, 507, 508
+  upstream_unreachable: { status: 502, means: 'SERVICE_WRITE_UPSTREAM could not be reached, or cut the connection before answering.' },
+  job_capacity: { status: 503, means: 'The cap on running generation jobs (CONSOLE_MAX_RUNNING_JOBS) is reached; no process was started.', headers: retryAfter },
+  store_read_timeout: { status: 503, means: 'Reading the store took longer than CONSOLE_STORE_READ_TIMEOUT_MS; nothing was cached.', headers: retryAfter },
+  state_db_busy: { status: 503, means: 'The state database is busy: nothing was stored, try again.', headers: retryAfter },
+  state_db_unavailable: { status: 503, means: 'The state database is read-only, failing or damaged: nothing was stored.' },
+  shutting_down: { status: 503, unrouted: true, means: 'The service is shutting down; the connection is closed.' },
+  terminal_program_missing: { status: 503, means: 'The terminal program (TTYD_BIN) cannot be found or is not executable.' },
+  terminal_ports_exhausted: { status: 503, means: 'Every port of CONSOLE_TTYD_PORTS is taken.' },
+  terminal_start_failed: { status: 503, means: 'The terminal program was refused by the operating system (the errno ends the detail), exited during start-up, or the service is stopping.' },
+  state_db_full: { status: 507, means: 'The state database has no space left on its disk: nothing was stored.' },
+  proxy_loop: { status: 508, means: 'SERVICE_WRITE_UPSTREAM forwards back to this service.' },
+};
+
+/** The codes an answer can carry (every code but the internal ones), in catalogue order. */
+export const ANSWERED_CODES: readonly ErrorCode[] = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).filter((c) => ERROR_CATALOGUE[c].internal !== true);
+
+/** An error answer: status, headers and the JSON body `{ detail, code, … }`. */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: { readonly detail: unknown; readonly code: string; readonly [member: string]: unknown };
+}
+
+const INTERNAL: ErrorAnswer = Object.freeze({ status: 500, headers: {}, body: Object.freeze({ detail: 'internal server error', code: 'internal' }) });
+
+/**
+ * The answer to an error of the service, from the catalogue. An internal code, or a code the
+ * catalogue does not know, is answered 500 `internal` with a generic detail.
+ */
+export function answerOf(err: ServiceErrorLike): ErrorAnswer {
+  const entry = (ERROR_CATALOGUE as Readonly<Record<string, CatalogueEntry>>)[err.code];
+  if (entry === undefined || entry.internal === true || err.code === 'internal') return INTERNAL;
+  return {
+    status: entry.status,
+    headers: entry.headers?.(err) ?? {},
+    body: { detail: err.detail ?? err.message, code: err.code, ...entry.members?.(err) },
+  };
+}
+
+/**
+ * The service's error for anything thrown: an error of the service as it is; a SqliteError
+ * the state layer's own (src/state/errors.ts); the JSON body parser's errors as the request's
+ * (413 `body_too_large`, 422 `validation_failed`, 400 `bad_request`); anything else
+ * `internal`, with the thrown value as `cause`.
+ */
+export function toServiceError(err: unknown): ServiceErrorLike {
+  if (isServiceError(err)) return err;
+  const fault = stateDbFault(err);
+  if (fault !== undefined) return fault;
+  const e = err as { type?: string; status?: number; message?: string; limit?: number } | null | undefined;
+  const cause: ServiceErrorOptions = { cause: err };
+  // body-parser's errors (app.ts, jsonBody)
+  if (e?.type === 'entity.too.large') return new HttpError('body_too_large', `request body too large (limit ${e.limit} bytes)`, cause);
+  if (e?.type === 'entity.parse.failed') {
+    return withCause(new ValidationError([{ loc: ['body'], msg: `JSON decode error: ${e.message ?? 'invalid JSON'}`, type: 'json_invalid' }]), err);
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    // A body that cannot be decoded is unprocessable like one that is not JSON.
+    return withCause(new ValidationError([{ loc: ['body'], msg: e.message ?? 'unsupported body encoding', type: 'body_encoding' }]), err);
+  }
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError('bad_request', e.message ?? 'bad request', cause);
+  return new HttpError('internal', 'internal server error', cause);
+}
+
+function withCause<E extends Error>(err: E, cause: unknown): E {
+  err.cause = cause;
+  return err;
 }
 
 /** Hook to report an unexpected error (logging); set by the composition root. */
 export type ErrorReporter = (err: unknown, req: Request) => void;
 
-/** Maps a thrown error to an HttpError; unknown errors become a 500 without internals. */
-export function toHttpError(err: unknown): HttpError {
-  if (err instanceof HttpError) return err;
-  if (err instanceof InvalidIdError) return new HttpError(400, err.message);
-  if (err instanceof NotFoundError) return new HttpError(404, err.message);
-  if (err instanceof UnknownJobError) return new HttpError(404, err.message);
-  if (err instanceof LegacyProjectError) return new HttpError(410, err.message);
-  if (err instanceof MissingCanonicalFieldError) return new HttpError(422, err.detail);
-  if (err instanceof JobNotRunningError) return new HttpError(409, err.message);
-  if (err instanceof ToolMissingError) return new HttpError(500, err.message);
-  if (err instanceof SpawnError) return new HttpError(500, err.message);
-  if (err instanceof JobCapacityError) return new HttpError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) });
-  if (err instanceof StoreReadTimeoutError) return new HttpError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) });
-  if (err instanceof Database.SqliteError) return stateDbError(err);
-  const e = err as { type?: string; status?: number; message?: string; limit?: number };
-  // body-parser errors
-  if (e?.type === 'entity.too.large') return new HttpError(413, `request body too large (limit ${e.limit} bytes)`);
-  if (e?.type === 'entity.parse.failed') {
-    return new ValidationError([{ loc: ['body'], msg: `JSON decode error: ${e.message ?? 'invalid JSON'}`, type: 'json_invalid' }]);
-  }
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-    // A body that cannot be decoded is unprocessable like one that is not JSON.
-    return new ValidationError([{ loc: ['body'], msg: e.message ?? 'unsupported body encoding', type: 'body_encoding' }]);
-  }
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, e.message ?? 'bad request');
-  return new HttpError(500, 'internal server error');
-}
-
-/**
- * The state database refused an operation (a fault of the machine, not of the request): 507 when
- * its disk is full, 503 when it is busy (with Retry-After), read-only, failing or corrupt; the
- * detail says what happened and that nothing was stored. Anything else (a constraint) is a bug:
- * a 500 without internals.
- */
-function stateDbError(err: { code: string; message: string }): HttpError {
-  const c = err.code;
-  if (c === 'SQLITE_FULL') return new HttpError(507, `state database full (no space left on its disk): nothing was stored (${err.message})`);
-  if (c.startsWith('SQLITE_BUSY') || c.startsWith('SQLITE_LOCKED')) {
-    return new HttpError(503, `state database busy: nothing was stored, try again (${err.message})`, { 'Retry-After': '1' });
-  }
-  if (/^SQLITE_(READONLY|IOERR|CANTOPEN|CORRUPT|NOTADB)/.test(c)) return new HttpError(503, `state database unavailable: nothing was stored (${err.message}, ${c})`);
-  return new HttpError(500, 'internal server error');
-}
-
 /** Hook for every 5xx answer the error middleware sends (logs when no request log runs). */
 export type ServerErrorLogger = (req: Request, status: number, detail: unknown) => void;
 
 /**
- * The error middleware, registered last.
- * @param report called with unexpected errors (a bug: logged with the stack).
+ * The error middleware, registered last: every error a route or middleware passes on is
+ * answered from the catalogue. An error whose facts come later (`settled`: a refused spawn's
+ * errno) is answered once they came.
+ * @param report called with errors answered `internal` (bugs), to be logged with the stack.
  * @param onServerError called for every 5xx answer, expected ones included.
  */
 export function errorMiddleware(report: ErrorReporter, onServerError?: ServerErrorLogger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const http = toHttpError(err);
-    if (http.status >= 500) {
-      // Expected faults (a missing tool, a full disk) are in the request log; only bugs get a stack.
-      const expected =
-        err instanceof HttpError ||
-        err instanceof ToolMissingError ||
-        err instanceof SpawnError ||
-        err instanceof StoreReadTimeoutError ||
-        (err instanceof Database.SqliteError && http.status !== 500);
-      if (!expected) report(err, req);
-      onServerError?.(req, http.status, http.detail);
-    }
-    sendError(res, http);
+    const e = toServiceError(err);
+    const answer = () => {
+      const a = answerOf(e);
+      if (a.status >= 500) {
+        // Expected faults (a missing tool, a full disk) are in the request log; only bugs get a stack.
+        if (a.body.code === 'internal') report(err, req);
+        onServerError?.(req, a.status, a.body.detail);
+      }
+      sendAnswer(res, a);
+    };
+    if (e.settled === undefined) answer();
+    else void e.settled.then(answer, answer);
   };
 }
 
-export function sendError(res: Response, err: HttpError): void {
+/** Sends the catalogue's answer to `err`; destroys the connection when an answer had started. */
+export function sendError(res: Response, err: ServiceErrorLike): void {
+  sendAnswer(res, answerOf(err));
+}
+
+function sendAnswer(res: Response, a: ErrorAnswer): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  res.status(err.status).set(err.headers).json({ detail: err.detail });
+  res.status(a.status).set(a.headers).json(a.body);
 }

@@ -71,7 +71,8 @@ function targetAuthority(req: IncomingMessage): string | undefined {
 /**
  * The middleware, or null when the policy is not enforced. Register it early (after the
  * request log and timer, before CORS): a refused request reaches nothing else.
- * @throws HttpError 421 with a detail naming the Host and CONSOLE_ALLOWED_HOSTS, through `next`.
+ * @throws HttpError `host_not_allowed` (421) with a detail naming the Host and
+ *   CONSOLE_ALLOWED_HOSTS, through `next`.
  */
 export function hostCheck(policy: HostPolicy): RequestHandler | null {
   if (!policy.enforced) return null;
@@ -94,7 +95,7 @@ export function hostCheck(policy: HostPolicy): RequestHandler | null {
     const named = authority !== undefined && isServed(host) ? `the request target's host ${JSON.stringify(authority)}` : host === undefined ? 'a request without a Host header' : `Host ${JSON.stringify(host)}`;
     next(
       new HttpError(
-        421,
+        'host_not_allowed',
         `${named} is not served here: this service answers only requests for loopback names (localhost, 127.0.0.1, [::1], any port) and the hosts listed in CONSOLE_ALLOWED_HOSTS (a defence against DNS rebinding); to serve this host, add it to CONSOLE_ALLOWED_HOSTS`,
       ),
     );

@@ -2,12 +2,28 @@
  * One structured log line per request (issue 4, item 9), written by pino-http when the answer
  * ends: `{ reqId, method, route, path, status, durationMs, msg }` at level info (error for a
  * 5xx). No bodies, no headers (so never `Authorization`), no query string (an event stream may
- * carry `?token=`).
+ * carry `?token=`). A route may add fields of its own ({@link addToRequestLine}): a generation
+ * request's `episode` and `modality`, which the spec says are accepted and logged.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+
+/** Where a route's own fields for the request line wait for the line (a symbol: no clash with Node's members). */
+const ROUTE_FIELDS = Symbol('request line fields');
+type WithFields = ServerResponse & { [ROUTE_FIELDS]?: Record<string, unknown> };
+
+/**
+ * Adds `fields` to the request's log line, written when its answer ends (after the standard
+ * fields, which they cannot replace). Cheap enough for every request: below level info, where
+ * no line is written, they are simply never read.
+ * @param fields JSON values; never a secret nor a body (the line's rule).
+ */
+export function addToRequestLine(res: ServerResponse, fields: Readonly<Record<string, unknown>>): void {
+  const r = res as WithFields;
+  r[ROUTE_FIELDS] = { ...r[ROUTE_FIELDS], ...fields };
+}
 
 /**
  * The request-log middleware; register it first so every answer is logged, 401s included.
@@ -19,6 +35,7 @@ export function requestLog(logger: Logger, routeOf: (req: Request) => string): R
     const r = req as Request;
     const ended = res.writableEnded;
     return {
+      ...(res as WithFields)[ROUTE_FIELDS],
       method: r.method,
       route: routeOf(r),
       path: (r.originalUrl ?? r.url ?? '').split('?')[0],

@@ -3,12 +3,14 @@
  * with its zod schemas (path, query, body, answers); `Api.route` validates requests with
  * them and `Api.document` renders them through zod-openapi (issue: service routes, item 7).
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { inSequence } from './in-sequence.js';
+import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 import { ErrorBody } from './schemas.js';
 import { camelizeKeys, parseInput } from './validate.js';
 
@@ -112,6 +114,34 @@ export interface DocumentOptions {
 const BODY_REJECTIONS =
   'a body that is not JSON (`json_invalid`, `content_type`, `body_encoding`), nested too deep (`json_too_deep`), or holding a member named `__proto__` at any depth (`forbidden_member`, `loc` its path: such a body is refused and nothing is stored; `constructor`, `prototype` and every other name are ordinary members)';
 
+/** The same, for operations that take no body. */
+const BODY_REJECTIONS_SHORT = 'is not JSON, is nested too deep, or holds a member named `__proto__`';
+
+/**
+ * The answers given before any operation is chosen (`components.responses`, named by their
+ * code; issue 11, item 9): from the catalogue's codes marked `unrouted` (errors.ts).
+ */
+function unroutedResponses(): Record<string, object> {
+  const out: Record<string, object> = {};
+  for (const code of ANSWERED_CODES) {
+    const entry = ERROR_CATALOGUE[code];
+    if (entry.unrouted !== true) continue;
+    const headers =
+      code === 'method_not_allowed'
+        ? { Allow: { required: true, description: 'The methods the path has, OPTIONS included.', schema: { type: 'string' } } }
+        : code === 'unauthorized' || code === 'invalid_token'
+          ? { 'WWW-Authenticate': { required: true, description: '`Bearer realm="console-backend"` (with `error="invalid_token"` for a wrong token).', schema: { type: 'string' } } }
+          : undefined;
+    out[code] = {
+      description: `${entry.status}: ${entry.means}`,
+      'x-status': entry.status,
+      ...(headers ? { headers } : {}),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
+    };
+  }
+  return out;
+}
+
 /** Names of the security schemes in the document. */
 export const BEARER_SCHEME = 'bearerAuth';
 export const QUERY_TOKEN_SCHEME = 'queryToken';
@@ -130,6 +160,15 @@ interface Found extends RouteMatch {
   readonly served: Served;
   readonly url: string;
   readonly method: string;
+}
+
+/** The methods routes are declared with (GET routes also answer HEAD), in `Allow` order. */
+const SERVED_METHODS: readonly HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'];
+
+/** `//` where a parameter belongs matches no route, as in Express. */
+function hasEmptyParam(params: Record<string, string>): boolean {
+  for (const k in params) if (params[k] === '') return true;
+  return false;
 }
 
 /** Where a request keeps its match (a symbol: no clash with Express's own members). */
@@ -181,16 +220,28 @@ export class Api {
     let found: Found | null = null;
     if (hit !== null) {
       const params = hit.params as Record<string, string>;
-      let empty = false;
-      // `//` where a parameter belongs: no route, as in Express.
-      for (const k in params) if (params[k] === '') empty = true;
-      if (!empty) {
+      if (!hasEmptyParam(params)) {
         const d = hit.store as Declared;
         found = { spec: d.spec, served: d.served, params, url, method };
       }
     }
     r[MATCH] = found ?? { url, method };
     return found;
+  }
+
+  /**
+   * The methods some route serves `req`'s path with (HEAD with GET), plus OPTIONS (answered by
+   * CORS on every path), for the `Allow` of a 405; empty when no route has the path, whatever
+   * the method (a 404). Runs only for requests no route matched.
+   */
+  allowedMethods(req: IncomingMessage): string[] {
+    const url = req.url ?? '';
+    const out: string[] = [];
+    for (const m of SERVED_METHODS) {
+      const hit = this.router.find(m, url);
+      if (hit !== null && !hasEmptyParam(hit.params as Record<string, string>)) out.push(m);
+    }
+    return out.length > 0 ? [...out, 'OPTIONS'] : [];
   }
 
   private readonly registered: { method: string; path: string }[] = [];
@@ -242,58 +293,78 @@ export class Api {
   }
 
   /**
-   * Renders the OpenAPI 3.1 document of every declared route. Besides each route's own
-   * answers it documents the framework's: 422 (validation) for routes with a query or a body
-   * (the body parser's 422s also in each request body's description),
-   * 413 for routes with a body, 507 and 503 (state database faults) for routes that write,
-   * 421 (Host not served) for every route, 401 for routes the bearer token protects.
+   * Renders the OpenAPI 3.1 document of every declared route (issue 11, item 9: it says what
+   * the service sends). Besides each route's own answers it documents the framework's, on every
+   * operation: 422 (validation of the query or body; and every request body, even where none is
+   * expected, is parsed as JSON first) and 413 (a body past the bound), 421 (Host not served),
+   * 500 (`internal`), 503 (state database faults for writes, the shutdown for all), 502 and 508
+   * for the mutations a write proxy forwards, and 401 where the bearer token is required. The
+   * security schemes are always declared and used: with the token unset, every operation but the
+   * open ones says "bearer, or nothing". Each path item says which methods it has (others answer
+   * 405); the answers given before any operation is chosen are `components.responses`, named by
+   * their code.
    */
   document(info: { title: string; version: string; description: string }, options: DocumentOptions = {}): object {
     const paths: ZodOpenApiPathsObject = {};
     const bearer = options.bearer;
+    const methodsOf = new Map<string, Set<string>>();
     for (const s of this.specs) {
       const path = s.path.replace(/:([A-Za-z_]+)/g, '{$1}');
-      const protectedOp = bearer?.required === true && !bearer.isOpen(s.method, s.path);
+      const protectedOp = bearer !== undefined && !bearer.isOpen(s.method, s.path);
       const answers: Record<number, AnswerSpec> = { ...s.answers };
-      if ((s.body || s.query) && !answers[422]) answers[422] = {
-          description: s.body
-            ? `Validation failure: \`detail\` lists \`{ loc, msg, type }\`; also ${BODY_REJECTIONS}.`
-            : 'Validation failure: `detail` lists `{ loc, msg, type }`.',
-          schema: ErrorBody,
-        };
-      if (s.body && !answers[413]) answers[413] = { description: 'The body is larger than CONSOLE_MAX_BODY_BYTES.', schema: ErrorBody };
-      if (s.method !== 'get') {
-        // Writes meet the state database's faults (src/http/errors.ts, stateDbError).
-        answers[507] ??= { description: 'The state database has no space left on its disk: nothing was stored.', schema: ErrorBody };
-        answers[503] ??= { description: 'The state database is busy (with Retry-After), read-only or failing: nothing was stored.', schema: ErrorBody };
-      }
-      // Every route: the Host check runs before any (host-check.ts).
-      answers[421] ??= {
-        description:
-          'The Host header (or an absolute request target) names a host this instance does not serve (DNS rebinding defence): bound to a loopback address it serves loopback names (localhost, 127.0.0.1, [::1], any port) and the hosts of CONSOLE_ALLOWED_HOSTS only; bound elsewhere, the same once CONSOLE_ALLOWED_HOSTS is set. Nothing was done.',
+      answers[422] ??= {
+        description: s.body
+          ? `Validation failure (\`validation_failed\`): \`detail\` lists \`{ loc, msg, type }\`; also ${BODY_REJECTIONS}.`
+          : s.query
+            ? `Validation failure (\`validation_failed\`): \`detail\` lists \`{ loc, msg, type }\`; also a request body (this operation takes none: any body is read first) that ${BODY_REJECTIONS_SHORT}.`
+            : `A request body (this operation takes none: any body is read first) that ${BODY_REJECTIONS_SHORT} (\`validation_failed\`).`,
         schema: ErrorBody,
       };
-      if (protectedOp && !answers[401]) {
+      answers[413] ??= {
+        description: s.body
+          ? 'The body is larger than CONSOLE_MAX_BODY_BYTES (`body_too_large`).'
+          : 'A request body (this operation takes none: any body is read first) larger than CONSOLE_MAX_BODY_BYTES (`body_too_large`).',
+        schema: ErrorBody,
+      };
+      if (s.method !== 'get') {
+        // Writes meet the state database's faults (src/state/errors.ts, stateDbFault).
+        answers[507] ??= { description: 'The state database has no space left on its disk (`state_db_full`): nothing was stored.', schema: ErrorBody };
+        answers[503] ??= {
+          description:
+            'The state database is busy (`state_db_busy`, with Retry-After), read-only or failing (`state_db_unavailable`): nothing was stored; or the service is shutting down (`shutting_down`).',
+          schema: ErrorBody,
+        };
+      }
+      // Every operation: a request that comes during the shutdown (shutdown-gate.ts).
+      answers[503] ??= { description: 'The service is shutting down (`shutting_down`); the connection is closed.', schema: ErrorBody };
+      if (s.method !== 'get' && s.localOnly !== true) {
+        // Only with SERVICE_WRITE_UPSTREAM set: this operation is forwarded (write-proxy.ts).
+        answers[502] ??= { description: 'Only with SERVICE_WRITE_UPSTREAM set: the upstream could not be reached, or cut the connection before answering (`upstream_unreachable`).', schema: ErrorBody };
+        answers[508] ??= { description: 'Only with SERVICE_WRITE_UPSTREAM set: the upstream forwards back to this service (`proxy_loop`).', schema: ErrorBody };
+      }
+      // Every operation: the Host check runs before any (host-check.ts).
+      answers[421] ??= {
+        description:
+          'The Host header (or an absolute request target) names a host this instance does not serve (DNS rebinding defence, `host_not_allowed`): bound to a loopback address it serves loopback names (localhost, 127.0.0.1, [::1], any port) and the hosts of CONSOLE_ALLOWED_HOSTS only; bound elsewhere, the same once CONSOLE_ALLOWED_HOSTS is set. Nothing was done.',
+        schema: ErrorBody,
+      };
+      answers[500] ??= { description: 'An unexpected error (a bug, `internal`): the detail is generic, the error is in the log.', schema: ErrorBody };
+      if (protectedOp && bearer.required && !answers[401]) {
         answers[401] = {
-          description: 'Missing or wrong bearer token.',
+          description: 'Missing (`unauthorized`) or wrong (`invalid_token`) bearer token.',
           schema: ErrorBody,
           headers: { 'WWW-Authenticate': '`Bearer realm="console-backend"` (with `error="invalid_token"` for a wrong token).' },
         };
       }
+      const schemes: Record<string, string[]>[] = s.path === bearer?.queryTokenPath ? [{ [BEARER_SCHEME]: [] }, { [QUERY_TOKEN_SCHEME]: [] }] : [{ [BEARER_SCHEME]: [] }];
       const op: ZodOpenApiOperationObject = {
         operationId: s.operationId,
         summary: s.summary,
         ...(s.description ? { description: s.description } : {}),
         tags: [s.tag],
-        ...(bearer?.required
-          ? {
-              security: !protectedOp
-                ? []
-                : s.path === bearer.queryTokenPath
-                  ? [{ [BEARER_SCHEME]: [] }, { [QUERY_TOKEN_SCHEME]: [] }]
-                  : [{ [BEARER_SCHEME]: [] }],
-            }
-          : {}),
+        // Always stated: open operations need nothing; the others the token when it is set, and
+        // accept one or nothing when it is not (`{}`: no requirement).
+        ...(bearer ? { security: !protectedOp ? [] : bearer.required ? schemes : [...schemes, {}] } : {}),
         requestParams: {
           ...(s.params ? { path: s.params as never } : {}),
           ...(s.query ? { query: s.query as never } : {}),
@@ -324,8 +395,12 @@ export class Api {
         ),
       };
       paths[path] = { ...(paths[path] ?? {}), [s.method]: op };
+      const methods = methodsOf.get(path) ?? new Set<string>();
+      methods.add(s.method.toUpperCase());
+      if (s.method === 'get') methods.add('HEAD');
+      methodsOf.set(path, methods);
     }
-    return createDocument({
+    const doc = createDocument({
       openapi: '3.1.0',
       info,
       servers: [{ url: '/', description: 'this service' }],
@@ -337,7 +412,7 @@ export class Api {
                 [BEARER_SCHEME]: {
                   type: 'http',
                   scheme: 'bearer',
-                  description: `CONSOLE_API_TOKEN. ${bearer.required ? 'Set on this instance: required' : 'Not set on this instance: the API is open'}; never required by the open routes (health, config, this document).`,
+                  description: `CONSOLE_API_TOKEN. ${bearer.required ? 'Set on this instance: required' : 'Not set on this instance: the API is open (a token is accepted and not checked)'}; never required by the open routes (health, config, this document).`,
                 },
                 [QUERY_TOKEN_SCHEME]: {
                   type: 'apiKey',
@@ -347,9 +422,46 @@ export class Api {
                 },
               },
             },
-            ...(bearer.required ? { security: [{ [BEARER_SCHEME]: [] }] } : {}),
+            security: bearer.required ? [{ [BEARER_SCHEME]: [] }] : [{ [BEARER_SCHEME]: [] }, {}],
           }
         : {}),
-    });
+    }) as unknown as { paths: Record<string, Record<string, unknown>>; components?: Record<string, unknown> };
+    // A path's other methods answer 405 with Allow (app.ts): said once per path item, which has
+    // no place for responses of methods it does not have.
+    for (const [path, methods] of methodsOf) {
+      const item = doc.paths[path];
+      const allow = [...SERVED_METHODS.filter((m) => methods.has(m)), 'OPTIONS'].join(', ');
+      if (item) item.description = `Other methods answer 405 \`method_not_allowed\` with \`Allow: ${allow}\` (OPTIONS: the CORS preflight, 204).`;
+    }
+    doc.components = { ...doc.components, responses: unroutedResponses() };
+    return doc;
+  }
+
+  /**
+   * A key of the document {@link document} renders with these arguments: equal keys, equal
+   * documents. Made of the routes' text (paths, ids, descriptions of operations and answers,
+   * where configured values appear) without rendering: the zod schemas do not depend on the
+   * configuration. The answer recorder writes one document per key (answer-recorder.ts).
+   */
+  documentKey(info: { title: string; version: string; description: string }, options: DocumentOptions = {}): string {
+    const text = JSON.stringify([
+      info,
+      options.bearer ? [options.bearer.required, options.bearer.queryTokenPath ?? null] : null,
+      this.specs.map((s) => [
+        s.method,
+        s.path,
+        s.operationId,
+        s.summary,
+        s.description ?? null,
+        s.tag,
+        Boolean(s.params),
+        Boolean(s.query),
+        Boolean(s.body),
+        s.bodyOptional ?? null,
+        s.localOnly ?? null,
+        Object.entries(s.answers).map(([k, a]) => [k, a.description, a.contentType ?? null, Object.keys(a.headers ?? {})]),
+      ]),
+    ]);
+    return createHash('sha256').update(text).digest('hex').slice(0, 24);
   }
 }

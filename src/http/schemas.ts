@@ -5,11 +5,25 @@
 import { z } from 'zod';
 import 'zod-openapi';
 import { SEVERITIES } from '../bus/event.js';
-import { ID_PATTERN } from '../engine/ids.js';
+import { ID_PATTERN, ID_RULE, invalidIdMessage, isValidId } from '../engine/ids.js';
+import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 
-/** A path segment checked by the identifier guard in the handler (400, not 422). */
+/**
+ * The one rule for identifiers (issue 11, item 6), stated in the OpenAPI document's
+ * description: an identifier in the path or the query is checked by the identifier guard in the
+ * handler (400 `invalid_id`, as the spec says for paths); one in a JSON body is validated with
+ * the body (422 `validation_failed`, an issue of type `invalid_id` whose `loc` names the member).
+ * Both say the same: `invalid <name> "<value>": expected …`.
+ */
+export const IDENTIFIER_RULE = `Identifiers (project, episode, scene, beat, shot, take, memory entry, workspace, proposal ids) are ${ID_RULE.replace(/^expected /, '')} (the pattern \`${ID_PATTERN.source}\`): they are checked against path traversal. A malformed identifier in the path or the query answers 400 \`invalid_id\` (the detail names the parameter); one in a JSON body answers 422 \`validation_failed\` with an issue \`{ loc: ["body", <member>], msg, type: "invalid_id" }\`, like any other invalid member.`;
+
+/** A path segment checked by the identifier guard in the handler (400 `invalid_id`, not 422). */
 export const PathId = (name: string) =>
-  z.string().meta({ description: `${name}; must match ${ID_PATTERN.source} and not contain "..", else 400` });
+  z.string().meta({ description: `${name}; must match ${ID_PATTERN.source} and not contain "..", else 400 \`invalid_id\`` });
+
+/** A query parameter checked by the identifier guard in the handler (400 `invalid_id`, as in a path). */
+export const QueryId = (description: string) =>
+  z.string().meta({ description: `${description} Must match ${ID_PATTERN.source} and not contain "..", else 400 \`invalid_id\`.` });
 
 /**
  * An integer query parameter: decimal digits only (`0x10` and `1e2` are not integers here),
@@ -32,28 +46,55 @@ export const QueryInt = (min: number, max: number, dflt: number) =>
       },
     });
 
-/** An identifier inside a body: a bad one is a 422 like any other invalid member. */
-export const BodyId = z
-  .string()
-  .regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)
-  .refine((s) => !s.includes('..'), 'must not contain ".."');
+/**
+ * An identifier inside a body (issue 11, item 6): a malformed one is a 422 like any other
+ * invalid member, its issue of type `invalid_id` with the identifier guard's message.
+ * @param name the member, as the message names it (`projectId`).
+ */
+export const BodyId = (name: string) =>
+  z
+    .string()
+    .superRefine((s, ctx) => {
+      if (!isValidId(s)) ctx.addIssue({ code: 'custom', message: invalidIdMessage(name, s), params: { type: 'invalid_id' } });
+    })
+    .meta({ pattern: ID_PATTERN.source, description: `An identifier: must match ${ID_PATTERN.source} and not contain "..", else 422 (type \`invalid_id\`).` });
+
+/**
+ * Every code an error answer can carry, from the catalogue (errors.ts): the description lists
+ * each with its status, and `x-status-of-code` maps them (each code has one status).
+ */
+export const ErrorCode = z.enum(ANSWERED_CODES as [string, ...string[]]).meta({
+  id: 'ErrorCode',
+  description: [
+    'Which error this is (the catalogue, src/http/errors.ts). Each code has one status:',
+    '',
+    '| code | status | meaning |',
+    '|---|---|---|',
+    ...ANSWERED_CODES.map((c) => `| \`${c}\` | ${ERROR_CATALOGUE[c].status} | ${ERROR_CATALOGUE[c].means.replace(/\|/g, '\\|')} |`),
+  ].join('\n'),
+  'x-status-of-code': Object.fromEntries(ANSWERED_CODES.map((c) => [c, ERROR_CATALOGUE[c].status])),
+});
+
+/** One element of a 422 validation detail. */
+export const ValidationIssue = z
+  .object({
+    loc: z.array(z.union([z.string(), z.number()])),
+    msg: z.string(),
+    type: z.string(),
+    ctx: z.record(z.string(), z.unknown()).optional().meta({ description: 'Facts about the problem, e.g. `allowed` (the slash commands).' }),
+  })
+  .meta({ id: 'ValidationIssue' });
 
 /** The standard error answers, documented once. */
 export const ErrorBody = z
   .object({
-    detail: z.union([
-      z.string(),
-      z.array(
-        z.object({
-          loc: z.array(z.union([z.string(), z.number()])),
-          msg: z.string(),
-          type: z.string(),
-        }),
-      ),
-      z.record(z.string(), z.unknown()),
-    ]),
+    detail: z.union([z.string(), z.array(ValidationIssue), z.record(z.string(), z.unknown())]),
+    code: ErrorCode,
   })
-  .meta({ id: 'ErrorBody', description: 'Error answer: a string, a validation list, or a MissingCanonicalField object.' });
+  .meta({
+    id: 'ErrorBody',
+    description: 'Error answer: `detail` is a string, a validation list (`validation_failed`), or a MissingCanonicalField object (`missing_canonical_field`); `code` says which error it is.',
+  });
 
 export const Severity = z.enum(SEVERITIES).meta({ id: 'EventSeverity' });
 
@@ -95,14 +136,17 @@ export const StreamQuery = z.object({
 
 export const GenerationRequestBody = z
   .object({
-    project: BodyId.meta({ description: 'Project identifier.' }),
+    project: BodyId('project').meta({ description: 'Project identifier.' }),
     episode: z.number().int().nullable().optional().meta({ description: 'Accepted and logged; never forwarded.' }),
     shotId: z
       .string()
       .nullable()
       .optional()
-      .refine((s) => s === null || s === undefined || s === '' || BodyId.safeParse(s).success, 'must be a shot identifier')
-      .meta({ description: 'Alias shot_id. Forwarded as the single shot id.' }),
+      .superRefine((s, ctx) => {
+        // Empty means none, as null does.
+        if (s && !isValidId(s)) ctx.addIssue({ code: 'custom', message: invalidIdMessage('shotId', s), params: { type: 'invalid_id' } });
+      })
+      .meta({ description: 'Alias shot_id. Forwarded as the single shot id; empty or null: none. An identifier (else 422, type `invalid_id`).' }),
     model: z
       .string()
       .nullable()
@@ -115,7 +159,7 @@ export const GenerationRequestBody = z
   .meta({ id: 'GenerationRequest', description: 'camelCase and snake_case member names are both accepted.' });
 
 export const GenerationRequestForProject = GenerationRequestBody.extend({
-  project: BodyId.optional().meta({ description: 'Must equal the path segment when given.' }),
+  project: BodyId('project').optional().meta({ description: 'Must equal the path segment when given.' }),
 }).meta({ id: 'GenerationRequestForProject' });
 
 export const GenerationAccepted = z
@@ -208,6 +252,7 @@ export const MissingCanonicalField = z
       remediation: z.string(),
       fix_cli: z.string(),
     }),
+    code: z.literal('missing_canonical_field'),
   })
   .meta({ id: 'MissingCanonicalField' });
 

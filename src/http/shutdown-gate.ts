@@ -5,7 +5,8 @@
  * - requests already in flight finish, and their answers close the connection
  *   (`Connection: close`), so a client does not send another request on it;
  * - a request that arrives on a connection opened before the stop is answered at once
- *   `503 { detail: "the service is shutting down" }`, also with `Connection: close`;
+ *   `503 { detail: "the service is shutting down", code: "shutting_down" }`, also with
+ *   `Connection: close`;
  * - {@link stopListening} refuses new connections but leaves the open ones be: closing a
  *   keep-alive connection that looks idle races with a request the client is sending on it,
  *   which would be cut without an answer. They are closed at the end, once every answer
@@ -13,11 +14,14 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import net from 'node:net';
+import { answerOf, HttpError } from './errors.js';
 
 /** Poll interval of {@link ShutdownGate.drained}: only runs during a shutdown. */
 const DRAIN_POLL_MS = 10;
 
-const REFUSAL = JSON.stringify({ detail: 'the service is shutting down' });
+/** The refusal, from the catalogue (`shutting_down`), made once. */
+const REFUSAL_ANSWER = answerOf(new HttpError('shutting_down', 'the service is shutting down'));
+const REFUSAL = JSON.stringify(REFUSAL_ANSWER.body);
 
 export class ShutdownGate {
   private readonly inFlight = new Set<ServerResponse>();
@@ -66,7 +70,8 @@ export class ShutdownGate {
     res.shouldKeepAlive = false;
     const answer = () => {
       if (res.headersSent || res.destroyed) return;
-      res.writeHead(503, {
+      res.writeHead(REFUSAL_ANSWER.status, {
+        ...REFUSAL_ANSWER.headers,
         'Content-Type': 'application/json; charset=utf-8',
         'Content-Length': Buffer.byteLength(REFUSAL),
         Connection: 'close',

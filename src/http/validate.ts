@@ -65,6 +65,11 @@ function toIssue(i: z.core.$ZodIssue, where: Location, input: unknown): Validati
       return { loc, msg: i.message, type: 'string_pattern_mismatch' };
     case 'unrecognized_keys':
       return { loc, msg: `Unexpected members: ${i.keys.join(', ')}`, type: 'extra_forbidden' };
+    case 'custom': {
+      // A check that names its rule (the identifier rule: `invalid_id`, schemas.ts) gives its type.
+      const type = typeof i.params?.type === 'string' ? i.params.type : 'value_error';
+      return { loc, msg: i.message, type };
+    }
     default:
       return { loc, msg: i.message, type: 'value_error' };
   }

@@ -149,7 +149,7 @@ export class WriteProxy {
         return;
       }
       if (req.get('via')?.includes(this.via)) {
-        next(new HttpError(508, `write proxy loop: SERVICE_WRITE_UPSTREAM (${upstream}) forwards back to this service`));
+        next(new HttpError('proxy_loop', `write proxy loop: SERVICE_WRITE_UPSTREAM (${upstream}) forwards back to this service`));
         return;
       }
       this.forwarded++;
@@ -183,7 +183,7 @@ export class WriteProxy {
       res.destroy();
     } else {
       // The answer object is Express's own: the middleware received it from the app.
-      sendError(res as Response, new HttpError(502, detail));
+      sendError(res as Response, new HttpError('upstream_unreachable', detail, { cause: err }));
     }
   }
 }

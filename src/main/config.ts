@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { ServiceError } from '../errors/index.js';
 
 /** Repository root: this file is `src/main/config.ts` or `dist/main/config.js`. */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -25,9 +26,15 @@ export const CONFIG_SCHEMA_VERSION = 1;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** Thrown when an environment variable has a bad value; the message names the variable. */
-export class ConfigError extends Error {
+/** The codes of start-up errors (src/main): they stop start-up and are never answered. */
+export type MainErrorCode = 'config_invalid' | 'startup_guard_failed';
+
+/** Thrown when an environment variable has a bad value (code `config_invalid`); the message names the variable. */
+export class ConfigError extends ServiceError<'config_invalid'> {
   override name = 'ConfigError';
+  constructor(message: string) {
+    super('config_invalid', message);
+  }
 }
 
 /** Fully resolved service configuration. All paths are absolute; all durations are milliseconds. */
@@ -164,10 +171,12 @@ const splitCsv = (s: string) =>
     .map((x) => x.trim())
     .filter((x) => x.length > 0);
 
+/** An http(s) URL without credentials, trailing slash dropped; blank means unset (undefined), as for TTYD_HOST. */
 const url = z
   .string()
   .trim()
   .transform((s, ctx) => {
+    if (s === '') return undefined;
     let u: URL;
     try {
       u = new URL(s);

@@ -2,17 +2,18 @@
  * Start-up guards (spec: What the service does, item 6). Either failing stops the service
  * before it serves anything; there is deliberately no environment override.
  */
+import { ServiceError } from '../errors/index.js';
 import type { Registries } from '../registry/index.js';
 
-/** Thrown when a start-up guard fails; `message` lists every offending name. */
-export class StartupGuardError extends Error {
+/** Thrown when a start-up guard fails (code `startup_guard_failed`); `message` lists every offending name. */
+export class StartupGuardError extends ServiceError<'startup_guard_failed'> {
   override name = 'StartupGuardError';
   constructor(
     message: string,
     readonly expiredFallbacks: readonly { name: string; retireBy: string }[],
     readonly deadKinds: readonly string[],
   ) {
-    super(message);
+    super('startup_guard_failed', message);
   }
 }
 

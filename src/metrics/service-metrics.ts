@@ -29,8 +29,16 @@ export interface StreamCount {
  * `jobs_running`, `events_published_total{severity}`, `sse_subscribers`,
  * `http_request_duration_seconds{method,route,status}`, `write_proxy_requests_total{outcome}`,
  * `event_loop_delay_seconds`; plus prom-client's default process and Node.js metrics (CPU,
- * memory, GC, handles, `nodejs_eventloop_lag_*_seconds`). {@link close} stops the sampling.
+ * memory, GC, handles, `nodejs_eventloop_lag_*_seconds`) but its `nodejs_active_*_total`
+ * gauges (see {@link NON_COUNTER_TOTALS}). {@link close} stops the sampling.
  */
+/**
+ * prom-client's default gauges named like counters (`_total`), which `promtool check metrics`
+ * refuses (issue 11, item 10). Each is the sum of a by-type gauge that stays:
+ * `sum(nodejs_active_handles)` is the number of handles.
+ */
+export const NON_COUNTER_TOTALS: readonly string[] = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly jobsStarted: Counter;
@@ -44,6 +52,7 @@ export class ServiceMetrics {
   constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
+    for (const name of NON_COUNTER_TOTALS) this.registry.removeSingleMetric(name);
     const loopDelay = new Histogram({
       name: 'console_event_loop_delay_seconds',
       help: 'How late a timer due every 20 ms ran: time the main thread was held by other work.',

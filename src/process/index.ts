@@ -4,7 +4,7 @@
  * running. Used by the generation supervisor and the terminal manager.
  */
 export { spawnManaged, ManagedProcess, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
-export { ProcessSpawnError } from './errors.js';
+export { ProcessSpawnError, type ProcessErrorCode } from './errors.js';
 export { exitFactsOf, type ExitFacts } from './exit-facts.js';
 export { ProcTable, PROC_WORKER_FILE } from './proc-table.js';
 export { sweepTree, describeLeftovers, type SweepBounds, type SweepReport } from './sweep-tree.js';

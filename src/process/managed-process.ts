@@ -38,18 +38,33 @@ export interface ProcessEnd {
  * @throws ProcessSpawnError when the operating system refuses it.
  */
 export function spawnManaged(table: ProcTable, file: string, args: readonly string[], opts: ManagedSpawnOptions): ManagedProcess {
-  const child = spawn(file, args, {
-    cwd: opts.cwd,
-    detached: true, // its own process group: a signal to the group reaches every member
-    stdio: ['ignore', opts.stdout, opts.stderr],
-    env: opts.env,
-    shell: false,
-  });
+  let child: ChildProcess;
+  try {
+    child = spawn(file, args, {
+      cwd: opts.cwd,
+      detached: true, // its own process group: a signal to the group reaches every member
+      stdio: ['ignore', opts.stdout, opts.stderr],
+      env: opts.env,
+      shell: false,
+    });
+  } catch (err) {
+    // Refusals other than the five below are thrown at once, as errno exceptions (E2BIG…).
+    if (typeof (err as NodeJS.ErrnoException)?.code === 'string' && (err as NodeJS.ErrnoException).syscall !== undefined) {
+      throw new ProcessSpawnError(file, err as Error);
+    }
+    throw err;
+  }
   if (child.pid === undefined) {
-    child.once('error', () => {}); // reported by the error below
+    // ENOENT, EACCES, EAGAIN, EMFILE and ENFILE come as an `error` event on the next tick: the
+    // error keeps it (its errno) once it arrives. The check phase comes after every tick, so
+    // the wait ends there even if Node reported nothing.
+    const refusal = new Promise<Error | undefined>((resolve) => {
+      child.once('error', resolve);
+      setImmediate(() => resolve(undefined));
+    });
     child.stdout?.destroy();
     child.stderr?.destroy();
-    throw new ProcessSpawnError(`the operating system refused to start ${file}`);
+    throw new ProcessSpawnError(file, refusal);
   }
   child.on('error', () => {
     // After a successful spawn only signalling errors come here; the exit ends it.

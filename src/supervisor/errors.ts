@@ -1,44 +1,76 @@
 /**
- * Errors of the generation supervisor (spec: Generation, rules 3; api-decisions.md, Jobs and
- * "Network and safety defaults"). The HTTP layer maps them to statuses (src/http/errors.ts).
+ * Errors of the generation supervisor (spec: Generation, rule 3; api-decisions.md, Jobs and
+ * "Network and safety defaults"), each with its stable code (issue 11, item 3). The HTTP
+ * catalogue (src/http/errors.ts) maps the codes to statuses.
  */
+import { ServiceError } from '../errors/index.js';
+import type { ProcessSpawnError } from '../process/errors.js';
 import type { JobRecord } from '../state/jobs-repo.js';
 
-/** The dispatch tool file does not exist; no process was started. */
-export class ToolMissingError extends Error {
+/** The codes of the supervisor's errors. */
+export type SupervisorErrorCode = 'tool_missing' | 'job_capacity' | 'spawn_failed' | 'unknown_job' | 'job_not_running' | 'invalid_transition';
+
+/** The dispatch tool file does not exist (code `tool_missing`); no process was started. */
+export class ToolMissingError extends ServiceError<'tool_missing'> {
   override name = 'ToolMissingError';
   constructor(readonly file: string) {
-    super(`dispatch tool not found: ${file}`);
+    super('tool_missing', `dispatch tool not found: ${file}`);
   }
 }
 
-/** The running-jobs cap is reached; no process was started. */
-export class JobCapacityError extends Error {
+/** The running-jobs cap is reached (code `job_capacity`); no process was started. */
+export class JobCapacityError extends ServiceError<'job_capacity'> {
   override name = 'JobCapacityError';
   constructor(
     readonly limit: number,
-    /** Suggested wait before retrying, in seconds. */
-    readonly retryAfterSeconds: number,
+    /** Suggested wait before retrying, in seconds (`Retry-After`). */
+    retryAfterSeconds: number,
   ) {
-    super(`too many running generation jobs (limit ${limit}); retry in ${retryAfterSeconds} s`);
+    super('job_capacity', `too many running generation jobs (limit ${limit}); retry in ${retryAfterSeconds} s`, { retryAfterSeconds });
   }
 }
 
-/** The operating system refused to start the child. */
-export class SpawnError extends Error {
+/**
+ * The operating system refused to start the dispatch tool (code `spawn_failed`); the refusal,
+ * with its errno, is the `cause`. The message names the errno once it is known (`settled`).
+ */
+export class SpawnError extends ServiceError<'spawn_failed'> {
   override name = 'SpawnError';
+  readonly settled: Promise<void>;
+  constructor(message: string, options: { readonly cause: ProcessSpawnError }) {
+    super('spawn_failed', message, options);
+    const refusal = options.cause;
+    const named = () => {
+      if (refusal.errno !== undefined) this.message = `${message} (${refusal.errno})`;
+    };
+    named();
+    this.settled = refusal.settled.then(named);
+  }
 }
 
-export class UnknownJobError extends Error {
+/** No job has this proposal id (code `unknown_job`). */
+export class UnknownJobError extends ServiceError<'unknown_job'> {
   override name = 'UnknownJobError';
   constructor(readonly proposalId: string) {
-    super(`unknown job ${proposalId}`);
+    super('unknown_job', `unknown job ${proposalId}`);
   }
 }
 
-export class JobNotRunningError extends Error {
+/** The job has ended already (code `job_not_running`). */
+export class JobNotRunningError extends ServiceError<'job_not_running'> {
   override name = 'JobNotRunningError';
   constructor(readonly job: JobRecord) {
-    super(`job ${job.proposalId} is not running (state ${job.state})`);
+    super('job_not_running', `job ${job.proposalId} is not running (state ${job.state})`);
+  }
+}
+
+/**
+ * A trigger the job state table has no row for (code `invalid_transition`): a supervisor bug,
+ * never a user error, answered as any bug is (500 `internal`).
+ */
+export class InvalidTransitionError extends ServiceError<'invalid_transition'> {
+  override name = 'InvalidTransitionError';
+  constructor(message: string) {
+    super('invalid_transition', message);
   }
 }

@@ -1,6 +1,14 @@
 export { Supervisor, GENERATION_SCOPE, type GenerationRequest,
   type SupervisorOptions,
 } from './supervisor.js';
-export { ToolMissingError, JobCapacityError, SpawnError, UnknownJobError, JobNotRunningError } from './errors.js';
+export {
+  InvalidTransitionError,
+  JobCapacityError,
+  JobNotRunningError,
+  SpawnError,
+  ToolMissingError,
+  UnknownJobError,
+  type SupervisorErrorCode,
+} from './errors.js';
 export { transition, JOB_STATES, type JobStatus, type JobStateName, type JobTrigger } from './job-state.js';
 export { frameLines, type FramedLine } from './frame-lines.js';

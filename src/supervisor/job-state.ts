@@ -5,6 +5,9 @@
  * job found running in the state database after the service itself died.
  */
 import type { Severity } from '../bus/event.js';
+import { InvalidTransitionError } from './errors.js';
+
+export { InvalidTransitionError } from './errors.js';
 
 export type JobStatus =
   | { readonly state: 'running' }
@@ -25,11 +28,6 @@ export type JobTrigger =
   | { readonly kind: 'stderr-line' }
   | { readonly kind: 'exit'; readonly rc: number; readonly signal: NodeJS.Signals | null }
   | { readonly kind: 'lost' };
-
-/** Thrown for a trigger the table has no row for (a supervisor bug, never a user error). */
-export class InvalidTransitionError extends Error {
-  override name = 'InvalidTransitionError';
-}
 
 /** The line rows, taken once per output line: shared, not rebuilt each time. */
 const RUNNING: JobStatus = Object.freeze({ state: 'running' });

@@ -187,7 +187,7 @@ export class Supervisor {
         sweep: this.options.sweep,
       });
     } catch (err) {
-      if (err instanceof ProcessSpawnError) throw new SpawnError('the operating system refused to start the dispatch tool');
+      if (err instanceof ProcessSpawnError) throw new SpawnError('the operating system refused to start the dispatch tool', { cause: err });
       throw err;
     }
 

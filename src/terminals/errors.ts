@@ -1,19 +1,56 @@
 /**
- * Why a terminal could not be started (api-decisions.md, "Service routes with partial shape":
- * Terminal). The HTTP layer answers each with 503 and the message as detail.
+ * Why a terminal could not be started, or is not there (api-decisions.md, "Service routes with
+ * partial shape": Terminal), each with its stable code (issue 11, item 3). The HTTP catalogue
+ * answers the start failures 503 with the message as detail: the service works, the terminal
+ * facility does not.
  */
+import { ServiceError } from '../errors/index.js';
+import type { ProcessSpawnError } from '../process/errors.js';
 
-/** The terminal program (TTYD_BIN) is not an executable file, or not on PATH. */
-export class TerminalProgramMissingError extends Error {
+/** The codes of the terminals' errors. */
+export type TerminalErrorCode = 'terminal_program_missing' | 'terminal_ports_exhausted' | 'terminal_start_failed' | 'terminal_not_running';
+
+/** The terminal program (TTYD_BIN) is not an executable file, or not on PATH (code `terminal_program_missing`). */
+export class TerminalProgramMissingError extends ServiceError<'terminal_program_missing'> {
   override name = 'TerminalProgramMissingError';
+  constructor(message: string) {
+    super('terminal_program_missing', message);
+  }
 }
 
-/** Every port of the configured range is taken (by our terminals or by other programs). */
-export class TerminalPortsExhaustedError extends Error {
+/** Every port of the configured range is taken, by our terminals or by other programs (code `terminal_ports_exhausted`). */
+export class TerminalPortsExhaustedError extends ServiceError<'terminal_ports_exhausted'> {
   override name = 'TerminalPortsExhaustedError';
+  constructor(message: string) {
+    super('terminal_ports_exhausted', message);
+  }
 }
 
-/** The program was started but exited before it accepted a connection, or the service is stopping. */
-export class TerminalStartError extends Error {
+/**
+ * The program was refused by the operating system (the refusal, with its errno, is the
+ * `cause`, and the message ends with the errno once known: `settled`), exited before it
+ * accepted a connection, or the service is stopping (code `terminal_start_failed`).
+ */
+export class TerminalStartError extends ServiceError<'terminal_start_failed'> {
   override name = 'TerminalStartError';
+  readonly settled: Promise<void> | undefined;
+  constructor(message: string, options: { readonly cause?: ProcessSpawnError } = {}) {
+    super('terminal_start_failed', message, options);
+    const refusal = options.cause;
+    if (refusal !== undefined) {
+      const named = () => {
+        if (refusal.errno !== undefined) this.message = `${message} (${refusal.errno})`;
+      };
+      named();
+      this.settled = refusal.settled.then(named);
+    }
+  }
+}
+
+/** The project has no running terminal (code `terminal_not_running`). */
+export class TerminalNotRunningError extends ServiceError<'terminal_not_running'> {
+  override name = 'TerminalNotRunningError';
+  constructor(readonly projectId: string) {
+    super('terminal_not_running', `no running terminal for project ${projectId}`);
+  }
 }

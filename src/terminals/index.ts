@@ -7,4 +7,10 @@ export {
   type StartResult,
   type StopResult,
 } from './terminal-manager.js';
-export { TerminalProgramMissingError, TerminalPortsExhaustedError, TerminalStartError } from './errors.js';
+export {
+  TerminalNotRunningError,
+  TerminalPortsExhaustedError,
+  TerminalProgramMissingError,
+  TerminalStartError,
+  type TerminalErrorCode,
+} from './errors.js';

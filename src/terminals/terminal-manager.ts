@@ -24,7 +24,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type { EventBus } from '../bus/bus.js';
-import { NotFoundError } from '../engine/errors.js';
+import { unknownProject } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
 import { projectDir } from '../engine/project-file.js';
 import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ManagedProcess, type ProcessEnd, type ProcTable, type SweepBounds } from '../process/index.js';
@@ -254,7 +254,7 @@ export class TerminalManager {
   /** The project's directory, which must exist. */
   private projectDirOf(id: string): string {
     const dir = projectDir(this.options.storeRoot, id);
-    if (!isDirectory(dir)) throw new NotFoundError(`unknown project ${id}`);
+    if (!isDirectory(dir)) throw unknownProject(id);
     return dir;
   }
 
@@ -281,7 +281,7 @@ export class TerminalManager {
         sweep: this.options.sweep,
       });
     } catch (err) {
-      if (err instanceof ProcessSpawnError) throw new TerminalStartError(`the operating system refused to start the terminal program ${program}`);
+      if (err instanceof ProcessSpawnError) throw new TerminalStartError(`the operating system refused to start the terminal program ${program}`, { cause: err });
       throw err;
     }
     const { child } = proc;

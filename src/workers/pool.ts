@@ -100,7 +100,7 @@ export class SynthesisPool implements SynthesisRunner {
       // terminated and a new one started (minThreads).
       if (signal?.aborted && (err as Error)?.name === 'AbortError') {
         this.timedOut++;
-        throw new StoreReadTimeoutError(this.timeoutMs as number, this.retryAfterSeconds);
+        throw new StoreReadTimeoutError(this.timeoutMs as number, this.retryAfterSeconds, { cause: err });
       }
       throw err;
     }

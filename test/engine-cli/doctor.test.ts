@@ -68,7 +68,7 @@ describe('engine doctor on the sample store', () => {
     t = await startTestService({ tmp: s.tmp });
     const res = await t.get('/api/projects/old-pilot');
     expect(res.status).toBe(410);
-    expect(await res.json()).toEqual({ detail: 'legacy project format: format 1 (project.yaml)' });
+    expect(await res.json()).toEqual({ detail: 'legacy project format: format 1 (project.yaml)', code: 'legacy_project' });
   });
 
   it('exits 0 for a healthy project given with --project, and checks only its memory entries', async () => {

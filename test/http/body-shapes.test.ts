@@ -86,7 +86,7 @@ describe('a body holding __proto__', () => {
       expect([r.path, res.status, res.json]).toEqual([
         r.path,
         422,
-        { detail: [{ loc, msg: expect.stringContaining('"__proto__" is not accepted'), type: 'forbidden_member' }] },
+        { detail: [{ loc, msg: expect.stringContaining('"__proto__" is not accepted'), type: 'forbidden_member' }], code: 'validation_failed' },
       ]);
     }
     // Nothing leaked into the service's own objects (it runs in this process).

@@ -76,15 +76,16 @@ describe('POST /api/chat', () => {
     expect(after.bus.lastEventId).toBe(before.bus.lastEventId);
   });
 
-  it('answers 422 for a missing or empty message, 400 for a malformed project id, 404 for an unknown project', async () => {
+  it('answers 422 for a missing or empty message or a malformed project id, 404 for an unknown project', async () => {
     for (const body of [{}, { message: '' }, { message: 42 }, { projectId: 'harbor-lights' }]) {
       const { res, text } = await chat(body);
       expect(res.status, JSON.stringify(body)).toBe(422);
       expect(JSON.parse(text).detail[0].loc).toEqual(['body', 'message']);
     }
+    // A malformed id in a body is a 422 like any other invalid member (issue 11, item 6: it was a 400).
     const bad = await chat({ message: 'hi', projectId: '../x' });
-    expect(bad.res.status).toBe(400);
-    expect(JSON.parse(bad.text).detail).toMatch(/^invalid project_id/);
+    expect(bad.res.status).toBe(422);
+    expect(JSON.parse(bad.text).detail).toEqual([{ loc: ['body', 'projectId'], msg: expect.stringMatching(/^invalid projectId "\.\.\/x": expected/), type: 'invalid_id' }]);
     const unknown = await chat({ message: 'hi', projectId: 'nope' });
     expect(unknown.res.status).toBe(404);
     expect(JSON.parse(unknown.text).detail).toBe('unknown project nope');

@@ -110,7 +110,7 @@ describe('clicks of projects that are not in the store (issue 10, item 10)', () 
     for (const id of ['nobody', 'just-a-folder', 'a-file', 'Harbor-Lights', 'harbor-lights.', 'harbor-lights-2']) {
       for (const key of ['projectId', 'project_id']) {
         const r = await send(t, 'POST', '/api/clicks', { [key]: id, target: 'play' });
-        expect([id, key, r.status, r.json]).toEqual([id, key, 404, { detail: `unknown project ${id}` }]);
+        expect([id, key, r.status, r.json]).toEqual([id, key, 404, { detail: `unknown project ${id}`, code: 'project_not_found' }]);
       }
     }
     // A malformed id is a validation failure, as before (the body schema's id pattern).

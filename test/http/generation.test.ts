@@ -267,7 +267,7 @@ describe('generation errors (spec: Errors)', () => {
     const res = await svc.post(`/api/generate/${PROJECT}`, { project: 'night-market' });
 
     expect(res.status).toBe(422);
-    expect(await res.json()).toEqual({ detail: 'project path/body mismatch' });
+    expect(await res.json()).toEqual({ detail: 'project path/body mismatch', code: 'project_mismatch' });
     await expectNothingStarted(svc);
   });
 
@@ -289,12 +289,12 @@ describe('generation errors (spec: Errors)', () => {
     ['a missing project', {}, ['body', 'project'], 'missing'],
     ['a number as project', { project: 5 }, ['body', 'project'], 'string_type'],
     ['a null project', { project: null }, ['body', 'project'], 'string_type'],
-    ['a traversal project', { project: '../etc' }, ['body', 'project'], 'string_pattern_mismatch'],
+    ['a traversal project', { project: '../etc' }, ['body', 'project'], 'invalid_id'],
     ['a string as dryRun', { project: PROJECT, dryRun: 'yes' }, ['body', 'dryRun'], 'boolean_type'],
     ['a string as dry_run', { project: PROJECT, dry_run: 'true' }, ['body', 'dryRun'], 'boolean_type'],
     ['a string as episode', { project: PROJECT, episode: 'one' }, ['body', 'episode'], 'number_type'],
     ['a number as shotId', { project: PROJECT, shotId: 10 }, ['body', 'shotId'], 'string_type'],
-    ['a traversal shot_id', { project: PROJECT, shot_id: '../x' }, ['body', 'shotId'], 'value_error'],
+    ['a traversal shot_id', { project: PROJECT, shot_id: '../x' }, ['body', 'shotId'], 'invalid_id'],
     ['a model starting with -', { project: PROJECT, model: '--dry-run' }, ['body', 'model'], 'value_error'],
     ['a model with a space', { project: PROJECT, model: 'two words' }, ['body', 'model'], 'value_error'],
     ['a number as modality', { project: PROJECT, modality: 3 }, ['body', 'modality'], 'string_type'],

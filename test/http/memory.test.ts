@@ -56,7 +56,7 @@ describe('POST /api/memory/{entry_id}/toggle', () => {
     const since = mark(t);
     const unknown = await send(t, 'POST', '/api/memory/no-such-entry/toggle', { on: false });
     expect(unknown.status).toBe(404);
-    expect(unknown.json).toEqual({ detail: 'unknown memory entry no-such-entry' });
+    expect(unknown.json).toEqual({ detail: 'unknown memory entry no-such-entry', code: 'memory_entry_not_found' });
     const bad = await send(t, 'POST', '/api/memory/a..b/toggle', { on: false });
     expect(bad.status).toBe(400);
     expect(bad.json.detail).toMatch(/^invalid entry_id/);

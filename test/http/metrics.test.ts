@@ -2,6 +2,7 @@
  * `GET /api/metrics` (issue 4, item 8): Prometheus text format from a registry per service
  * instance. Each family is scraped before and after the thing it counts.
  */
+import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStateDb } from '../../src/state/db.js';
 import { JobsRepo } from '../../src/state/jobs-repo.js';
@@ -203,5 +204,21 @@ describe('GET /api/metrics', () => {
     expect((await front.post('/api/proposals/generate', { project: PROJECT, dry_run: true })).status).toBe(502);
     s = await scrape(front);
     expect(value(s, 'console_write_proxy_requests_total{outcome="failed"}')).toBe(1);
+  });
+
+  it('passes promtool check metrics: no gauge named like a counter (issue 11, item 10)', async () => {
+    const t = await start({ env: { DISPATCH_CLI: fixture('echo-argv.mjs') } });
+    // Every family with samples: a job, reads, an error, a stream.
+    const res = await t.post('/api/proposals/generate', { project: PROJECT, dry_run: true });
+    await waitForJobEvents(t.url, ((await res.json()) as { proposalId: string }).proposalId);
+    await t.get('/api/projects/nope');
+    const text = await (await t.get('/api/metrics')).text();
+    // prom-client's by-type gauges stay; their `_total` sums (gauges) are gone.
+    expect(text).toMatch(/^# TYPE nodejs_active_handles gauge$/m);
+    expect(text).not.toMatch(/^nodejs_active_\w+_total/m);
+
+    const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    if (check.error) throw new Error(`promtool is needed for this test and could not be run (${check.error.message}): install it (Debian package prometheus: apt-get install prometheus, which ships /usr/bin/promtool)`);
+    expect({ status: check.status, problems: `${check.stdout}${check.stderr}`.trim() }).toEqual({ status: 0, problems: '' });
   });
 });

@@ -4,12 +4,17 @@
  * tests walk what the Express app serves and what the Api declares, so routes added later are
  * held to the same rules.
  */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
+import { ANSWERED_CODES, ERROR_CATALOGUE } from '../../src/http/errors.js';
 import type { RouteSpec } from '../../src/http/route.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { REPO_ROOT, startTestService, type TestService } from '../helpers/service.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- the document is walked as plain JSON */
 type Doc = any;
@@ -162,9 +167,13 @@ describe('the OpenAPI document', () => {
       expect(d.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
       expect(d.components.securitySchemes.queryToken).toMatchObject({ type: 'apiKey', in: 'query', name: 'token' });
     }
-    // Open instance: no requirement anywhere.
-    expect(doc.security).toBeUndefined();
-    expect(doc.paths['/api/metrics'].get.security).toBeUndefined();
+    // Open instance: the scheme is used, and nothing is required (issue 11, item 9: the
+    // document said nothing, which linters report as an operation without security): "bearer,
+    // or nothing" (`{}`), no 401.
+    expect(doc.security).toEqual([{ bearerAuth: [] }, {}]);
+    expect(doc.paths['/api/metrics'].get.security).toEqual([{ bearerAuth: [] }, {}]);
+    expect(doc.paths['/api/health'].get.security).toEqual([]);
+    expect(doc.paths['/api/events/stream'].get.security).toEqual([{ bearerAuth: [] }, { queryToken: [] }, {}]);
     expect(doc.paths['/api/metrics'].get.responses['401']).toBeUndefined();
 
     expect(lockedDoc.security).toEqual([{ bearerAuth: [] }]);
@@ -182,5 +191,65 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(lockedDoc.paths['/api/events/stream'].get.security).toEqual([{ bearerAuth: [] }, { queryToken: [] }]);
+  });
+
+  it('passes Redocly’s linter (recommended rules) with no error, with and without the token (issue 11, item 9)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-lint-'));
+    try {
+      for (const [name, d] of [['open', doc], ['locked', lockedDoc]] as const) {
+        const file = path.join(dir, `${name}.json`);
+        fs.writeFileSync(file, JSON.stringify(d));
+        // Offline: no telemetry, no update check.
+        const run = spawnSync(process.execPath, [path.join(REPO_ROOT, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js'), 'lint', file, '--format=json'], {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '', REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', HOME: dir },
+          timeout: 120_000,
+        });
+        if (run.error) throw run.error;
+        const report = JSON.parse(run.stdout) as { totals: { errors: number }; problems: { severity: string; ruleId: string; message: string }[] };
+        const errors = report.problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message}`);
+        expect({ name, errors }).toEqual({ name, errors: [] });
+        expect(report.totals.errors).toBe(0);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lists every error code with its one status, and requires the code in every error body (issue 11, item 3)', () => {
+    const codes = doc.components.schemas.ErrorCode;
+    expect(codes.enum).toEqual([...ANSWERED_CODES]);
+    for (const c of ANSWERED_CODES) {
+      expect(codes['x-status-of-code'][c], c).toBe(ERROR_CATALOGUE[c].status);
+      expect(codes.description, c).toContain(`| \`${c}\` | ${ERROR_CATALOGUE[c].status} |`);
+    }
+    expect(doc.components.schemas.ErrorBody.required).toEqual(['detail', 'code']);
+    // The 422 items of the slash route carry `ctx` (the allowed commands): the schema says so.
+    expect(doc.components.schemas.ValidationIssue.properties).toHaveProperty('ctx');
+  });
+
+  it('documents the answers no operation gives: unknown paths (404), other methods (405 with Allow), and the rest by code', () => {
+    const responses = doc.components.responses;
+    for (const c of ANSWERED_CODES.filter((x) => ERROR_CATALOGUE[x].unrouted)) {
+      expect(responses[c], c).toMatchObject({ 'x-status': ERROR_CATALOGUE[c].status, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } } });
+    }
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(['route_not_found', 'method_not_allowed', 'host_not_allowed', 'unauthorized', 'shutting_down', 'malformed_request', 'headers_too_large']));
+    expect(responses.method_not_allowed.headers.Allow.required).toBe(true);
+    expect(doc.info.description).toMatch(/404 `route_not_found`/);
+    expect(doc.info.description).toMatch(/405 `method_not_allowed` whose `Allow` lists its methods/);
+  });
+
+  it('says on each path item which methods it has; the service answers any other with 405 and that Allow', async () => {
+    for (const [p, item] of Object.entries(doc.paths as Record<string, { description: string }>)) {
+      const allow = /`Allow: ([A-Z, ]+)`/.exec(item.description)?.[1];
+      expect(allow, p).toBeDefined();
+      const target = p.replace(/\{[^}]+\}/g, 'x1');
+      const res = await fetch(open.url + target, { method: 'PATCH' });
+      const body = (await res.json()) as { code: string; detail: string };
+      expect({ p, status: res.status, allow: res.headers.get('allow'), code: body.code }).toEqual({ p, status: 405, allow, code: 'method_not_allowed' });
+    }
+    const unknown = await fetch(`${open.url}/api/no-such-thing`, { method: 'PATCH' });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ detail: 'no route for PATCH /api/no-such-thing', code: 'route_not_found' });
   });
 });

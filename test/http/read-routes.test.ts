@@ -349,7 +349,7 @@ describe('missing canonical fields', () => {
   });
 
   it('answers 410 `legacy project format: format 1` for a format-1 project.json', async () => {
-    expect(await get('/api/projects/older')).toEqual({ status: 410, body: { detail: 'legacy project format: format 1' } });
+    expect(await get('/api/projects/older')).toEqual({ status: 410, body: { detail: 'legacy project format: format 1', code: 'legacy_project' } });
   });
 
   it('leaves projects with a broken project.json out of the list, with a warning each', async () => {

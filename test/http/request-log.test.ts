@@ -102,6 +102,26 @@ describe('request and job logs', () => {
     }
   });
 
+  it('logs a generation request’s episode and modality on its line, with the job’s proposal id (issue 11, item 8)', async () => {
+    const svc = await startLoggingService({ LOG_LEVEL: 'info' });
+    const post = (body: unknown) =>
+      fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const given = await post({ project: PROJECT, episode: 3, modality: 'video_t2v' });
+    const defaults = await post({ project: PROJECT });
+    const forProject = await fetch(`${svc.url}/api/generate/${PROJECT}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ episode: 7 }) });
+    const ids: string[] = [];
+    for (const r of [given, defaults, forProject]) {
+      expect(r.status).toBe(202);
+      ids.push(((await r.json()) as { proposalId: string }).proposalId);
+    }
+    for (const id of ids) await waitForJobEvents(svc.url, id);
+    const reqs = requestLines(await svc.stop()).filter((l) => l.method === 'POST');
+    expect(reqs.find((l) => l.proposalId === ids[0])).toMatchObject({ route: '/api/proposals/generate', status: 202, episode: 3, modality: 'video_t2v' });
+    // Absent: the spec's defaults (episode null, modality video_i2v).
+    expect(reqs.find((l) => l.proposalId === ids[1])).toMatchObject({ route: '/api/proposals/generate', status: 202, episode: null, modality: 'video_i2v' });
+    expect(reqs.find((l) => l.proposalId === ids[2])).toMatchObject({ route: '/api/generate/:project', status: 202, episode: 7, modality: 'video_i2v' });
+  });
+
   it('writes one line per job transition: accepted and exited', async () => {
     const svc = await startLoggingService({ LOG_LEVEL: 'info' });
     const gen = await fetch(`${svc.url}/api/proposals/generate`, {

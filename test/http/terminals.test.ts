@@ -213,16 +213,17 @@ describe('POST /api/ttyd/start, status, context-window, stop', () => {
     expect(x).toMatchObject({ projectId: A, state: 'exited', rc: 1 });
   });
 
-  it('validates ids and bodies: 400 malformed, 404 unknown project, 422 missing member', async () => {
+  it('validates ids and bodies: 422 malformed in a body, 400 in a query, 404 unknown project, 422 missing member', async () => {
     const t = await start();
+    // A malformed id in a body is a 422 like any other invalid member (issue 11, item 6: it was a 400).
     for (const [p, body] of [
       ['/api/ttyd/start', { projectId: '../etc' }],
       ['/api/ttyd/stop', { projectId: '..' }],
       ['/api/ttyd/start', { projectId: 'a/b' }],
     ] as const) {
       const res = await t.post(p, body);
-      expect(res.status).toBe(400);
-      expect((await J(res)).detail).toMatch(/invalid project_id/);
+      expect(res.status).toBe(422);
+      expect((await J(res)).detail).toEqual([{ loc: ['body', 'projectId'], msg: expect.stringMatching(/^invalid projectId/), type: 'invalid_id' }]);
     }
     expect((await t.get('/api/ttyd/status?projectId=..')).status).toBe(400);
     expect((await t.get('/api/ttyd/context-window?projectId=%2e%2e')).status).toBe(400);

@@ -20,7 +20,7 @@ describe('GET and PUT /api/workspace-state/{wid}', () => {
     t = await startTestService({ store: 'empty' });
     const none = await send(t, 'GET', '/api/workspace-state/main');
     expect(none.status).toBe(404);
-    expect(none.json).toEqual({ detail: 'no workspace state main' });
+    expect(none.json).toEqual({ detail: 'no workspace state main', code: 'workspace_not_found' });
 
     const blob = { panels: [{ id: 'takes', width: 320 }], snake_case_member: true, n: null };
     const first = await put(t, 'main', { revision: 0, state: blob });
@@ -43,7 +43,7 @@ describe('GET and PUT /api/workspace-state/{wid}', () => {
     for (const revision of [0, 1, 3]) {
       const r = await put(t, 'w1', { revision, state: { a: 'lost' } });
       expect(r.status).toBe(409);
-      expect(r.json).toEqual({ detail: `stale revision ${revision} for workspace w1: the current revision is 2`, revision: 2 });
+      expect(r.json).toEqual({ detail: `stale revision ${revision} for workspace w1: the current revision is 2`, code: 'stale_revision', revision: 2 });
     }
     expect((await send(t, 'GET', '/api/workspace-state/w1')).json).toMatchObject({ revision: 2, state: { a: 2 } });
   });
@@ -99,7 +99,7 @@ describe('POST /api/workspace-state/{wid}/report', () => {
     expect((await send(t, 'POST', '/api/workspace-state/main/report', { blob: fits })).status).toBe(202);
     const r = await send(t, 'POST', '/api/workspace-state/main/report', { blob: `${fits}y` });
     expect(r.status).toBe(413);
-    expect(r.json).toEqual({ detail: 'workspace report too large: 2049 bytes (limit 2048)' });
+    expect(r.json).toEqual({ detail: 'workspace report too large: 2049 bytes (limit 2048)', code: 'report_too_large' });
     expect((await send(t, 'GET', '/api/workspace-state/main/reports')).json).toHaveLength(1);
   });
 

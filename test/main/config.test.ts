@@ -33,6 +33,12 @@ describe('readConfig', () => {
     expect(readConfig({ TTYD_HOST: '' }).ttydHost).toBeNull();
   });
 
+  it('treats a blank SERVICE_WRITE_UPSTREAM as unset, like TTYD_HOST (issue 11, item 7)', () => {
+    expect(readConfig({ SERVICE_WRITE_UPSTREAM: '' }).writeUpstream).toBeNull();
+    expect(readConfig({ SERVICE_WRITE_UPSTREAM: '  ' }).writeUpstream).toBeNull();
+    expect(readConfig({ SERVICE_WRITE_UPSTREAM: ' http://up:8431/ ' }).writeUpstream).toBe('http://up:8431');
+  });
+
   it('builds the CORS allow-list from loopback names, dev hosts and ports', () => {
     const c = readConfig({ CONSOLE_CORS_DEV_HOSTS: 'dev-a.mesh, dev-b.mesh' });
     expect(c.cors.origins).toHaveLength(12);

@@ -410,7 +410,7 @@ it('in flight at the stop: answered, with Connection: close; late on an open con
   expect(await readAnswer(b)).toEqual({
     status: 503,
     headers: expect.objectContaining({ connection: 'close', 'content-type': 'application/json; charset=utf-8' }),
-    body: { detail: 'the service is shutting down' },
+    body: { detail: 'the service is shutting down', code: 'shutting_down' },
   });
   await bClosed;
   // A new connection is refused.

@@ -180,7 +180,7 @@ describe('a hostile media file', () => {
   it.each(HOSTILE_KINDS.filter((k) => k.media).map((k) => [k.name] as const))('%s: 404 naming only the file', async (name) => {
     const r = await get(`/api/media/${P}/${name}.png`);
     expect(r.status).toBe(404);
-    expect(r.body).toEqual({ detail: `no media file ${name}.png in project ${P}` });
+    expect(r.body).toEqual({ detail: `no media file ${name}.png in project ${P}`, code: 'media_not_found' });
   });
 
   it('still serves a regular media file, with ranges', async () => {

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Lineage, MissingCanonicalField, PathId, STORE_FILE_422, StoreReadTimeout, Take } from '../schemas.js';
+import { ErrorBody, Lineage, MissingCanonicalField, PathId, QueryId, STORE_FILE_422, StoreReadTimeout, Take } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 import { sendCached } from './send.js';
 
@@ -26,7 +26,7 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
     description: 'Takes of the beat’s shots, in shot order then oldest first, with the recorded console state. An unknown project or beat answers an empty array.',
     tag: 'Engine',
     params: BeatParams,
-    query: z.object({ projectId: z.string().meta({ description: 'Project id (alias project_id); malformed gives 400.' }) }),
+    query: z.object({ projectId: QueryId('Project id (alias project_id).') }),
     answers: { 200: { description: 'Takes.', schema: z.array(Take) }, 400: e400, 410: e410, 422: e422, 503: StoreReadTimeout },
     handler: async ({ req, res, params, query }) => {
       const beatId = checkId('beat_id', params.beatId);
@@ -44,8 +44,8 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
     tag: 'Engine',
     params: BeatParams,
     query: z.object({
-      projectId: z.string().meta({ description: 'Project id (alias project_id).' }),
-      takeId: z.string().optional().meta({ description: 'Root the lineage at this take (alias take_id).' }),
+      projectId: QueryId('Project id (alias project_id).'),
+      takeId: QueryId('Root the lineage at this take (alias take_id).').optional(),
     }),
     answers: {
       200: { description: 'The lineage graph.', schema: Lineage },

@@ -6,11 +6,10 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import { NotFoundError } from '../../engine/errors.js';
-import { checkId } from '../../engine/ids.js';
+import { unknownProject } from '../../engine/errors.js';
 import { projectDir } from '../../engine/project-file.js';
 import type { Api } from '../route.js';
-import { ErrorBody } from '../schemas.js';
+import { BodyId, ErrorBody } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 import { SLASH_COMMANDS } from './slash.js';
 
@@ -20,7 +19,7 @@ const QUOTE_MAX = 200;
 export const ChatRequest = z
   .object({
     message: z.string().min(1).max(16_000),
-    projectId: z.string().optional().meta({ description: 'Alias project_id; malformed: 400, unknown project: 404.' }),
+    projectId: BodyId('projectId').optional().meta({ description: 'Alias project_id; malformed: 422 (type `invalid_id`), unknown project: 404.' }),
   })
   .meta({ id: 'ChatRequest' });
 
@@ -64,16 +63,15 @@ export function chatRoutes(api: Api, { store }: AppDeps): void {
         contentType: 'text/event-stream',
         schema: z.string().meta({ example: 'data: {"delta":"You "}\n\ndata: {"delta":"said: "}\n\ndata: [DONE]\n\n' }),
       },
-      400: { description: 'Malformed project id.', schema: ErrorBody },
       404: { description: 'Unknown project.', schema: ErrorBody },
-      422: { description: 'Missing or empty message.', schema: ErrorBody },
+      422: { description: 'Missing or empty message, or a malformed project id (an issue of type `invalid_id`).', schema: ErrorBody },
     },
     handler: ({ res, body }) => {
       let projectId: string | null = null;
       if (body.projectId !== undefined) {
-        projectId = checkId('project_id', body.projectId);
+        projectId = body.projectId;
         if (!fs.statSync(projectDir(store.root, projectId), { throwIfNoEntry: false })?.isDirectory()) {
-          throw new NotFoundError(`unknown project ${projectId}`);
+          throw unknownProject(projectId);
         }
       }
       res.status(200).set({

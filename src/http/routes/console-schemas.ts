@@ -109,7 +109,7 @@ export const WorkspaceReport = z
   })
   .meta({ id: 'WorkspaceReport' });
 
-const SelectedId = (what: string) => BodyId.nullable().optional().meta({ description: `Selected ${what} id (alias snake_case).` });
+const SelectedId = (what: string) => BodyId(`${what}Id`).nullable().optional().meta({ description: `Selected ${what} id (alias snake_case).` });
 
 /** A selection: the known item members are ids; any other member is kept as given. */
 export const SelectionBody = z

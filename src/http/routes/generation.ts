@@ -1,10 +1,12 @@
 /**
  * The generation endpoints (spec: Endpoints, "Generation", rules 1-4).
  */
+import type { Response } from 'express';
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import { GENERATION_SCOPE, type GenerationRequest } from '../../supervisor/index.js';
 import { HttpError } from '../errors.js';
+import { addToRequestLine } from '../request-log.js';
 import type { Api } from '../route.js';
 import { ErrorBody, GenerationAccepted, GenerationRequestBody, GenerationRequestForProject, PathId } from '../schemas.js';
 import type { AppDeps } from './deps.js';
@@ -23,7 +25,9 @@ const answers = {
 } as const;
 
 export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
-  const launch = (body: Body) => {
+  const launch = (res: Response, body: Body) => {
+    // Accepted and logged, never forwarded (spec: GenerationRequest): on the request's log line.
+    addToRequestLine(res, { episode: body.episode ?? null, modality: body.modality });
     const req: GenerationRequest = {
       project: body.project,
       shotId: body.shotId ? body.shotId : null,
@@ -33,6 +37,7 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
       modality: body.modality,
     };
     const job = supervisor.start(req);
+    addToRequestLine(res, { proposalId: job.proposalId });
     return { proposalId: job.proposalId, pid: job.pid as number, scope: GENERATION_SCOPE };
   };
 
@@ -47,7 +52,7 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
     body: GenerationRequestBody,
     answers,
     handler: ({ res, body }) => {
-      res.status(202).json(launch(body));
+      res.status(202).json(launch(res, body));
     },
   });
 
@@ -63,8 +68,8 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
     answers: { ...answers, 400: { description: 'Malformed project id in the path.', schema: ErrorBody } },
     handler: ({ res, params, body }) => {
       const project = checkId('project', params.project);
-      if (body.project !== undefined && body.project !== project) throw new HttpError(422, 'project path/body mismatch');
-      res.status(202).json(launch({ ...body, project }));
+      if (body.project !== undefined && body.project !== project) throw new HttpError('project_mismatch', 'project path/body mismatch');
+      res.status(202).json(launch(res, { ...body, project }));
     },
   });
 }

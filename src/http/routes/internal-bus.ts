@@ -48,12 +48,12 @@ export function proxyHeaderOf(headers: Readonly<Record<string, unknown>>): strin
 const loopbackOnly: RequestHandler = (req, _res, next) => {
   const peer = req.socket.remoteAddress;
   if (!isLoopback(peer)) {
-    next(new HttpError(403, `${INTERNAL_BUS_PATH} accepts loopback callers only (this request came from ${peer ?? 'an unknown address'})`));
+    next(new HttpError('not_loopback', `${INTERNAL_BUS_PATH} accepts loopback callers only (this request came from ${peer ?? 'an unknown address'})`));
     return;
   }
   const proxied = proxyHeaderOf(req.headers);
   if (proxied !== undefined) {
-    next(new HttpError(403, `${INTERNAL_BUS_PATH} accepts direct loopback callers only (this request came through a proxy: it carries ${proxied})`));
+    next(new HttpError('not_loopback', `${INTERNAL_BUS_PATH} accepts direct loopback callers only (this request came through a proxy: it carries ${proxied})`));
     return;
   }
   next();

@@ -16,7 +16,7 @@ import type { Response } from 'express';
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import { openStoreFile } from '../../engine/read-store-file.js';
-import { HttpError } from '../errors.js';
+import { HttpError, RangeNotSatisfiableError } from '../errors.js';
 import type { Api } from '../route.js';
 import { ErrorBody, PathId } from '../schemas.js';
 import type { AppDeps } from './deps.js';
@@ -69,7 +69,7 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
       const within = `projects/${projectId}/media`;
       const opened = await openStoreFile(store.access, `${within}/${file}`, within);
       // Absent, or not a file this route serves: the same 404, naming nothing beyond the file.
-      if (opened.kind !== 'ok') throw new HttpError(404, `no media file ${file} in project ${projectId}`);
+      if (opened.kind !== 'ok') throw new HttpError('media_not_found', `no media file ${file} in project ${projectId}`);
       const { handle, stats, path: reopen } = opened.value;
       try {
         res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -89,7 +89,8 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
 }
 
 /**
- * res.sendFile of the checked file as a promise; its errors become HttpErrors (JSON answers).
+ * res.sendFile of the checked file as a promise; its errors become the catalogue's (JSON
+ * answers), with send's error as `cause`.
  * @param file the file's name, for messages. @param at an absolute path that opens it.
  */
 function sendFile(res: Response, file: string, at: string, size: number): Promise<void> {
@@ -99,11 +100,17 @@ function sendFile(res: Response, file: string, at: string, size: number): Promis
       if (!err || res.headersSent) return resolve();
       for (const h of FILE_HEADERS) res.removeHeader(h);
       const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
-      if (status === 416) reject(new HttpError(416, `range not satisfiable (the file has ${size} bytes)`, { 'Content-Range': `bytes */${size}` }));
-      else if (status === 412) reject(new HttpError(412, 'precondition failed'));
-      else if (status === 404 || (err as NodeJS.ErrnoException).code === 'ENOENT') reject(new HttpError(404, `no media file ${file}`));
-      else if (status === 403) reject(new HttpError(403, 'forbidden'));
+      const cause = { cause: err };
+      if (status === 416) reject(withCause(new RangeNotSatisfiableError(size), err));
+      else if (status === 412) reject(new HttpError('precondition_failed', 'precondition failed', cause));
+      else if (status === 404 || (err as NodeJS.ErrnoException).code === 'ENOENT') reject(new HttpError('media_not_found', `no media file ${file}`, cause));
+      else if (status === 403) reject(new HttpError('media_forbidden', 'forbidden', cause));
       else reject(err);
     });
   });
+}
+
+function withCause<E extends Error>(err: E, cause: unknown): E {
+  err.cause = cause;
+  return err;
 }

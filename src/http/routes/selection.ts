@@ -6,11 +6,11 @@ import { z } from 'zod';
 import { RECENT_ITEMS_KEPT, RECENT_PROJECTS_KEPT } from '../../console/index.js';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { ErrorBody, QueryInt } from '../schemas.js';
+import { ErrorBody, QueryId, QueryInt } from '../schemas.js';
 import { RecentEntry, SelectionAnswer, SelectionBody } from './console-schemas.js';
 import type { AppDeps } from './deps.js';
 
-const ProjectQuery = z.object({ projectId: z.string().meta({ description: 'Project id (alias project_id); malformed gives 400.' }) });
+const ProjectQuery = z.object({ projectId: QueryId('Project id (alias project_id).') });
 const e400 = { description: 'Malformed project id.', schema: ErrorBody };
 const e422 = { description: 'Validation detail (e.g. `projectId` absent).', schema: ErrorBody };
 

@@ -5,12 +5,11 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import { NotFoundError } from '../../engine/errors.js';
-import { checkId } from '../../engine/ids.js';
+import { unknownProject } from '../../engine/errors.js';
 import { projectDir } from '../../engine/project-file.js';
 import { ValidationError } from '../errors.js';
 import type { Api } from '../route.js';
-import { ErrorBody } from '../schemas.js';
+import { BodyId, ErrorBody } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 
 export const SLASH_SCOPE = 'chat/slash';
@@ -34,7 +33,7 @@ export const SlashRequest = z
       .min(1)
       .max(2000)
       .meta({ description: `\`/<name>\` optionally followed by a space and arguments. Allowed names: ${ALLOWED.join(', ')}.` }),
-    projectId: z.string().optional().meta({ description: 'Alias project_id; malformed: 400, unknown project: 404.' }),
+    projectId: BodyId('projectId').optional().meta({ description: 'Alias project_id; malformed: 422 (type `invalid_id`), unknown project: 404.' }),
   })
   .meta({ id: 'SlashRequest' });
 
@@ -54,7 +53,7 @@ export function parseSlash(command: string): { name: string; args: string | null
         msg: `unknown slash command "${shown}"; allowed: ${ALLOWED.join(', ')}`,
         type: 'slash_command',
         ctx: { allowed: ALLOWED },
-      } as ConstructorParameters<typeof ValidationError>[0][number],
+      },
     ]);
   }
   const args = m[2]?.trim();
@@ -81,17 +80,19 @@ export function slashRoutes(api: Api, { bus, store }: AppDeps): void {
           projectId: z.string().nullable(),
         }),
       },
-      400: { description: 'Malformed project id.', schema: ErrorBody },
       404: { description: 'Unknown project.', schema: ErrorBody },
-      422: { description: 'Not on the whitelist (the detail lists the allowed commands), or an invalid body.', schema: ErrorBody },
+      422: {
+        description: 'Not on the whitelist (the issue, type `slash_command`, lists the allowed commands in `msg` and `ctx.allowed`), or an invalid body (a malformed project id: type `invalid_id`).',
+        schema: ErrorBody,
+      },
     },
     handler: ({ res, body }) => {
       const { name, args } = parseSlash(body.command);
       let projectId: string | null = null;
       if (body.projectId !== undefined) {
-        projectId = checkId('project_id', body.projectId);
+        projectId = body.projectId;
         if (!fs.statSync(projectDir(store.root, projectId), { throwIfNoEntry: false })?.isDirectory()) {
-          throw new NotFoundError(`unknown project ${projectId}`);
+          throw unknownProject(projectId);
         }
       }
       const summary = `Slash command ${name}${args ? ` ${args}` : ''}`;

@@ -24,7 +24,7 @@ export function takeRoutes(api: Api, { console: state }: AppDeps): void {
     tag: 'Takes',
     params: z.object({ takeId: PathId('Take id') }),
     body: z.object({
-      projectId: BodyId.meta({ description: 'Project of the take (alias project_id).' }),
+      projectId: BodyId('projectId').meta({ description: 'Project of the take (alias project_id).' }),
       action: z
         .string()
         .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be an action name (letters, digits, ".", "_", "-")')

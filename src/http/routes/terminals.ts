@@ -5,20 +5,12 @@
  */
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
-import {
-  TerminalPortsExhaustedError,
-  TerminalProgramMissingError,
-  TerminalStartError,
-  type TerminalInfo,
-} from '../../terminals/index.js';
-import { HttpError } from '../errors.js';
+import { TerminalNotRunningError, type TerminalInfo } from '../../terminals/index.js';
 import type { Api } from '../route.js';
-import { ErrorBody } from '../schemas.js';
+import { BodyId, ErrorBody, QueryId } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 
-const ProjectIdMember = z
-  .string()
-  .meta({ description: 'Project id (alias project_id); a malformed id is a 400, an unknown project a 404.' });
+const ProjectIdMember = BodyId('projectId').meta({ description: 'Project id (alias project_id); a malformed id is a 422 (type `invalid_id`), an unknown project a 404.' });
 
 export const Terminal = z
   .object({
@@ -54,14 +46,6 @@ const Unavailable = {
   schema: ErrorBody,
 };
 
-/** Terminal start failures are 503s: the service works, the terminal facility does not. */
-function toHttp(err: unknown): unknown {
-  if (err instanceof TerminalProgramMissingError || err instanceof TerminalPortsExhaustedError || err instanceof TerminalStartError) {
-    return new HttpError(503, err.message);
-  }
-  return err;
-}
-
 export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
   api.route({
     method: 'post',
@@ -75,13 +59,12 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     answers: {
       200: { description: 'A terminal was already running for the project: that one.', schema: Terminal },
       201: { description: 'Started.', schema: Terminal },
-      400: { description: 'Malformed project id.', schema: ErrorBody },
       404: { description: 'Unknown project.', schema: ErrorBody },
-      422: { description: 'Invalid body.', schema: ErrorBody },
+      422: { description: 'Invalid body, or a malformed project id (an issue of type `invalid_id`).', schema: ErrorBody },
       503: Unavailable,
     },
     handler: async ({ res, body }) => {
-      const { created, terminal } = await terminals.start(body.projectId).catch((err: unknown) => Promise.reject(toHttp(err)));
+      const { created, terminal } = await terminals.start(body.projectId);
       res.status(created ? 201 : 200).json(terminal);
     },
   });
@@ -100,9 +83,8 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
         description: 'Stopped (or nothing was running).',
         schema: z.object({ stopped: z.boolean(), terminal: Terminal.nullable() }),
       },
-      400: { description: 'Malformed project id.', schema: ErrorBody },
       404: { description: 'Unknown project.', schema: ErrorBody },
-      422: { description: 'Invalid body.', schema: ErrorBody },
+      422: { description: 'Invalid body, or a malformed project id (an issue of type `invalid_id`).', schema: ErrorBody },
     },
     handler: async ({ res, body }) => {
       res.json(await terminals.stop(body.projectId));
@@ -116,7 +98,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     summary: 'Terminals: all, or one project’s',
     description: 'The latest terminal of each project started since the service started, running or not (a terminal that died by itself shows as `exited` with its code).',
     tag: 'Terminals',
-    query: z.object({ projectId: z.string().optional().meta({ description: 'Only this project’s terminal (a list of 0 or 1).' }) }),
+    query: z.object({ projectId: QueryId('Only this project’s terminal (a list of 0 or 1).').optional() }),
     answers: {
       200: { description: 'Terminals by project id.', schema: z.object({ terminals: z.array(Terminal) }) },
       400: { description: 'Malformed project id.', schema: ErrorBody },
@@ -138,7 +120,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     operationId: 'terminalContextWindow',
     summary: 'The working context of the project’s running terminal',
     tag: 'Terminals',
-    query: z.object({ projectId: z.string().meta({ description: 'Project id (alias project_id).' }) }),
+    query: z.object({ projectId: QueryId('Project id (alias project_id).') }),
     answers: {
       200: { description: 'Working directory, command, port, URL, start time and pid.', schema: ContextWindow },
       400: { description: 'Malformed project id.', schema: ErrorBody },
@@ -148,7 +130,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     handler: ({ res, query }) => {
       const id = checkId('project_id', query.projectId);
       const t = terminals.get(id);
-      if (!t || t.state !== 'running') throw new HttpError(404, `no running terminal for project ${id}`);
+      if (!t || t.state !== 'running') throw new TerminalNotRunningError(id);
       res.json({ projectId: t.projectId, cwd: t.cwd, command: t.command, port: t.port, url: t.url, startedAt: t.startedAt, pid: t.pid });
     },
   });

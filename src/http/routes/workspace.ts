@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { WORKSPACE_REPORTS_KEPT } from '../../console/index.js';
 import { checkId } from '../../engine/ids.js';
-import { HttpError } from '../errors.js';
+import { HttpError, StaleRevisionError } from '../errors.js';
 import type { Api } from '../route.js';
 import { ErrorBody, PathId, QueryInt } from '../schemas.js';
 import { JsonValue, WorkspaceReport, WorkspaceState } from './console-schemas.js';
@@ -33,7 +33,7 @@ export function workspaceRoutes(api: Api, { console: state, config }: AppDeps): 
     handler: ({ res, params }) => {
       const wid = checkId('wid', params.wid);
       const record = state.workspace.get(wid);
-      if (!record) throw new HttpError(404, `no workspace state ${wid}`);
+      if (!record) throw new HttpError('workspace_not_found', `no workspace state ${wid}`);
       res.json(record);
     },
   });
@@ -56,20 +56,14 @@ export function workspaceRoutes(api: Api, { console: state, config }: AppDeps): 
       400: e400,
       409: {
         description: 'Stale revision: `detail` says so and `revision` is the current one.',
-        schema: z.object({ detail: z.string(), revision: z.number().int() }).meta({ id: 'StaleRevision' }),
+        schema: z.object({ detail: z.string(), code: z.literal('stale_revision'), revision: z.number().int() }).meta({ id: 'StaleRevision' }),
       },
       422: e422,
     },
     handler: ({ res, params, body }) => {
       const wid = checkId('wid', params.wid);
       const out = state.workspace.put(wid, body.revision, body.state);
-      if (!out.ok) {
-        res.status(409).json({
-          detail: `stale revision ${body.revision} for workspace ${wid}: the current revision is ${out.currentRevision}`,
-          revision: out.currentRevision,
-        });
-        return;
-      }
+      if (!out.ok) throw new StaleRevisionError(`stale revision ${body.revision} for workspace ${wid}: the current revision is ${out.currentRevision}`, out.currentRevision);
       res.json(out.record);
     },
   });
@@ -98,7 +92,7 @@ export function workspaceRoutes(api: Api, { console: state, config }: AppDeps): 
     handler: ({ res, params, body }) => {
       const wid = checkId('wid', params.wid);
       const out = state.workspace.report(wid, body.blob, body.reason ?? null);
-      if (!out.ok) throw new HttpError(413, `workspace report too large: ${out.bytes} bytes (limit ${out.maxBytes})`);
+      if (!out.ok) throw new HttpError('report_too_large', `workspace report too large: ${out.bytes} bytes (limit ${out.maxBytes})`);
       res.status(202).json({ ok: true, wid, reportId: out.reportId, bytes: out.bytes });
     },
   });
