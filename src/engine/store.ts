@@ -29,6 +29,7 @@ import { SingleFlight } from './single-flight.js';
 import { StoreGenerations } from './store-generations.js';
 import type { TakeFileRead } from './store-reads.js';
 import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type TakeStates } from './synthesize.js';
+import type { IndexLoad } from '../workers/synthesis-task.js';
 import { StoreWatcher } from './watcher.js';
 
 export type { CachedBody } from './answer-cache.js';
@@ -74,6 +75,9 @@ export class EngineStore {
   private readonly flights = new SingleFlight<CachedBody>();
   private readonly projects: ProjectList;
   private readonly memory: MemoryEntries;
+  /** How synthesis tasks got their project's index, and the store files they read. */
+  private readonly loads = { cached: 0, patched: 0, full: 0 };
+  private filesRead = 0;
 
   constructor(opts: EngineStoreOptions) {
     this.root = opts.root;
@@ -114,9 +118,18 @@ export class EngineStore {
     this.watcher?.close();
   }
 
-  /** Marks a project's cached answers stale (e.g. after a generation job wrote a take). */
+  /** Marks a project's cached answers stale as a whole: the next answer reads it whole. */
   invalidateProject(projectId: string): void {
     this.generations.invalidateProject(projectId);
+  }
+
+  /**
+   * A generation job of the project ended. What it wrote (a take file) was seen as it landed
+   * when the watcher covers the project's folders, and only that file is read again; when it
+   * does not (a watch could not be set, watching is off), the project is marked stale whole.
+   */
+  jobEnded(projectId: string): void {
+    if (this.watcher?.covers(projectId) !== true) this.invalidateProject(projectId);
   }
 
   /** Marks everything stale. */
@@ -167,7 +180,7 @@ export class EngineStore {
   }
 
   private projectList(): Promise<ListedProjects> {
-    return this.projects.at(this.generations.change);
+    return this.projects.at(this.generations.list);
   }
 
   /**
@@ -200,15 +213,25 @@ export class EngineStore {
       access: this.access,
       projectId,
       generation,
+      changes: this.generations.changesOf(projectId),
       query: q,
       takeStates: stateful ? this.takeStates.snapshot(projectId) : {},
     });
+    this.countLoad(projectId, result.load);
     const value: CachedBody | Error = result.ok
       ? { body: bufferOf(result.body), etag: `W/"${this.nonce}-${generation}-${stateVersion}"` }
       : toError(result.error, projectId);
     this.answers.remember(key, { generation, stateVersion, value });
     if (value instanceof Error) throw value;
     return value;
+  }
+
+  /** Counts how a worker got the project's index, and what it now holds (the change log is trimmed by it). */
+  private countLoad(projectId: string, load: IndexLoad): void {
+    this.loads[load.kind]++;
+    this.filesRead += load.filesRead;
+    const live = this.runner.threadIds?.() ?? null;
+    this.generations.changeLog.noteHeld(projectId, load.thread, load.held, load.evicted, live === null ? null : new Set(live));
   }
 
   /** `GET /api/memory`: entries from `memory/`, `enabled` replaced by the last recorded toggle. */
@@ -242,6 +265,10 @@ export class EngineStore {
     return {
       ...this.answers.stats(),
       misses: this.flights.startedCount,
+      filesRead: this.filesRead,
+      projectReads: this.loads.full,
+      projectPatches: this.loads.patched,
+      changeLogFiles: this.generations.changeLog.size,
       watchedDirectories: this.watcher?.stats.directories ?? 0,
       watchFailures: this.watcher?.stats.failures ?? 0,
       watchesReplaced: this.watcher?.stats.replaced ?? 0,

@@ -134,7 +134,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     cleanup.unshift(() => store.close());
     await store.start();
-    supervisor.onExit((job) => store.invalidateProject(job.projectId));
+    supervisor.onExit((job) => store.jobEnded(job.projectId));
     supervisor.onTransition((job, trigger) => {
       if (trigger === 'accepted' || trigger === 'exit') log.info({ job: summary(job), trigger }, `job ${job.state}`);
     });

@@ -31,6 +31,8 @@ export interface SynthesisRunner {
    * @throws StoreReadTimeoutError past the deadline.
    */
   read<T extends ReadStoreTask>(task: T): Promise<ReadStoreResult<T['op']>>;
+  /** The ids of the worker threads running now (a thread replaced after a deadline is gone). */
+  threadIds?(): number[];
 }
 
 /** Pool figures for `GET /api/system-status`. */
@@ -104,6 +106,10 @@ export class SynthesisPool implements SynthesisRunner {
       }
       throw err;
     }
+  }
+
+  threadIds(): number[] {
+    return this.pool.threads.map((t) => t.threadId);
   }
 
   stats(): PoolStats {

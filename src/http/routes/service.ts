@@ -64,6 +64,10 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               watchedDirectories: z.number().int().meta({ description: 'Store folders watched now: the root, projects/, memory/, and each project folder with its shots/ and takes/ (3 + 3 per project).' }),
               watchFailures: z.number().int().meta({ description: 'Watch set-ups that failed (e.g. the inotify limit reached): edits there are not seen.' }),
               watchesReplaced: z.number().int().meta({ description: 'Watches set again because their folder was replaced at the same path (published by rename); the old ones are closed.' }),
+              filesRead: z.number().int().meta({ description: 'Store files (project, shot and take files) read by synthesis since start-up.' }),
+              projectReads: z.number().int().meta({ description: 'Projects read whole by synthesis since start-up (the first read, and after a change of the project file or a folder).' }),
+              projectPatches: z.number().int().meta({ description: 'Projects brought up to date by re-reading only the shot and take files that changed (issue 12).' }),
+              changeLogFiles: z.number().int().meta({ description: 'Shot and take file changes kept for worker threads whose index has not seen them yet.' }),
             })
             .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
           fallbacks: z
