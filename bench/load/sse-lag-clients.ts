@@ -19,6 +19,7 @@
  *   with no gap and no duplicate. Reconnections are counted.
  */
 import http from 'node:http';
+import { wallAt } from '../lib/wall-clock.js';
 
 const opts = JSON.parse(process.argv[2] ?? '{}') as { url: string; clients: number; expectExits: number; path?: string };
 const u = new URL(opts.url);
@@ -39,7 +40,7 @@ let negative = 0;
 let lagMax = 0;
 const WINDOW_MS = 500;
 const windows = new Map<number, number>();
-const origin = performance.timeOrigin;
+const origin = wallAt(0); // not performance.timeOrigin: see bench/lib/wall-clock
 const started = origin + performance.now();
 
 function bucket(h: Uint32Array, lag: number): void {

@@ -21,6 +21,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { wallAt } from '../lib/wall-clock.js';
 
 // BENCH_NICE=<n> (an experiment, not the row): the tool lowers its own CPU priority first, as
 // the supervisor could do for every job at spawn, to see what the console would gain.
@@ -36,7 +37,7 @@ const CHUNK = 64;
 /** Fixed-rate tick: lines due are written every TICK_MS. */
 const TICK_MS = 5;
 
-const origin = performance.timeOrigin;
+const origin = wallAt(0); // not performance.timeOrigin: see bench/lib/wall-clock
 const t0 = performance.now();
 let n = 0;
 let drainWaits = 0;
