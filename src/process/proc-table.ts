@@ -10,7 +10,7 @@ import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
 import { REPO_ROOT } from '../main/config.js';
 import { NO_REQUIRE_ESM } from '../workers/pool.js';
-import type { DescribeResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
+import type { DescribeResult, GroupNiceResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
 
 /** The compiled worker (vitest's transform does not reach worker threads: run `npm run build`). */
 export const PROC_WORKER_FILE = path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js');
@@ -56,6 +56,11 @@ export class ProcTable {
   /** The system's boot time in ms since the epoch; null when unknown. Never rejects. */
   async bootTimeMs(): Promise<number | null> {
     return this.run<number | null>({ kind: 'boot-time' }).catch(() => null);
+  }
+
+  /** Sets the nice value of `pid`'s autogroup (see GroupNiceTask). Never rejects: `refused` when the worker cannot. */
+  async groupNice(pid: number, nice: number): Promise<GroupNiceResult> {
+    return this.run<GroupNiceResult>({ kind: 'group-nice', pid, nice }).catch(() => 'refused' as const);
   }
 
   /** Ends the worker thread; tasks still queued reject (the methods above then fall back). */

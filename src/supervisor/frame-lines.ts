@@ -13,6 +13,7 @@
  */
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import split2 from 'split2';
+import type { LineHold } from './output-gate.js';
 
 /** One framed line. `number` counts from 1 per stream; `cut` is set when bytes were dropped. */
 export interface FramedLine {
@@ -69,17 +70,29 @@ class LineReader {
   private number = 0;
   /** In `waiting`: its lines go when the queue reaches it, not before (turn order). */
   queued = false;
+  /** Waiting for the hold to be released. */
+  private holding = false;
 
   constructor(
     private readonly lines: Transform,
     private readonly cutter: LineCutter,
     private readonly onLine: (line: FramedLine) => void,
+    private readonly hold: LineHold | null,
   ) {}
 
-  /** Delivers lines until split2 has none ready or the turn's budget is spent. */
+  /** Delivers lines until split2 has none ready, the turn's budget is spent, or the hold is on. */
   pump(): void {
-    if (this.queued) return;
+    if (this.queued || this.holding) return;
     while (budgetLeft()) {
+      if (this.hold?.held) {
+        // Backpressure (output-gate.ts): no line is read until the hold is released.
+        this.holding = true;
+        this.hold.whenReleased(() => {
+          this.holding = false;
+          this.pump();
+        });
+        return;
+      }
       const text = this.lines.read() as string | null;
       // None ready: 'readable' calls again when split2 has more (or ends the stream).
       if (text === null) return;
@@ -180,13 +193,14 @@ function incompleteTail(buf: Buffer): number {
  * Frames `source` into lines and calls `onLine` for each, in order; all streams together
  * deliver at most TURN_LINES lines (TURN_CHARS characters) per event-loop turn.
  * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
+ * @param hold while held, no line is delivered (backpressure: the source's pipe fills).
  * @returns a promise that settles once the last line has been delivered (source ended,
  *   errored or was destroyed); it never rejects.
  */
-export function frameLines(source: Readable, maxBytes: number, onLine: (line: FramedLine) => void): Promise<void> {
+export function frameLines(source: Readable, maxBytes: number, onLine: (line: FramedLine) => void, hold: LineHold | null = null): Promise<void> {
   const cutter = new LineCutter(maxBytes);
   const lines = split2();
-  const reader = new LineReader(lines, cutter, onLine);
+  const reader = new LineReader(lines, cutter, onLine, hold);
   return new Promise<void>((resolve) => {
     let settled = false;
     const done = () => {
