@@ -16,6 +16,9 @@ import { GENERATION_PROPOSAL } from '../registry/index.js';
 import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ExitFacts, type ManagedProcess, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { frameLines, type FramedLine } from './frame-lines.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, ToolMissingError, UnknownJobError } from './errors.js';
+import { untilDrained } from './drain-watch.js';
+import { JobPriority } from './job-priority.js';
+import { OutputGate } from './output-gate.js';
 import { transition, type JobStatus, type JobTrigger } from './job-state.js';
 
 /** Payload of every line event (spec: Events): one frozen object, so the bus reuses its JSON. */
@@ -55,6 +58,10 @@ export interface SupervisorOptions {
   readonly historySize: number;
   /** Bounds of the sweep of what a job's tree left running after its exit (and at recovery). */
   readonly sweep: SweepBounds;
+  /** CONSOLE_JOB_NICE: the jobs' CPU priority below the service's (0..19; issue 12). */
+  readonly nice?: number;
+  /** CONSOLE_EVENT_BACKLOG_MAX: events published and not stored at which job output is held (issue 12). */
+  readonly backlogMax?: number;
 }
 
 /** Pruning runs once per this many finished jobs. */
@@ -123,6 +130,10 @@ export class Supervisor {
    */
   private readonly unsaved = new Map<string, { rec: JobRecord; fin: Parameters<JobsRepo['finish']>[1] }>();
   private saveRetry: NodeJS.Timeout | undefined;
+  /** Lowers each job's CPU priority below the service's (issue 12). */
+  readonly priority: JobPriority;
+  /** Holds every job's output while the bus is behind (backpressure, issue 12). */
+  readonly gate: OutputGate;
 
   /** @param procs the process worker that scans and signals the jobs' trees. */
   constructor(
@@ -131,7 +142,10 @@ export class Supervisor {
     private readonly proposals: ProposalsRepo,
     private readonly procs: ProcTable,
     private readonly options: SupervisorOptions,
-  ) {}
+  ) {
+    this.priority = new JobPriority(procs, options.nice ?? 0);
+    this.gate = new OutputGate(() => bus.backlog, options.backlogMax ?? Infinity);
+  }
 
   onExit(fn: JobExitListener): void {
     this.exitListeners.push(fn);
@@ -199,6 +213,7 @@ export class Supervisor {
       throw err;
     }
     this.running.set(proposalId, job);
+    this.priority.lower(proc.pid, () => this.running.has(proposalId));
     this.startedTotal++;
 
     const { severity } = transition(null, { kind: 'accepted' });
@@ -249,30 +264,23 @@ export class Supervisor {
         detail: `${job.proposalId} ${source} line ${line.number}${line.cut ? ` (cut at ${max} bytes)` : ''}`,
         payload: LINE_PAYLOAD,
       });
+      this.gate.check();
     };
     const drained = Promise.all([
-      frameLines(child.stdout!, max, onLine('stdout')),
-      frameLines(child.stderr!, max, onLine('stderr')),
+      frameLines(child.stdout!, max, onLine('stdout'), this.gate),
+      frameLines(child.stderr!, max, onLine('stderr'), this.gate),
     ]);
     // The job is its whole process tree: what outlives the tool ends with it (the managed
     // process sweeps it after the exit, until none is left). Members of its group would hold
     // its pipes open; descendants it started elsewhere (daemons, sessions of their own) would
     // run on, unwatched, forever.
     return job.proc.ended.then(async ({ exit, leftovers }) => {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        drained,
-        new Promise<void>((resolve) => {
-          timer = setTimeout(() => {
-            // A descendant that left the group still holds a pipe: stop reading it.
-            child.stdout?.destroy();
-            child.stderr?.destroy();
-            resolve();
-          }, Math.max(this.options.killGraceMs, 1000));
-        }),
-      ]);
-      clearTimeout(timer);
-      await drained;
+      // Read to the end while lines come; a process outside the tree that still holds a pipe
+      // and writes nothing is given up after the grace (drain-watch.ts).
+      await untilDrained(drained, () => job.stdoutLines + job.stderrLines, () => this.gate.held, Math.max(this.options.killGraceMs, 1000), () => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      });
       this.finish(job, exit, leftovers);
     });
   }
@@ -416,6 +424,7 @@ export class Supervisor {
    */
   async stopAll(graceMs: number = this.options.killGraceMs): Promise<void> {
     this.stopping = true;
+    this.gate.stop();
     const jobs = [...this.running.values()];
     for (const job of jobs) {
       job.cancelRequested = true;
