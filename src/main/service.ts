@@ -100,6 +100,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       lineMaxBytes: config.jobs.lineMaxBytes,
       historySize: config.jobs.historySize,
       sweep,
+      nice: config.jobs.nice,
+      backlogMax: config.events.backlogMax,
     });
     metrics.observeSupervisor(supervisor);
     const lost = await supervisor.recoverLost();

@@ -57,7 +57,17 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
         schema: z.looseObject({
           version: z.literal(APP_VERSION),
           uptimeSeconds: z.number(),
-          jobs: z.looseObject({ running: z.number().int(), maxRunning: z.number().int(), recent: z.array(Job) }),
+          jobs: z.looseObject({
+            running: z.number().int(),
+            maxRunning: z.number().int(),
+            recent: z.array(Job),
+            priority: z
+              .object({ nice: z.number().int(), lowered: z.number().int(), refused: z.number().int() })
+              .meta({ description: 'CONSOLE_JOB_NICE, and the jobs whose CPU priority (and autogroup’s) was lowered below the service’s, or could not be.' }),
+            backpressure: z
+              .object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() })
+              .meta({ description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.' }),
+          }),
           bus: z.looseObject({ subscribers: z.number().int(), lastEventId: z.string(), retention: z.number().int() }),
           cache: z
             .looseObject({
@@ -121,9 +131,11 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_MAX_RUNNING_JOBS: c.jobs.maxRunning,
     CONSOLE_LINE_MAX_BYTES: c.jobs.lineMaxBytes,
     CONSOLE_JOB_HISTORY: c.jobs.historySize,
+    CONSOLE_JOB_NICE: c.jobs.nice,
     CONSOLE_SWEEP_MAX_PASSES: c.processes.sweepMaxPasses,
     CONSOLE_SWEEP_MAX_MS: c.processes.sweepMaxMs,
     CONSOLE_EVENT_RETENTION: c.events.retention,
+    CONSOLE_EVENT_BACKLOG_MAX: c.events.backlogMax,
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
     CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,
     CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
@@ -148,6 +160,8 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
       startedSinceStart: d.supervisor.startedCount,
       byState,
       recent: d.supervisor.list(STATUS_RECENT_JOBS),
+      priority: d.supervisor.priority.stats(),
+      backpressure: d.supervisor.gate.stats(),
     },
     bus: {
       subscribers: d.sse.size,
