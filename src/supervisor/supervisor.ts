@@ -19,6 +19,7 @@ import { JobCapacityError, JobNotRunningError, SpawnError, ToolMissingError, Unk
 import { untilDrained } from './drain-watch.js';
 import { JobPriority } from './job-priority.js';
 import { OutputGate } from './output-gate.js';
+import { SpawnPacer } from './spawn-pacer.js';
 import { transition, type JobStatus, type JobTrigger } from './job-state.js';
 
 /** Payload of every line event (spec: Events): one frozen object, so the bus reuses its JSON. */
@@ -134,6 +135,7 @@ export class Supervisor {
   readonly priority: JobPriority;
   /** Holds every job's output while the bus is behind (backpressure, issue 12). */
   readonly gate: OutputGate;
+  private readonly pacer = new SpawnPacer();
 
   /** @param procs the process worker that scans and signals the jobs' trees. */
   constructor(
@@ -176,6 +178,17 @@ export class Supervisor {
     if (req.model) args.push('--model', req.model);
     if (req.dryRun) args.push('--dry-run');
     return args;
+  }
+
+  /**
+   * {@link start} in the job's turn: one spawn per event-loop turn (spawn-pacer.ts), so that
+   * other requests are answered between the spawns of a burst. The cap is checked first too.
+   * @throws as {@link start}.
+   */
+  async startPaced(req: GenerationRequest): Promise<JobRecord> {
+    if (this.stopping || this.running.size >= this.options.maxRunning) throw new JobCapacityError(this.options.maxRunning, this.options.retryAfterSeconds);
+    await this.pacer.turn();
+    return this.start(req);
   }
 
   /**
