@@ -190,17 +190,38 @@ function incompleteTail(buf: Buffer): number {
 }
 
 /**
+ * What a framing has taken in and still holds, for the drain after a job's exit
+ * (drain-watch.ts): filled in by {@link frameLines}.
+ */
+export interface FramingMeter {
+  /** Bytes read from the source so far. */
+  bytes: number;
+  /** Whether bytes or lines read from the source wait in the framing, not delivered yet. */
+  holding: () => boolean;
+}
+
+/** A meter to hand to {@link frameLines}. */
+export function framingMeter(): FramingMeter {
+  return { bytes: 0, holding: () => false };
+}
+
+/**
  * Frames `source` into lines and calls `onLine` for each, in order; all streams together
  * deliver at most TURN_LINES lines (TURN_CHARS characters) per event-loop turn.
  * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
  * @param hold while held, no line is delivered (backpressure: the source's pipe fills).
+ * @param meter filled in with the bytes read and whether any wait in the framing.
  * @returns a promise that settles once the last line has been delivered (source ended,
  *   errored or was destroyed); it never rejects.
  */
-export function frameLines(source: Readable, maxBytes: number, onLine: (line: FramedLine) => void, hold: LineHold | null = null): Promise<void> {
+export function frameLines(source: Readable, maxBytes: number, onLine: (line: FramedLine) => void, hold: LineHold | null = null, meter?: FramingMeter): Promise<void> {
   const cutter = new LineCutter(maxBytes);
   const lines = split2();
   const reader = new LineReader(lines, cutter, onLine, hold);
+  if (meter) {
+    source.on('data', (chunk: Buffer) => (meter.bytes += chunk.length));
+    meter.holding = () => source.readableLength + cutter.writableLength + cutter.readableLength + lines.writableLength + lines.readableLength > 0;
+  }
   return new Promise<void>((resolve) => {
     let settled = false;
     const done = () => {

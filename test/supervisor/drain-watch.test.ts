@@ -1,15 +1,16 @@
 /**
  * The end of a job's output after its exit (src/supervisor/drain-watch.ts): its pipes are read
- * to the end while lines keep coming, or while backpressure holds them, however long; they are
- * given up only after `idleMs` without a line while they were being read. (It used to give up
- * a fixed grace after the exit: a service behind a storm destroyed pipes with lines in them.)
+ * to the end while bytes keep coming, or while the output is busy (held by backpressure, or
+ * lines waiting in the framing for their turn), however long; they are given up only after
+ * `idleMs` without a byte while nothing waited. (It used to give up a fixed grace after the
+ * exit: a service behind a storm destroyed pipes with lines in them.)
  */
 import { expect, it } from 'vitest';
 import { untilDrained } from '../../src/supervisor/drain-watch.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-it('waits past the idle bound while lines come, and while the output is held', async () => {
+it('waits past the idle bound while bytes come, and while the output is busy', async () => {
   let lines = 0;
   let held = false;
   let gaveUp = false;
@@ -30,7 +31,7 @@ it('waits past the idle bound while lines come, and while the output is held', a
   expect(gaveUp).toBe(false);
 });
 
-it('gives up after the idle bound without a line while reading, and still waits for the end', async () => {
+it('gives up after the idle bound without a byte while nothing waits, and still waits for the end', async () => {
   let gaveUp = false;
   let finish!: () => void;
   const drained = new Promise<void>((r) => (finish = r));
