@@ -14,7 +14,7 @@ import type { JobRecord, JobsRepo } from '../state/jobs-repo.js';
 import type { ProposalsRepo } from '../state/proposals-repo.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ExitFacts, type ManagedProcess, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
-import { frameLines, type FramedLine } from './frame-lines.js';
+import { frameLines, framingMeter, type FramedLine } from './frame-lines.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, ToolMissingError, UnknownJobError } from './errors.js';
 import { untilDrained } from './drain-watch.js';
 import { JobPriority } from './job-priority.js';
@@ -279,9 +279,10 @@ export class Supervisor {
       });
       this.gate.check();
     };
+    const meters = [framingMeter(), framingMeter()] as const;
     const drained = Promise.all([
-      frameLines(child.stdout!, max, onLine('stdout'), this.gate),
-      frameLines(child.stderr!, max, onLine('stderr'), this.gate),
+      frameLines(child.stdout!, max, onLine('stdout'), this.gate, meters[0]),
+      frameLines(child.stderr!, max, onLine('stderr'), this.gate, meters[1]),
     ]);
     // The job is its whole process tree: what outlives the tool ends with it (the managed
     // process sweeps it after the exit, until none is left). Members of its group would hold
@@ -290,7 +291,8 @@ export class Supervisor {
     return job.proc.ended.then(async ({ exit, leftovers }) => {
       // Read to the end while lines come; a process outside the tree that still holds a pipe
       // and writes nothing is given up after the grace (drain-watch.ts).
-      await untilDrained(drained, () => job.stdoutLines + job.stderrLines, () => this.gate.held, Math.max(this.options.killGraceMs, 1000), () => {
+      const busy = () => this.gate.held || meters[0].holding() || meters[1].holding();
+      await untilDrained(drained, () => meters[0].bytes + meters[1].bytes, busy, Math.max(this.options.killGraceMs, 1000), () => {
         child.stdout?.destroy();
         child.stderr?.destroy();
       });
