@@ -17,6 +17,7 @@ import type { EventLog, EventRow } from '../state/event-log.js';
 import {
   filterKey,
   passes,
+  proposalOf,
   type BusEvent,
   type EventFilter,
   type EventInput,
@@ -229,7 +230,10 @@ export class EventBus {
       detail: input.detail ?? null,
       payload: input.payload ?? EMPTY_PAYLOAD,
     };
-    return { event, row: { id, severity: input.severity, scope: input.scope, data: this.serialize(event), frame: undefined } };
+    return {
+      event,
+      row: { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.serialize(event), frame: undefined },
+    };
   }
 
   private count(row: Pending): void {
@@ -384,7 +388,7 @@ export class EventBus {
       if (frames === undefined) {
         let text = '';
         for (const p of batch) {
-          if (passes(sub.filter, p.severity as Severity, p.scope)) {
+          if (passes(sub.filter, p.severity as Severity, p.scope, p.proposalId ?? null)) {
             p.frame ??= `id: ${p.id}\ndata: ${p.data}\n\n`;
             text += p.frame;
           }

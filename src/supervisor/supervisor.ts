@@ -248,6 +248,8 @@ export class Supervisor {
         summary: line.text,
         detail: `${job.proposalId} ${source} line ${line.number}${line.cut ? ` (cut at ${max} bytes)` : ''}`,
         payload: LINE_PAYLOAD,
+        // The payload is fixed by the spec: the job is named for the proposalId filter (not served).
+        proposalId: job.proposalId,
       });
     };
     const drained = Promise.all([
