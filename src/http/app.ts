@@ -9,6 +9,7 @@ import { bearerAuth } from './auth.js';
 import { errorMiddleware, HttpError, MethodNotAllowedError, ValidationError, type ErrorReporter } from './errors.js';
 import { hostCheck, hostPolicy } from './host-check.js';
 import { inSequence } from './in-sequence.js';
+import { opsAssets, opsPage } from './ops-page.js';
 import { bodyShapeError } from './json-depth.js';
 import { requestLog } from './request-log.js';
 import { requestMetrics } from './request-metrics.js';
@@ -16,6 +17,7 @@ import { Api } from './route.js';
 import { routeTemplates } from './route-template.js';
 import { beatRoutes } from './routes/beats.js';
 import { clickRoutes } from './routes/clicks.js';
+import { docsRoutes } from './routes/docs.js';
 import { chatRoutes } from './routes/chat.js';
 import type { AppDeps } from './routes/deps.js';
 import { internalBusRoutes } from './routes/internal-bus.js';
@@ -57,7 +59,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   // Order matters. 1. The request log and the request timer see every answer, 421s, 401s and
   // forwarded ones included. 2. The Host check, before anything that acts (a refused request
   // changes nothing). 3. CORS answers preflights before the token check. 4. The token. 5. The
-  // write proxy, before the body parsers, so forwarded bodies stream through untouched. The
+  // write proxy, before the body parsers, so forwarded bodies stream through untouched. The ops
+  // page's files (open: the page asks for the token itself) come before the token. The
   // token check, the proxy and the dispatcher decide on one match of the request (`api.match`).
   // Features that are off add no middleware: every layer costs every request.
   const chain: RequestHandler[] = [];
@@ -75,12 +78,15 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): { app: Ex
   );
   // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
   if (opts.gate) chain.push(opts.gate);
+  const assets = opsAssets();
+  chain.push(opsPage(assets));
   if (deps.config.apiToken !== null) chain.push(bearerAuth(deps.config.apiToken, api));
   if (deps.config.writeUpstream !== null) chain.push(deps.writeProxy.middleware(api));
   chain.push(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);
   openapiRoutes(api, deps);
+  docsRoutes(api, assets);
   metricsRoutes(api, deps);
   projectRoutes(api, deps);
   beatRoutes(api, deps);
