@@ -13,7 +13,7 @@
  * answer ({@link EventBus.publishStored}, {@link EventBus.stage}), which get it. Once storing
  * works again, an event in scope `service/state` tells what happened.
  */
-import type { BusEvent, EventFilter, EventInput, Severity } from './event.js';
+import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
 import { EventJson } from './event-json.js';
 import type { EventRow, EventStore } from './event-store.js';
 import { outageEvent, type StoreOutage, type StoreStateListener } from './store-outage.js';
@@ -196,7 +196,7 @@ export class EventBus {
       detail: input.detail ?? null,
       payload: input.payload ?? EMPTY_PAYLOAD,
     };
-    return { event, row: { id, severity: input.severity, scope: input.scope, data: this.json.serialize(event) } };
+    return { event, row: { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.json.serialize(event) } };
   }
 
   /**

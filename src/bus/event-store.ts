@@ -10,6 +10,8 @@ export interface EventRow {
   readonly id: number;
   readonly severity: Severity;
   readonly scope: string;
+  /** The proposal the event is about (written; reads leave it out). Absent: none (issue 14, item 2). */
+  readonly proposalId?: string | null;
   readonly data: string;
 }
 

@@ -14,6 +14,22 @@ export interface EventInput {
   readonly summary: string;
   readonly detail?: string | null;
   readonly payload?: Readonly<Record<string, unknown>>;
+  /**
+   * The proposal (generation job) the event is about, when its payload does not say it as
+   * `proposal_id` (a job's line events, whose payload the spec fixes to `{ source }`). Stored in
+   * an indexed column for the `proposalId` filter (issue 14, item 2); never served.
+   */
+  readonly proposalId?: string;
+}
+
+/**
+ * The proposal an event is about: `input.proposalId`, else the payload's `proposal_id` when it
+ * is a string (spawn, exit, leftovers, lost, proposal and decision events), else null.
+ */
+export function proposalOf(input: EventInput): string | null {
+  if (input.proposalId !== undefined) return input.proposalId;
+  const p = input.payload?.proposal_id;
+  return typeof p === 'string' ? p : null;
 }
 
 /** A published event, as stored and served. `id` is decimal digits, strictly increasing. */
@@ -32,18 +48,22 @@ export interface BusEvent {
 export interface EventFilter {
   readonly severities: readonly Severity[] | null;
   readonly scopePrefix: string | null;
+  /** Only events about this proposal ({@link proposalOf}); absent or null: any (issue 14, item 2). */
+  readonly proposalId?: string | null;
 }
 
 export const NO_FILTER: EventFilter = Object.freeze({ severities: null, scopePrefix: null });
 
-/** True when an event with this severity and scope passes `filter`. */
-export function passes(filter: EventFilter, severity: Severity, scope: string): boolean {
+/** True when an event with this severity, scope and proposal ({@link proposalOf}) passes `filter`. */
+export function passes(filter: EventFilter, severity: Severity, scope: string, proposalId: string | null = null): boolean {
   if (filter.severities !== null && !filter.severities.includes(severity)) return false;
+  if (filter.proposalId != null && filter.proposalId !== proposalId) return false;
   return filter.scopePrefix === null || scope.startsWith(filter.scopePrefix);
 }
 
 /** A stable key for a filter, so subscribers with equal filters can share one frame batch. */
 export function filterKey(filter: EventFilter): string {
   const sev = filter.severities === null ? '*' : [...new Set(filter.severities)].sort().join(',');
-  return `${sev}|${filter.scopePrefix ?? ''}`;
+  // Proposal ids are identifiers (no `|`); the scope prefix, any text, comes last.
+  return `${sev}|${filter.proposalId ?? ''}|${filter.scopePrefix ?? ''}`;
 }

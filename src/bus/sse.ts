@@ -72,7 +72,7 @@ export class SseHub {
         let text = '';
         for (let i = 0; i < batch.length; i++) {
           const r = batch[i] as EventRow;
-          if (passes(client.filter, r.severity, r.scope)) text += frames[i] ??= frameOf(r);
+          if (passes(client.filter, r.severity, r.scope, r.proposalId ?? null)) text += frames[i] ??= frameOf(r);
         }
         buf = Buffer.from(text, 'utf8');
         byFilter.set(key, buf);

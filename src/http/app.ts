@@ -11,6 +11,7 @@ import { errorMiddleware, type ServerFault } from './error-middleware.js';
 import { HttpError, MethodNotAllowedError, ValidationError } from './errors.js';
 import { hostCheck, hostPolicy } from './host-check.js';
 import { inSequence } from './in-sequence.js';
+import { opsAssets, opsPage } from './ops-page.js';
 import { bodyShapeError } from './json-depth.js';
 import { requestId, requestIdOf } from './request-id.js';
 import { requestLog } from './request-log.js';
@@ -19,6 +20,7 @@ import { Api } from './route.js';
 import { routeTemplates } from './route-template.js';
 import { beatRoutes } from './routes/beats.js';
 import { clickRoutes } from './routes/clicks.js';
+import { docsRoutes } from './routes/docs.js';
 import { chatRoutes } from './routes/chat.js';
 import type { AppDeps } from './routes/deps.js';
 import { internalBusRoutes } from './routes/internal-bus.js';
@@ -71,7 +73,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
   // Order matters. 0. The request id. 1. The request log and the request timer see every answer, 421s, 401s and
   // forwarded ones included. 2. The Host check, before anything that acts (a refused request
   // changes nothing). 3. CORS answers preflights before the token check. 4. The token. 5. The
-  // write proxy, before the body parsers, so forwarded bodies stream through untouched. The
+  // write proxy, before the body parsers, so forwarded bodies stream through untouched. The ops
+  // page's files (open: the page asks for the token itself) come before the token. The
   // token check, the proxy and the dispatcher decide on one match of the request (`api.match`).
   // Features that are off add no middleware: every layer costs every request.
   const chain: RequestHandler[] = [];
@@ -93,12 +96,15 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
   );
   // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
   if (opts.gate) chain.push(opts.gate);
+  const assets = opsAssets();
+  chain.push(opsPage(assets));
   if (deps.config.apiToken !== null) chain.push(bearerAuth(deps.config.apiToken, api));
   if (deps.config.writeUpstream !== null) chain.push(deps.writeProxy.middleware(api));
   chain.push(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);
   const document = openapiRoutes(api, deps);
+  docsRoutes(api, assets);
   metricsRoutes(api, deps);
   projectRoutes(api, deps);
   beatRoutes(api, deps);

@@ -1,7 +1,7 @@
 /**
  * The optional bearer token (api-decisions.md, "Network and safety defaults";
  * issue 4, item 10): when CONSOLE_API_TOKEN is set, every route but `GET /api/health`,
- * `GET /api/ready` (issue 14, item 3), `GET /api/config` and `GET /api/openapi.json` needs
+ * `GET /api/ready` (issue 14, item 3), `GET /api/config`, `GET /api/openapi.json` and its rendering `GET /api/docs` needs
  * `Authorization: Bearer <token>`;
  * the event stream also takes `?token=` (EventSource cannot set headers). Unset: open.
  * Which route a request is for is the router's own match (`Api.match`, issue 10, item 1): every
@@ -13,8 +13,12 @@ import type { Request, RequestHandler } from 'express';
 import { HttpError } from './errors.js';
 import type { Api, RouteMatch } from './route.js';
 
-/** Routes served without a token: what a client (or a balancer's probe) needs before it has one. */
-export const OPEN_ROUTES: readonly string[] = ['/api/health', '/api/ready', '/api/config', '/api/openapi.json'];
+/**
+ * Routes served without a token: what a client (or a balancer's probe) needs before it has
+ * one, and the document rendered for people (issue 14, item 7). The ops page's own files are
+ * served before this check (ops-page.ts).
+ */
+export const OPEN_ROUTES: readonly string[] = ['/api/health', '/api/ready', '/api/config', '/api/openapi.json', '/api/docs'];
 
 /** The route that also accepts the token as a query parameter. */
 export const TOKEN_QUERY_ROUTE = '/api/events/stream';

@@ -320,6 +320,9 @@ export class Api {
             : `A request body (this operation takes none: any body is read first) that ${BODY_REJECTIONS_SHORT} (\`validation_failed\`).`,
         schema: ErrorBody,
       };
+      // Any body is read first: a client that goes away before its body is complete gets a 400
+      // (`bad_request`), written to a connection that is closing.
+      answers[400] ??= { description: 'The request body was cut short (the client went away while sending it) or its size could not be read (`bad_request`).', schema: ErrorBody };
       answers[413] ??= {
         description: s.body
           ? 'The body is larger than CONSOLE_MAX_BODY_BYTES (`body_too_large`).'

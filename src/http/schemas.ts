@@ -130,13 +130,24 @@ const EventFilterFields = {
     .meta({ description: 'Only events with a greater id.' }),
 };
 
-export const EventsQuery = z.object({
+/** `proposalId`: events about one proposal or generation job (issue 14, item 2). */
+const ProposalFilterField = {
+  proposalId: QueryId(
+    'Keeps the events about this proposal: those whose payload has it as `proposal_id` (a job’s spawn, exit, leftovers and lost events; proposal and decision events) and a generation job’s output lines.',
+  ).optional(),
+};
+
+/** The query of a job's events (`GET /api/jobs/{proposalId}/events`): the list's, the job given by the path. */
+export const JobEventsQuery = z.object({
   ...EventFilterFields,
   limit: QueryInt(1, 500, 200).meta({ description: '1..500, default 200.' }),
 });
 
+export const EventsQuery = JobEventsQuery.extend(ProposalFilterField);
+
 export const StreamQuery = z.object({
   ...EventFilterFields,
+  ...ProposalFilterField,
   token: z.string().optional().meta({ description: 'Bearer token, for EventSource clients that cannot set headers.' }),
 });
 

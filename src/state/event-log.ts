@@ -8,6 +8,10 @@
  * one by one cost as much as inserting them (and blocked the event loop for tens of ms per
  * batch); dropping a table costs a tenth of that. The view `events` unites the segments for
  * readers outside the service.
+ *
+ * Each row also keeps the proposal its event is about (`proposal_id`, see `proposalOf` in
+ * src/bus/event.ts), indexed, so one job's events are read by an index range, not a scan
+ * (issue 14, item 2).
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
@@ -28,6 +32,23 @@ const SEGMENTS_PER_RETENTION = 4;
 const SEGMENT_MIN = 100;
 const SEGMENT_MAX = 100_000;
 const SEGMENT_PREFIX = 'event_segment_';
+/** Columns of a segment, in insert order. */
+const COLUMNS = 'id, severity, scope, proposal_id, data';
+const ROW_PARAMS = '(?, ?, ?, ?, ?)';
+
+/**
+ * Fills `proposal_id` of rows stored before the column existed: the payload's `proposal_id`,
+ * or for a job's line event (payload `{ source: "dispatch_cli" }`) the first word of its
+ * `detail` (`<proposal id> stdout line <n>`), the only place such events named their job.
+ */
+const BACKFILL_PROPOSAL = `
+  UPDATE %T SET proposal_id = CASE
+    WHEN json_type(data, '$.payload.proposal_id') = 'text' THEN json_extract(data, '$.payload.proposal_id')
+    WHEN scope = 'engine/generation' AND json_extract(data, '$.payload.source') = 'dispatch_cli'
+      AND instr(json_extract(data, '$.detail'), ' ') > 1
+      THEN substr(json_extract(data, '$.detail'), 1, instr(json_extract(data, '$.detail'), ' ') - 1)
+  END
+  WHERE json_valid(data)`;
 
 interface Segment {
   readonly n: number;
@@ -65,6 +86,7 @@ export class EventLog implements EventStore {
   ) {
     this.segmentSize = Math.min(SEGMENT_MAX, Math.max(SEGMENT_MIN, Math.ceil(retention / SEGMENTS_PER_RETENTION)));
     this.segments = [];
+    this.upgradeSegments();
     this.reload();
 
     const reserved = Number(
@@ -105,18 +127,45 @@ export class EventLog implements EventStore {
       minId: st.lo ?? 0,
       maxId: st.hi ?? 0,
       count: st.c,
-      insertOne: this.db.prepare(`INSERT INTO ${table} (id, severity, scope, data) VALUES (?, ?, ?, ?)`),
-      insertChunk: this.db.prepare(
-        `INSERT INTO ${table} (id, severity, scope, data) VALUES ${Array(INSERT_CHUNK).fill('(?, ?, ?, ?)').join(', ')}`,
-      ),
+      insertOne: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${ROW_PARAMS}`),
+      insertChunk: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${Array(INSERT_CHUNK).fill(ROW_PARAMS).join(', ')}`),
     };
   }
 
   private createSegment(n: number): Segment {
+    const table = `${SEGMENT_PREFIX}${n}`;
     this.db.exec(
-      `CREATE TABLE IF NOT EXISTS ${SEGMENT_PREFIX}${n} (id INTEGER PRIMARY KEY, severity TEXT NOT NULL, scope TEXT NOT NULL, data TEXT NOT NULL) STRICT`,
+      `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, severity TEXT NOT NULL, scope TEXT NOT NULL, data TEXT NOT NULL, proposal_id TEXT) STRICT;
+       ${proposalIndex(table)}`,
     );
     return this.openSegment(n);
+  }
+
+  /**
+   * Gives segments stored before issue 14 their `proposal_id` column, filled from the stored
+   * JSON, and its index: once, at start-up, in one transaction.
+   */
+  private upgradeSegments(): void {
+    const legacy = this.segmentTables().filter(
+      (table) => !(this.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).some((c) => c.name === 'proposal_id'),
+    );
+    if (legacy.length === 0) return;
+    this.db.transaction(() => {
+      for (const table of legacy) {
+        this.db.exec(`ALTER TABLE ${table} ADD COLUMN proposal_id TEXT; ${BACKFILL_PROPOSAL.replace('%T', table)}; ${proposalIndex(table)}`);
+      }
+    })();
+  }
+
+  /** Names of the segment tables in the database, oldest first. */
+  private segmentTables(): string[] {
+    return (
+      this.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${SEGMENT_PREFIX}%'`).all() as { name: string }[]
+    )
+      .map((r) => Number(r.name.slice(SEGMENT_PREFIX.length)))
+      .filter((n) => Number.isInteger(n) && n > 0)
+      .sort((a, b) => a - b)
+      .map((n) => `${SEGMENT_PREFIX}${n}`);
   }
 
   /** Starts a new newest segment (inside the append transaction). */
@@ -156,26 +205,27 @@ export class EventLog implements EventStore {
   }
 
   private rebuildView(): void {
-    const union = this.segments.map((s) => `SELECT id, severity, scope, data FROM ${s.table}`).join(' UNION ALL ');
+    const union = this.segments.map((s) => `SELECT ${COLUMNS} FROM ${s.table}`).join(' UNION ALL ');
     this.db.exec(`DROP VIEW IF EXISTS events; CREATE VIEW events AS ${union}`);
   }
 
   private insertInto(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
     let i = from;
-    const args: (string | number)[] = new Array(INSERT_CHUNK * 4);
+    const args: (string | number | null)[] = new Array(INSERT_CHUNK * 5);
     for (; i + INSERT_CHUNK <= to; i += INSERT_CHUNK) {
       for (let j = 0; j < INSERT_CHUNK; j++) {
         const r = rows[i + j] as EventRow;
-        args[j * 4] = r.id;
-        args[j * 4 + 1] = r.severity;
-        args[j * 4 + 2] = r.scope;
-        args[j * 4 + 3] = r.data;
+        args[j * 5] = r.id;
+        args[j * 5 + 1] = r.severity;
+        args[j * 5 + 2] = r.scope;
+        args[j * 5 + 3] = r.proposalId ?? null;
+        args[j * 5 + 4] = r.data;
       }
       seg.insertChunk.run(args);
     }
     for (; i < to; i++) {
       const r = rows[i] as EventRow;
-      seg.insertOne.run(r.id, r.severity, r.scope, r.data);
+      seg.insertOne.run(r.id, r.severity, r.scope, r.proposalId ?? null, r.data);
     }
     if (seg.count === 0) seg.minId = (rows[from] as EventRow).id;
     seg.count += to - from;
@@ -243,14 +293,8 @@ export class EventLog implements EventStore {
 
   /** Re-reads the segment tables and their extents from the database. */
   private reload(): void {
-    const names = (
-      this.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${SEGMENT_PREFIX}%'`).all() as { name: string }[]
-    )
-      .map((r) => Number(r.name.slice(SEGMENT_PREFIX.length)))
-      .filter((n) => Number.isInteger(n) && n > 0)
-      .sort((a, b) => a - b);
     this.segments.length = 0;
-    for (const n of names) this.segments.push(this.openSegment(n));
+    for (const table of this.segmentTables()) this.segments.push(this.openSegment(Number(table.slice(SEGMENT_PREFIX.length))));
     if (this.segments.length === 0) this.segments.push(this.createSegment(1));
     this.selects.clear();
     try {
@@ -318,5 +362,18 @@ function where(filter: EventFilter): { sql: string; args: (string | number)[] } 
     sql += ' AND substr(scope, 1, length(?)) = ?';
     args.push(filter.scopePrefix, filter.scopePrefix);
   }
+  if (filter.proposalId != null) {
+    // Served by the partial index (proposal_id, id): `=` implies NOT NULL.
+    sql += ' AND proposal_id = ?';
+    args.push(filter.proposalId);
+  }
   return { sql, args };
+}
+
+/**
+ * The index of a segment's events by proposal, in id order; partial, so events about no
+ * proposal (most, besides job lines) cost nothing to index.
+ */
+function proposalIndex(table: string): string {
+  return `CREATE INDEX IF NOT EXISTS ${table}_proposal ON ${table} (proposal_id, id) WHERE proposal_id IS NOT NULL`;
 }

@@ -45,6 +45,8 @@ export function superviseOutput(bus: EventBus, turns: LineTurns, gate: OutputGat
       summary: line.text,
       detail: `${job.proposalId} ${source} line ${line.number}${line.cut ? ` (cut at ${max} bytes)` : ''}`,
       payload: LINE_PAYLOAD,
+      // The payload is fixed by the spec: the job is named for the proposalId filter (not served).
+      proposalId: job.proposalId,
     });
     gate.check();
   };

@@ -13,7 +13,7 @@ import { rawRequest } from '../helpers/raw.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'tok-3f9a.Zq_~+/x=';
-const OPEN = ['GET /api/health', 'GET /api/ready', 'GET /api/config', 'GET /api/openapi.json'];
+const OPEN = ['GET /api/health', 'GET /api/ready', 'GET /api/config', 'GET /api/openapi.json', 'GET /api/docs'];
 
 const services: TestService[] = [];
 afterEach(async () => {

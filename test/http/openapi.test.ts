@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { ANSWERED_CODES, ERROR_CATALOGUE } from '../../src/http/errors.js';
 import type { RouteSpec } from '../../src/http/route.js';
+import { rawRequest } from '../helpers/raw.js';
 import { REPO_ROOT, startTestService, type TestService } from '../helpers/service.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- the document is walked as plain JSON */
@@ -177,7 +178,7 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/api/metrics'].get.responses['401']).toBeUndefined();
 
     expect(lockedDoc.security).toEqual([{ bearerAuth: [] }]);
-    const openRoutes = ['/api/health', '/api/ready', '/api/config', '/api/openapi.json'];
+    const openRoutes = ['/api/health', '/api/ready', '/api/config', '/api/openapi.json', '/api/docs'];
     for (const r of locked.service.api.routes) {
       const o = op(lockedDoc, r);
       const where = key(r.method, r.path);
@@ -244,12 +245,14 @@ describe('the OpenAPI document', () => {
       const allow = /`Allow: ([A-Z, ]+)`/.exec(item.description)?.[1];
       expect(allow, p).toBeDefined();
       const target = p.replace(/\{[^}]+\}/g, 'x1');
-      const res = await fetch(open.url + target, { method: 'PATCH' });
-      const body = (await res.json()) as { code: string; detail: string };
-      expect({ p, status: res.status, allow: res.headers.get('allow'), code: body.code }).toEqual({ p, status: 405, allow, code: 'method_not_allowed' });
+      // A fresh connection per request (agent: false): a kept-alive socket the server closed
+      // while the earlier tests of this file ran would be reset under a slow machine.
+      const res = await rawRequest(open.url, target, { method: 'PATCH' });
+      const body = res.json() as { code: string; detail: string };
+      expect({ p, status: res.status, allow: res.headers.allow, code: body.code }).toEqual({ p, status: 405, allow, code: 'method_not_allowed' });
     }
-    const unknown = await fetch(`${open.url}/api/no-such-thing`, { method: 'PATCH' });
+    const unknown = await rawRequest(open.url, '/api/no-such-thing', { method: 'PATCH' });
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ detail: 'no route for PATCH /api/no-such-thing', code: 'route_not_found' });
+    expect(unknown.json()).toEqual({ detail: 'no route for PATCH /api/no-such-thing', code: 'route_not_found' });
   });
 });

@@ -1,11 +1,40 @@
 /**
  * `GET /api/events` and the Server-Sent Events stream (spec: Read routes; api-decisions.md,
- * Events and "Event stream").
+ * Events and "Event stream"), with the `proposalId` filter of issue 14, item 2.
  */
+import type { Response } from 'express';
 import { z } from 'zod';
+import type { EventBus } from '../../bus/bus.js';
+import type { EventFilter, Severity } from '../../bus/event.js';
+import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
 import { EngineEvent, ErrorBody, EventsQuery, StreamQuery } from '../schemas.js';
 import type { AppDeps } from './deps.js';
+
+/** What `GET /api/events` says about its order and cursor; the job's events route says the same. */
+export const EVENT_LIST_ORDER =
+  'Ascending id order. Without `sinceId`: the newest `limit` events passing the filters; with it, the first `limit` events after it. Events are kept in the state database up to the configured retention.';
+
+/** The filters of a list or stream query; a malformed `proposalId` is a 400 `invalid_id`. */
+export function filterOf(query: { severities: Severity[] | null; scopePrefix?: string | undefined; proposalId?: string | undefined }): EventFilter {
+  return {
+    severities: query.severities,
+    scopePrefix: query.scopePrefix ?? null,
+    proposalId: query.proposalId === undefined ? null : checkId('proposalId', query.proposalId),
+  };
+}
+
+/**
+ * Answers a page of stored events (spec: Read routes, `/api/events`): the newest `limit`
+ * passing `filter`, or with `sinceId` the first `limit` after it; ascending ids.
+ */
+export function sendEventList(bus: EventBus, res: Response, filter: EventFilter, page: { sinceId?: string | undefined; limit: number }): void {
+  const rows = page.sinceId === undefined ? bus.readNewest(page.limit, filter) : bus.readAfter(Number(page.sinceId), page.limit, filter);
+  // Stored rows already hold each event's JSON: join them instead of re-serialising.
+  let body = '[';
+  for (let i = 0; i < rows.length; i++) body += (i === 0 ? '' : ',') + (rows[i] as { data: string }).data;
+  res.type('application/json').send(`${body}]`);
+}
 
 export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
   api.route({
@@ -13,24 +42,16 @@ export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
     path: '/api/events',
     operationId: 'listEvents',
     summary: 'List bus events',
-    description:
-      'Ascending id order. Without `sinceId`: the newest `limit` events passing the filters; with it, the first `limit` events after it. Events are kept in the state database up to the configured retention.',
+    description: EVENT_LIST_ORDER,
     tag: 'Events',
     query: EventsQuery,
     answers: {
       200: { description: 'Events.', schema: z.array(EngineEvent) },
+      400: { description: 'Malformed `proposalId` (`invalid_id`).', schema: ErrorBody },
       422: { description: 'Unknown severity, bad sinceId, or limit outside 1..500.', schema: ErrorBody },
     },
     handler: ({ res, query }) => {
-      const filter = { severities: query.severities, scopePrefix: query.scopePrefix ?? null };
-      const rows =
-        query.sinceId === undefined
-          ? bus.readNewest(query.limit, filter)
-          : bus.readAfter(Number(query.sinceId), query.limit, filter);
-      // Stored rows already hold each event's JSON: join them instead of re-serialising.
-      let body = '[';
-      for (let i = 0; i < rows.length; i++) body += (i === 0 ? '' : ',') + (rows[i] as { data: string }).data;
-      res.type('application/json').send(`${body}]`);
+      sendEventList(bus, res, filterOf(query), query);
     },
   });
 
@@ -40,18 +61,20 @@ export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
     operationId: 'streamEvents',
     summary: 'Stream bus events (Server-Sent Events)',
     description:
-      'Frames `id: <event id>` + `data: <event JSON>`, no `event:` line; a `retry:` line first and a `: ping` comment at least every 15 s. Resume with the `Last-Event-ID` header (or `sinceId`): every stored event after it is replayed in order, then live events follow with no gap and no duplicate. A client whose unsent data passes the configured bound is disconnected and may resume. `HEAD` answers the same status and headers at once, with no body, and opens no stream (it is not counted as a subscriber).',
+      'Frames `id: <event id>` + `data: <event JSON>`, no `event:` line; a `retry:` line first and a `: ping` comment at least every 15 s. Resume with the `Last-Event-ID` header (or `sinceId`): every stored event after it that passes the filters (`proposalId` included) is replayed in order, then live events follow with no gap and no duplicate. A client whose unsent data passes the configured bound is disconnected and may resume. `HEAD` answers the same status and headers at once, with no body, and opens no stream (it is not counted as a subscriber).',
     tag: 'Events',
     query: StreamQuery,
     answers: {
       200: { description: 'An endless `text/event-stream`.', contentType: 'text/event-stream', schema: z.string() },
+      400: { description: 'Malformed `proposalId` (`invalid_id`).', schema: ErrorBody },
       422: { description: 'Unknown severity or bad sinceId.', schema: ErrorBody },
     },
     handler: ({ req, res, query }) => {
+      const filter = filterOf(query);
       const header = req.get('Last-Event-ID')?.trim();
       // The header wins: a reconnecting EventSource keeps its original URL but sends the newest id.
       const resume = header && /^\d{1,15}$/.test(header) ? header : query.sinceId;
-      sse.open(res, { severities: query.severities, scopePrefix: query.scopePrefix ?? null }, resume === undefined ? null : Number(resume));
+      sse.open(res, filter, resume === undefined ? null : Number(resume));
     },
   });
 }

@@ -4,11 +4,12 @@
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Job, JobsQuery, PathId } from '../schemas.js';
+import { EngineEvent, ErrorBody, Job, JobEventsQuery, JobsQuery, PathId } from '../schemas.js';
 import type { AppDeps } from './deps.js';
+import { EVENT_LIST_ORDER, filterOf, sendEventList } from './events.js';
 import { UnknownJobError } from '../../supervisor/index.js';
 
-export function jobRoutes(api: Api, { supervisor }: AppDeps): void {
+export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
   api.route({
     method: 'get',
     path: '/api/jobs',
@@ -41,6 +42,28 @@ export function jobRoutes(api: Api, { supervisor }: AppDeps): void {
       const job = supervisor.get(id);
       if (!job) throw new UnknownJobError(id);
       res.json(job);
+    },
+  });
+
+  api.route({
+    method: 'get',
+    path: '/api/jobs/:proposalId/events',
+    operationId: 'listJobEvents',
+    summary: 'List one generation job’s events',
+    description: `The job’s events (issue 14, item 2): its spawn, every output line, leftovers, its exit or its loss, and decisions on its proposal; the same as \`GET /api/events?proposalId=<id>\`, with the same filters, cursor and limit. ${EVENT_LIST_ORDER} Live: \`GET /api/events/stream?proposalId=<id>\`.`,
+    tag: 'Generation',
+    params: Params,
+    query: JobEventsQuery,
+    answers: {
+      200: { description: 'The job’s events (empty once retention dropped them).', schema: z.array(EngineEvent) },
+      400: { description: 'Malformed id.', schema: ErrorBody },
+      404: { description: 'Unknown job.', schema: ErrorBody },
+      422: { description: 'Unknown severity, bad sinceId, or limit outside 1..500.', schema: ErrorBody },
+    },
+    handler: ({ res, params, query }) => {
+      const id = checkId('proposal_id', params.proposalId);
+      if (!supervisor.get(id)) throw new UnknownJobError(id);
+      sendEventList(bus, res, { ...filterOf(query), proposalId: id }, query);
     },
   });
 

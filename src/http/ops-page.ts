@@ -1,0 +1,60 @@
+/**
+ * The ops page (issue 14, item 1): static files served by the service itself at `GET /` and
+ * `GET /ops/<file>`, from `src/ops-page/` as they are (no build step), with the API docs
+ * viewer's files from the swagger-ui-dist package (item 7) under `/ops/vendor/`.
+ *
+ * The page is open: it holds no data, and asks for the bearer token itself, which it sends on
+ * every API call. So its middleware runs before the token check, and answers only GET and HEAD
+ * of its own files; every other request goes on (an unknown path still meets the token check,
+ * then the 404).
+ */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { RequestHandler } from 'express';
+import { REPO_ROOT } from '../main/config.js';
+import { PAGE_CSP, securityHeaders, StaticAssets } from './static-assets.js';
+
+/** Folder of the page's files (served as they are, from the source tree, also by a built service). */
+export const OPS_PAGE_DIR = path.join(REPO_ROOT, 'src', 'ops-page');
+
+/** Where the page's files are served. */
+export const OPS_PREFIX = '/ops/';
+
+/** The route template of every page file, for request logs and metric labels. */
+export const OPS_ROUTE = '/ops/:file';
+
+/** The files of swagger-ui-dist that `/api/docs` loads, served under `/ops/vendor/`. */
+const VENDOR_FILES = ['swagger-ui-bundle.js', 'swagger-ui.css'] as const;
+
+/** The page's own file names: lower-case words, one extension. */
+const PAGE_FILE = /^[a-z0-9][a-z0-9-]*\.(?:html|js|css|svg|png)$/;
+
+/** The static files of the page and the docs viewer. */
+export function opsAssets(): StaticAssets {
+  const files: [string, string][] = [];
+  for (const name of fs.readdirSync(OPS_PAGE_DIR).sort()) {
+    if (PAGE_FILE.test(name) && fs.statSync(path.join(OPS_PAGE_DIR, name)).isFile()) files.push([`${OPS_PREFIX}${name}`, path.join(OPS_PAGE_DIR, name)]);
+  }
+  files.push(['/', path.join(OPS_PAGE_DIR, 'index.html')]);
+  const swagger = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  for (const name of VENDOR_FILES) files.push([`${OPS_PREFIX}vendor/${name}`, path.join(swagger, name)]);
+  return new StaticAssets(files);
+}
+
+/**
+ * The middleware serving the page's files (GET and HEAD only); register it after the Host
+ * check, CORS and the shutdown gate, before the token check.
+ */
+export function opsPage(assets: StaticAssets): RequestHandler {
+  const headers = securityHeaders(PAGE_CSP);
+  return (req, res, next) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !assets.has(req.path)) {
+      next();
+      return;
+    }
+    // The template the request log and the metrics label it with (route-template.ts).
+    (req as { route?: unknown }).route = { path: req.path === '/' ? '/' : OPS_ROUTE };
+    assets.send(req, res, req.path, headers).catch(next);
+  };
+}
