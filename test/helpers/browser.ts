@@ -11,8 +11,8 @@ import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwrig
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 
-/** Where the tests save their screenshots (a temp folder; the README's are copied from a run). */
-export const SCREENSHOTS = path.join(os.tmpdir(), 'console-ops-page-screenshots');
+/** Where this run saves its screenshots: a temp folder of its own (the README's are copied from a run). */
+let screenshots: string | undefined;
 
 /**
  * Launches chromium.
@@ -47,10 +47,13 @@ export async function openPage(browser: Browser): Promise<{ page: Page; problems
   return { page, problems };
 }
 
-/** Saves a screenshot of `page` as `<name>.png` in {@link SCREENSHOTS}; returns its path. */
+/** Saves a screenshot of `page` as `<name>.png` in this run's temp folder (named on stdout); returns its path. */
 export async function screenshot(page: Page, name: string): Promise<string> {
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  const file = path.join(SCREENSHOTS, `${name}.png`);
+  if (screenshots === undefined) {
+    screenshots = fs.mkdtempSync(path.join(os.tmpdir(), 'console-ops-page-'));
+    console.log(`ops page screenshots: ${screenshots}`);
+  }
+  const file = path.join(screenshots, `${name}.png`);
   await page.screenshot({ path: file });
   return file;
 }
