@@ -177,7 +177,7 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/api/metrics'].get.responses['401']).toBeUndefined();
 
     expect(lockedDoc.security).toEqual([{ bearerAuth: [] }]);
-    const openRoutes = ['/api/health', '/api/config', '/api/openapi.json'];
+    const openRoutes = ['/api/health', '/api/config', '/api/openapi.json', '/api/docs'];
     for (const r of locked.service.api.routes) {
       const o = op(lockedDoc, r);
       const where = key(r.method, r.path);
