@@ -15,6 +15,8 @@ export function jobView(id, hub) {
   let job = null;
   let stream = null;
   let dropped = 0;
+  /** The highest line numbers seen, [stdout, stderr]: the header's counts follow them. */
+  const seenLines = [0, 0];
   /** Events waiting for the next frame. */
   let queue = [];
   const header = h('div', { class: 'job-header' }, h('p', { class: 'muted' }, 'Loading…'));
@@ -62,11 +64,17 @@ export function jobView(id, hub) {
       earlier.textContent = `${dropped} earlier lines are not shown here (GET /api/jobs/${id}/events has them while retention keeps them).`;
     }
     if (atBottom) lines.scrollTop = lines.scrollHeight;
+    const counts = document.getElementById('job-lines');
+    if (counts && job?.state === 'running') counts.textContent = `${Math.max(job.stdoutLines, seenLines[0])} / ${Math.max(job.stderrLines, seenLines[1])}`;
     if (ended) loadJob();
   });
 
   function lineRow(e) {
     const m = /^\S+ (stdout|stderr) line (\d+)/.exec(e.detail ?? '');
+    if (m) {
+      const k = m[1] === 'stdout' ? 0 : 1;
+      seenLines[k] = Math.max(seenLines[k], Number(m[2]));
+    }
     return h('li', { class: m?.[1] ?? 'stdout', dataset: { line: m?.[2] ?? '' } }, e.summary);
   }
 
@@ -96,7 +104,7 @@ export function jobView(id, hub) {
       ['Duration', fmtDuration(job.startedAt, job.endedAt)],
       ['rc', job.rc ?? '—'],
       ['Signal', job.signal ?? '—'],
-      ['Lines (stdout / stderr)', `${job.stdoutLines} / ${job.stderrLines}`],
+      ['Lines (stdout / stderr)', h('span', { id: 'job-lines' }, `${Math.max(job.stdoutLines, seenLines[0])} / ${Math.max(job.stderrLines, seenLines[1])}`)],
       ['Cancel requested', job.cancelRequested ? 'yes' : 'no'],
     ];
     if (job.exitReason) rows.push(['Exit reason', job.exitReason]);

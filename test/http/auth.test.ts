@@ -13,6 +13,7 @@ import { rawRequest } from '../helpers/raw.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'tok-3f9a.Zq_~+/x=';
+// The OpenAPI document rendered for people is open like the document (issue 14, item 7).
 const OPEN = ['GET /api/health', 'GET /api/ready', 'GET /api/config', 'GET /api/openapi.json', 'GET /api/docs'];
 
 const services: TestService[] = [];

@@ -199,14 +199,19 @@ describe('bad input on every route', () => {
     expect(code).toBe(0);
     const { accesses, children } = accessesAfter(straceFile as string, STARTUP_MARKER);
     // Besides the store and the state folder, the service may touch only: its own code (modules
-    // loaded on first use, e.g. a charset decoder, with their package.json), the programs it is
+    // loaded on first use, e.g. a charset decoder, with their package.json; the ops page's and
+    // the docs viewer's files, read on first request), the programs it is
     // configured to start (checked before each start), the kernel's process and CPU tables
     // (process trees of terminals, metrics), and, to resolve a path, the folders above these
     // (a stat, never an open). Anything else is a request reaching a file it must not.
     const roots = [store, stateDir, REPO_ROOT.replace(/\/$/, '')];
     const classes: Record<string, (a: FileAccess) => boolean> = {
       store: (a) => within(a.path, store) || within(a.path, stateDir),
-      code: (a) => [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), path.join(REPO_ROOT, 'package.json')].some((d) => within(a.path, d)),
+      // The ops page's files (src/ops-page, served as they are; issue 14) are its own code too.
+      code: (a) =>
+        [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) =>
+          within(a.path, d),
+        ),
       programs: (a) => [DISPATCH, TTYD, process.execPath].includes(a.path),
       kernel: (a) => ['/proc', '/sys/devices/system/cpu'].some((d) => within(a.path, d)),
       pathWalk: (a) => /stat|access/.test(a.call) && roots.some((r) => within(r, a.path)),

@@ -1,0 +1,73 @@
+/**
+ * The ops page with CONSOLE_API_TOKEN set, in a real browser (issue 14, item 1: "It works with
+ * CONSOLE_API_TOKEN set (asks for the token once)"): the page loads without the token, asks for
+ * it, refuses a wrong one, then works, its event stream included; a reload does not ask again.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, openPage } from '../helpers/browser.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const TOKEN = 'ops-page-token-7f3a';
+
+let t: TestService;
+let browser: Browser;
+let page: Page;
+let problems: string[];
+
+beforeAll(async () => {
+  t = await startTestService({ env: { CONSOLE_API_TOKEN: TOKEN } });
+  browser = await launchBrowser();
+  ({ page, problems } = await openPage(browser));
+});
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+describe('the ops page with a token', () => {
+  it('loads without the token, asks for it once, refuses a wrong one, then works', async () => {
+    await page.goto(`${t.url}/#/status`);
+    await page.waitForSelector('#token-dialog[open]');
+    expect(await page.isHidden('#token-error')).toBe(true);
+
+    await page.fill('#token-input', 'not-the-token');
+    await page.click('#token-form button[type="submit"]');
+    await page.waitForSelector('#token-dialog[open] #token-error:not([hidden])');
+
+    await page.fill('#token-input', TOKEN);
+    await page.click('#token-form button[type="submit"]');
+    await page.waitForSelector('#token-dialog:not([open])', { state: 'attached' });
+    await page.waitForSelector('.card[data-section="limits"]');
+    // The stream carries the token too (fetch with Authorization: EventSource could not).
+    await page.waitForSelector('#stream-state[data-state="live"]');
+    const published = t.service.deps.bus.publish({ severity: 'warning', scope: 'ops/token', summary: 'seen through the token' });
+    await page.click('#nav a[data-view="events"]');
+    await page.waitForSelector(`#event-rows tr[data-id="${published.id}"]`);
+  });
+
+  it('keeps the token for the tab: a reload does not ask again', async () => {
+    await page.reload();
+    await page.waitForSelector('#stream-state[data-state="live"]');
+    await page.waitForSelector('#event-rows tr');
+    expect(await page.$('#token-dialog[open]')).toBeNull();
+    expect(await page.isVisible('#forget-token')).toBe(true);
+  });
+
+  it('renders the API docs (/api/docs) from the service alone, without the token', async () => {
+    const fresh = await openPage(browser);
+    try {
+      await fresh.page.goto(`${t.url}/api/docs`);
+      await fresh.page.waitForSelector('#operations-Service-health');
+      // The routes of issue 14 are in the document.
+      await fresh.page.waitForSelector('#operations-Generation-listJobEvents');
+      expect(fresh.problems).toEqual([]);
+    } finally {
+      await fresh.page.close();
+    }
+  });
+
+  it('met no Content-Security-Policy refusal, script error or failed request', () => {
+    expect(problems).toEqual([]);
+  });
+});
