@@ -17,6 +17,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import type { EventFilter, Severity } from '../bus/event.js';
 import type { EventRow, EventStore } from '../bus/event-store.js';
+import { COLUMNS, createSegmentTable, ROW_PARAMS, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
 
 export type { EventRow } from '../bus/event-store.js';
 
@@ -31,24 +32,6 @@ const INSERT_CHUNK = 64;
 const SEGMENTS_PER_RETENTION = 4;
 const SEGMENT_MIN = 100;
 const SEGMENT_MAX = 100_000;
-const SEGMENT_PREFIX = 'event_segment_';
-/** Columns of a segment, in insert order. */
-const COLUMNS = 'id, severity, scope, proposal_id, data';
-const ROW_PARAMS = '(?, ?, ?, ?, ?)';
-
-/**
- * Fills `proposal_id` of rows stored before the column existed: the payload's `proposal_id`,
- * or for a job's line event (payload `{ source: "dispatch_cli" }`) the first word of its
- * `detail` (`<proposal id> stdout line <n>`), the only place such events named their job.
- */
-const BACKFILL_PROPOSAL = `
-  UPDATE %T SET proposal_id = CASE
-    WHEN json_type(data, '$.payload.proposal_id') = 'text' THEN json_extract(data, '$.payload.proposal_id')
-    WHEN scope = 'engine/generation' AND json_extract(data, '$.payload.source') = 'dispatch_cli'
-      AND instr(json_extract(data, '$.detail'), ' ') > 1
-      THEN substr(json_extract(data, '$.detail'), 1, instr(json_extract(data, '$.detail'), ' ') - 1)
-  END
-  WHERE json_valid(data)`;
 
 interface Segment {
   readonly n: number;
@@ -86,7 +69,7 @@ export class EventLog implements EventStore {
   ) {
     this.segmentSize = Math.min(SEGMENT_MAX, Math.max(SEGMENT_MIN, Math.ceil(retention / SEGMENTS_PER_RETENTION)));
     this.segments = [];
-    this.upgradeSegments();
+    upgradeSegments(db);
     this.reload();
 
     const reserved = Number(
@@ -133,40 +116,10 @@ export class EventLog implements EventStore {
   }
 
   private createSegment(n: number): Segment {
-    const table = `${SEGMENT_PREFIX}${n}`;
-    this.db.exec(
-      `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, severity TEXT NOT NULL, scope TEXT NOT NULL, data TEXT NOT NULL, proposal_id TEXT) STRICT;
-       ${proposalIndex(table)}`,
-    );
+    createSegmentTable(this.db, n);
     return this.openSegment(n);
   }
 
-  /**
-   * Gives segments stored before issue 14 their `proposal_id` column, filled from the stored
-   * JSON, and its index: once, at start-up, in one transaction.
-   */
-  private upgradeSegments(): void {
-    const legacy = this.segmentTables().filter(
-      (table) => !(this.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).some((c) => c.name === 'proposal_id'),
-    );
-    if (legacy.length === 0) return;
-    this.db.transaction(() => {
-      for (const table of legacy) {
-        this.db.exec(`ALTER TABLE ${table} ADD COLUMN proposal_id TEXT; ${BACKFILL_PROPOSAL.replace('%T', table)}; ${proposalIndex(table)}`);
-      }
-    })();
-  }
-
-  /** Names of the segment tables in the database, oldest first. */
-  private segmentTables(): string[] {
-    return (
-      this.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${SEGMENT_PREFIX}%'`).all() as { name: string }[]
-    )
-      .map((r) => Number(r.name.slice(SEGMENT_PREFIX.length)))
-      .filter((n) => Number.isInteger(n) && n > 0)
-      .sort((a, b) => a - b)
-      .map((n) => `${SEGMENT_PREFIX}${n}`);
-  }
 
   /** Starts a new newest segment (inside the append transaction). */
   private rotate(): Segment {
@@ -294,7 +247,7 @@ export class EventLog implements EventStore {
   /** Re-reads the segment tables and their extents from the database. */
   private reload(): void {
     this.segments.length = 0;
-    for (const table of this.segmentTables()) this.segments.push(this.openSegment(Number(table.slice(SEGMENT_PREFIX.length))));
+    for (const n of segmentNumbers(this.db)) this.segments.push(this.openSegment(n));
     if (this.segments.length === 0) this.segments.push(this.createSegment(1));
     this.selects.clear();
     try {
@@ -363,17 +316,10 @@ function where(filter: EventFilter): { sql: string; args: (string | number)[] } 
     args.push(filter.scopePrefix, filter.scopePrefix);
   }
   if (filter.proposalId != null) {
-    // Served by the partial index (proposal_id, id): `=` implies NOT NULL.
+    // Served by the partial index on proposal_id (`=` implies NOT NULL), whose entries end with
+    // the rowid, the id: the range and the order on id come from the index too.
     sql += ' AND proposal_id = ?';
     args.push(filter.proposalId);
   }
   return { sql, args };
-}
-
-/**
- * The index of a segment's events by proposal, in id order; partial, so events about no
- * proposal (most, besides job lines) cost nothing to index.
- */
-function proposalIndex(table: string): string {
-  return `CREATE INDEX IF NOT EXISTS ${table}_proposal ON ${table} (proposal_id, id) WHERE proposal_id IS NOT NULL`;
 }

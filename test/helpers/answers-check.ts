@@ -25,6 +25,8 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 /** The labels the recorder gives answers that no route matched (route-template.ts, answer-recorder.ts). */
 const UNMATCHED = '(unmatched)';
 const CLIENT_ERROR = '(client error)';
+/** Routes of the ops page's static files (src/http/ops-page.ts): not in the document. */
+const OPS_PAGE_ROUTES: ReadonlySet<string> = new Set(['/', '/ops/:file']);
 
 /** One answer that does not match the document. */
 export interface Mismatch {
@@ -143,6 +145,9 @@ function checkAnswer(checks: DocumentChecks, meta: Meta, bodyText: string): stri
   }
 
   const item = meta.r === UNMATCHED || meta.r === CLIENT_ERROR ? undefined : doc.paths?.[toDocPath(meta.r)];
+  // The ops page and its files (GET /, /ops/{file}) are not API: the document leaves them out
+  // (README, "Ops page"); their error answers, if any, are still checked by code above.
+  if (item === undefined && OPS_PAGE_ROUTES.has(meta.r)) return problems;
   if (meta.r !== UNMATCHED && meta.r !== CLIENT_ERROR && item === undefined) return [...problems, `route ${meta.r} is not in the document`];
   const op = item?.[meta.m === 'HEAD' ? 'get' : meta.m.toLowerCase()];
 

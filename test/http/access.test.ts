@@ -13,7 +13,8 @@ import { startTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'tok-Reliability.7_~';
 const DEV_HOSTS = ['dev-a.mesh.internal', 'dev-b.mesh.internal'];
-const OPEN = ['GET /api/health', 'GET /api/ready', 'GET /api/config', 'GET /api/openapi.json'];
+// The OpenAPI document rendered for people is open like the document (issue 14, item 7).
+const OPEN = ['GET /api/health', 'GET /api/ready', 'GET /api/config', 'GET /api/openapi.json', 'GET /api/docs'];
 const HOSTS = ['localhost', '127.0.0.1', ...DEV_HOSTS];
 const ALLOWED = HOSTS.flatMap((h) => [5173, 5174, 5175].map((p) => `http://${h}:${p}`));
 

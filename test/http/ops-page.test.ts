@@ -9,7 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest } from '../helpers/raw.js';
+import { rawExchange, rawRequest } from '../helpers/raw.js';
 import { REPO_ROOT, startTestService, type TestService } from '../helpers/service.js';
 
 const PAGE_DIR = path.join(REPO_ROOT, 'src', 'ops-page');
@@ -109,6 +109,13 @@ describe('the ops page and the docs viewer over HTTP', () => {
     }
     const withToken = await locked.get('/api/jobs', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(withToken.status).toBe(200);
+  });
+
+  it('is behind the Host check like every route (DNS rebinding): 421 for a Host not served', async () => {
+    for (const url of ['/', '/ops/app.js', '/api/docs']) {
+      const res = await rawExchange(open.url, `GET ${url} HTTP/1.1\r\nHost: evil.example`);
+      expect({ url, status: res.status }).toEqual({ url, status: 421 });
+    }
   });
 
   it('leaves the 404 and 405 of other paths as they were', async () => {
