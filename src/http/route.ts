@@ -393,7 +393,16 @@ export class Api {
             {
               description: a.description,
               ...(a.headers
-                ? { headers: z.object(Object.fromEntries(Object.entries(a.headers).map(([h, d]) => [h, z.string().meta({ description: d })]))) }
+                ? {
+                    // A 503 covers several causes (a busy database or store read, which say
+                    // when to retry, and the shutdown, which does not): its Retry-After is
+                    // optional. Other declared headers are always sent.
+                    headers: z.object(
+                      Object.fromEntries(
+                        Object.entries(a.headers).map(([h, d]) => [h, status === '503' && h === 'Retry-After' ? z.string().optional().meta({ description: d }) : z.string().meta({ description: d })]),
+                      ),
+                    ),
+                  }
                 : {}),
               ...(a.schema || a.contentType
                 ? { content: { [a.contentType ?? 'application/json']: { schema: a.schema ?? z.string() } } }
