@@ -25,7 +25,7 @@ const answers = {
 } as const;
 
 export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
-  const launch = async (res: Response, body: Body) => {
+  const launch = (res: Response, body: Body) => {
     // Accepted and logged, never forwarded (spec: GenerationRequest): on the request's log line.
     addToRequestLine(res, { episode: body.episode ?? null, modality: body.modality });
     const req: GenerationRequest = {
@@ -36,8 +36,7 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
       episode: body.episode ?? null,
       modality: body.modality,
     };
-    // One spawn per event-loop turn: the console's reads are answered between them.
-    const job = await supervisor.startPaced(req);
+    const job = supervisor.start(req);
     addToRequestLine(res, { proposalId: job.proposalId });
     return { proposalId: job.proposalId, pid: job.pid as number, scope: GENERATION_SCOPE };
   };
@@ -52,8 +51,8 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
     tag: 'Generation',
     body: GenerationRequestBody,
     answers,
-    handler: async ({ res, body }) => {
-      res.status(202).json(await launch(res, body));
+    handler: ({ res, body }) => {
+      res.status(202).json(launch(res, body));
     },
   });
 
@@ -67,10 +66,10 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
     params: z.object({ project: PathId('Project id') }),
     body: GenerationRequestForProject,
     answers: { ...answers, 400: { description: 'Malformed project id in the path.', schema: ErrorBody } },
-    handler: async ({ res, params, body }) => {
+    handler: ({ res, params, body }) => {
       const project = checkId('project', params.project);
       if (body.project !== undefined && body.project !== project) throw new HttpError('project_mismatch', 'project path/body mismatch');
-      res.status(202).json(await launch(res, { ...body, project }));
+      res.status(202).json(launch(res, { ...body, project }));
     },
   });
 }
