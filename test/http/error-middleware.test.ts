@@ -44,6 +44,8 @@ function copyService(root: string): string {
   fs.mkdirSync(app);
   fs.cpSync(path.join(REPO_ROOT, 'dist'), path.join(app, 'dist'), { recursive: true });
   fs.copyFileSync(path.join(REPO_ROOT, 'package.json'), path.join(app, 'package.json'));
+  // The ops page's static files are served from src/ops-page as they are (no build step).
+  fs.cpSync(path.join(REPO_ROOT, 'src', 'ops-page'), path.join(app, 'src', 'ops-page'), { recursive: true });
   const linked = spawnSync('cp', ['-al', path.join(REPO_ROOT, 'node_modules'), path.join(app, 'node_modules')]);
   if (linked.status !== 0) fs.cpSync(path.join(REPO_ROOT, 'node_modules'), path.join(app, 'node_modules'), { recursive: true });
   return app;
