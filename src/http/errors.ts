@@ -146,7 +146,7 @@ const retryAfter = (err: ServiceErrorLike): Record<string, string> =>
 export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   // 400
   invalid_id: { status: 400, means: 'A malformed identifier in the path or the query (the path-traversal guard); the detail is the message, naming the parameter and the rule.' },
-  bad_request: { status: 400, means: 'The request could not be read (the body was cut short, or its size could not be read).' },
+  bad_request: { status: 400, unrouted: true, means: 'The request could not be read (the body was cut short, or its size could not be read).' },
   malformed_request: { status: 400, unrouted: true, means: 'Node’s HTTP parser refused the request (a malformed request line or header, a target that is not a path); the connection is closed.' },
   // 401, 403
   unauthorized: {

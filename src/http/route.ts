@@ -312,6 +312,16 @@ export class Api {
       const path = s.path.replace(/:([A-Za-z_]+)/g, '{$1}');
       const protectedOp = bearer !== undefined && !bearer.isOpen(s.method, s.path);
       const answers: Record<number, AnswerSpec> = { ...s.answers };
+      // A route's own 422 (a store file that cannot be used…) does not replace the body
+      // parser's: every request body is read, and refused, before the route runs.
+      const own422 = answers[422];
+      if (own422?.schema !== undefined && own422.schema !== ErrorBody && !(own422.schema instanceof z.ZodUnion && own422.schema.options.includes(ErrorBody))) {
+        answers[422] = {
+          ...own422,
+          description: `${own422.description} Also a request body${s.body ? '' : ' (this operation takes none: any body is read first)'} that ${BODY_REJECTIONS_SHORT} (\`validation_failed\`).`,
+          schema: z.union([own422.schema, ErrorBody]),
+        };
+      }
       answers[422] ??= {
         description: s.body
           ? `Validation failure (\`validation_failed\`): \`detail\` lists \`{ loc, msg, type }\`; also ${BODY_REJECTIONS}.`
@@ -320,6 +330,9 @@ export class Api {
             : `A request body (this operation takes none: any body is read first) that ${BODY_REJECTIONS_SHORT} (\`validation_failed\`).`,
         schema: ErrorBody,
       };
+      // `If-None-Match: *` names any current representation: a GET (or HEAD) answers 304, as RFC
+      // 9110 (13.1.2) says, on routes without an ETag too (Express's freshness check).
+      if (s.method === 'get') answers[304] ??= { description: 'Not modified: `If-None-Match: *` (any current representation, RFC 9110 13.1.2) or an ETag of the answer. No body.' };
       // Any body is read first: a client that goes away before its body is complete gets a 400
       // (`bad_request`), written to a connection that is closing.
       answers[400] ??= { description: 'The request body was cut short (the client went away while sending it) or its size could not be read (`bad_request`).', schema: ErrorBody };

@@ -155,7 +155,15 @@ function checkAnswer(checks: DocumentChecks, meta: Meta, bodyText: string): stri
   let where: string;
   if (op === undefined) {
     // Answered before any operation was chosen: one of components.responses, by its code.
-    if (code === undefined) return [...problems, `an answer without an operation and without an error code (${meta.t ?? 'no content type'})`];
+    if (code === undefined) {
+      // A HEAD answer has no body, so no code to tell which of components.responses it is: it
+      // must be one of their statuses (the GET of the same request carries the code).
+      if (meta.m === 'HEAD') {
+        const statuses = Object.values((doc.components?.responses ?? {}) as Record<string, { 'x-status'?: number }>).map((r) => r['x-status']);
+        return statuses.includes(meta.s) ? problems : [...problems, `a HEAD answer ${meta.s} without an operation, and no entry of components.responses has that status`];
+      }
+      return [...problems, `an answer without an operation and without an error code (${meta.t ?? 'no content type'})`];
+    }
     response = doc.components?.responses?.[code];
     where = `components.responses.${code}`;
     if (response === undefined) return [...problems, `code ${code} answered before any operation, and components.responses does not list it`];

@@ -43,6 +43,13 @@ beforeAll(async () => {
     const etag = (await t.get('/api/projects')).headers.get('etag') ?? '';
     await (await t.get('/api/projects', { headers: { 'if-none-match': etag, 'cache-control': 'max-age=0' } })).arrayBuffer();
     await (await t.get('/api/health')).json();
+    // Answers the framework gives on every operation or before any: a HEAD of an unknown path
+    // (no body, so no code), `If-None-Match: *` on a route without an ETag (RFC 9110: 304), and
+    // a request body a GET does not take that is not JSON (the parser's 422 on a route whose
+    // own 422 is another shape).
+    expect((await fetch(`${t.url}/api/no-such-route`, { method: 'HEAD' })).status).toBe(404);
+    expect((await t.get('/api/system-status', { headers: { 'if-none-match': '*', 'cache-control': 'max-age=0' } })).status).toBe(304);
+    expect(await rawGet(t.url, '/api/memory', 'not json')).toBe(422);
   } finally {
     // Every answer's line is written once its answer ended: all of them by the time it stopped.
     await t.close();
@@ -72,6 +79,18 @@ beforeAll(async () => {
 afterAll(() => {
   for (const d of [dir, ...scratch]) if (d) fs.rmSync(d, { recursive: true, force: true });
 });
+
+/** Sends a GET with a JSON-typed body (fetch sends none on a GET); resolves to the status. */
+function rawGet(base: string, target: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${base}${target}`, { method: 'GET', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 /** The recorded answer with this method, route and status. */
 function answer(m: string, r: string, s: number): Line {
@@ -104,7 +123,11 @@ describe('the check of recorded answers against the OpenAPI document', () => {
       'GET /api/projects 200',
       'GET /api/projects 304',
       'GET /api/health 200',
+      'HEAD (unmatched) 404',
+      'GET /api/system-status 304',
+      'GET /api/memory 422',
     ]);
+    expect(JSON.parse(answer('GET', '/api/memory', 422).body)).toMatchObject({ code: 'validation_failed' });
     expect(answer('DELETE', '(unmatched)', 405).meta.h).toMatchObject({ allow: 'GET, HEAD, OPTIONS' });
     expect(answer('GET', '/api/projects', 304).meta.h).toMatchObject({ etag: expect.any(String) });
     expect(JSON.parse(answer('GET', '/api/projects/:projectId', 404).body)).toMatchObject({ code: 'project_not_found' });
