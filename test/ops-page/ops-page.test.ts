@@ -103,12 +103,15 @@ describe('the ops page', () => {
     for (const s of ['info', 'success', 'failure', 'fallback']) await page.uncheck(`input[name="severity"][value="${s}"]`);
     await page.waitForSelector('section.events-view[data-filters="warning|"]');
     await waitRows('data-severity', 'warning');
+    // The filtered tail is fetched again: no row at all also satisfies the wait above.
+    await page.waitForSelector('#event-rows tr[data-severity="warning"][data-scope="ops/beta"]');
     expect((await tailRows()).map((r) => r.severity)).toEqual(expect.arrayContaining(['warning']));
 
     // Scope prefix: only ops/alpha, and live events are filtered the same way.
     await page.fill('input[name="scopePrefix"]', 'ops/alpha');
     await page.waitForSelector('section.events-view[data-filters="warning|ops/alpha"]');
     await waitRows('data-scope', 'ops/alpha');
+    await page.waitForSelector('#event-rows tr[data-scope="ops/alpha"]');
     publish({ severity: 'warning', scope: 'ops/beta', summary: 'beta warning 2' });
     publish({ severity: 'info', scope: 'ops/alpha', summary: 'alpha info 2' });
     const last = publish({ severity: 'warning', scope: 'ops/alpha', summary: 'alpha warning 2' });
