@@ -2,6 +2,10 @@
  * P1: throughput and p99 latency of the episodes, beats, takes and lineage routes on a
  * generated store of 10,000 shots and 50,000 takes, against a bare Express 5 route
  * returning a 200-byte JSON object. Targets: ≥ 0.8× throughput, p99 ≤ 2×.
+ *
+ * Beside the target (issue 12), the limit of this machine for the same answers: node:http
+ * serving the very bytes the service answered, from memory (bench/servers/same-bytes), in
+ * the same slices; an unjudged row shows how far the service is from it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -71,25 +75,37 @@ export async function runP1(runs: number): Promise<Row[]> {
     cpuUs: number;
     baseCpuUs: number;
     bad: number;
+    /** node:http serving the same bytes from memory: throughput, the route's share of it, CPU per request. */
+    limitRps: number;
+    ofLimit: number;
+    limitCpuUs: number;
   }
   const byRoute: Record<string, RunFigure[]> = Object.fromEntries(Object.keys(routes).map((k) => [k, []]));
   for (let run = 0; run < runs; run++) {
     const state = fs.mkdtempSync(path.join(WORK_DIR, 'p1-state-'));
     const bare = await startServer(benchScript('servers/bare-express.js'), '/health');
     const svc = await startService({ CONSOLE_DATA_DIR: BIG_STORE, CONSOLE_STATE_DIR: state });
+    let limit: Running | undefined;
     try {
+      // The service's answers, byte for byte, for the limit server.
+      const bytes: Record<string, { type: string; body: string }> = {};
       for (const paths of Object.values(routes)) {
         for (const p of paths) {
           const r = await fetch(svc.url + p);
           if (r.status !== 200) throw new Error(`${p} answered ${r.status}`);
+          bytes[p] = { type: r.headers.get('content-type') ?? 'application/json', body: Buffer.from(await r.arrayBuffer()).toString('base64') };
         }
       }
+      const bytesFile = path.join(state, 'answers.json');
+      fs.writeFileSync(bytesFile, JSON.stringify(bytes));
+      limit = await startServer(benchScript('servers/same-bytes.js'), '/health', { BENCH_BYTES_FILE: bytesFile });
       // Warm-up (JIT, connections) on both sides.
       await cannon(bare.url, ['/json']);
       for (const paths of Object.values(routes)) await cannon(svc.url, paths);
+      for (const paths of Object.values(routes)) await cannon(limit.url, paths);
       for (const [name, paths] of Object.entries(routes)) {
-        const pairs: { base: Cannon & { cpuUs: number }; route: Cannon & { cpuUs: number } }[] = [];
-        for (let i = 0; i < PAIRS; i++) pairs.push({ base: await slice(bare, ['/json']), route: await slice(svc, paths) });
+        const pairs: { base: Cannon & { cpuUs: number }; route: Cannon & { cpuUs: number }; limit: Cannon & { cpuUs: number } }[] = [];
+        for (let i = 0; i < PAIRS; i++) pairs.push({ base: await slice(bare, ['/json']), route: await slice(svc, paths), limit: await slice(limit, paths) });
         byRoute[name]!.push({
           rps: median(pairs.map((p) => p.route.rps)),
           baseRps: median(pairs.map((p) => p.base.rps)),
@@ -100,9 +116,13 @@ export async function runP1(runs: number): Promise<Row[]> {
           cpuUs: median(pairs.map((p) => p.route.cpuUs)),
           baseCpuUs: median(pairs.map((p) => p.base.cpuUs)),
           bad: pairs.reduce((n, p) => n + p.route.errors + p.route.non2xx, 0),
+          limitRps: median(pairs.map((p) => p.limit.rps)),
+          ofLimit: median(pairs.map((p) => p.route.rps / p.limit.rps)),
+          limitCpuUs: median(pairs.map((p) => p.limit.cpuUs)),
         });
       }
     } finally {
+      await limit?.stop();
       await svc.stop();
       await bare.stop();
       fs.rmSync(state, { recursive: true, force: true });
@@ -123,6 +143,18 @@ export async function runP1(runs: number): Promise<Row[]> {
       target: '≥ 0.8×',
       pass: median(tput) >= 0.8 && bad === 0,
       note: `server CPU ${median(results.map((r) => r.cpuUs)).toFixed(0)} µs/request vs bare ${median(results.map((r) => r.baseCpuUs)).toFixed(0)}${bad ? `; ${bad} errors or non-2xx` : ''}`,
+    });
+    rows.push({
+      id: `P1 ${name}`,
+      measure: `throughput, ${name} route, against node:http serving the same bytes from memory (the limit)`,
+      unit: 'req/s',
+      figures: results.map((r) => r.rps),
+      baselines: results.map((r) => r.limitRps),
+      ratios: results.map((r) => r.ofLimit),
+      target: '— (limit)',
+      pass: true,
+      info: true,
+      note: `server CPU ${median(results.map((r) => r.limitCpuUs)).toFixed(0)} µs/request for the same bytes`,
     });
     rows.push({
       id: `P1 ${name}`,

@@ -78,11 +78,19 @@ export function cpuMsOf(pid: number | undefined): number | null {
   }
 }
 
-/** Starts the real service (`node dist/main/index.js`) with `env` on a free port. */
+/**
+ * Starts the real service (`node dist/main/index.js`) with `env` on a free port. With
+ * BENCH_PROFILE_DIR set, the service writes a CPU profile of its main thread there when it
+ * stops (`--cpu-prof`; summarise with bench/tools/profile-summary), for the notes. With
+ * BENCH_SERVICE_ENV set to a JSON object of variables, they are added to the service's
+ * environment (experiments of the notes, e.g. `{"CONSOLE_KILL_GRACE_MS":"60000"}`).
+ */
 export async function startService(env: Record<string, string>, nodeArgs: string[] = []): Promise<Running> {
   const port = await freePort();
+  const prof = process.env.BENCH_PROFILE_DIR;
+  if (prof && !nodeArgs.includes('--cpu-prof')) nodeArgs = [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${prof}`];
   const proc = spawn(process.execPath, [...nodeArgs, SERVICE_ENTRY], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env, ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -125,7 +133,7 @@ export function runJson<T>(script: string, args: string[] = [], env: Record<stri
 }
 
 /** A node script that prints `ready` when set up, then one JSON result line at the end. */
-export function startStaged<T>(script: string, args: string[] = [], env: Record<string, string> = {}): { ready: Promise<void>; result: Promise<T> } {
+export function startStaged<T>(script: string, args: string[] = [], env: Record<string, string> = {}): { ready: Promise<void>; result: Promise<T>; pid: number | undefined } {
   const proc = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   let readyResolve!: () => void;
@@ -144,5 +152,5 @@ export function startStaged<T>(script: string, args: string[] = [], env: Record<
       }
     });
   });
-  return { ready, result };
+  return { ready, result, pid: proc.pid };
 }

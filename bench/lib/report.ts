@@ -31,6 +31,11 @@ export interface Row {
   readonly target: string;
   readonly pass: boolean;
   readonly note?: string;
+  /**
+   * A figure shown beside a row's target rather than judged (e.g. the physical limit of the
+   * machine for an answer): its Result cell says `—`, with the note.
+   */
+  readonly info?: boolean;
 }
 
 const fmt = (n: number) => (Number.isFinite(n) ? (Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(2)) : '—');
@@ -46,7 +51,7 @@ export function table(rows: readonly Row[]): string {
   const sep = '|---|---|---|---|---|---|---|';
   const lines = rows.map(
     (r) =>
-      `| ${r.id} | ${r.measure} | ${triple(r.figures)} ${r.unit} | ${r.baselines ? `${triple(r.baselines)} ${r.unit}` : '—'} | ${triple(r.ratios)} | ${r.target} | ${r.pass ? 'PASS' : 'MISS'}${r.note ? ` (${r.note})` : ''} |`,
+      `| ${r.id} | ${r.measure} | ${triple(r.figures)} ${r.unit} | ${r.baselines ? `${triple(r.baselines)} ${r.unit}` : '—'} | ${triple(r.ratios)} | ${r.target} | ${r.info ? '—' : r.pass ? 'PASS' : 'MISS'}${r.note ? ` (${r.note})` : ''} |`,
   );
   return [head, sep, ...lines].join('\n');
 }

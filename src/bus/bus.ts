@@ -229,6 +229,14 @@ export class EventBus {
     return this.lastId;
   }
 
+  /**
+   * Events published and not stored yet: queued for the next store, or held while the state
+   * database refuses them. The supervisor holds the jobs' output past a bound (issue 12).
+   */
+  get backlog(): number {
+    return this.pending.length;
+  }
+
   /** Events currently kept in the state database (approximate between retention passes). */
   get storedCount(): number {
     return this.log.size + this.pending.length;

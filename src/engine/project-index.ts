@@ -63,86 +63,132 @@ export interface ProjectIndex {
   readonly takeCount: number;
 }
 
-const EMPTY_INDEX = {
-  invalid: null,
-  episodes: new Map(),
-  shotsByBeat: new Map(),
-  takesByShot: new Map(),
-  takes: new Map(),
-  shotCount: 0,
-  takeCount: 0,
-} as const;
+/** A shot or take file's outcome: the entity, or its first problem. */
+export type EntityOutcome<T> = T | { readonly error: MissingCanonicalFieldDetail };
+
+/**
+ * The index as a worker keeps it (src/engine/index-patch.ts changes it one file at a time,
+ * issue 12): the derived maps, and each entity file's outcome by file name with the problems
+ * of the folders themselves, from which `invalid` is derived.
+ */
+export interface MutableProjectIndex extends ProjectIndex {
+  invalid: MissingCanonicalFieldDetail | null;
+  readonly episodes: Map<string, { readonly number: number; beats: BeatOfEpisode[] }>;
+  readonly shotsByBeat: Map<string, Shot[]>;
+  readonly takesByShot: Map<string, Take[]>;
+  readonly takes: Map<string, Take>;
+  shotCount: number;
+  takeCount: number;
+  /** Problems of `shots/` and `takes/` themselves (not a folder, a link out…). */
+  readonly folderProblems: { shots: MissingCanonicalFieldDetail | null; takes: MissingCanonicalFieldDetail | null };
+  /** Every listed shot and take file's outcome, by file name. */
+  readonly shotFiles: Map<string, EntityOutcome<Shot>>;
+  readonly takeFiles: Map<string, EntityOutcome<Take>>;
+  /** The files of those whose outcome is a problem, by file name. */
+  readonly shotErrors: Map<string, MissingCanonicalFieldDetail>;
+  readonly takeErrors: Map<string, MissingCanonicalFieldDetail>;
+}
 
 /**
  * Reads the project `id` of the store. Never throws for store content: problems are reported
  * through `status` (legacy, invalid, absent) and `invalid` (a shot or take file, or their
  * folder), naming the store-relative file.
+ * @param onRead called once per store file read (the project file, each shot and take file).
  */
-export function loadProjectIndex(access: StoreAccess, id: string): ProjectIndex {
+export function loadProjectIndex(access: StoreAccess, id: string, onRead: () => void = () => {}): MutableProjectIndex {
   const status = readProjectStatusSync(access, id);
-  if (status.kind !== 'ok') return { status, ...EMPTY_INDEX };
+  onRead();
+  const index: MutableProjectIndex = {
+    status,
+    invalid: null,
+    episodes: new Map(),
+    shotsByBeat: new Map(),
+    takesByShot: new Map(),
+    takes: new Map(),
+    shotCount: 0,
+    takeCount: 0,
+    folderProblems: { shots: null, takes: null },
+    shotFiles: new Map(),
+    takeFiles: new Map(),
+    shotErrors: new Map(),
+    takeErrors: new Map(),
+  };
+  if (status.kind !== 'ok') return index;
   const within = `projects/${id}`;
   const shots: Shot[] = [];
   const takes: Take[] = [];
-  let invalid: MissingCanonicalFieldDetail | null = null;
 
   const shotFiles = listEntityFiles(access, `${within}/shots`, within);
-  if (shotFiles.kind === 'problem') invalid ??= unreadableField(id, 'shot_id', `${within}/shots`, shotFiles.problem);
+  if (shotFiles.kind === 'problem') index.folderProblems.shots = unreadableField(id, 'shot_id', `${within}/shots`, shotFiles.problem);
   const shotFolder = shotFiles.kind === 'ok' ? shotFiles.value : null;
   for (const file of shotFolder?.entries ?? []) {
     const r = parseShot(id, file.name, parsedOf(readFolderEntryJsonSync(access, shotFolder as StoreFolder, file)));
-    if ('error' in r) {
-      invalid ??= r.error;
-      continue;
-    }
-    shots.push(r);
+    onRead();
+    index.shotFiles.set(file.name, r);
+    if ('error' in r) index.shotErrors.set(file.name, r.error);
+    else shots.push(r);
   }
   const takeFiles = listEntityFiles(access, `${within}/takes`, within);
-  if (takeFiles.kind === 'problem') invalid ??= unreadableField(id, 'take_id', `${within}/takes`, takeFiles.problem);
+  if (takeFiles.kind === 'problem') index.folderProblems.takes = unreadableField(id, 'take_id', `${within}/takes`, takeFiles.problem);
   const takeFolder = takeFiles.kind === 'ok' ? takeFiles.value : null;
   for (const file of takeFolder?.entries ?? []) {
     const r = parseTake(id, file.name, parsedOf(readFolderEntryJsonSync(access, takeFolder as StoreFolder, file)));
-    if ('error' in r) {
-      invalid ??= r.error;
-      continue;
-    }
-    takes.push(r);
+    onRead();
+    index.takeFiles.set(file.name, r);
+    if ('error' in r) index.takeErrors.set(file.name, r.error);
+    else takes.push(r);
   }
 
-  shots.sort((a, b) => a.order - b.order || cmp(a.shot_id, b.shot_id));
-  const shotsByBeat = new Map<string, Shot[]>();
+  shots.sort(shotOrder);
   const byEpisode = new Map<number, Map<string, Shot[]>>();
   for (const s of shots) {
-    push(shotsByBeat, s.beat_id, s);
+    push(index.shotsByBeat, s.beat_id, s);
     let beats = byEpisode.get(s.episode);
     if (!beats) byEpisode.set(s.episode, (beats = new Map()));
     push(beats, s.beat_id, s);
   }
-  const episodes = new Map<string, EpisodeOfProject>();
   for (const number of [...byEpisode.keys()].sort((a, b) => a - b)) {
     const beats = [...(byEpisode.get(number) as Map<string, Shot[]>)]
       .map(([beatId, list]) => ({ id: beatId, episode: number, order: (list[0] as Shot).order, shots: list }))
-      .sort((a, b) => a.order - b.order || cmp(a.id, b.id));
-    episodes.set(String(number), { number, beats });
+      .sort(beatOrder);
+    index.episodes.set(String(number), { number, beats });
   }
 
-  takes.sort((a, b) => cmp(a.created_at, b.created_at) || cmp(a.take_id, b.take_id));
-  const takesByShot = new Map<string, Take[]>();
-  const takeMap = new Map<string, Take>();
+  takes.sort(takeOrder);
   for (const t of takes) {
-    push(takesByShot, t.shot_id, t);
-    takeMap.set(t.take_id, t);
+    push(index.takesByShot, t.shot_id, t);
+    index.takes.set(t.take_id, t);
   }
-  return {
-    status,
-    invalid,
-    episodes,
-    shotsByBeat,
-    takesByShot,
-    takes: takeMap,
-    shotCount: shots.length,
-    takeCount: takes.length,
-  };
+  index.shotCount = shots.length;
+  index.takeCount = takes.length;
+  index.invalid = firstProblem(index);
+  return index;
+}
+
+/** Shots in `order` (absent last), then by id. */
+export const shotOrder = (a: Shot, b: Shot): number => a.order - b.order || cmp(a.shot_id, b.shot_id);
+/** Beats of an episode by the smallest `order` of their shots, then by id. */
+export const beatOrder = (a: BeatOfEpisode, b: BeatOfEpisode): number => a.order - b.order || cmp(a.id, b.id);
+/** Takes oldest first (created_at), then by id. */
+export const takeOrder = (a: Take, b: Take): number => cmp(a.created_at, b.created_at) || cmp(a.take_id, b.take_id);
+
+/**
+ * The problem every entity route reports: the shots folder's, else the first shot file's in
+ * name order, else the takes folder's, else the first take file's (the order of a full read).
+ */
+export function firstProblem(index: MutableProjectIndex): MissingCanonicalFieldDetail | null {
+  return index.folderProblems.shots ?? firstError(index.shotErrors) ?? index.folderProblems.takes ?? firstError(index.takeErrors);
+}
+
+function firstError(errors: ReadonlyMap<string, MissingCanonicalFieldDetail>): MissingCanonicalFieldDetail | null {
+  let first: string | null = null;
+  for (const name of errors.keys()) if (first === null || name < first) first = name;
+  return first === null ? null : (errors.get(first) as MissingCanonicalFieldDetail);
+}
+
+/** Whether `name` is an entity file of `shots/` or `takes/` as the service lists them (not a dot-file). */
+export function isEntityFileName(name: string, ext: RegExp = /\.json$/): boolean {
+  return ext.test(name) && !name.startsWith('.');
 }
 
 /**
@@ -156,7 +202,7 @@ export function listEntityFiles(access: StoreAccess, rel: string, within: string
   const listed = listStoreDirSync(access, rel, within);
   if (listed.kind === 'absent') return { kind: 'ok', value: { rel, within, real: '', entries: [] } };
   if (listed.kind === 'problem') return listed;
-  return { kind: 'ok', value: { ...listed.value, entries: listed.value.entries.filter((d) => ext.test(d.name) && !d.name.startsWith('.')) } };
+  return { kind: 'ok', value: { ...listed.value, entries: listed.value.entries.filter((d) => isEntityFileName(d.name, ext)) } };
 }
 
 /** A parsed entity file, or why it could not be read (never its contents). */
@@ -216,12 +262,12 @@ export function parseTake(projectId: string, file: string, doc: Parsed): Take | 
   return { take_id: d.take_id, shot_id: d.shot_id, parent_take_id: parent, created_at: created, raw: d };
 }
 
-function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
+export function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   const list = m.get(k);
   if (list) list.push(v);
   else m.set(k, [v]);
 }
 
-function cmp(a: string, b: string): number {
+export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }

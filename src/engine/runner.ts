@@ -14,5 +14,7 @@ export interface SynthesisRunner {
    * @throws StoreReadTimeoutError past the deadline.
    */
   read<T extends ReadStoreTask>(task: T): Promise<ReadStoreResult<T['op']>>;
+  /** The ids of the worker threads running now (a thread replaced after a deadline is gone). */
+  threadIds?(): number[];
 }
 

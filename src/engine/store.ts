@@ -11,31 +11,30 @@
  * too (src/engine/store-reads.ts), with a deadline, and come back as ready JSON bytes. A
  * project whose files cannot be used (a pipe, a link out of the store, too large, too deep,
  * not JSON) is a 422 for that project alone; the list leaves it out with a warning event.
+ *
+ * Split by concern (issue 11, item 2): the generations (store-generations.ts), the byte-bounded
+ * answer cache (answer-cache.ts, lru-cache), single-flight loading (single-flight.ts), the
+ * project list and its warnings (project-list.ts), the memory entries (memory-entries.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { EventBus } from '../bus/bus.js';
-import {
-  LegacyProjectError,
-  MissingCanonicalFieldError,
-  NotFoundError,
-  unknownProject,
-  StoreReadTimeoutError,
-  missingFieldReason,
-  type MissingCanonicalFieldDetail,
-} from './errors.js';
-import { checkId } from './ids.js';
-import type { StoreAccess } from './read-store-file.js';
-import { MemorySkipReporter } from './memory-skips.js';
-import type { MemoryEntryCheck, ProjectEntry, TakeFileRead } from './store-reads.js';
-import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type TakeStates } from './synthesize.js';
-import { StoreWatcher, type StoreChange } from './watcher.js';
 import type { SynthesisRunner } from './runner.js';
+import { AnswerCache, type CachedBody } from './answer-cache.js';
+import { LegacyProjectError, MissingCanonicalFieldError, NotFoundError, unknownProject, StoreReadTimeoutError } from './errors.js';
+import { checkId } from './ids.js';
+import { MemorySkipReporter } from './memory-skips.js';
+import { MemoryEntries, NO_MEMORY_TOGGLES, type MemoryToggleSource } from './memory-entries.js';
+import { bufferOf, ProjectList, type ListedProjects } from './project-list.js';
+import type { StoreAccess } from './read-store-file.js';
+import { SingleFlight } from './single-flight.js';
+import { StoreGenerations } from './store-generations.js';
+import type { TakeFileRead } from './store-reads.js';
+import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type TakeStates } from './synthesize.js';
+import type { IndexLoad } from './synthesis-task.js';
+import { StoreWatcher } from './watcher.js';
 
-/** A response body ready to send: the JSON bytes and a weak ETag for conditional requests. */
-export interface CachedBody {
-  readonly body: Buffer;
-  readonly etag: string;
-}
+export type { CachedBody } from './answer-cache.js';
+export { NO_MEMORY_TOGGLES, type MemoryToggleSource } from './memory-entries.js';
 
 /** Recorded take states, by project (issue: console state). `version` changes on every write. */
 export interface TakeStateSource {
@@ -43,14 +42,7 @@ export interface TakeStateSource {
   snapshot(projectId: string): TakeStates;
 }
 
-/** Recorded memory toggles (issue: console state). */
-export interface MemoryToggleSource {
-  version(): number;
-  toggles(): ReadonlyMap<string, boolean>;
-}
-
 export const NO_TAKE_STATES: TakeStateSource = { version: () => 0, snapshot: () => ({}) };
-export const NO_MEMORY_TOGGLES: MemoryToggleSource = { version: () => 0, toggles: () => new Map() };
 
 export interface EngineStoreOptions {
   /** The store root as configured (CONSOLE_DATA_DIR). */
@@ -69,19 +61,6 @@ export interface EngineStoreOptions {
   readonly log?: (fields: Record<string, unknown>, message: string) => void;
 }
 
-interface CacheEntry {
-  readonly generation: number;
-  readonly stateVersion: number;
-  readonly value: CachedBody | Error;
-  readonly bytes: number;
-}
-
-interface ProjectList {
-  readonly change: number;
-  readonly statuses: ReadonlyMap<string, ProjectEntry>;
-  readonly body: CachedBody;
-}
-
 export class EngineStore {
   readonly root: string;
   /** The store's real root and the bounds of its files: every read of the store goes through it. */
@@ -89,32 +68,17 @@ export class EngineStore {
   private readonly runner: SynthesisRunner;
   private readonly bus: EventBus;
   private readonly takeStates: TakeStateSource;
-  private readonly memoryToggles: MemoryToggleSource;
-  private readonly cacheMaxBytes: number;
   private readonly nonce = randomBytes(4).toString('hex');
   private readonly watcher: StoreWatcher | null;
   private readonly log: (fields: Record<string, unknown>, message: string) => void;
-
-  /** Monotonic change counter; every invalidation takes the next value. */
-  private change = 1;
-  private allSince = 1;
-  private readonly projectGen = new Map<string, number>();
-  private memoryGen = 1;
-
-  private readonly cache = new Map<string, CacheEntry>();
-  private cacheBytes = 0;
-  private readonly inFlight = new Map<string, Promise<CachedBody>>();
-  private list: ProjectList | undefined;
-  private listing: Promise<ProjectList> | undefined;
-  private memory: { gen: number; toggles: number; value: CachedBody | Error } | undefined;
-  /** Why `projects/` could not be listed, as last reported (null when it could). */
-  private listProblem: string | null = null;
-  /** Legacy or invalid projects already reported by a warning event, with the reason. */
-  private readonly warned = new Map<string, string>();
-  /** Reports the memory entry files left out of the list (issue 14, item 6). */
-  private readonly memorySkips: MemorySkipReporter;
-  private hits = 0;
-  private misses = 0;
+  private readonly generations = new StoreGenerations();
+  private readonly answers: AnswerCache;
+  private readonly flights = new SingleFlight<CachedBody>();
+  private readonly projects: ProjectList;
+  private readonly memory: MemoryEntries;
+  /** How synthesis tasks got their project's index, and the store files they read. */
+  private readonly loads = { cached: 0, patched: 0, full: 0 };
+  private filesRead = 0;
 
   constructor(opts: EngineStoreOptions) {
     this.root = opts.root;
@@ -122,11 +86,11 @@ export class EngineStore {
     this.log = opts.log ?? (() => {});
     this.runner = opts.runner;
     this.bus = opts.bus;
-    this.cacheMaxBytes = opts.cacheMaxBytes;
+    this.answers = new AnswerCache(opts.cacheMaxBytes);
     this.takeStates = opts.takeStates ?? NO_TAKE_STATES;
-    this.memoryToggles = opts.memoryToggles ?? NO_MEMORY_TOGGLES;
-    this.watcher = opts.watch === false ? null : new StoreWatcher(this.root, (c) => this.onStoreChange(c));
-    this.memorySkips = new MemorySkipReporter(this.bus, this.log);
+    this.projects = new ProjectList({ access: this.access, runner: this.runner, bus: this.bus, nonce: this.nonce, log: this.log });
+    this.memory = new MemoryEntries(this.access, this.runner, opts.memoryToggles ?? NO_MEMORY_TOGGLES, this.nonce, new MemorySkipReporter(this.bus, this.log));
+    this.watcher = opts.watch === false ? null : new StoreWatcher(this.root, (c) => this.generations.apply(c));
   }
 
   /**
@@ -155,26 +119,23 @@ export class EngineStore {
     this.watcher?.close();
   }
 
-  /** Marks a project's cached answers stale (e.g. after a generation job wrote a take). */
+  /** Marks a project's cached answers stale as a whole: the next answer reads it whole. */
   invalidateProject(projectId: string): void {
-    this.projectGen.set(projectId, ++this.change);
+    this.generations.invalidateProject(projectId);
+  }
+
+  /**
+   * A generation job of the project ended. What it wrote (a take file) was seen as it landed
+   * when the watcher covers the project's folders, and only that file is read again; when it
+   * does not (a watch could not be set, watching is off), the project is marked stale whole.
+   */
+  jobEnded(projectId: string): void {
+    if (this.watcher?.covers(projectId) !== true) this.invalidateProject(projectId);
   }
 
   /** Marks everything stale. */
   invalidateAll(): void {
-    this.allSince = ++this.change;
-    this.memoryGen = this.change;
-  }
-
-  private onStoreChange(c: StoreChange): void {
-    if (c.kind === 'project') this.invalidateProject(c.projectId);
-    else if (c.kind === 'memory') this.memoryGen = ++this.change;
-    else if (c.kind === 'all') this.invalidateAll(); // `projects/` replaced: every project changed
-    else ++this.change; // the project list is rebuilt when `change` moved
-  }
-
-  private generation(projectId: string): number {
-    return Math.max(this.projectGen.get(projectId) ?? 0, this.allSince);
+    this.generations.invalidateAll();
   }
 
   /** `GET /api/projects`: format-2 projects, by id; legacy and invalid ones are left out. */
@@ -190,7 +151,7 @@ export class EngineStore {
     const { list, status } = await this.statusOf(projectId);
     switch (status.kind) {
       case 'ok':
-        return { body: bufferOf(status.body), etag: `W/"${this.nonce}-p-${this.generation(projectId)}-${list.change}"` };
+        return { body: bufferOf(status.body), etag: `W/"${this.nonce}-p-${this.generations.project(projectId)}-${list.change}"` };
       case 'legacy':
         throw new LegacyProjectError(projectId, status.reason);
       case 'invalid':
@@ -219,34 +180,26 @@ export class EngineStore {
     return { list, status };
   }
 
+  private projectList(): Promise<ListedProjects> {
+    return this.projects.at(this.generations.list);
+  }
+
   /**
-   * Answers an entity query through the cache and the worker pool.
+   * Answers an entity query through the cache and the worker pool: a hit costs a map lookup;
+   * a miss runs one synthesis task, shared by every concurrent request for the same answer.
    * @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError (ids must be checked by the caller).
    */
   async query(projectId: string, q: SynthesisQuery): Promise<CachedBody> {
     const key = `${projectId}\0${queryKey(q)}`;
-    const generation = this.generation(projectId);
+    const generation = this.generations.project(projectId);
     const stateful = dependsOnTakeState(q);
     const stateVersion = stateful ? this.takeStates.version(projectId) : 0;
-    const hit = this.cache.get(key);
-    if (hit && hit.generation === generation && hit.stateVersion === stateVersion) {
-      this.hits++;
-      // Refresh recency: Map iteration order is insertion order.
-      this.cache.delete(key);
-      this.cache.set(key, hit);
+    const hit = this.answers.lookup(key, generation, stateVersion);
+    if (hit) {
       if (hit.value instanceof Error) throw hit.value;
       return hit.value;
     }
-    const flightKey = `${key}\0${generation}\0${stateVersion}`;
-    let flight = this.inFlight.get(flightKey);
-    if (!flight) {
-      this.misses++;
-      flight = this.synthesize(projectId, q, key, generation, stateVersion, stateful);
-      this.inFlight.set(flightKey, flight);
-      const done = () => this.inFlight.delete(flightKey);
-      flight.then(done, done);
-    }
-    return flight;
+    return this.flights.run(`${key}\0${generation}\0${stateVersion}`, () => this.synthesize(projectId, q, key, generation, stateVersion, stateful));
   }
 
   private async synthesize(
@@ -261,59 +214,30 @@ export class EngineStore {
       access: this.access,
       projectId,
       generation,
+      changes: this.generations.changesOf(projectId),
       query: q,
       takeStates: stateful ? this.takeStates.snapshot(projectId) : {},
     });
+    this.countLoad(projectId, result.load);
     const value: CachedBody | Error = result.ok
       ? { body: bufferOf(result.body), etag: `W/"${this.nonce}-${generation}-${stateVersion}"` }
       : toError(result.error, projectId);
-    this.remember(key, { generation, stateVersion, value, bytes: value instanceof Error ? 256 : value.body.length + key.length });
+    this.answers.remember(key, { generation, stateVersion, value });
     if (value instanceof Error) throw value;
     return value;
   }
 
-  private remember(key: string, entry: CacheEntry): void {
-    const old = this.cache.get(key);
-    if (old) {
-      this.cacheBytes -= old.bytes;
-      this.cache.delete(key);
-    }
-    // Keep the newest answer only: a slower task for an older generation must not win.
-    if (old && old.generation > entry.generation) {
-      this.cache.set(key, old);
-      this.cacheBytes += old.bytes;
-      return;
-    }
-    this.cache.set(key, entry);
-    this.cacheBytes += entry.bytes;
-    for (const [k, e] of this.cache) {
-      if (this.cacheBytes <= this.cacheMaxBytes) break;
-      this.cache.delete(k);
-      this.cacheBytes -= e.bytes;
-    }
+  /** Counts how a worker got the project's index, and what it now holds (the change log is trimmed by it). */
+  private countLoad(projectId: string, load: IndexLoad): void {
+    this.loads[load.kind]++;
+    this.filesRead += load.filesRead;
+    const live = this.runner.threadIds?.() ?? null;
+    this.generations.changeLog.noteHeld(projectId, load.thread, load.held, load.evicted, live === null ? null : new Set(live));
   }
 
-  /**
-   * `GET /api/memory`: entries from `memory/`, `enabled` replaced by the last recorded toggle;
-   * entry files that cannot be used are left out, each reported once by a warning event.
-   * @throws MissingCanonicalFieldError when `memory/` itself cannot be listed.
-   */
-  async listMemory(): Promise<CachedBody> {
-    const toggles = this.memoryToggles.version();
-    const m = this.memory;
-    if (m && m.gen === this.memoryGen && m.toggles === toggles) {
-      if (m.value instanceof Error) throw m.value;
-      return m.value;
-    }
-    const gen = this.memoryGen;
-    const listing = await this.runner.read({ op: 'memory', access: this.access, toggles: Object.fromEntries(this.memoryToggles.toggles()) });
-    const value: CachedBody | Error = listing.ok
-      ? { body: bufferOf(listing.body), etag: `W/"${this.nonce}-m-${gen}-${toggles}"` }
-      : new MissingCanonicalFieldError(listing.detail);
-    if (listing.ok) this.memorySkips.report(listing.skipped);
-    this.memory = { gen, toggles, value };
-    if (value instanceof Error) throw value;
-    return value;
+  /** `GET /api/memory`: entries from `memory/`, `enabled` replaced by the last recorded toggle. */
+  listMemory(): Promise<CachedBody> {
+    return this.memory.list(this.generations.memory);
   }
 
   /**
@@ -321,11 +245,8 @@ export class EngineStore {
    * @throws InvalidIdError; MissingCanonicalFieldError when it cannot be used (not a regular
    *   file, a link out of `memory/`, too large); StoreReadTimeoutError.
    */
-  async memoryEntryExists(entryId: string): Promise<boolean> {
-    checkId('entry_id', entryId);
-    const r: MemoryEntryCheck = await this.runner.read({ op: 'memory-entry', access: this.access, entryId });
-    if (r.kind === 'unusable') throw new MissingCanonicalFieldError(r.detail);
-    return r.kind === 'present';
+  memoryEntryExists(entryId: string): Promise<boolean> {
+    return this.memory.exists(entryId);
   }
 
   /**
@@ -343,95 +264,17 @@ export class EngineStore {
   /** Cache figures for the system status. */
   stats(): Record<string, number> {
     return {
-      entries: this.cache.size,
-      bytes: this.cacheBytes,
-      maxBytes: this.cacheMaxBytes,
-      hits: this.hits,
-      misses: this.misses,
+      ...this.answers.stats(),
+      misses: this.flights.startedCount,
+      filesRead: this.filesRead,
+      projectReads: this.loads.full,
+      projectPatches: this.loads.patched,
+      changeLogFiles: this.generations.changeLog.size,
       watchedDirectories: this.watcher?.stats.directories ?? 0,
       watchFailures: this.watcher?.stats.failures ?? 0,
       watchesReplaced: this.watcher?.stats.replaced ?? 0,
     };
   }
-
-  private async projectList(): Promise<ProjectList> {
-    if (this.list && this.list.change === this.change) return this.list;
-    if (!this.listing) {
-      const change = this.change;
-      this.listing = this.readProjectList(change).finally(() => (this.listing = undefined));
-    }
-    const list = await this.listing;
-    return list;
-  }
-
-  private async readProjectList(change: number): Promise<ProjectList> {
-    const listing = await this.runner.read({ op: 'projects', access: this.access });
-    this.reportListProblem(listing.problem === null ? null : listing.problem.why);
-    // Each project's bytes are a slice of the list's: nothing is parsed, serialised or copied here.
-    const body = bufferOf(listing.body);
-    const statuses = new Map<string, ProjectEntry>(
-      listing.entries.map((e) => [e.id, e.kind === 'ok' ? { kind: 'ok', id: e.id, body: body.subarray(e.start, e.end) } : e] as const),
-    );
-    this.reportSkipped(statuses);
-    const list = { change, statuses, body: { body, etag: `W/"${this.nonce}-l-${change}"` } };
-    if (!this.list || this.list.change <= change) this.list = list;
-    return list;
-  }
-
-  /** One warning event when `projects/` cannot be listed (a file, a link out, a loop), again when the reason changes. */
-  private reportListProblem(why: string | null): void {
-    if (why === this.listProblem) return;
-    this.listProblem = why;
-    if (why === null) return;
-    this.log({ folder: 'projects' }, `engine store: projects/ cannot be listed (${why})`);
-    this.bus.publish({
-      severity: 'warning',
-      scope: 'engine/projects',
-      summary: `projects/ cannot be listed (${why})`,
-      detail: 'the store has no project until projects/ is a folder of the store',
-      payload: { folder: 'projects', reason: why },
-    });
-  }
-
-  /** One warning event per legacy or invalid project, again only when its reason changes. */
-  private reportSkipped(statuses: ReadonlyMap<string, ProjectEntry>): void {
-    for (const id of this.warned.keys()) {
-      const s = statuses.get(id);
-      if (!s || s.kind === 'ok') this.warned.delete(id);
-    }
-    for (const s of statuses.values()) {
-      if (s.kind === 'legacy') {
-        if (this.warned.get(s.id) === s.reason) continue;
-        this.warned.set(s.id, s.reason);
-        this.bus.publish({
-          severity: 'warning',
-          scope: 'engine/projects',
-          summary: `legacy project skipped: ${s.id} (${s.reason})`,
-          detail: `legacy project format: ${s.reason}`,
-          payload: { project_id: s.id, reason: s.reason },
-        });
-      } else if (s.kind === 'invalid') {
-        const why = missingFieldReason(s.detail);
-        const reason = why === 'is missing' ? `missing canonical field ${s.detail.field}` : `canonical field ${s.detail.field} ${why}`;
-        if (this.warned.get(s.id) === reason) continue;
-        this.warned.set(s.id, reason);
-        this.log({ projectId: s.id, remediation: s.detail.remediation }, `engine store: project skipped: ${s.id} (${reason})`);
-        this.bus.publish({
-          severity: 'warning',
-          scope: 'engine/projects',
-          summary: `project skipped: ${s.id} (${reason})`,
-          detail: s.detail.remediation,
-          payload: { project_id: s.id, field: s.detail.field, fix_cli: s.detail.fix_cli },
-        });
-      }
-    }
-  }
-
-}
-
-/** A body moved from a worker as a Buffer over the same memory (no copy). */
-function bufferOf(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function queryKey(q: SynthesisQuery): string {

@@ -20,8 +20,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** What changed: one project, the set of projects, the memory entries, or everything. */
+/**
+ * What changed: one shot or take file of a project (by name, as the kernel reports it), one
+ * project as a whole, the set of projects, the memory entries, or everything.
+ */
 export type StoreChange =
+  | { readonly kind: 'entity-file'; readonly projectId: string; readonly folder: 'shots' | 'takes'; readonly name: string }
   | { readonly kind: 'project'; readonly projectId: string }
   | { readonly kind: 'projects' }
   | { readonly kind: 'memory' }
@@ -88,6 +92,17 @@ export class StoreWatcher {
     return { directories: this.watches.size, failures: this.failures, replaced: this.replaced };
   }
 
+  /**
+   * Whether every folder of the project that feeds an entity is watched now: its folder, and
+   * its `shots/` and `takes/` where they exist. Changes there are then seen as they happen.
+   * @param projectId a valid project id.
+   */
+  covers(projectId: string): boolean {
+    const dir = path.join(this.root, 'projects', projectId);
+    if (!this.watches.has(dir)) return false;
+    return ENTITY_DIRS.every((sub) => this.watches.has(path.join(dir, sub)) || identityOf(path.join(dir, sub)) === null);
+  }
+
   close(): void {
     this.closed = true;
     clearTimeout(this.rescanTimer);
@@ -128,8 +143,10 @@ export class StoreWatcher {
       });
       for (const sub of ENTITY_DIRS) {
         this.ensure(expected, path.join(dir, sub), [project], (name) => {
-          // Dot-files are the dispatch tool's temp files; the rename that follows is reported.
-          if (name === null || !name.startsWith('.')) this.onChange(project);
+          // One file: only it is read again (issue 12). Dot-files are the dispatch tool's temp
+          // files; the rename that follows is reported. No name: the whole folder.
+          if (name === null) this.onChange(project);
+          else if (!name.startsWith('.')) this.onChange({ kind: 'entity-file', projectId: id, folder: sub, name });
         });
       }
     }

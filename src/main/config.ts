@@ -84,6 +84,8 @@ export interface Config {
     readonly lineMaxBytes: number;
     /** Finished jobs kept in the state database (and listed by `GET /api/jobs`). */
     readonly historySize: number;
+    /** CONSOLE_JOB_NICE: nice value of every job (and of its autogroup), 0..19; 0 leaves them at the service's. */
+    readonly nice: number;
   };
   /** Managed child processes: jobs and terminals (src/process; issue 10, item 5). */
   readonly processes: {
@@ -95,6 +97,11 @@ export interface Config {
   readonly events: {
     /** Number of newest events kept in the state database. */
     readonly retention: number;
+    /**
+     * CONSOLE_EVENT_BACKLOG_MAX: events published and not yet stored at which the jobs' output
+     * pipes are no longer read (backpressure, issue 12); reading resumes at half of it.
+     */
+    readonly backlogMax: number;
   };
   readonly sse: {
     readonly heartbeatMs: number;
@@ -317,9 +324,13 @@ const envSchema = z.object({
   CONSOLE_KILL_GRACE_MS: int(0, 600_000).default(5000),
   CONSOLE_LINE_MAX_BYTES: int(256, 8 * 1024 * 1024).default(16 * 1024),
   CONSOLE_JOB_HISTORY: int(1, 10_000_000).default(10_000),
+  // Jobs below the service: a storm of them must not take the CPU the console's answers need.
+  CONSOLE_JOB_NICE: int(0, 19).default(10),
   CONSOLE_SWEEP_MAX_PASSES: int(1, 100_000).default(100),
   CONSOLE_SWEEP_MAX_MS: int(0, 600_000).default(5000),
   CONSOLE_EVENT_RETENTION: int(100, 100_000_000).default(200_000),
+  // Below the 100,000 events the bus holds at most while stores fail (past those it drops).
+  CONSOLE_EVENT_BACKLOG_MAX: int(1000, 50_000).default(10_000),
   CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_RETRY_MS: int(100, 600_000).default(2000),
@@ -412,9 +423,10 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       killGraceMs: e.CONSOLE_KILL_GRACE_MS,
       lineMaxBytes: e.CONSOLE_LINE_MAX_BYTES,
       historySize: e.CONSOLE_JOB_HISTORY,
+      nice: e.CONSOLE_JOB_NICE,
     },
     processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
-    events: { retention: e.CONSOLE_EVENT_RETENTION },
+    events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX },
     sse: {
       heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,
       maxQueueBytes: e.CONSOLE_SSE_MAX_QUEUE_BYTES,

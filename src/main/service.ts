@@ -117,6 +117,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       lineMaxBytes: config.jobs.lineMaxBytes,
       historySize: config.jobs.historySize,
       sweep,
+      nice: config.jobs.nice,
+      backlogMax: config.events.backlogMax,
     });
     metrics.observeSupervisor(supervisor);
     const recovering = supervisor.recoverLost();
@@ -147,7 +149,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const [lost] = await Promise.all([recovering, store.start()]);
     for (const job of lost) log.warn({ job }, 'job lost by a previous run');
     metrics.countLost(lost.length);
-    supervisor.onExit((job) => store.invalidateProject(job.projectId));
+    supervisor.onExit((job) => store.jobEnded(job.projectId));
     supervisor.onTransition((job, trigger) => {
       if (trigger === 'accepted' || trigger === 'exit') log.info({ job: summary(job), trigger }, `job ${job.state}`);
     });

@@ -27,7 +27,7 @@ export interface StreamCount {
  * Families (all prefixed `console_`): `jobs_started_total`, `jobs_exited_total{outcome}`,
  * `jobs_running`, `events_published_total{severity}`, `sse_subscribers`,
  * `http_request_duration_seconds{method,route,status}`, `write_proxy_requests_total{outcome}`,
- * `event_loop_delay_seconds`; plus prom-client's default process and Node.js metrics (CPU,
+ * `event_loop_delay_seconds`, `job_output_pauses_total`, `job_output_paused_seconds_total`; plus prom-client's default process and Node.js metrics (CPU,
  * memory, GC, handles, `nodejs_eventloop_lag_*_seconds`) but its `nodejs_active_*_total`
  * gauges (see {@link NON_COUNTER_TOTALS}). {@link close} stops the sampling.
  */
@@ -130,6 +130,30 @@ export class ServiceMetrics {
     supervisor.onTransition((job, trigger) => {
       if (trigger === 'accepted') this.jobsStarted.inc();
       else if (trigger === 'exit') this.jobsExited.inc({ outcome: job.state === 'exited ok' ? 'ok' : 'failed' });
+    });
+    // Backpressure on the jobs' output (issue 12): counted by the gate, reported at scrape time.
+    const gate = supervisor.gate;
+    let pauses = 0;
+    let pausedMs = 0;
+    new Counter({
+      name: 'console_job_output_pauses_total',
+      help: 'Times the jobs’ output pipes stopped being read because the bus held CONSOLE_EVENT_BACKLOG_MAX events not yet stored (backpressure).',
+      registers: [this.registry],
+      collect() {
+        const s = gate.stats();
+        if (s.pauses > pauses) this.inc(s.pauses - pauses);
+        pauses = s.pauses;
+      },
+    });
+    new Counter({
+      name: 'console_job_output_paused_seconds_total',
+      help: 'Time the jobs’ output pipes were not read because of backpressure, in seconds.',
+      registers: [this.registry],
+      collect() {
+        const s = gate.stats();
+        if (s.pausedMs > pausedMs) this.inc((s.pausedMs - pausedMs) / 1000);
+        pausedMs = s.pausedMs;
+      },
     });
     new Gauge({
       name: 'console_jobs_running',

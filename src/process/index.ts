@@ -5,6 +5,7 @@
  */
 export { spawnManaged, ManagedProcess, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
 export { ProcessSpawnError, type ProcessErrorCode } from './errors.js';
+export { lowerPriority, type PriorityOutcome } from './lower-priority.js';
 export { exitFactsOf, type ExitFacts } from './exit-facts.js';
 export { ProcTable } from './proc-table.js';
 export { sweepTree, describeLeftovers, type SweepBounds, type SweepReport } from './sweep-tree.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
 import { NO_REQUIRE_ESM } from '../workers/pool.js';
-import type { DescribeResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
+import type { DescribeResult, GroupNiceResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
 
 export class ProcTable {
   private readonly pool: Piscina;
@@ -53,6 +53,11 @@ export class ProcTable {
   /** The system's boot time in ms since the epoch; null when unknown. Never rejects. */
   async bootTimeMs(): Promise<number | null> {
     return this.run<number | null>({ kind: 'boot-time' }).catch(() => null);
+  }
+
+  /** Sets the nice value of `pid`'s autogroup (see GroupNiceTask). Never rejects: `refused` when the worker cannot. */
+  async groupNice(pid: number, nice: number): Promise<GroupNiceResult> {
+    return this.run<GroupNiceResult>({ kind: 'group-nice', pid, nice }).catch(() => 'refused' as const);
   }
 
   /** Ends the worker thread; tasks still queued reject (the methods above then fall back). */

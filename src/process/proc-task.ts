@@ -56,4 +56,17 @@ export interface BootTimeTask {
   readonly kind: 'boot-time';
 }
 
-export type ProcTask = TreePassTask | DescribeTask | BootTimeTask;
+/**
+ * Sets the nice value of `pid`'s autogroup (issue 12; src/process/lower-priority.ts). The
+ * result: `set`; `again` when the kernel's rate limit refused it (try later); `refused` (gone,
+ * not ours); `none` where the kernel does not schedule by autogroup.
+ */
+export interface GroupNiceTask {
+  readonly kind: 'group-nice';
+  readonly pid: number;
+  readonly nice: number;
+}
+
+export type GroupNiceResult = 'set' | 'again' | 'refused' | 'none';
+
+export type ProcTask = TreePassTask | DescribeTask | BootTimeTask | GroupNiceTask;

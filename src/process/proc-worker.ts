@@ -5,9 +5,10 @@
  * (style.md, practice 7); run from the compiled `dist/process/proc-worker.js`.
  */
 import { bootTimeMs, HAS_PROC, isSameProcess, readCmdline, readProc, treeProcesses, type ProcInfo } from './proc-scan.js';
-import type { DescribeResult, ProcTask, TreePassResult, TreePassTask } from './proc-task.js';
+import fs from 'node:fs';
+import type { DescribeResult, GroupNiceResult, GroupNiceTask, ProcTask, TreePassResult, TreePassTask } from './proc-task.js';
 
-export default function runProcTask(task: ProcTask): TreePassResult | DescribeResult | number | null {
+export default function runProcTask(task: ProcTask): TreePassResult | DescribeResult | GroupNiceResult | number | null {
   switch (task.kind) {
     case 'tree-pass':
       return treePass(task);
@@ -15,6 +16,28 @@ export default function runProcTask(task: ProcTask): TreePassResult | DescribeRe
       return { info: readProc(task.pid), cmdline: readCmdline(task.pid) };
     case 'boot-time':
       return bootTimeMs();
+    case 'group-nice':
+      return groupNice(task);
+  }
+}
+
+let autogroups: boolean | undefined;
+
+/** Sets the nice value of a process's autogroup, where the kernel schedules by autogroup. */
+function groupNice(t: GroupNiceTask): GroupNiceResult {
+  if (autogroups === undefined) {
+    try {
+      autogroups = fs.readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
+    } catch {
+      autogroups = false;
+    }
+  }
+  if (!autogroups) return 'none';
+  try {
+    fs.writeFileSync(`/proc/${t.pid}/autogroup`, String(t.nice));
+    return 'set';
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EAGAIN' ? 'again' : 'refused';
   }
 }
 

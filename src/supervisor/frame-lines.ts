@@ -13,6 +13,7 @@
  */
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import split2 from 'split2';
+import type { LineHold } from './output-gate.js';
 
 /** One framed line. `number` counts from 1 per stream; `cut` is set when bytes were dropped. */
 export interface FramedLine {
@@ -104,18 +105,30 @@ class LineReader {
   private number = 0;
   /** In the turns' queue: its lines go when the queue reaches it, not before (turn order). */
   queued = false;
+  /** Waiting for the hold to be released. */
+  private holding = false;
 
   constructor(
     private readonly turns: LineTurns,
     private readonly lines: Transform,
     private readonly cutter: LineCutter,
     private readonly onLine: (line: FramedLine) => void,
+    private readonly hold: LineHold | null,
   ) {}
 
-  /** Delivers lines until split2 has none ready or the turn's budget is spent. */
+  /** Delivers lines until split2 has none ready, the turn's budget is spent, or the hold is on. */
   pump(): void {
-    if (this.queued) return;
+    if (this.queued || this.holding) return;
     while (this.turns.budgetLeft()) {
+      if (this.hold?.held) {
+        // Backpressure (output-gate.ts): no line is read until the hold is released.
+        this.holding = true;
+        this.hold.whenReleased(() => {
+          this.holding = false;
+          this.pump();
+        });
+        return;
+      }
       const text = this.lines.read() as string | null;
       // None ready: 'readable' calls again when split2 has more (or ends the stream).
       if (text === null) return;
@@ -210,17 +223,39 @@ function incompleteTail(buf: Buffer): number {
 }
 
 /**
+ * What a framing has taken in and still holds, for the drain after a job's exit
+ * (drain-watch.ts): filled in by {@link frameLines}.
+ */
+export interface FramingMeter {
+  /** Bytes read from the source so far. */
+  bytes: number;
+  /** Whether bytes or lines read from the source wait in the framing, not delivered yet. */
+  holding: () => boolean;
+}
+
+/** A meter to hand to {@link frameLines}. */
+export function framingMeter(): FramingMeter {
+  return { bytes: 0, holding: () => false };
+}
+
+/**
  * Frames `source` into lines and calls `onLine` for each, in order; all streams framed with
  * one `turns` deliver at most its lines (characters) per event-loop turn.
  * @param turns the budget shared with the other streams of the same supervisor.
  * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
+ * @param hold while held, no line is delivered (backpressure: the source's pipe fills).
+ * @param meter filled in with the bytes read and whether any wait in the framing.
  * @returns a promise that settles once the last line has been delivered (source ended,
  *   errored or was destroyed); it never rejects.
  */
-export function frameLines(turns: LineTurns, source: Readable, maxBytes: number, onLine: (line: FramedLine) => void): Promise<void> {
+export function frameLines(turns: LineTurns, source: Readable, maxBytes: number, onLine: (line: FramedLine) => void, hold: LineHold | null = null, meter?: FramingMeter): Promise<void> {
   const cutter = new LineCutter(maxBytes);
   const lines = split2();
-  const reader = new LineReader(turns, lines, cutter, onLine);
+  const reader = new LineReader(turns, lines, cutter, onLine, hold);
+  if (meter) {
+    source.on('data', (chunk: Buffer) => (meter.bytes += chunk.length));
+    meter.holding = () => source.readableLength + cutter.writableLength + cutter.readableLength + lines.writableLength + lines.readableLength > 0;
+  }
   return new Promise<void>((resolve) => {
     let settled = false;
     const done = () => {

@@ -5,7 +5,9 @@
  */
 import type { EventBus } from '../bus/bus.js';
 import type { ExitFacts, SweepReport } from '../process/index.js';
-import { frameLines, type FramedLine, type LineTurns } from './frame-lines.js';
+import { untilDrained } from './drain-watch.js';
+import { frameLines, framingMeter, type FramedLine, type LineTurns } from './frame-lines.js';
+import type { OutputGate } from './output-gate.js';
 import { transition } from './job-state.js';
 import { GENERATION_SCOPE, type RunningJob } from './running-job.js';
 
@@ -22,11 +24,12 @@ export interface OutputOptions {
 
 /**
  * Publishes the job's stdout and stderr lines (counting them on `job`) until its process has
- * ended and both pipes are drained.
+ * ended and both pipes are drained; while `gate` is held (the bus is behind), no line is read,
+ * so the child blocks on its own writes (backpressure, issue 12).
  * @returns the exit facts and the leftover sweep's report, once the last line is published;
  *   never rejects.
  */
-export function superviseOutput(bus: EventBus, turns: LineTurns, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
+export function superviseOutput(bus: EventBus, turns: LineTurns, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
   const { child } = job.proc;
   const max = options.lineMaxBytes;
   const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {
@@ -45,27 +48,25 @@ export function superviseOutput(bus: EventBus, turns: LineTurns, job: RunningJob
       // The payload is fixed by the spec: the job is named for the proposalId filter (not served).
       proposalId: job.proposalId,
     });
+    gate.check();
   };
-  const drained = Promise.all([frameLines(turns, child.stdout!, max, onLine('stdout')), frameLines(turns, child.stderr!, max, onLine('stderr'))]);
+  const meters = [framingMeter(), framingMeter()] as const;
+  const drained = Promise.all([
+    frameLines(turns, child.stdout!, max, onLine('stdout'), gate, meters[0]),
+    frameLines(turns, child.stderr!, max, onLine('stderr'), gate, meters[1]),
+  ]);
   // The job is its whole process tree: what outlives the tool ends with it (the managed
   // process sweeps it after the exit, until none is left). Members of its group would hold
   // its pipes open; descendants it started elsewhere (daemons, sessions of their own) would
   // run on, unwatched, forever.
   return job.proc.ended.then(async (ended) => {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      drained,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(() => {
-          // A descendant that left the group still holds a pipe: stop reading it.
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          resolve();
-        }, Math.max(options.killGraceMs, 1000));
-      }),
-    ]);
-    clearTimeout(timer);
-    await drained;
+    // Read to the end while lines come; a process outside the tree that still holds a pipe
+    // and writes nothing is given up after the grace (drain-watch.ts).
+    const busy = () => gate.held || meters[0].holding() || meters[1].holding();
+    await untilDrained(drained, () => meters[0].bytes + meters[1].bytes, busy, Math.max(options.killGraceMs, 1000), () => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    });
     return ended;
   });
 }

@@ -16,6 +16,9 @@ import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, ty
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
 import { FinalStates } from './final-states.js';
 import { LineTurns } from './frame-lines.js';
+import { JobPriority } from './job-priority.js';
+import { OutputGate } from './output-gate.js';
+import { SpawnPacer } from './spawn-pacer.js';
 import { superviseOutput } from './job-output.js';
 import { transition, type JobTrigger } from './job-state.js';
 import { recordLaunch, recordRefused, requireTool, spawnTool, toolArgs, type GenerationRequest } from './launch.js';
@@ -36,6 +39,10 @@ export interface SupervisorOptions {
   readonly historySize: number;
   /** Bounds of the sweep of what a job's tree left running after its exit (and at recovery). */
   readonly sweep: SweepBounds;
+  /** CONSOLE_JOB_NICE: the jobs' CPU priority below the service's (0..19; issue 12). */
+  readonly nice?: number;
+  /** CONSOLE_EVENT_BACKLOG_MAX: events published and not stored at which job output is held (issue 12). */
+  readonly backlogMax?: number;
 }
 
 /** Pruning runs once per this many finished jobs. */
@@ -61,6 +68,11 @@ export class Supervisor {
   private readonly finalStates: FinalStates;
   /** The per-turn line budget every job's pipes share (frame-lines.ts). */
   private readonly turns = new LineTurns();
+  /** Lowers each job's CPU priority below the service's (issue 12). */
+  readonly priority: JobPriority;
+  /** Holds every job's output while the bus is behind (backpressure, issue 12). */
+  readonly gate: OutputGate;
+  private readonly pacer = new SpawnPacer();
   private stopping = false;
   private startedTotal = 0;
   private finishedTotal = 0;
@@ -74,6 +86,8 @@ export class Supervisor {
     private readonly options: SupervisorOptions,
   ) {
     this.finalStates = new FinalStates(jobs);
+    this.priority = new JobPriority(procs, options.nice ?? 0);
+    this.gate = new OutputGate(() => bus.backlog, options.backlogMax ?? Infinity);
   }
 
   onExit(fn: JobExitListener): void {
@@ -104,6 +118,17 @@ export class Supervisor {
   }
 
   /**
+   * {@link start} in the job's turn: one spawn per event-loop turn (spawn-pacer.ts), so that
+   * other requests are answered between the spawns of a burst. The cap is checked first too.
+   * @throws as {@link start}.
+   */
+  async startPaced(req: GenerationRequest): Promise<JobRecord> {
+    if (this.stopping || this.running.size >= this.options.maxRunning) throw new JobCapacityError(this.options.maxRunning, this.options.retryAfterSeconds);
+    await this.pacer.turn();
+    return this.start(req);
+  }
+
+  /**
    * Starts one generation job: records it (and its `gen_` id as a pending
    * GenerationProposal), spawns the tool and publishes the spawn event.
    * @throws ToolMissingError when the tool file does not exist; JobCapacityError at the cap;
@@ -130,6 +155,7 @@ export class Supervisor {
       throw err;
     }
     this.running.set(proposalId, job);
+    this.priority.lower(proc.pid, () => this.running.has(proposalId));
     this.startedTotal++;
 
     const { severity } = transition(null, { kind: 'accepted' });
@@ -140,7 +166,7 @@ export class Supervisor {
       payload: { proposal_id: proposalId, argv },
     });
     this.notifyTransition(job, 'accepted');
-    job.finished = superviseOutput(this.bus, this.turns, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
+    job.finished = superviseOutput(this.bus, this.turns, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
     return job.record();
   }
 
@@ -257,6 +283,7 @@ export class Supervisor {
    */
   async stopAll(graceMs: number = this.options.killGraceMs): Promise<void> {
     this.stopping = true;
+    this.gate.stop();
     const jobs = [...this.running.values()];
     for (const job of jobs) {
       // Not a cancel: the record keeps `cancelRequested` as the client left it (issue 14, item 2).

@@ -96,6 +96,10 @@ export class SynthesisPool implements SynthesisRunner {
     }
   }
 
+  threadIds(): number[] {
+    return this.pool.threads.map((t) => t.threadId);
+  }
+
   stats(): PoolStats {
     return {
       threads: this.pool.threads.length,

@@ -3,6 +3,11 @@
  * concurrent generation jobs streaming output, 20 SSE clients, and read traffic at once.
  * Asserts no lost or duplicated event on any client, no 5xx, every job reaching a final
  * state, and no child process left. It asserts no timing.
+ *
+ * Then a short storm on the same service (issue 12): 16 jobs flooding their pipes as fast as
+ * they can, 2 stream clients and a reader. Asserts no line lost, each job's lines in order on
+ * each pipe, both clients receiving exactly what is stored, and every read answered:
+ * correctness under load, not timing.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,6 +23,10 @@ const JOBS = 32;
 const CLIENTS = 20;
 const LINES = 1000;
 const TOOL = fixture('load-tool.mjs');
+/** The storm: flooding jobs, lines each on stdout (a tenth as many on stderr), stream clients. */
+const FLOOD_JOBS = 16;
+const FLOOD_LINES = 4000;
+const FLOOD_CLIENTS = 2;
 
 let service: ChildProcess;
 let url: string;
@@ -139,6 +148,80 @@ it('streams 32 jobs to 20 clients with reads going on, losing and duplicating no
   expect(processesRunning(TOOL)).toEqual([]);
   const failed = stored.filter((e: EngineEvent) => e.severity === 'failure');
   expect(failed).toHaveLength(ids.filter((_id, i) => i % 8 === 7).length);
+});
+
+it('a storm of 16 flooding jobs, 2 stream clients and a reader: no line lost, each job in order, every read answered', async () => {
+  const clients = Array.from({ length: FLOOD_CLIENTS }, () => new SseClient(`${url}/api/events/stream`));
+  await Promise.all(clients.map((c) => c.until((x) => x.frames.length > 0, 'the retry frame')));
+  const startId = Number((await allEvents(url)).at(-1)?.id ?? 0);
+
+  // One reader, sequential, all the time the storm lasts: every read must be answered.
+  const reads = { sent: 0, answered: 0, statuses: new Map<number, number>(), errors: [] as string[] };
+  let reading = true;
+  const readPaths = [
+    '/api/projects/harbor-lights/episodes/1/scenes/main/beats',
+    '/api/beats/b01/takes?projectId=harbor-lights',
+    '/api/jobs?limit=20',
+    '/api/events?limit=200',
+    '/api/system-status',
+  ];
+  const reader = (async () => {
+    for (let i = 0; reading; i++) {
+      reads.sent++;
+      try {
+        const res = await rawRequest(url, readPaths[i % readPaths.length] as string);
+        reads.answered++;
+        reads.statuses.set(res.status, (reads.statuses.get(res.status) ?? 0) + 1);
+      } catch (err) {
+        reads.errors.push(String(err));
+      }
+    }
+  })();
+
+  const answers = await Promise.all(
+    Array.from({ length: FLOOD_JOBS }, () =>
+      fetch(`${url}/api/proposals/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ project: 'harbor-lights', shotId: `flood${FLOOD_LINES}` }),
+      }),
+    ),
+  );
+  expect(answers.map((a) => a.status)).toEqual(Array(FLOOD_JOBS).fill(202));
+  const ids = ((await Promise.all(answers.map((a) => a.json()))) as { proposalId: string }[]).map((a) => a.proposalId);
+  const exitsSeen = (c: SseClient) => c.events.filter((e) => e.summary.startsWith('dispatch_cli exited') && ids.includes(e.payload.proposal_id as string)).length;
+  await Promise.all(clients.map((c) => c.until((x) => exitsSeen(x) === FLOOD_JOBS, 'every exit of the storm', 100_000)));
+  reading = false;
+  await reader;
+  for (const c of clients) c.close();
+
+  // Per job and pipe: every line, numbered 1..n, its text the tool's, in order; then the exit.
+  const stored = (await allEvents(url, '', String(startId))).filter((e) => e.scope === 'engine/generation');
+  for (const id of ids) {
+    const mine = stored.filter((e) => e.payload.proposal_id === id || e.detail?.startsWith(`${id} `));
+    const pipe = (name: string) => mine.filter((e) => e.detail?.startsWith(`${id} ${name} line `));
+    const out = pipe('stdout');
+    expect(out.map((e) => Number(e.detail!.split(' ').at(-1))), `${id} stdout numbers`).toEqual(Array.from({ length: FLOOD_LINES }, (_v, k) => k + 1));
+    expect(out.map((e) => e.summary), `${id} stdout text`).toEqual(Array.from({ length: FLOOD_LINES }, (_v, k) => `flood ${k + 1}`));
+    expect(pipe('stderr').map((e) => e.summary), `${id} stderr text`).toEqual(Array.from({ length: FLOOD_LINES / 10 }, (_v, k) => `flood-err ${k + 1}`));
+    expect(mine.at(-1)?.summary, `${id} ends with its exit`).toBe('dispatch_cli exited rc=0');
+  }
+  const jobs = (await (await fetch(`${url}/api/jobs?limit=100`)).json()) as { proposalId: string; state: string; stdoutLines: number; stderrLines: number }[];
+  for (const id of ids) expect(jobs.find((j) => j.proposalId === id)).toMatchObject({ state: 'exited ok', stdoutLines: FLOOD_LINES, stderrLines: FLOOD_LINES / 10 });
+
+  // Each client: exactly the stored events of the storm, in order, once each.
+  for (const [i, c] of clients.entries()) {
+    const got = c.events.filter((e) => Number(e.id) > startId && e.scope === 'engine/generation').map((e) => e.id);
+    expect(got, `client ${i}`).toEqual(stored.map((e) => e.id));
+  }
+
+  // Every read answered, none with a 5xx.
+  expect(reads.errors).toEqual([]);
+  expect(reads.answered).toBe(reads.sent);
+  expect(reads.answered).toBeGreaterThan(0);
+  expect([...reads.statuses.keys()].filter((s) => s >= 300)).toEqual([]);
+  expect(processesRunning(TOOL)).toEqual([]);
+  console.log(`storm: ${FLOOD_JOBS} jobs × ${FLOOD_LINES + FLOOD_LINES / 10} lines, ${stored.length} events stored and streamed to ${FLOOD_CLIENTS} clients, ${reads.answered} reads answered`);
 });
 
 function processesRunning(file: string): number[] {

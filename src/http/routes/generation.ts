@@ -25,7 +25,7 @@ const answers = {
 } as const;
 
 export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
-  const launch = (res: Response, body: Body) => {
+  const launch = async (res: Response, body: Body) => {
     // Accepted and logged, never forwarded (spec: GenerationRequest): on the request's log line.
     addToRequestLine(res, { episode: body.episode ?? null, modality: body.modality });
     const req: GenerationRequest = {
@@ -36,7 +36,8 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
       episode: body.episode ?? null,
       modality: body.modality,
     };
-    const job = supervisor.start(req);
+    // One spawn per event-loop turn: the console's reads are answered between them.
+    const job = await supervisor.startPaced(req);
     addToRequestLine(res, { proposalId: job.proposalId });
     return { proposalId: job.proposalId, pid: job.pid as number, scope: GENERATION_SCOPE };
   };
@@ -51,8 +52,8 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
     tag: 'Generation',
     body: GenerationRequestBody,
     answers,
-    handler: ({ res, body }) => {
-      res.status(202).json(launch(res, body));
+    handler: async ({ res, body }) => {
+      res.status(202).json(await launch(res, body));
     },
   });
 
@@ -66,10 +67,10 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
     params: z.object({ project: PathId('Project id') }),
     body: GenerationRequestForProject,
     answers: { ...answers, 400: { description: 'Malformed project id in the path.', schema: ErrorBody } },
-    handler: ({ res, params, body }) => {
+    handler: async ({ res, params, body }) => {
       const project = checkId('project', params.project);
       if (body.project !== undefined && body.project !== project) throw new HttpError('project_mismatch', 'project path/body mismatch');
-      res.status(202).json(launch(res, { ...body, project }));
+      res.status(202).json(await launch(res, { ...body, project }));
     },
   });
 }

@@ -91,13 +91,27 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
         schema: z.looseObject({
           version: z.literal(APP_VERSION),
           uptimeSeconds: z.number(),
-          jobs: z.looseObject({ running: z.number().int(), maxRunning: z.number().int(), recent: z.array(Job) }),
+          jobs: z.looseObject({
+            running: z.number().int(),
+            maxRunning: z.number().int(),
+            recent: z.array(Job),
+            priority: z
+              .object({ nice: z.number().int(), lowered: z.number().int(), refused: z.number().int() })
+              .meta({ description: 'CONSOLE_JOB_NICE, and the jobs whose CPU priority (and autogroup’s) was lowered below the service’s, or could not be.' }),
+            backpressure: z
+              .object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() })
+              .meta({ description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.' }),
+          }),
           bus: z.looseObject({ subscribers: z.number().int(), lastEventId: z.string(), retention: z.number().int() }),
           cache: z
             .looseObject({
               watchedDirectories: z.number().int().meta({ description: 'Store folders watched now: the root, projects/, memory/, and each project folder with its shots/ and takes/ (3 + 3 per project).' }),
               watchFailures: z.number().int().meta({ description: 'Watch set-ups that failed (e.g. the inotify limit reached): edits there are not seen.' }),
               watchesReplaced: z.number().int().meta({ description: 'Watches set again because their folder was replaced at the same path (published by rename); the old ones are closed.' }),
+              filesRead: z.number().int().meta({ description: 'Store files (project, shot and take files) read by synthesis since start-up.' }),
+              projectReads: z.number().int().meta({ description: 'Projects read whole by synthesis since start-up (the first read, and after a change of the project file or a folder).' }),
+              projectPatches: z.number().int().meta({ description: 'Projects brought up to date by re-reading only the shot and take files that changed (issue 12).' }),
+              changeLogFiles: z.number().int().meta({ description: 'Shot and take file changes kept for worker threads whose index has not seen them yet.' }),
             })
             .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
           fallbacks: z
@@ -151,9 +165,11 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_MAX_RUNNING_JOBS: c.jobs.maxRunning,
     CONSOLE_LINE_MAX_BYTES: c.jobs.lineMaxBytes,
     CONSOLE_JOB_HISTORY: c.jobs.historySize,
+    CONSOLE_JOB_NICE: c.jobs.nice,
     CONSOLE_SWEEP_MAX_PASSES: c.processes.sweepMaxPasses,
     CONSOLE_SWEEP_MAX_MS: c.processes.sweepMaxMs,
     CONSOLE_EVENT_RETENTION: c.events.retention,
+    CONSOLE_EVENT_BACKLOG_MAX: c.events.backlogMax,
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
     CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,
     CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
@@ -178,6 +194,8 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
       startedSinceStart: d.supervisor.startedCount,
       byState,
       recent: d.supervisor.list(STATUS_RECENT_JOBS),
+      priority: d.supervisor.priority.stats(),
+      backpressure: d.supervisor.gate.stats(),
     },
     bus: {
       subscribers: d.sse.size,

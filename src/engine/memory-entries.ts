@@ -1,0 +1,73 @@
+/**
+ * The memory entries as the main thread serves them (engine-format.md, memory/): the listing
+ * of `GET /api/memory`, read in the worker pool, validated there (every entry file: its `id`
+ * and `text`), cached until `memory/` changes or a toggle is recorded; and the check of one
+ * entry file for toggles.
+ */
+import type { SynthesisRunner } from './runner.js';
+import type { CachedBody } from './answer-cache.js';
+import { MissingCanonicalFieldError } from './errors.js';
+import { checkId } from './ids.js';
+import type { MemorySkipReporter } from './memory-skips.js';
+import { bufferOf } from './project-list.js';
+import type { StoreAccess } from './read-store-file.js';
+import type { MemoryEntryCheck } from './store-reads.js';
+
+/** Recorded memory toggles (issue: console state). */
+export interface MemoryToggleSource {
+  version(): number;
+  toggles(): ReadonlyMap<string, boolean>;
+}
+
+export const NO_MEMORY_TOGGLES: MemoryToggleSource = { version: () => 0, toggles: () => new Map() };
+
+export class MemoryEntries {
+  private cached: { gen: number; toggles: number; value: CachedBody | Error } | undefined;
+
+  /**
+   * @param nonce a nonce of this instance, in every ETag.
+   * @param skips reports the entry files left out of the list (issue 14, item 6).
+   */
+  constructor(
+    private readonly access: StoreAccess,
+    private readonly runner: SynthesisRunner,
+    private readonly toggles: MemoryToggleSource,
+    private readonly nonce: string,
+    private readonly skips: MemorySkipReporter,
+  ) {}
+
+  /**
+   * `GET /api/memory` at memory generation `gen`: entries from `memory/`, `enabled` replaced by
+   * the last recorded toggle; entry files that cannot be used are left out, each reported once
+   * by a warning event.
+   * @throws MissingCanonicalFieldError when `memory/` itself cannot be listed; StoreReadTimeoutError.
+   */
+  async list(gen: number): Promise<CachedBody> {
+    const toggles = this.toggles.version();
+    const m = this.cached;
+    if (m && m.gen === gen && m.toggles === toggles) {
+      if (m.value instanceof Error) throw m.value;
+      return m.value;
+    }
+    const listing = await this.runner.read({ op: 'memory', access: this.access, toggles: Object.fromEntries(this.toggles.toggles()) });
+    const value: CachedBody | Error = listing.ok
+      ? { body: bufferOf(listing.body), etag: `W/"${this.nonce}-m-${gen}-${toggles}"` }
+      : new MissingCanonicalFieldError(listing.detail);
+    if (listing.ok) this.skips.report(listing.skipped);
+    this.cached = { gen, toggles, value };
+    if (value instanceof Error) throw value;
+    return value;
+  }
+
+  /**
+   * Whether a memory entry file is there, for toggles (engine-format.md: memory/).
+   * @throws InvalidIdError; MissingCanonicalFieldError when it cannot be used (not a regular
+   *   file, a link out of `memory/`, too large); StoreReadTimeoutError.
+   */
+  async exists(entryId: string): Promise<boolean> {
+    checkId('entry_id', entryId);
+    const r: MemoryEntryCheck = await this.runner.read({ op: 'memory-entry', access: this.access, entryId });
+    if (r.kind === 'unusable') throw new MissingCanonicalFieldError(r.detail);
+    return r.kind === 'present';
+  }
+}
