@@ -9,6 +9,7 @@ import type { EventBus } from '../bus/bus.js';
 import type { SynthesisRunner } from './runner.js';
 import type { CachedBody } from './answer-cache.js';
 import { missingFieldReason } from './errors.js';
+import { SingleFlight } from './single-flight.js';
 import type { StoreAccess } from './read-store-file.js';
 import type { ProjectEntry } from './store-reads.js';
 
@@ -30,7 +31,8 @@ export interface ProjectListOptions {
 
 export class ProjectList {
   private list: ListedProjects | undefined;
-  private listing: Promise<ListedProjects> | undefined;
+  /** Reads in flight, by the change they were started at. */
+  private readonly listings = new SingleFlight<ListedProjects>();
   /** Why `projects/` could not be listed, as last reported (null when it could). */
   private listProblem: string | null = null;
   /** Legacy or invalid projects already reported by a warning event, with the reason. */
@@ -40,13 +42,14 @@ export class ProjectList {
 
   /**
    * The list at store change `change`: the kept one while the store has not changed since,
-   * else one read (in the worker pool), shared by every caller meanwhile.
+   * else one read (in the worker pool), shared by every caller at the same change meanwhile.
    * @throws StoreReadTimeoutError past CONSOLE_STORE_READ_TIMEOUT_MS.
    */
   async at(change: number): Promise<ListedProjects> {
     if (this.list && this.list.change === change) return this.list;
-    if (!this.listing) this.listing = this.read(change).finally(() => (this.listing = undefined));
-    return this.listing;
+    // Only a read started at this change is joined: one started before it may have listed the
+    // store before the change it is asked for (a project.json written meanwhile).
+    return this.listings.run(String(change), () => this.read(change));
   }
 
   private async read(change: number): Promise<ListedProjects> {
