@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { runJson, startService } from './lib/child.js';
-import { benchScript, WORK_DIR } from './lib/paths.js';
+import { benchScript, WORK_DIR, emptyStoreDir } from './lib/paths.js';
 import { percentile, type Row } from './lib/report.js';
 
 const CONCURRENCY = 64;
@@ -62,7 +62,7 @@ export async function runP2(runs: number): Promise<Row[]> {
 
     const state = fs.mkdtempSync(path.join(WORK_DIR, 'p2-state-'));
     const svc = await startService({
-      CONSOLE_DATA_DIR: path.join(WORK_DIR, 'p3-store'),
+      CONSOLE_DATA_DIR: emptyStoreDir(),
       CONSOLE_STATE_DIR: state,
       DISPATCH_CLI: tool,
       BENCH_LINES: String(LINES),

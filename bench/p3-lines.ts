@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { runJson, startServer, startService, startStaged } from './lib/child.js';
-import { benchScript, WORK_DIR } from './lib/paths.js';
+import { benchScript, WORK_DIR, emptyStoreDir } from './lib/paths.js';
 import type { Row } from './lib/report.js';
 import { storedLines } from './lib/stored.js';
 
@@ -73,7 +73,7 @@ export async function runP3(runs: number): Promise<Row[]> {
 
     const state = fs.mkdtempSync(path.join(WORK_DIR, 'p3-state-'));
     const svc = await startService({
-      CONSOLE_DATA_DIR: path.join(WORK_DIR, 'p3-store'),
+      CONSOLE_DATA_DIR: emptyStoreDir(),
       CONSOLE_STATE_DIR: state,
       DISPATCH_CLI: tool,
       BENCH_LINES: String(LINES),

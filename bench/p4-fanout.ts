@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer, startService, startStaged } from './lib/child.js';
-import { benchScript, WORK_DIR } from './lib/paths.js';
+import { benchScript, WORK_DIR, emptyStoreDir } from './lib/paths.js';
 import type { Row } from './lib/report.js';
 
 const CLIENTS = 100;
@@ -45,7 +45,7 @@ export async function runP4(runs: number): Promise<Row[]> {
     // The service: one job printing EVENTS lines, 100 clients.
     const state = fs.mkdtempSync(path.join(WORK_DIR, 'p4-state-'));
     const svc = await startService({
-      CONSOLE_DATA_DIR: path.join(WORK_DIR, 'p3-store'),
+      CONSOLE_DATA_DIR: emptyStoreDir(),
       CONSOLE_STATE_DIR: state,
       DISPATCH_CLI: tool,
       BENCH_LINES: String(EVENTS),

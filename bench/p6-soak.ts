@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startService, startStaged, type Running } from './lib/child.js';
-import { benchScript, WORK_DIR } from './lib/paths.js';
+import { benchScript, WORK_DIR, emptyStoreDir } from './lib/paths.js';
 import type { Row } from './lib/report.js';
 
 const EVENTS = Number(process.env.BENCH_P6_EVENTS ?? 1_000_000);
@@ -49,7 +49,7 @@ async function generate(svc: Running): Promise<void> {
 async function oneRun(index: number): Promise<Soak> {
   const state = fs.mkdtempSync(path.join(WORK_DIR, `p6-state-${index}-`));
   const svc = await startService({
-    CONSOLE_DATA_DIR: path.join(WORK_DIR, 'p3-store'),
+    CONSOLE_DATA_DIR: emptyStoreDir(),
     CONSOLE_STATE_DIR: state,
     DISPATCH_CLI: benchScript('tools/line-printer.js'),
     BENCH_LINES: String(EVENTS / JOBS),

@@ -1,4 +1,5 @@
 /** Paths used by the benchmarks (compiled to bench/.work/dist). */
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,3 +10,13 @@ export const WORK_DIR = path.join(REPO_ROOT, 'bench', '.work');
 export const SERVICE_ENTRY = path.join(REPO_ROOT, 'dist', 'main', 'index.js');
 export const RESULTS_FILE = path.join(REPO_ROOT, 'bench', 'RESULTS.md');
 export const benchScript = (rel: string) => path.join(BENCH_DIST, rel);
+
+/**
+ * An engine store with no project, for the rows that only run jobs (P2, P3, P4, P6): created
+ * when missing, since the service refuses a CONSOLE_DATA_DIR that does not exist (issue 14).
+ */
+export function emptyStoreDir(): string {
+  const dir = path.join(WORK_DIR, 'p3-store');
+  fs.mkdirSync(path.join(dir, 'projects'), { recursive: true });
+  return dir;
+}

@@ -16,7 +16,7 @@
 import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
 import { EventJson } from './event-json.js';
 import type { EventRow, EventStore } from './event-store.js';
-import { outageEvent, type StoreOutage, type StoreStateListener } from './store-outage.js';
+import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
 export { STORE_OUTAGE_SCOPE, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
@@ -69,27 +69,21 @@ export class EventBus {
   private readonly subscribers = new Set<BusSubscriber>();
   private readonly json = new EventJson();
   private closed = false;
-  /** Set while the state database refuses events. */
-  private outage: StoreOutage | null = null;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private readonly maxUnstored: number;
-  private readonly retryMs: number;
-  private readonly onStoreState: StoreStateListener | undefined;
+  /** The outage period, the bound on held events and the retry timer. */
+  private readonly retry: StoreRetry;
   private readonly onCount: PublishCounter;
 
   constructor(
     private readonly log: EventStore,
     options: EventBusOptions = {},
   ) {
-    this.maxUnstored = options.maxUnstored ?? 100_000;
-    this.retryMs = options.retryMs ?? 1000;
-    this.onStoreState = options.onStoreState;
+    this.retry = new StoreRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.tryFlush(), options.onStoreState);
     this.onCount = options.onCount ?? (() => {});
   }
 
   /** The current period of failing stores, or null when events are stored. */
   get storeOutage(): Readonly<StoreOutage> | null {
-    return this.outage;
+    return this.retry.outage;
   }
 
   /**
@@ -106,7 +100,7 @@ export class EventBus {
       // thousands of lines flushes every FLUSH_BATCH of them, so they die young instead of
       // surviving into the old generation while the turn goes on. While stores fail, only the
       // retry timer tries.
-      if (this.outage === null || this.closed) this.tryFlush();
+      if (this.retry.outage === null || this.closed) this.tryFlush();
     } else {
       this.scheduleFlush();
     }
@@ -136,7 +130,8 @@ export class EventBus {
       if (i >= 0) {
         const [row] = this.pending.splice(i, 1) as [Pending];
         this.onCount(row.severity, -1);
-        if (this.outage) this.outage.held = this.pending.length;
+        const outage = this.retry.outage;
+        if (outage) outage.held = this.pending.length;
       }
       throw err;
     }
@@ -175,12 +170,13 @@ export class EventBus {
     if (!committed) {
       this.log.resync();
       this.pending = staged.carried.concat(this.pending);
-      if (this.outage) this.outage.held = this.pending.length;
+      const outage = this.retry.outage;
+      if (outage) outage.held = this.pending.length;
       else if (this.pending.length > 0) this.scheduleFlush();
       return;
     }
     for (const row of staged.rows) this.onCount(row.severity, 1);
-    if (this.outage) this.storeRecovered();
+    this.storeRecovered();
     const delivered = staged.carried.length > 0 ? staged.carried.concat(staged.rows) : staged.rows;
     if (delivered.length > 0) this.deliver(delivered);
   }
@@ -256,7 +252,7 @@ export class EventBus {
 
   private readonly flushTick = (): void => {
     this.flushScheduled = false;
-    if (this.outage === null) this.tryFlush();
+    if (this.retry.outage === null) this.tryFlush();
   };
 
   /**
@@ -278,10 +274,10 @@ export class EventBus {
       this.log.append(batch);
     } catch (err) {
       this.pending = batch.concat(this.pending);
-      this.storeFailed(err, spare);
+      this.retry.failed(err, this.pending, spare);
       throw err;
     }
-    if (this.outage) this.storeRecovered();
+    this.storeRecovered();
     this.deliver(batch);
   }
 
@@ -294,36 +290,10 @@ export class EventBus {
     }
   }
 
-  private storeFailed(err: unknown, spare = 0): void {
-    const error = err instanceof Error ? err.message : String(err);
-    const first = this.outage === null;
-    const outage = (this.outage ??= { since: new Date().toISOString(), error, held: 0, heldMax: 0, dropped: 0 });
-    outage.error = error;
-    const excess = this.pending.length - spare - this.maxUnstored;
-    if (excess > 0) {
-      this.pending.splice(0, excess);
-      outage.dropped += excess;
-    }
-    outage.held = this.pending.length;
-    outage.heldMax = Math.max(outage.heldMax, outage.held);
-    if (first) this.onStoreState?.('failing', outage);
-    if (this.retryTimer === undefined && !this.closed) {
-      this.retryTimer = setTimeout(() => {
-        this.retryTimer = undefined;
-        this.tryFlush();
-      }, this.retryMs);
-      this.retryTimer.unref();
-    }
-  }
-
-  /** Storing works again: says so with an event (and to the listener). */
+  /** Storing works again (when it had failed): says so with an event, and to the listener. */
   private storeRecovered(): void {
-    const outage = this.outage as StoreOutage;
-    this.outage = null;
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    this.onStoreState?.('recovered', outage);
-    this.publish(outageEvent(outage, new Date().toISOString()));
+    const report = this.retry.recovered();
+    if (report) this.publish(report);
   }
 
   private deliver(batch: readonly EventRow[]): void {
@@ -337,8 +307,6 @@ export class EventBus {
   close(): void {
     this.tryFlush();
     this.closed = true;
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    if (this.outage && this.pending.length > 0) this.onStoreState?.('closed-unstored', { ...this.outage, held: this.pending.length });
+    this.retry.close(this.pending.length);
   }
 }
