@@ -12,6 +12,7 @@ import type { ServerResponse } from 'node:http';
 import type { EventBus } from './bus.js';
 import { filterKey, passes, type EventFilter } from './event.js';
 import type { EventRow } from './event-store.js';
+import { RecentEvents, type RecentEventsStats } from './recent-events.js';
 
 /** Rows per replay page: bounds the synchronous database read done per step. */
 const REPLAY_PAGE = 500;
@@ -20,6 +21,8 @@ export interface SseOptions {
   readonly heartbeatMs: number;
   readonly maxQueueBytes: number;
   readonly retryMs: number;
+  /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for replays (0: none). */
+  readonly replayMemoryBytes: number;
 }
 
 /** The headers of every stream answer (and of the answer to HEAD). */
@@ -48,19 +51,26 @@ export class SseHub {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private droppedSlow = 0;
+  /** The newest stored events, which replays read before the database. */
+  private readonly recent: RecentEvents;
 
+  /** @param retention CONSOLE_EVENT_RETENTION: no more events than the database keeps are replayed from memory. */
   constructor(
     private readonly bus: EventBus,
     private readonly options: SseOptions,
+    retention: number,
   ) {
     this.heartbeat = setInterval(() => {
       for (const c of this.clients) c.ping();
     }, options.heartbeatMs);
     this.heartbeat.unref();
-    this.unsubscribe = bus.subscribe((batch) => this.fanOut(batch)).unsubscribe;
+    const sub = bus.subscribe((batch) => this.fanOut(batch));
+    this.unsubscribe = sub.unsubscribe;
+    this.recent = new RecentEvents(options.replayMemoryBytes, retention, sub.headId);
   }
 
   private fanOut(batch: readonly EventRow[]): void {
+    this.recent.add(batch);
     if (this.live.size === 0) return;
     const byFilter = new Map<string, Buffer>();
     // Frames of this batch, built on first use and shared by every filter.
@@ -93,7 +103,7 @@ export class SseHub {
       res.end();
       return;
     }
-    const client = new SseClient(res, this.bus, filter, this.options, (reason) => {
+    const client = new SseClient(res, this.bus, this.recent, filter, this.options, (reason) => {
       this.clients.delete(client);
       this.live.delete(client);
       if (reason === 'slow') this.droppedSlow++;
@@ -109,6 +119,11 @@ export class SseHub {
   /** Number of open streams. */
   get size(): number {
     return this.clients.size;
+  }
+
+  /** The replay memory's figures (system status `bus.replay`). */
+  replayStats(): RecentEventsStats {
+    return this.recent.stats();
   }
 
   /** Streams disconnected because they could not keep up. */
@@ -134,6 +149,7 @@ class SseClient {
   constructor(
     private readonly res: ServerResponse,
     private readonly bus: EventBus,
+    private readonly recent: RecentEvents,
     readonly filter: EventFilter,
     private readonly options: SseOptions,
     private readonly onClose: (reason: SseCloseReason) => void,
@@ -157,7 +173,8 @@ class SseClient {
   private async replay(sinceId: number, headId: number): Promise<void> {
     let cursor = sinceId;
     while (!this.closed) {
-      const rows = this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId);
+      // From memory while the resume point is recent enough; the database's pages are the same.
+      const rows = this.recent.after(cursor, REPLAY_PAGE, this.filter, headId) ?? this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId);
       if (rows.length > 0) {
         let frames = '';
         for (const r of rows) frames += frameOf(r);

@@ -109,6 +109,8 @@ export interface Config {
     readonly maxQueueBytes: number;
     /** `retry:` hint sent first on every stream. */
     readonly retryMs: number;
+    /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for `Last-Event-ID` replays (0: none). */
+    readonly replayMemoryBytes: number;
   };
   readonly workers: {
     readonly threads: number;
@@ -333,6 +335,7 @@ const envSchema = z.object({
   CONSOLE_EVENT_BACKLOG_MAX: int(1000, 50_000).default(10_000),
   CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
+  CONSOLE_SSE_REPLAY_MEMORY_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_RETRY_MS: int(100, 600_000).default(2000),
   CONSOLE_WORKER_THREADS: int(1, 64).default(defaultThreads),
   CONSOLE_CACHE_MAX_BYTES: int(0, 8 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
@@ -431,6 +434,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,
       maxQueueBytes: e.CONSOLE_SSE_MAX_QUEUE_BYTES,
       retryMs: e.CONSOLE_SSE_RETRY_MS,
+      replayMemoryBytes: e.CONSOLE_SSE_REPLAY_MEMORY_BYTES,
     },
     workers: { threads: e.CONSOLE_WORKER_THREADS },
     cache: { maxBytes: e.CONSOLE_CACHE_MAX_BYTES },

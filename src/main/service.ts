@@ -159,7 +159,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       else log.info({ job: summary(job), leftovers: { killed, passes, ms } }, 'job leftovers killed');
     });
 
-    const sse = new SseHub(bus, config.sse);
+    const sse = new SseHub(bus, config.sse, config.events.retention);
     metrics.observeStreams(sse);
     const writeProxy = new WriteProxy(config.writeUpstream, { onOutcome: (outcome) => metrics.countProxied(outcome) });
     const terminals = new TerminalManager(bus, procs, {

@@ -252,9 +252,20 @@ describe('event stream: live delivery', () => {
   });
 });
 
-describe('event stream: resume', () => {
+/** The replay's two sources (src/bus/recent-events.ts): the database only, and memory first. */
+const REPLAY_SOURCES = [
+  { source: 'the database', env: { CONSOLE_SSE_REPLAY_MEMORY_BYTES: '0' } },
+  { source: 'memory', env: {} as Record<string, string> },
+] as const;
+
+async function replayStats(t: TestService): Promise<{ pagesFromMemory: number; pagesFromDatabase: number }> {
+  const res = await t.get('/api/system-status');
+  return ((await res.json()) as { bus: { replay: { pagesFromMemory: number; pagesFromDatabase: number } } }).bus.replay;
+}
+
+describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ source, env }) => {
   it('replays every stored event after Last-Event-ID, then live ones, with no gap and no duplicate', async () => {
-    const t = await start();
+    const t = await start(env);
     const bus = t.service.deps.bus;
     const pad = 'p'.repeat(1024); // big frames: the replay takes several pages and drains
     const make = (tag: string) => (i: number): Partial<EventInput> => ({ summary: `${tag}${i}`, payload: { pad } });
@@ -265,9 +276,13 @@ describe('event stream: resume', () => {
     // Publish while the replay runs: from a timer, and deterministically between replay pages
     // (each page is one readAfter call).
     let n = 0;
-    const readAfter = bus.readAfter.bind(bus);
+    // Each page is one read of the replay's source: the bus's database read, or the memory's.
+    const memory = (t.service.deps.sse as unknown as { recent: { after: (...a: unknown[]) => unknown } }).recent;
+    const target = (source === 'memory' ? memory : bus) as unknown as Record<'after' | 'readAfter', (...a: unknown[]) => unknown>;
+    const method = source === 'memory' ? 'after' : 'readAfter';
+    const readAfter = target[method].bind(target);
     let pagesRead = 0;
-    bus.readAfter = (...args: Parameters<typeof bus.readAfter>) => {
+    target[method] = (...args: unknown[]) => {
       pagesRead++;
       publishMany(t, 3, make(`page ${pagesRead} `));
       return readAfter(...args);
@@ -278,7 +293,7 @@ describe('event stream: resume', () => {
       clients.push(c);
       await c.until((x) => x.events.length >= 1300 + 200, 'the replay and some live events');
       clearInterval(timers.pop());
-      bus.readAfter = readAfter;
+      target[method] = readAfter;
       expect(pagesRead).toBeGreaterThanOrEqual(3); // 1,300 stored events are more than two 500-row pages
       const last = publishMany(t, 1, make('last '))[0] as BusEvent;
       await c.until((x) => x.events.at(-1)?.id === last.id, 'the last live event');
@@ -290,13 +305,16 @@ describe('event stream: resume', () => {
       expect(got).toEqual(want);
       expect(got).toEqual(ids(await allEvents(t.url, '', from)));
       expect(c.events.slice(0, 1300)).toEqual(initial.slice(200));
+      const stats = await replayStats(t);
+      if (source === 'memory') expect(stats).toMatchObject({ pagesFromMemory: pagesRead, pagesFromDatabase: 0 });
+      else expect(stats.pagesFromDatabase).toBeGreaterThanOrEqual(3);
     } finally {
-      bus.readAfter = readAfter;
+      target[method] = readAfter;
     }
   });
 
   it('treats ?sinceId= like Last-Event-ID', async () => {
-    const t = await start();
+    const t = await start(env);
     const initial = publishMany(t, 700);
     const from = (initial[99] as BusEvent).id;
     const c = await open(t, `sinceId=${from}`);
@@ -307,7 +325,7 @@ describe('event stream: resume', () => {
   });
 
   it('prefers the Last-Event-ID header over ?sinceId= when both are given', async () => {
-    const t = await start();
+    const t = await start(env);
     const initial = publishMany(t, 50);
     const c = await open(t, `sinceId=${(initial[4] as BusEvent).id}`, { 'Last-Event-ID': (initial[39] as BusEvent).id });
     const live = publishMany(t, 3);
@@ -316,7 +334,7 @@ describe('event stream: resume', () => {
   });
 
   it('applies the filters to the replay, across replay pages', async () => {
-    const t = await start();
+    const t = await start(env);
     const sevs = ['info', 'failure', 'warning', 'success'] as const;
     const make = (i: number): Partial<EventInput> => ({ severity: sevs[i % 4], scope: i % 3 === 0 ? 'b/x' : 'a/x' });
     const initial = publishMany(t, 3000, make);
@@ -335,7 +353,7 @@ describe('event stream: resume', () => {
   });
 
   it('delivers once an event published as the resuming request arrives (the replay/live boundary)', async () => {
-    const t = await start();
+    const t = await start(env);
     const initial = publishMany(t, 10);
     // Published in the same tick as the subscription, before the bus had a turn to flush it.
     const atConnect: BusEvent[] = [];
@@ -358,7 +376,7 @@ describe('event stream: resume', () => {
     // Each replay page that meets back-pressure waits for 'drain' or 'close'; whichever loses
     // must not stay registered for the life of the stream (a resume from far back is hundreds
     // of pages with the default retention).
-    const t = await start();
+    const t = await start(env);
     const responses = new Map<string, ServerResponse>();
     const capture = (req: IncomingMessage, res: ServerResponse) => {
       if (req.url?.startsWith('/api/events/stream')) responses.set(req.headers['x-test-name'] as string, res);
@@ -384,7 +402,7 @@ describe('event stream: resume', () => {
   });
 
   it('goes straight to live events when Last-Event-ID is the newest id', async () => {
-    const t = await start();
+    const t = await start(env);
     const initial = publishMany(t, 10);
     await tick();
     const c = await open(t, '', { 'Last-Event-ID': (initial[9] as BusEvent).id });
@@ -392,6 +410,28 @@ describe('event stream: resume', () => {
     await c.until((x) => x.events.length >= 3, 'the live events');
     expect(c.events).toEqual(live);
   });
+  if (source === 'memory') {
+    it('reads the database up to what memory keeps, then memory: the same events, once, in order', async () => {
+      const t = await start({ CONSOLE_SSE_REPLAY_MEMORY_BYTES: '262144' });
+      const initial = publishMany(t, 2000, (i) => ({ summary: `mixed ${i}`, severity: i % 3 === 0 ? 'warning' : 'info' }));
+      await tick();
+      const kept = ((await (await t.get('/api/system-status')).json()) as { bus: { replay: { events: number } } }).bus.replay.events;
+      // More than one page (500 rows) kept, fewer than all: the first page, from the database,
+      // ends inside what memory keeps, and the rest comes from memory.
+      expect(kept).toBeGreaterThan(500);
+      expect(kept).toBeLessThan(2000 - 100);
+      const from = (initial[2000 - kept - 100] as BusEvent).id;
+      for (const query of ['', 'severities=warning']) {
+        const c = await open(t, query, { 'Last-Event-ID': from });
+        const want = await allEvents(t.url, query, from);
+        await c.until((x) => x.events.length >= want.length, 'the replay');
+        expect(ids(c.events)).toEqual(ids(want));
+      }
+      const stats = await replayStats(t);
+      expect(stats.pagesFromDatabase).toBeGreaterThan(0);
+      expect(stats.pagesFromMemory).toBeGreaterThan(0);
+    });
+  }
 });
 
 describe('event stream: slow clients', () => {

@@ -102,7 +102,14 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               .object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() })
               .meta({ description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.' }),
           }),
-          bus: z.looseObject({ subscribers: z.number().int(), lastEventId: z.string(), retention: z.number().int() }),
+          bus: z.looseObject({
+            subscribers: z.number().int(),
+            lastEventId: z.string(),
+            retention: z.number().int(),
+            replay: z
+              .object({ maxBytes: z.number().int(), events: z.number().int(), bytes: z.number().int(), pagesFromMemory: z.number().int(), pagesFromDatabase: z.number().int() })
+              .meta({ description: 'The newest events kept in memory for `Last-Event-ID` replays (CONSOLE_SSE_REPLAY_MEMORY_BYTES): how many, their bytes, and the replay pages read from memory and from the database (a resume point older than what is kept).' }),
+          }),
           cache: z
             .looseObject({
               watchedDirectories: z.number().int().meta({ description: 'Store folders watched now: the root, projects/, memory/, and each project folder with its shots/ and takes/ (3 + 3 per project).' }),
@@ -171,6 +178,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_EVENT_RETENTION: c.events.retention,
     CONSOLE_EVENT_BACKLOG_MAX: c.events.backlogMax,
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
+    CONSOLE_SSE_REPLAY_MEMORY_BYTES: c.sse.replayMemoryBytes,
     CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,
     CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
     CONSOLE_CLICKS_MAX_TOTAL: c.consoleState.clicksMaxTotal,
@@ -204,6 +212,7 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
       stored: d.bus.storedCount,
       publishedSinceStart: d.metrics.eventsPublished,
       slowClientsDropped: d.sse.slowDrops,
+      replay: d.sse.replayStats(),
     },
     workers: d.pool.stats(),
     cache: d.store.stats(),

@@ -1,0 +1,147 @@
+/**
+ * The newest stored events, kept in memory for the replays of the event stream (issue 12, P7;
+ * api-decisions.md, Events: `Last-Event-ID` resume). A stream client dropped as slow under a
+ * generation storm reconnects with `Last-Event-ID` tens of thousands of events behind; read
+ * from SQLite on the main thread, those replays took a quarter of it (bench/RESULTS.md). Kept
+ * here, a replay page is a binary search and a filtered slice.
+ *
+ * What it guarantees: every event stored with an id greater than {@link floor}, up to the
+ * newest one delivered, is kept, in id order; the events the bus delivers are exactly the
+ * stored ones (bus.ts), so a page from here equals the database's page. Older events are
+ * dropped first, a page at a time, past `maxBytes` or `maxEvents` (the retention: nothing the
+ * database no longer holds is replayed), and {@link floor} moves up with them.
+ *
+ * The events' JSON is kept as UTF-8 in fixed pages outside the JavaScript heap: the memory
+ * is what the bound says, and the garbage collector neither scans it nor grows the heap for it.
+ */
+import { passes, type EventFilter, type Severity } from './event.js';
+import type { EventRow } from './event-store.js';
+
+/** Bytes of one page: a sixteenth of the bound, within these limits; an event larger gets a page of its own. */
+const PAGE_MIN = 4 * 1024;
+const PAGE_MAX = 256 * 1024;
+
+/** Figures for the system status (`bus.replay`). */
+export interface RecentEventsStats {
+  /** CONSOLE_SSE_REPLAY_MEMORY_BYTES. */
+  readonly maxBytes: number;
+  readonly events: number;
+  /** Bytes of the pages held. */
+  readonly bytes: number;
+  /** Replay pages served from memory, and from the database (a resume point older than the memory). */
+  readonly pagesFromMemory: number;
+  readonly pagesFromDatabase: number;
+}
+
+/** One page: the events' JSON back to back, and each event's id, place and filter fields. */
+interface Page {
+  readonly buf: Buffer;
+  used: number;
+  readonly ids: number[];
+  readonly ends: number[];
+  readonly severities: Severity[];
+  readonly scopes: string[];
+  readonly proposals: (string | null)[];
+}
+
+export class RecentEvents {
+  private readonly pages: Page[] = [];
+  private events = 0;
+  private bytes = 0;
+  private floorId: number;
+  private fromMemory = 0;
+  private fromDatabase = 0;
+  private readonly pageBytes: number;
+
+  /**
+   * @param maxBytes bound on the pages held; 0 keeps none.
+   * @param maxEvents bound on the events kept (CONSOLE_EVENT_RETENTION).
+   * @param floorId the newest id stored before the first batch this will be given.
+   */
+  constructor(
+    readonly maxBytes: number,
+    private readonly maxEvents: number,
+    floorId: number,
+  ) {
+    this.floorId = floorId;
+    this.pageBytes = Math.min(PAGE_MAX, Math.max(PAGE_MIN, Math.floor(maxBytes / 16)));
+  }
+
+  /** Every stored event with a greater id (up to the newest delivered) is kept. */
+  get floor(): number {
+    return this.floorId;
+  }
+
+  /** Keeps a batch the bus delivered (stored, ids ascending), dropping the oldest pages past the bounds. */
+  add(batch: readonly EventRow[]): void {
+    if (this.maxBytes === 0) {
+      const last = batch[batch.length - 1];
+      if (last) this.floorId = last.id;
+      return;
+    }
+    for (const r of batch) {
+      const len = Buffer.byteLength(r.data);
+      let page = this.pages[this.pages.length - 1];
+      if (page === undefined || page.used + len > page.buf.length) {
+        // Outside the pool and the heap: a page lives as long as its events.
+        page = { buf: Buffer.allocUnsafeSlow(Math.max(this.pageBytes, len)), used: 0, ids: [], ends: [], severities: [], scopes: [], proposals: [] };
+        this.pages.push(page);
+        this.bytes += page.buf.length;
+      }
+      page.used += page.buf.write(r.data, page.used);
+      page.ids.push(r.id);
+      page.ends.push(page.used);
+      page.severities.push(r.severity);
+      page.scopes.push(r.scope);
+      page.proposals.push(r.proposalId ?? null);
+      this.events++;
+    }
+    // The newest page always stays: the bound is exceeded by at most its sixteenth.
+    while (this.pages.length > 1 && (this.bytes > this.maxBytes || this.events > this.maxEvents)) {
+      const old = this.pages.shift() as Page;
+      this.bytes -= old.buf.length;
+      this.events -= old.ids.length;
+      this.floorId = old.ids[old.ids.length - 1] as number;
+    }
+  }
+
+  /**
+   * The kept events with `sinceId < id <= upTo` that pass `filter`, ascending, at most `limit`:
+   * all of them when fewer come back. Null when `sinceId` is below {@link floor}: some of them
+   * are no longer kept (read the database then).
+   */
+  after(sinceId: number, limit: number, filter: EventFilter, upTo: number): EventRow[] | null {
+    if (sinceId < this.floorId) {
+      this.fromDatabase++;
+      return null;
+    }
+    this.fromMemory++;
+    const out: EventRow[] = [];
+    for (const page of this.pages) {
+      const { ids } = page;
+      if (ids.length === 0 || (ids[ids.length - 1] as number) <= sinceId) continue;
+      let lo = 0;
+      let hi = ids.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((ids[mid] as number) <= sinceId) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let i = lo; i < ids.length; i++) {
+        const id = ids[i] as number;
+        if (id > upTo || out.length >= limit) return out;
+        const severity = page.severities[i] as Severity;
+        const scope = page.scopes[i] as string;
+        const proposalId = page.proposals[i] as string | null;
+        if (!passes(filter, severity, scope, proposalId)) continue;
+        const start = i === 0 ? 0 : (page.ends[i - 1] as number);
+        out.push({ id, severity, scope, proposalId, data: page.buf.toString('utf8', start, page.ends[i] as number) });
+      }
+    }
+    return out;
+  }
+
+  stats(): RecentEventsStats {
+    return { maxBytes: this.maxBytes, events: this.events, bytes: this.bytes, pagesFromMemory: this.fromMemory, pagesFromDatabase: this.fromDatabase };
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The replay memory (src/bus/recent-events.ts): what it keeps, what it drops first, where its
+ * floor is, and pages equal to the database's (filters, bounds, limit).
+ */
+import { describe, expect, it } from 'vitest';
+import { RecentEvents } from '../../src/bus/recent-events.js';
+import type { EventRow } from '../../src/bus/event-store.js';
+import { NO_FILTER, type Severity } from '../../src/bus/event.js';
+
+const row = (id: number, severity: Severity = 'info', scope = 'a/x', bytes = 100): EventRow => ({ id, severity, scope, proposalId: null, data: 'x'.repeat(bytes) });
+const ids = (rows: readonly EventRow[] | null) => rows?.map((r) => r.id) ?? null;
+const ALL = NO_FILTER;
+const filter = (f: { severities?: Severity[]; scopePrefix?: string }) => ({ severities: f.severities ?? null, scopePrefix: f.scopePrefix ?? null });
+
+describe('the replay memory', () => {
+  it('answers the events after a resume point up to a bound, at most a limit, in order', () => {
+    const m = new RecentEvents(1 << 20, 1000, 10);
+    m.add([row(11), row(12), row(13)]);
+    m.add([row(14), row(15)]);
+    expect(m.floor).toBe(10);
+    expect(ids(m.after(10, 500, ALL, 15))).toEqual([11, 12, 13, 14, 15]);
+    expect(ids(m.after(12, 500, ALL, 14))).toEqual([13, 14]);
+    expect(ids(m.after(11, 2, ALL, 99))).toEqual([12, 13]);
+    expect(ids(m.after(15, 500, ALL, 15))).toEqual([]);
+  });
+
+  it('applies the stream filters as the database does', () => {
+    const m = new RecentEvents(1 << 20, 1000, 0);
+    m.add([row(1, 'info', 'a/x'), row(2, 'warning', 'b/x'), row(3, 'warning', 'a/y'), row(4, 'failure', 'a/x')]);
+    expect(ids(m.after(0, 500, filter({ severities: ['warning', 'failure'] }), 9))).toEqual([2, 3, 4]);
+    expect(ids(m.after(0, 500, filter({ scopePrefix: 'a/' }), 9))).toEqual([1, 3, 4]);
+    expect(ids(m.after(0, 1, filter({ severities: ['warning'], scopePrefix: 'a/' }), 9))).toEqual([3]);
+  });
+
+  it('drops the oldest pages past its bytes and past the retention, raising its floor; older resume points are the database’s', () => {
+    // 64 KB in pages of 4 KB (a sixteenth), 100-byte events: 40 a page, at most 16 pages.
+    const m = new RecentEvents(64 * 1024, 1_000_000, 0);
+    m.add(Array.from({ length: 1000 }, (_, i) => row(i + 1)));
+    const { events, bytes } = m.stats();
+    expect(bytes).toBeLessThanOrEqual(64 * 1024);
+    expect(events).toBeGreaterThan(500);
+    expect(m.floor).toBe(1000 - events);
+    expect(m.after(m.floor - 1, 5000, ALL, 1000)).toBeNull();
+    expect(ids(m.after(m.floor, 5000, ALL, 1000))).toEqual(Array.from({ length: events }, (_, i) => m.floor + 1 + i));
+    expect(m.stats()).toMatchObject({ pagesFromMemory: 1, pagesFromDatabase: 1 });
+    // The JSON comes back as it went in.
+    expect(m.after(999, 1, ALL, 1000)?.[0]).toEqual(row(1000));
+
+    // The retention bounds the events kept (whole pages go, so fewer may stay).
+    const r = new RecentEvents(64 * 1024, 100, 0);
+    r.add(Array.from({ length: 1000 }, (_, i) => row(i + 1)));
+    expect(r.stats().events).toBeLessThanOrEqual(100);
+    expect(r.floor).toBe(1000 - r.stats().events);
+  });
+
+  it('keeps an event larger than a page in a page of its own', () => {
+    const m = new RecentEvents(64 * 1024, 1000, 0);
+    m.add([row(1), row(2, 'info', 'a/x', 10_000), row(3)]);
+    expect(m.after(0, 10, ALL, 3)).toEqual([row(1), row(2, 'info', 'a/x', 10_000), row(3)]);
+  });
+
+  it('keeps nothing at 0 bytes: every resume point below the newest is the database’s', () => {
+    const m = new RecentEvents(0, 1000, 0);
+    m.add([row(1), row(2)]);
+    expect(m.floor).toBe(2);
+    expect(m.after(1, 500, ALL, 2)).toBeNull();
+    expect(ids(m.after(2, 500, ALL, 2))).toEqual([]);
+  });
+
+  it('stays correct over many batches: pages filled, dropped, and searched', () => {
+    const m = new RecentEvents(64 * 1024, 1_000_000, 0);
+    let id = 0;
+    for (let batch = 0; batch < 200; batch++) m.add(Array.from({ length: 37 }, () => row(++id, 'info', 'a/x', 50 + (id % 90))));
+    const kept = m.stats().events;
+    expect(m.floor).toBe(id - kept);
+    expect(ids(m.after(m.floor, 100_000, ALL, id))).toEqual(Array.from({ length: kept }, (_, i) => id - kept + 1 + i));
+    expect(ids(m.after(id - 10, 3, ALL, id))).toEqual([id - 9, id - 8, id - 7]);
+    expect(ids(m.after(id - 10, 100, ALL, id - 5))).toEqual([id - 9, id - 8, id - 7, id - 6, id - 5]);
+  });
+});
