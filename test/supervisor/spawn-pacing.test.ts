@@ -4,8 +4,8 @@
  * together was spawned back to back, and a read that came meanwhile was answered after the
  * whole burst.
  *
- * The pacer itself: at most one waiting spawn goes per event-loop turn, in call order, and
- * I/O that is ready is handled between two of them (counted, not timed). Through the real
+ * The pacer itself: at most one waiting spawn goes per event-loop turn, in call order (counted
+ * in turns of the loop, not timed), while a connection's I/O goes on. Through the real
  * service: a burst of 16 generation requests and reads sent during it are all answered; the
  * order the service answered them in (its request log) is printed. Whether a read lands
  * between two spawns depends on how fast this machine spawns against how fast this process
