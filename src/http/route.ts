@@ -331,8 +331,9 @@ export class Api {
         schema: ErrorBody,
       };
       // `If-None-Match: *` names any current representation: a GET (or HEAD) answers 304, as RFC
-      // 9110 (13.1.2) says, on routes without an ETag too (Express's freshness check).
-      if (s.method === 'get') answers[304] ??= { description: 'Not modified: `If-None-Match: *` (any current representation, RFC 9110 13.1.2) or an ETag of the answer. No body.' };
+      // 9110 (13.1.2) says, on routes without an ETag too (Express's freshness check). The event
+      // stream writes its head itself and never answers 304.
+      if (s.method === 'get' && s.answers[200]?.contentType !== 'text/event-stream') answers[304] ??= { description: 'Not modified: `If-None-Match: *` (any current representation, RFC 9110 13.1.2) or an ETag of the answer. No body.' };
       // Any body is read first: a client that goes away before its body is complete gets a 400
       // (`bad_request`), written to a connection that is closing.
       answers[400] ??= { description: 'The request body was cut short (the client went away while sending it) or its size could not be read (`bad_request`).', schema: ErrorBody };
