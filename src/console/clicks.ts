@@ -3,11 +3,11 @@
  * persisted ring buffer per project. Clicks emit no event: they are high-rate telemetry and
  * would drown the bus (the spec leaves their events unspecified).
  */
-import type { ClickRecord, ClicksRepo } from '../state/clicks-repo.js';
+import type { ClickRecord, ClickStore } from '../state/state-store.js';
 import { nowIso } from './commit.js';
 
 export class ClickLog {
-  constructor(private readonly repo: ClicksRepo) {}
+  constructor(private readonly repo: ClickStore) {}
 
   /** Clicks kept per project. */
   get ringSize(): number {
@@ -20,15 +20,15 @@ export class ClickLog {
   }
 
   /** Clicks stored now, of all projects (at most {@link maxTotal}). */
-  get size(): number {
-    return this.repo.size;
+  size(): Promise<number> {
+    return this.repo.size();
   }
 
   /**
    * Appends a click (one transaction with the eviction of the project's oldest past the ring
    * and of the oldest of all past the total). The caller checks that the project exists.
    */
-  append(c: { projectId: string; target: string; x?: number; y?: number; meta?: Readonly<Record<string, unknown>> }): ClickRecord {
+  append(c: { projectId: string; target: string; x?: number; y?: number; meta?: Readonly<Record<string, unknown>> }): Promise<ClickRecord> {
     return this.repo.append({
       projectId: c.projectId,
       target: c.target,
@@ -40,7 +40,7 @@ export class ClickLog {
   }
 
   /** Newest first; `projectId` null lists every project's. */
-  list(projectId: string | null, limit: number): ClickRecord[] {
+  list(projectId: string | null, limit: number): Promise<ClickRecord[]> {
     return this.repo.list(projectId, limit);
   }
 }

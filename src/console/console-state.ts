@@ -3,18 +3,9 @@
  * proposals and decisions, take actions and states, memory toggles, fallback counts, clicks,
  * workspace state, selection and recent items, all in the state database.
  */
-import type { EventBus } from '../bus/bus.js';
 import type { Registries } from '../registry/index.js';
-import { ClicksRepo } from '../state/clicks-repo.js';
-import type { Db } from '../state/db.js';
-import { DecisionsRepo } from '../state/decisions-repo.js';
-import { FallbacksRepo } from '../state/fallbacks-repo.js';
-import { MemoryTogglesRepo } from '../state/memory-toggles-repo.js';
-import { ProposalsRepo } from '../state/proposals-repo.js';
-import { SelectionRepo } from '../state/selection-repo.js';
-import { TakeStateRepo } from '../state/take-state-repo.js';
-import { WorkspaceRepo } from '../state/workspace-repo.js';
 import { ClickLog } from './clicks.js';
+import type { StateCommitter } from './commit.js';
 import { FallbackCounter } from './fallbacks.js';
 import { MemoryToggles } from './memory-toggles.js';
 import { ProposalDesk } from './proposals.js';
@@ -22,7 +13,7 @@ import { Selections } from './selection.js';
 import { TakeStateBook, type TakeFileReader } from './take-states.js';
 import { WorkspaceStates } from './workspace.js';
 
-/** Corrupt-blob reports kept per workspace id. */
+/** Corrupt-blob reports kept per workspace id (the state store's `workspaceReportsKept`). */
 export const WORKSPACE_REPORTS_KEPT = 20;
 
 export interface ConsoleStateOptions {
@@ -30,33 +21,40 @@ export interface ConsoleStateOptions {
   readonly readTakeFile: TakeFileReader;
   /** The registries the start-up guards checked: proposal kinds and sanctioned fallbacks. */
   readonly registries: Registries;
-  /** Clicks kept per project. */
-  readonly clicksPerProject: number;
-  /** Clicks kept in all projects together. */
-  readonly clicksMaxTotal: number;
   /** Bound on a reported workspace blob, bytes of JSON. */
   readonly workspaceReportMaxBytes: number;
 }
 
 export class ConsoleState {
-  readonly fallbacks: FallbackCounter;
-  readonly proposals: ProposalDesk;
-  /** Also the engine store's take-state source. */
-  readonly takes: TakeStateBook;
-  /** Also the engine store's memory-toggle source. */
-  readonly memory: MemoryToggles;
-  readonly clicks: ClickLog;
-  readonly workspace: WorkspaceStates;
-  readonly selection: Selections;
+  private constructor(
+    readonly fallbacks: FallbackCounter,
+    readonly proposals: ProposalDesk,
+    /** Also the engine store's take-state source. */
+    readonly takes: TakeStateBook,
+    /** Also the engine store's memory-toggle source. */
+    readonly memory: MemoryToggles,
+    readonly clicks: ClickLog,
+    readonly workspace: WorkspaceStates,
+    readonly selection: Selections,
+  ) {}
 
-  /** Loads the recorded take states and toggles; the database must be migrated. */
-  constructor(db: Db, bus: EventBus, opts: ConsoleStateOptions) {
-    this.fallbacks = new FallbackCounter(new FallbacksRepo(db), opts.registries.fallbacks);
-    this.proposals = new ProposalDesk(db, bus, new ProposalsRepo(db), new DecisionsRepo(db), this.fallbacks, opts.registries.proposalKinds);
-    this.takes = new TakeStateBook(db, bus, new TakeStateRepo(db), this.fallbacks, opts.readTakeFile);
-    this.memory = new MemoryToggles(db, bus, new MemoryTogglesRepo(db));
-    this.clicks = new ClickLog(new ClicksRepo(db, opts.clicksPerProject, opts.clicksMaxTotal));
-    this.workspace = new WorkspaceStates(new WorkspaceRepo(db, WORKSPACE_REPORTS_KEPT), opts.workspaceReportMaxBytes);
-    this.selection = new Selections(db, new SelectionRepo(db));
+  /**
+   * Loads the recorded take states and toggles from the state store (migrated, with its bounds
+   * on clicks and workspace reports) and builds the console's services over it.
+   * @throws the state store's errors (src/state/errors.ts).
+   */
+  static async open(state: StateCommitter, opts: ConsoleStateOptions): Promise<ConsoleState> {
+    const store = state.store;
+    const fallbacks = new FallbackCounter(store.fallbacks, opts.registries.fallbacks);
+    const [takes, memory] = await Promise.all([TakeStateBook.load(state, fallbacks, opts.readTakeFile), MemoryToggles.load(state)]);
+    return new ConsoleState(
+      fallbacks,
+      new ProposalDesk(state, fallbacks, opts.registries.proposalKinds),
+      takes,
+      memory,
+      new ClickLog(store.clicks),
+      new WorkspaceStates(store.workspace, opts.workspaceReportMaxBytes),
+      new Selections(store),
+    );
   }
 }

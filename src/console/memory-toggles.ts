@@ -3,23 +3,22 @@
  * the engine store's {@link MemoryToggleSource}: `GET /api/memory` shows the last toggle of
  * each entry as `enabled`.
  */
-import type { EventBus } from '../bus/bus.js';
 import type { MemoryToggleSource } from '../engine/store.js';
-import type { Db } from '../state/db.js';
-import type { MemoryTogglesRepo } from '../state/memory-toggles-repo.js';
-import { commitWithEvents, nowIso } from './commit.js';
+import { nowIso, type StateCommitter } from './commit.js';
 import { memoryToggleEvent } from './memory-toggle.js';
 
 export class MemoryToggles implements MemoryToggleSource {
-  private readonly current: Map<string, boolean>;
   private changes = 0;
 
-  constructor(
-    private readonly db: Db,
-    private readonly bus: EventBus,
-    private readonly repo: MemoryTogglesRepo,
-  ) {
-    this.current = repo.all();
+  /** @param current the recorded toggles ({@link MemoryToggles.load}). */
+  private constructor(
+    private readonly state: StateCommitter,
+    private readonly current: Map<string, boolean>,
+  ) {}
+
+  /** Loads the recorded toggles. @throws the state store's errors. */
+  static async load(state: StateCommitter): Promise<MemoryToggles> {
+    return new MemoryToggles(state, await state.store.memoryToggles.all());
   }
 
   /** @inheritdoc Changes on every toggle. */
@@ -37,10 +36,10 @@ export class MemoryToggles implements MemoryToggleSource {
    * The caller checks that the entry exists.
    * @returns the id of the event.
    */
-  toggle(t: { entryId: string; on: boolean; scope: string; extra?: Readonly<Record<string, unknown>> }): string {
+  async toggle(t: { entryId: string; on: boolean; scope: string; extra?: Readonly<Record<string, unknown>> }): Promise<string> {
     const at = nowIso();
-    const { events } = commitWithEvents(this.db, this.bus, () => {
-      this.repo.record({ entryId: t.entryId, on: t.on, scope: t.scope, extra: t.extra ?? {}, at });
+    const { events } = await this.state.commit(async (tx) => {
+      await tx.memoryToggles.record({ entryId: t.entryId, on: t.on, scope: t.scope, extra: t.extra ?? {}, at });
       return { result: undefined, events: [memoryToggleEvent(t.entryId, t.on, t.scope, t.extra)] };
     });
     this.current.set(t.entryId, t.on);

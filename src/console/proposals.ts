@@ -7,12 +7,9 @@
  * of any number of decisions on one pending id, exactly one finds it pending.
  */
 import { randomBytes } from 'node:crypto';
-import type { EventBus } from '../bus/bus.js';
 import type { ProposalKind } from '../registry/index.js';
-import type { Db } from '../state/db.js';
-import type { DecisionRecord, DecisionsRepo } from '../state/decisions-repo.js';
-import type { ProposalRecord, ProposalsRepo } from '../state/proposals-repo.js';
-import { commitWithEvents, nowIso } from './commit.js';
+import type { DecisionRecord, ProposalRecord } from '../state/state-store.js';
+import { nowIso, type StateCommitter } from './commit.js';
 import { DecisionValueError, evaluateDecision, isDecision, type Decision } from './decision.js';
 import type { FallbackCounter } from './fallbacks.js';
 
@@ -46,10 +43,7 @@ export interface DecideResult {
 
 export class ProposalDesk {
   constructor(
-    private readonly db: Db,
-    private readonly bus: EventBus,
-    private readonly proposals: ProposalsRepo,
-    private readonly decisions: DecisionsRepo,
+    private readonly state: StateCommitter,
     private readonly fallbacks: FallbackCounter,
     private readonly kinds: readonly ProposalKind[],
   ) {}
@@ -58,13 +52,13 @@ export class ProposalDesk {
    * Creates a pending proposal `prop_<12 hex>` and emits `Proposal created: <title> (<id>)`
    * (info, scope `chat/proposals`, payload proposal_id, kind, title).
    */
-  create(p: { kind: string | null; title: string; payload: Readonly<Record<string, unknown>> }): ProposalRecord {
+  async create(p: { kind: string | null; title: string; payload: Readonly<Record<string, unknown>> }): Promise<ProposalRecord> {
     const createdAt = nowIso();
     const id = `prop_${randomBytes(6).toString('hex')}`;
-    return commitWithEvents(this.db, this.bus, () => {
-      this.proposals.insertPending({ id, kind: p.kind, title: p.title, payload: p.payload, createdAt });
+    const { result } = await this.state.commit(async (tx) => {
+      await tx.proposals.insertPending({ id, kind: p.kind, title: p.title, payload: p.payload, createdAt });
       return {
-        result: this.proposals.get(id) as ProposalRecord,
+        result: (await tx.proposals.get(id)) as ProposalRecord,
         events: [
           {
             severity: 'info',
@@ -75,17 +69,18 @@ export class ProposalDesk {
           },
         ],
       };
-    }).result;
+    });
+    return result;
   }
 
   /** Stored proposals, newest first. */
-  list(status: string | null, limit: number): ProposalRecord[] {
-    return this.proposals.list(status, limit);
+  list(status: string | null, limit: number): Promise<ProposalRecord[]> {
+    return this.state.store.proposals.list(status, limit);
   }
 
   /** Every decision recorded for an id, oldest first (fallback ones included). */
-  history(proposalId: string): DecisionRecord[] {
-    return this.decisions.listFor(proposalId);
+  history(proposalId: string): Promise<DecisionRecord[]> {
+    return this.state.store.decisions.listFor(proposalId);
   }
 
   /**
@@ -95,16 +90,16 @@ export class ProposalDesk {
    * @throws DecisionValueError for a decision value outside approved, rejected, deferred
    *   (nothing is recorded).
    */
-  decide(req: DecideRequest): DecideResult {
+  async decide(req: DecideRequest): Promise<DecideResult> {
     // Checked before anything is written, so an invalid value changes nothing.
     if (!isDecision(req.decision)) throw new DecisionValueError(req.decision);
     const at = nowIso();
-    const { result, events } = commitWithEvents(this.db, this.bus, () => {
-      const stored = this.proposals.get(req.proposalId);
+    const { result, events } = await this.state.commit(async (tx) => {
+      const stored = await tx.proposals.get(req.proposalId);
       const kind = req.kind ?? stored?.kind ?? null;
-      const wasPending = this.proposals.markDecided(req.proposalId, req.decision, at);
+      const wasPending = await tx.proposals.markDecided(req.proposalId, req.decision, at);
       const out = evaluateDecision({ ...req, kind, wasPending }, this.kinds);
-      this.decisions.insert({
+      await tx.decisions.insert({
         proposalId: req.proposalId,
         decision: out.decision,
         kind,
@@ -116,7 +111,7 @@ export class ProposalDesk {
         extra: req.extra ?? {},
         decidedAt: at,
       });
-      if (out.fallback) this.fallbacks.raise(out.fallback.name, at);
+      if (out.fallback) await this.fallbacks.raise(tx, out.fallback.name, at);
       return {
         result: { out, kind, wasPending },
         events: out.fallback ? [out.fallback.event, out.event] : [out.event],

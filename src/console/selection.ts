@@ -3,8 +3,7 @@
  * Selection, Recent). Storing a project's selection is what marks it, and its most specific
  * selected item, as recently opened (in the same transaction).
  */
-import type { Db } from '../state/db.js';
-import type { RecentRecord, SelectionRecord, SelectionRepo } from '../state/selection-repo.js';
+import type { RecentRecord, SelectionRecord, StateStore } from '../state/state-store.js';
 import { nowIso } from './commit.js';
 
 /** Selection members naming items, most specific first; the first present one becomes recent. */
@@ -22,39 +21,33 @@ export const RECENT_PROJECTS_KEPT = 50;
 export const RECENT_ITEMS_KEPT = 200;
 
 export class Selections {
-  private readonly putTx;
+  constructor(private readonly store: StateStore) {}
 
-  constructor(
-    db: Db,
-    private readonly repo: SelectionRepo,
-  ) {
-    this.putTx = db.transaction((s: SelectionRecord) => {
-      repo.put(s);
-      repo.touch({ projectId: s.projectId, kind: 'project', itemId: s.projectId, openedAt: s.updatedAt }, RECENT_PROJECTS_KEPT);
+  /** The stored selection of a project, or undefined. */
+  get(projectId: string): Promise<SelectionRecord | undefined> {
+    return this.store.selection.get(projectId);
+  }
+
+  /** Replaces a project's selection and records the project and its most specific item as recent. */
+  async put(projectId: string, selection: Readonly<Record<string, unknown>>): Promise<SelectionRecord> {
+    const s = { projectId, selection, updatedAt: nowIso() };
+    // One transaction: the selection and its recent entries are stored together.
+    await this.store.transaction(async (tx) => {
+      await tx.selection.put(s);
+      await tx.selection.touch({ projectId, kind: 'project', itemId: projectId, openedAt: s.updatedAt }, RECENT_PROJECTS_KEPT);
       for (const [member, kind] of SELECTION_ITEMS) {
-        const id = s.selection[member];
+        const id = selection[member];
         if (typeof id === 'string') {
-          repo.touch({ projectId: s.projectId, kind, itemId: id, openedAt: s.updatedAt }, RECENT_ITEMS_KEPT);
+          await tx.selection.touch({ projectId, kind, itemId: id, openedAt: s.updatedAt }, RECENT_ITEMS_KEPT);
           break;
         }
       }
     });
-  }
-
-  /** The stored selection of a project, or undefined. */
-  get(projectId: string): SelectionRecord | undefined {
-    return this.repo.get(projectId);
-  }
-
-  /** Replaces a project's selection and records the project and its most specific item as recent. */
-  put(projectId: string, selection: Readonly<Record<string, unknown>>): SelectionRecord {
-    const record = { projectId, selection, updatedAt: nowIso() };
-    this.putTx(record);
-    return record;
+    return s;
   }
 
   /** Recent projects and items, each newest first. */
-  recent(limit: number): { projects: RecentRecord[]; items: RecentRecord[] } {
-    return this.repo.recent(limit);
+  recent(limit: number): Promise<{ projects: RecentRecord[]; items: RecentRecord[] }> {
+    return this.store.selection.recent(limit);
   }
 }

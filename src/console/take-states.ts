@@ -4,15 +4,13 @@
  * {@link TakeStateSource}: the takes and lineage routes show `primary`, `circled` and
  * `rejected` from here, and each write bumps the project's version so cached answers go stale.
  */
-import type { EventBus } from '../bus/bus.js';
 import type { Severity } from '../bus/event.js';
 import { MissingCanonicalFieldError, missingField, type MissingCanonicalFieldDetail } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
 import type { TakeStateSource } from '../engine/store.js';
 import type { TakeState, TakeStates } from '../engine/synthesize.js';
-import type { Db } from '../state/db.js';
-import type { TakeStateRecord, TakeStateRepo } from '../state/take-state-repo.js';
-import { commitWithEvents, nowIso } from './commit.js';
+import type { TakeStateRecord } from '../state/state-store.js';
+import { nowIso, type StateCommitter } from './commit.js';
 import type { FallbackCounter } from './fallbacks.js';
 import { evaluateTakeAction, nextTakeState, NO_TAKE_STATE } from './take-action.js';
 
@@ -58,15 +56,22 @@ export class TakeStateBook implements TakeStateSource {
   private readonly byProject = new Map<string, Map<string, TakeStateRecord>>();
   private readonly versions = new Map<string, number>();
 
-  constructor(
-    private readonly db: Db,
-    private readonly bus: EventBus,
-    private readonly repo: TakeStateRepo,
+  private constructor(
+    private readonly state: StateCommitter,
     private readonly fallbacks: FallbackCounter,
     /** "On disk" means this finds `projects/<project>/takes/<take_id>.json` in the store. */
     private readonly readTakeFile: TakeFileReader,
-  ) {
-    for (const r of repo.all()) this.remember(r);
+  ) {}
+
+  /**
+   * Loads the recorded take states.
+   * @param readTakeFile "on disk" means this finds `projects/<project>/takes/<take_id>.json`.
+   * @throws the state store's errors.
+   */
+  static async load(state: StateCommitter, fallbacks: FallbackCounter, readTakeFile: TakeFileReader): Promise<TakeStateBook> {
+    const book = new TakeStateBook(state, fallbacks, readTakeFile);
+    for (const r of await state.store.takeStates.all()) book.remember(r);
+    return book;
   }
 
   /** @inheritdoc Changes on every recorded action of the project. */
@@ -108,17 +113,17 @@ export class TakeStateBook implements TakeStateSource {
     }
     const at = nowIso();
     const out = evaluateTakeAction({ ...req, onDisk: file.onDisk });
-    const { result, events } = commitWithEvents(this.db, this.bus, () => {
-      this.repo.logAction({ ...req, severity: out.severity, onDisk: file.onDisk, extra: req.extra ?? {}, actedAt: at });
+    const { result, events } = await this.state.commit(async (tx) => {
+      await tx.takeStates.logAction({ ...req, severity: out.severity, onDisk: file.onDisk, extra: req.extra ?? {}, actedAt: at });
       const changed: TakeStateRecord[] = [];
       if (out.fallback) {
-        this.fallbacks.raise(out.fallback, at);
+        await this.fallbacks.raise(tx, out.fallback, at);
       } else if (file.onDisk) {
         const before = this.stateOf(req.projectId, req.takeId);
         const after = nextTakeState(before, req.action);
         const primary = req.action === 'marked_primary';
         if (primary && file.shotId !== null) {
-          for (const other of this.repo.clearOtherPrimaries(req.projectId, file.shotId, req.takeId, at)) {
+          for (const other of await tx.takeStates.clearOtherPrimaries(req.projectId, file.shotId, req.takeId, at)) {
             const s = this.byProject.get(req.projectId)?.get(other);
             changed.push({ ...(s ?? { ...NO_TAKE_STATE, shotId: file.shotId }), projectId: req.projectId, takeId: other, primary: false });
           }
@@ -128,7 +133,7 @@ export class TakeStateBook implements TakeStateSource {
           const known = this.byProject.get(req.projectId)?.get(req.takeId)?.shotId ?? null;
           const shotId = primary ? (file.shotId ?? known) : (known ?? file.shotId);
           const record = { projectId: req.projectId, takeId: req.takeId, shotId, ...after };
-          this.repo.upsert(record, at);
+          await tx.takeStates.upsert(record, at);
           changed.push(record);
         }
       }

@@ -3,7 +3,7 @@
  * an opaque JSON blob per workspace id with a revision number, written only by a caller that
  * read the current revision; and corrupt blobs reported by the console, kept for inspection.
  */
-import type { PutOutcome, WorkspaceRecord, WorkspaceReport, WorkspaceRepo } from '../state/workspace-repo.js';
+import type { PutOutcome, WorkspaceRecord, WorkspaceReport, WorkspaceStore } from '../state/state-store.js';
 import { nowIso } from './commit.js';
 
 /** Outcome of a report: stored (with its id), or refused because the blob is too large. */
@@ -14,12 +14,12 @@ export type ReportOutcome =
 export class WorkspaceStates {
   /** @param reportMaxBytes bound on a reported blob's JSON text, in bytes. */
   constructor(
-    private readonly repo: WorkspaceRepo,
+    private readonly repo: WorkspaceStore,
     readonly reportMaxBytes: number,
   ) {}
 
   /** The stored blob, or undefined when the workspace id was never written. */
-  get(wid: string): WorkspaceRecord | undefined {
+  get(wid: string): Promise<WorkspaceRecord | undefined> {
     return this.repo.get(wid);
   }
 
@@ -27,20 +27,20 @@ export class WorkspaceStates {
    * Writes `state` when `revision` is the current revision (0 for a new workspace); the
    * revision then goes up by one. Otherwise nothing is written and the current revision returned.
    */
-  put(wid: string, revision: number, state: unknown): PutOutcome {
+  put(wid: string, revision: number, state: unknown): Promise<PutOutcome> {
     return this.repo.put(wid, revision, state, nowIso());
   }
 
   /** Stores a corrupt blob for inspection unless its JSON text is larger than the bound. */
-  report(wid: string, blob: unknown, reason: string | null): ReportOutcome {
+  async report(wid: string, blob: unknown, reason: string | null): Promise<ReportOutcome> {
     const json = JSON.stringify(blob);
     const bytes = Buffer.byteLength(json);
     if (bytes > this.reportMaxBytes) return { ok: false, bytes, maxBytes: this.reportMaxBytes };
-    return { ok: true, reportId: this.repo.addReport(wid, json, reason, nowIso()), bytes };
+    return { ok: true, reportId: await this.repo.addReport(wid, json, reason, nowIso()), bytes };
   }
 
   /** The newest reports of a workspace, newest first. */
-  reports(wid: string, limit: number): WorkspaceReport[] {
+  reports(wid: string, limit: number): Promise<WorkspaceReport[]> {
     return this.repo.reports(wid, limit);
   }
 }

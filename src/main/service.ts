@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { EventBus } from '../bus/bus.js';
-import { ConsoleState } from '../console/index.js';
+import { ConsoleState, SqliteCommitter, WORKSPACE_REPORTS_KEPT } from '../console/index.js';
 import type { TakeFile } from '../console/take-states.js';
 import { SseHub } from '../bus/sse.js';
 import { storeAccess } from '../engine/read-store-file.js';
@@ -27,6 +27,7 @@ import { openStateDb, type Db } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
 import { JobsRepo } from '../state/jobs-repo.js';
 import { ProposalsRepo } from '../state/proposals-repo.js';
+import { SqliteStateStore } from '../state/sqlite-state-store.js';
 import { ProcTable } from '../process/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager } from '../terminals/index.js';
@@ -88,7 +89,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   try {
     // Made first, so the counters start with the start-up recovery.
     const metrics = new ServiceMetrics();
-    const bus = new EventBus(new EventLog(db, config.events.retention), {
+    // One event log: the bus's and the state store's ids come from it.
+    const eventLog = new EventLog(db, config.events.retention);
+    const bus = new EventBus(eventLog, {
       onCount: metrics.countEvent,
       // While the state database refuses events (disk full…), they are held and retried: the
       // log is where an operator sees it happen.
@@ -128,11 +131,17 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const access = storeAccess(config.dataDir, config.store);
     // The console's recorded take states and memory toggles feed the engine store's answers;
     // take actions read their take file through the store (`store` is set before any request).
-    const consoleState = new ConsoleState(db, bus, {
-      readTakeFile: (projectId: string, takeId: string): Promise<TakeFile> => store.readTakeFile(projectId, takeId),
-      registries: opts.registries ?? SHIPPED_REGISTRIES,
+    const stateStore = new SqliteStateStore(db, {
+      instanceId: INSTANCE_ID,
+      eventRetention: config.events.retention,
       clicksPerProject: config.consoleState.clicksPerProject,
       clicksMaxTotal: config.consoleState.clicksMaxTotal,
+      workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+      eventLog,
+    });
+    const consoleState = await ConsoleState.open(new SqliteCommitter(stateStore, bus), {
+      readTakeFile: (projectId: string, takeId: string): Promise<TakeFile> => store.readTakeFile(projectId, takeId),
+      registries: opts.registries ?? SHIPPED_REGISTRIES,
       workspaceReportMaxBytes: config.consoleState.workspaceReportMaxBytes,
     });
     const store: EngineStore = new EngineStore({
@@ -255,6 +264,9 @@ function checkStoreRoot(dir: string): void {
   }
   if (!stat.isDirectory()) throw new ConfigError(`CONSOLE_DATA_DIR: ${dir} is not a folder: set it to the engine store's folder`);
 }
+
+/** The one instance of an embedded SQLite state database (cluster mode names its instances). */
+const INSTANCE_ID = 'local';
 
 function isFile(file: string): boolean {
   try {

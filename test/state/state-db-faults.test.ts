@@ -19,9 +19,10 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { NO_FILTER, type EventInput } from '../../src/bus/event.js';
-import { commitWithEvents } from '../../src/console/commit.js';
+import { SqliteCommitter } from '../../src/console/commit.js';
 import { openStateDb } from '../../src/state/db.js';
 import { EventLog } from '../../src/state/event-log.js';
+import { SqliteStateStore } from '../../src/state/sqlite-state-store.js';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { WITHOUT_FILE_OVERRIDE } from '../helpers/process.js';
 import { fixture, SAMPLE_STORE, startTestService } from '../helpers/service.js';
@@ -310,12 +311,17 @@ describe('the event bus while the state database refuses writes', () => {
       fs.rmSync(tmp, { recursive: true, force: true });
     });
     const states: string[] = [];
-    const bus = new EventBus(new EventLog(db, 10_000), { maxUnstored, retryMs: 20, onStoreState: (s) => states.push(s) });
+    const eventLog = new EventLog(db, 10_000);
+    const bus = new EventBus(eventLog, { maxUnstored, retryMs: 20, onStoreState: (s) => states.push(s) });
+    const committer = new SqliteCommitter(
+      new SqliteStateStore(db, { instanceId: 'local', eventRetention: 10_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog }),
+      bus,
+    );
     const got: number[] = [];
     bus.subscribe((batch) => got.push(...batch.map((r) => r.id)));
     // What the database holds, read straight from it (the bus's own reads flush first).
     const stored = () => (db.prepare('SELECT id FROM events ORDER BY id').all() as { id: number }[]).map((r) => r.id);
-    return { db, bus, states, got, stored };
+    return { db, bus, committer, states, got, stored };
   }
   const ev = (summary: string): EventInput => ({ severity: 'info', scope: 'test', summary });
   const tick = () => new Promise((r) => setImmediate(r));
@@ -346,26 +352,26 @@ describe('the event bus while the state database refuses writes', () => {
   });
 
   it('a console write rolled back at its commit delivers none of its events; events queued before it are stored and delivered once', async () => {
-    const { db, bus, got, stored } = busOn(1000);
+    const { db, bus, committer, got, stored } = busOn(1000);
     db.exec('CREATE TABLE t_parent (id INTEGER PRIMARY KEY); CREATE TABLE t_child (p INTEGER REFERENCES t_parent (id))');
     bus.publish(ev('queued 1'));
     bus.publish(ev('queued 2'));
     // A commit that fails after the events were written in the transaction (a deferred foreign
     // key fails at COMMIT, as a full disk does when the WAL must grow).
-    expect(() =>
-      commitWithEvents(db, bus, () => {
+    await expect(
+      committer.commit(async () => {
         db.pragma('defer_foreign_keys = ON');
         db.prepare('INSERT INTO t_child (p) VALUES (42)').run();
         return { result: null, events: [ev('the write')] };
       }),
-    ).toThrow(/FOREIGN KEY/);
+    ).rejects.toThrow(/FOREIGN KEY/);
     expect(got).toEqual([]);
     expect(stored()).toEqual([]);
     await tick();
     expect(got).toEqual([1, 2]);
     expect(stored()).toEqual([1, 2]);
     // The next write commits with its event; ids go on increasing (3 was the rolled-back one's).
-    const { events } = commitWithEvents(db, bus, () => ({ result: null, events: [ev('next write')] }));
+    const { events } = await committer.commit(async () => ({ result: null, events: [ev('next write')] }));
     expect(events.map((e) => e.id)).toEqual(['4']);
     expect(got).toEqual([1, 2, 4]);
     expect(stored()).toEqual([1, 2, 4]);

@@ -33,7 +33,7 @@ export function clickRoutes(api: Api, { console: state, config, store }: AppDeps
     handler: async ({ res, body }) => {
       // Clicks are bounded per project: a click for any made-up id would be a new ring.
       if (!(await store.hasProject(body.projectId))) throw unknownProject(body.projectId);
-      res.status(201).json(state.clicks.append(body));
+      res.status(201).json(await state.clicks.append(body));
     },
   });
 
@@ -53,9 +53,9 @@ export function clickRoutes(api: Api, { console: state, config, store }: AppDeps
       400: { description: 'Malformed project id.', schema: ErrorBody },
       422: { description: 'Validation detail.', schema: ErrorBody },
     },
-    handler: ({ res, query }) => {
+    handler: async ({ res, query }) => {
       const projectId = query.projectId === undefined ? null : checkId('projectId', query.projectId);
-      res.json(state.clicks.list(projectId, query.limit));
+      res.json(await state.clicks.list(projectId, query.limit));
     },
   });
 }

@@ -54,7 +54,7 @@ export function memoryRoutes(api: Api, { store, console: state }: AppDeps): void
     handler: async ({ res, params, body }) => {
       const entryId = checkId('entry_id', params.entryId);
       if (!(await store.memoryEntryExists(entryId))) throw new HttpError('memory_entry_not_found', `unknown memory entry ${entryId}`);
-      state.memory.toggle({ entryId, on: body.on, scope: body.scope ?? MEMORY_SCOPE, ...(body.extra ? { extra: body.extra } : {}) });
+      await state.memory.toggle({ entryId, on: body.on, scope: body.scope ?? MEMORY_SCOPE, ...(body.extra ? { extra: body.extra } : {}) });
       res.json({ ok: true, entryId, on: body.on });
     },
   });

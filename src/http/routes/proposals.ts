@@ -56,8 +56,8 @@ export function proposalRoutes(api: Api, { console: state }: AppDeps): void {
       },
       422: e422,
     },
-    handler: ({ res, body }) => {
-      const p = state.proposals.create({ kind: body.kind ?? null, title: body.title, payload: body.payload ?? {} });
+    handler: async ({ res, body }) => {
+      const p = await state.proposals.create({ kind: body.kind ?? null, title: body.title, payload: body.payload ?? {} });
       res.status(201).json({ proposalId: p.id, status: p.status });
     },
   });
@@ -74,8 +74,8 @@ export function proposalRoutes(api: Api, { console: state }: AppDeps): void {
       limit: QueryInt(1, 1000, 200).meta({ description: '1..1000, default 200.' }),
     }),
     answers: { 200: { description: 'Proposals.', schema: z.array(Proposal) }, 422: e422 },
-    handler: ({ res, query }) => {
-      res.json(state.proposals.list(query.status ?? null, query.limit));
+    handler: async ({ res, query }) => {
+      res.json(await state.proposals.list(query.status ?? null, query.limit));
     },
   });
 
@@ -90,8 +90,8 @@ export function proposalRoutes(api: Api, { console: state }: AppDeps): void {
     tag: 'Proposals',
     params: Params,
     answers: { 200: { description: 'Decisions.', schema: z.array(DecisionRecord) }, 400: e400 },
-    handler: ({ res, params }) => {
-      res.json(state.proposals.history(checkId('proposal_id', params.proposalId)));
+    handler: async ({ res, params }) => {
+      res.json(await state.proposals.history(checkId('proposal_id', params.proposalId)));
     },
   });
 
@@ -107,9 +107,9 @@ export function proposalRoutes(api: Api, { console: state }: AppDeps): void {
       body: z.object({ extra: Extra.optional() }),
       bodyOptional: true,
       answers: { 200: { description: 'Recorded.', schema: DecisionAnswer }, 400: e400, 422: e422 },
-      handler: ({ res, params, body }) => {
+      handler: async ({ res, params, body }) => {
         const proposalId = checkId('proposal_id', params.proposalId);
-        const r = state.proposals.decide({ proposalId, decision, scope: LIFECYCLE_SCOPE, ...(body.extra ? { extra: body.extra } : {}) });
+        const r = await state.proposals.decide({ proposalId, decision, scope: LIFECYCLE_SCOPE, ...(body.extra ? { extra: body.extra } : {}) });
         res.json({ ok: true, proposalId, decision: r.decision, deferredExecution: r.deferredExecution });
       },
     });
@@ -130,9 +130,9 @@ export function proposalRoutes(api: Api, { console: state }: AppDeps): void {
       extra: Extra.optional(),
     }),
     answers: { 200: { description: 'Recorded.', schema: DecisionAnswer }, 400: e400, 422: e422 },
-    handler: ({ res, params, body }) => {
+    handler: async ({ res, params, body }) => {
       const proposalId = checkId('proposal_id', params.proposalId);
-      const r = state.proposals.decide({
+      const r = await state.proposals.decide({
         proposalId,
         decision: body.decision,
         scope: body.scope ?? DECISION_SCOPE,

@@ -24,9 +24,9 @@ export function selectionRoutes(api: Api, { console: state }: AppDeps): void {
     tag: 'Console',
     query: ProjectQuery,
     answers: { 200: { description: 'The selection.', schema: SelectionAnswer }, 400: e400, 422: e422 },
-    handler: ({ res, query }) => {
+    handler: async ({ res, query }) => {
       const projectId = checkId('projectId', query.projectId);
-      res.json(state.selection.get(projectId) ?? { projectId, selection: null, updatedAt: null });
+      res.json((await state.selection.get(projectId)) ?? { projectId, selection: null, updatedAt: null });
     },
   });
 
@@ -41,9 +41,9 @@ export function selectionRoutes(api: Api, { console: state }: AppDeps): void {
     query: ProjectQuery,
     body: SelectionBody,
     answers: { 200: { description: 'Stored.', schema: SelectionAnswer }, 400: e400, 422: e422 },
-    handler: ({ res, query, body }) => {
+    handler: async ({ res, query, body }) => {
       const projectId = checkId('projectId', query.projectId);
-      res.json(state.selection.put(projectId, body));
+      res.json(await state.selection.put(projectId, body));
     },
   });
 
@@ -65,8 +65,8 @@ export function selectionRoutes(api: Api, { console: state }: AppDeps): void {
       },
       422: e422,
     },
-    handler: ({ res, query }) => {
-      const { projects, items } = state.selection.recent(query.limit);
+    handler: async ({ res, query }) => {
+      const { projects, items } = await state.selection.recent(query.limit);
       res.json({
         projects: projects.map((p) => ({ projectId: p.projectId, openedAt: p.openedAt })),
         items: items.map((i) => ({ projectId: i.projectId, kind: i.kind, id: i.itemId, openedAt: i.openedAt })),

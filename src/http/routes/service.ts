@@ -155,8 +155,8 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
         }),
       },
     },
-    handler: ({ res }) => {
-      res.json(systemStatus(deps));
+    handler: async ({ res }) => {
+      res.json(await systemStatus(deps));
     },
   });
 }
@@ -189,7 +189,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
   };
 }
 
-function systemStatus(d: AppDeps): Record<string, unknown> {
+async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
   const now = Date.now();
   const byState = { running: 0, 'exited ok': 0, 'exited failed': 0, lost: 0, ...d.supervisor.countsByState() };
   return {
@@ -219,7 +219,7 @@ function systemStatus(d: AppDeps): Record<string, unknown> {
     database: { file: d.config.stateDbPath, checkpointFailures: d.checkpointer.failures },
     guards: d.guards,
     // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
-    fallbacks: d.console.fallbacks.counts(),
+    fallbacks: await d.console.fallbacks.counts(),
     writeProxy: d.writeProxy.status(),
     hosts: hostPolicy(d.config),
     limits: limitsOf(d.config),

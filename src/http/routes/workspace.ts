@@ -30,9 +30,9 @@ export function workspaceRoutes(api: Api, { console: state, config }: AppDeps): 
       400: e400,
       404: { description: '`no workspace state <wid>`: never written; create it with a PUT with `revision` 0.', schema: ErrorBody },
     },
-    handler: ({ res, params }) => {
+    handler: async ({ res, params }) => {
       const wid = checkId('wid', params.wid);
-      const record = state.workspace.get(wid);
+      const record = await state.workspace.get(wid);
       if (!record) throw new HttpError('workspace_not_found', `no workspace state ${wid}`);
       res.json(record);
     },
@@ -60,9 +60,9 @@ export function workspaceRoutes(api: Api, { console: state, config }: AppDeps): 
       },
       422: e422,
     },
-    handler: ({ res, params, body }) => {
+    handler: async ({ res, params, body }) => {
       const wid = checkId('wid', params.wid);
-      const out = state.workspace.put(wid, body.revision, body.state);
+      const out = await state.workspace.put(wid, body.revision, body.state);
       if (!out.ok) throw new StaleRevisionError(`stale revision ${body.revision} for workspace ${wid}: the current revision is ${out.currentRevision}`, out.currentRevision);
       res.json(out.record);
     },
@@ -89,9 +89,9 @@ export function workspaceRoutes(api: Api, { console: state, config }: AppDeps): 
       413: { description: 'The blob is larger than the bound.', schema: ErrorBody },
       422: e422,
     },
-    handler: ({ res, params, body }) => {
+    handler: async ({ res, params, body }) => {
       const wid = checkId('wid', params.wid);
-      const out = state.workspace.report(wid, body.blob, body.reason ?? null);
+      const out = await state.workspace.report(wid, body.blob, body.reason ?? null);
       if (!out.ok) throw new HttpError('report_too_large', `workspace report too large: ${out.bytes} bytes (limit ${out.maxBytes})`);
       res.status(202).json({ ok: true, wid, reportId: out.reportId, bytes: out.bytes });
     },
@@ -107,8 +107,8 @@ export function workspaceRoutes(api: Api, { console: state, config }: AppDeps): 
     params: Params,
     query: z.object({ limit: QueryInt(1, WORKSPACE_REPORTS_KEPT, WORKSPACE_REPORTS_KEPT) }),
     answers: { 200: { description: 'Reports.', schema: z.array(WorkspaceReport) }, 400: e400, 422: e422 },
-    handler: ({ res, params, query }) => {
-      res.json(state.workspace.reports(checkId('wid', params.wid), query.limit));
+    handler: async ({ res, params, query }) => {
+      res.json(await state.workspace.reports(checkId('wid', params.wid), query.limit));
     },
   });
 }
