@@ -25,8 +25,6 @@ import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import { Checkpointer } from '../state/checkpointer.js';
 import { openStateDb, type Db } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
-import { JobsRepo } from '../state/jobs-repo.js';
-import { ProposalsRepo } from '../state/proposals-repo.js';
 import { SqliteStateStore } from '../state/sqlite-state-store.js';
 import { ProcTable } from '../process/index.js';
 import { Supervisor } from '../supervisor/index.js';
@@ -111,7 +109,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
     const sweep = { maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs };
-    const supervisor = new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), procs, {
+    const stateStore = new SqliteStateStore(db, {
+      instanceId: INSTANCE_ID,
+      eventRetention: config.events.retention,
+      clicksPerProject: config.consoleState.clicksPerProject,
+      clicksMaxTotal: config.consoleState.clicksMaxTotal,
+      workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+      eventLog,
+    });
+    const supervisor = new Supervisor(bus, stateStore, procs, {
+      instanceId: INSTANCE_ID,
       dispatchCli: config.dispatchCli,
       childEnv: config.childEnv,
       maxRunning: config.jobs.maxRunning,
@@ -131,14 +138,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const access = storeAccess(config.dataDir, config.store);
     // The console's recorded take states and memory toggles feed the engine store's answers;
     // take actions read their take file through the store (`store` is set before any request).
-    const stateStore = new SqliteStateStore(db, {
-      instanceId: INSTANCE_ID,
-      eventRetention: config.events.retention,
-      clicksPerProject: config.consoleState.clicksPerProject,
-      clicksMaxTotal: config.consoleState.clicksMaxTotal,
-      workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
-      eventLog,
-    });
     const consoleState = await ConsoleState.open(new SqliteCommitter(stateStore, bus), {
       readTakeFile: (projectId: string, takeId: string): Promise<TakeFile> => store.readTakeFile(projectId, takeId),
       registries: opts.registries ?? SHIPPED_REGISTRIES,

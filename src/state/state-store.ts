@@ -180,6 +180,11 @@ export interface JobStore {
   running(instanceId?: string): Promise<StoredJob[]>;
   countsByState(): Promise<Record<string, number>>;
   /**
+   * A job's output lines as its stored line events count them (`<proposal id> stdout|stderr <n>:`
+   * details): for a job whose run died before it stored its counts.
+   */
+  lineCounts(proposalId: string): Promise<{ stdoutLines: number; stderrLines: number }>;
+  /**
    * Marks the running jobs of a dead instance `lost` with one conditional update: of
    * concurrent calls for one instance, each job is returned by exactly one (cluster.md, Jobs).
    * @returns the jobs this call marked, as they are now.

@@ -6,8 +6,7 @@
  */
 import fs from 'node:fs';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
-import type { JobsRepo } from '../state/jobs-repo.js';
-import type { ProposalsRepo } from '../state/proposals-repo.js';
+import type { StateStore } from '../state/state-store.js';
 import { ProcessSpawnError, spawnManaged, type ManagedProcess, type ProcTable, type SweepBounds } from '../process/index.js';
 import { SpawnError, ToolMissingError } from './errors.js';
 import { JOB_ENV, jobMark, type RunningJob } from './running-job.js';
@@ -75,28 +74,29 @@ export function spawnTool(procs: ProcTable, options: LaunchOptions, proposalId: 
  * item 2): no pid, `exitReason` `spawn failed`, the refusal with its errno as `exitDetail`;
  * written once the errno is known. No event: no process ever ran.
  */
-export function recordRefused(jobs: JobsRepo, proposals: ProposalsRepo, proposalId: string, req: GenerationRequest, argv: readonly string[], refused: SpawnError): void {
-  void refused.settled.then(() => {
-    const at = new Date().toISOString();
-    try {
-      proposals.transaction(() => {
-        jobs.insert({ proposalId, projectId: req.project, pid: null, argv, state: 'exited failed', startedAt: at });
-        jobs.finish(proposalId, { state: 'exited failed', endedAt: at, rc: null, signal: null, stdoutLines: 0, stderrLines: 0, exitReason: 'spawn failed', exitDetail: refused.message });
+export function recordRefused(state: StateStore, instanceId: string, proposalId: string, req: GenerationRequest, argv: readonly string[], refused: SpawnError): void {
+  void refused.settled
+    .then(async () => {
+      const at = new Date().toISOString();
+      await state.transaction(async (tx) => {
+        await tx.jobs.insert({ proposalId, projectId: req.project, pid: null, argv, state: 'exited failed', startedAt: at, instanceId });
+        await tx.jobs.finish(proposalId, { state: 'exited failed', endedAt: at, rc: null, signal: null, stdoutLines: 0, stderrLines: 0, exitReason: 'spawn failed', exitDetail: refused.message });
       });
-    } catch {
+    })
+    .catch(() => {
       // The database refuses writes: the 500 answer and its log line say what happened.
-    }
-  });
+    });
 }
 
 /**
- * Stores the job (state `running`) and its pending GenerationProposal in one transaction.
- * @throws the state database's error; then neither is stored.
+ * Stores the job (state `running`, on `instanceId`) and its pending GenerationProposal in one
+ * transaction.
+ * @throws the state store's error; then neither is stored.
  */
-export function recordLaunch(jobs: JobsRepo, proposals: ProposalsRepo, job: RunningJob, req: GenerationRequest): void {
-  proposals.transaction(() => {
-    jobs.insert({ ...job.record(), state: 'running' });
-    proposals.insertPending({
+export async function recordLaunch(state: StateStore, instanceId: string, job: RunningJob, req: GenerationRequest): Promise<void> {
+  await state.transaction(async (tx) => {
+    await tx.jobs.insert({ ...job.record(), state: 'running', instanceId });
+    await tx.proposals.insertPending({
       id: job.proposalId,
       kind: GENERATION_PROPOSAL,
       title: `Generate ${req.project}${req.shotId ? `/${req.shotId}` : ''}`,

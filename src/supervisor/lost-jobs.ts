@@ -1,31 +1,32 @@
 /**
  * Start-up recovery of jobs a previous run left behind (README, "Generation jobs": `lost`;
- * issue 6, item 4): jobs the state database still records as running belong to a run that
- * died. Every process left of them is killed (their process groups, their trees, and every
+ * issue 6, item 4): jobs the state store still records as running on this instance belong to
+ * a run that died. Every process left of them is killed (their process groups, their trees, and every
  * process carrying their job mark, wherever it went, swept until none is left), and each is
  * marked `lost` with a failure event.
  */
 import type { EventBus } from '../bus/bus.js';
-import type { JobRecord, JobsRepo } from '../state/jobs-repo.js';
+import type { JobRecord } from '../state/jobs-repo.js';
+import type { JobStore } from '../state/state-store.js';
 import { sweepTree, type ProcTable, type SweepBounds } from '../process/index.js';
 import { transition } from './job-state.js';
 import { GENERATION_SCOPE, jobMark } from './running-job.js';
 
 /**
- * Kills what is left of every job recorded as running, marks each `lost` and publishes its
+ * Kills what is left of every job recorded as running on `instanceId`, marks each `lost` and publishes its
  * `dispatch_cli lost pid=N` failure event.
  * @returns the lost jobs' records, in their new state.
  * @throws the state database's error (start-up stops).
  */
-export async function recoverLostJobs(jobs: JobsRepo, bus: EventBus, procs: ProcTable, sweep: SweepBounds): Promise<JobRecord[]> {
+export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: EventBus, procs: ProcTable, sweep: SweepBounds): Promise<JobRecord[]> {
   const lost: JobRecord[] = [];
   const boot = await procs.bootTimeMs();
-  for (const rec of jobs.running()) {
+  for (const { instanceId: _owner, ...rec } of await jobs.running(instanceId)) {
     const killed = await killLostJob(procs, sweep, rec, boot);
     const endedAt = new Date().toISOString();
     const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
     // Its lines were counted in the memory of the run that died: its stored events tell them.
-    const counted = jobs.lineCountsFromEvents(rec.proposalId);
+    const counted = await jobs.lineCounts(rec.proposalId);
     const end = {
       state: next.state,
       endedAt,
@@ -36,7 +37,7 @@ export async function recoverLostJobs(jobs: JobsRepo, bus: EventBus, procs: Proc
       exitReason: 'lost',
       exitDetail: null,
     } as const;
-    jobs.finish(rec.proposalId, end);
+    await jobs.finish(rec.proposalId, end);
     bus.publish({
       severity,
       scope: GENERATION_SCOPE,

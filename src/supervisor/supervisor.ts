@@ -10,8 +10,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EventBus } from '../bus/bus.js';
-import type { JobRecord, JobsRepo } from '../state/jobs-repo.js';
-import type { ProposalsRepo } from '../state/proposals-repo.js';
+import type { JobRecord } from '../state/jobs-repo.js';
+import type { StateStore } from '../state/state-store.js';
 import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
 import { FinalStates } from './final-states.js';
@@ -32,6 +32,8 @@ export interface SupervisorOptions {
   readonly dispatchCli: string;
   readonly childEnv: Readonly<Record<string, string>>;
   readonly maxRunning: number;
+  /** The instance the jobs run on (recorded with each, cluster.md, Jobs). */
+  readonly instanceId: string;
   readonly retryAfterSeconds: number;
   readonly killGraceMs: number;
   readonly lineMaxBytes: number;
@@ -74,18 +76,19 @@ export class Supervisor {
   readonly gate: OutputGate;
   private readonly pacer = new SpawnPacer();
   private stopping = false;
+  /** Records of spawned jobs being written: they count against the cap, and shutdown waits for them. */
+  private readonly starting = new Set<Promise<void>>();
   private startedTotal = 0;
   private finishedTotal = 0;
 
   /** @param procs the process worker that scans and signals the jobs' trees. */
   constructor(
     private readonly bus: EventBus,
-    private readonly jobs: JobsRepo,
-    private readonly proposals: ProposalsRepo,
+    private readonly state: StateStore,
     private readonly procs: ProcTable,
     private readonly options: SupervisorOptions,
   ) {
-    this.finalStates = new FinalStates(jobs);
+    this.finalStates = new FinalStates(state.jobs);
     this.priority = new JobPriority(procs, options.nice ?? 0);
     this.gate = new OutputGate(() => bus.backlog, options.backlogMax ?? Infinity);
   }
@@ -123,36 +126,50 @@ export class Supervisor {
    * @throws as {@link start}.
    */
   async startPaced(req: GenerationRequest): Promise<JobRecord> {
-    if (this.stopping || this.running.size >= this.options.maxRunning) throw new JobCapacityError(this.options.maxRunning, this.options.retryAfterSeconds);
+    this.checkCapacity();
     await this.pacer.turn();
     return this.start(req);
+  }
+
+  /** @throws JobCapacityError at the cap (jobs being recorded count) or while stopping. */
+  private checkCapacity(): void {
+    if (this.stopping || this.running.size + this.starting.size >= this.options.maxRunning) throw new JobCapacityError(this.options.maxRunning, this.options.retryAfterSeconds);
   }
 
   /**
    * Starts one generation job: records it (and its `gen_` id as a pending
    * GenerationProposal), spawns the tool and publishes the spawn event.
    * @throws ToolMissingError when the tool file does not exist; JobCapacityError at the cap;
-   *   SpawnError when the OS refuses the process. In all three cases nothing was started.
+   *   SpawnError when the OS refuses the process; the state store's error when it cannot record
+   *   the job (its process is then killed). In every case nothing was started.
    */
-  start(req: GenerationRequest): JobRecord {
+  async start(req: GenerationRequest): Promise<JobRecord> {
     requireTool(this.options.dispatchCli);
-    if (this.stopping || this.running.size >= this.options.maxRunning) throw new JobCapacityError(this.options.maxRunning, this.options.retryAfterSeconds);
+    this.checkCapacity();
 
     const proposalId = `gen_${randomBytes(6).toString('hex')}`;
     let launched: ReturnType<typeof spawnTool>;
     try {
       launched = spawnTool(this.procs, this.options, proposalId, req);
     } catch (err) {
-      if (err instanceof SpawnError) recordRefused(this.jobs, this.proposals, proposalId, req, [process.execPath, this.options.dispatchCli, ...toolArgs(req)], err);
+      if (err instanceof SpawnError) recordRefused(this.state, this.options.instanceId, proposalId, req, [process.execPath, this.options.dispatchCli, ...toolArgs(req)], err);
       throw err;
     }
     const { argv, proc } = launched;
     const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
+    const recording = recordLaunch(this.state, this.options.instanceId, job, req);
+    const settled = recording.then(
+      () => {},
+      () => {},
+    );
+    this.starting.add(settled);
     try {
-      recordLaunch(this.jobs, this.proposals, job, req);
+      await recording;
     } catch (err) {
       void proc.signalTree('SIGKILL'); // an unrecorded job must not run
       throw err;
+    } finally {
+      this.starting.delete(settled);
     }
     this.running.set(proposalId, job);
     this.priority.lower(proc.pid, () => this.running.has(proposalId));
@@ -190,11 +207,8 @@ export class Supervisor {
     });
     this.running.delete(job.proposalId);
     if (++this.finishedTotal % PRUNE_EVERY === 0) {
-      try {
-        this.jobs.prune(this.options.historySize);
-      } catch {
-        // The next prune catches up.
-      }
+      // A refused prune is caught up by the next one.
+      this.state.jobs.prune(this.options.historySize).catch(() => {});
     }
     this.reportLeftovers(job, rec, leftovers);
     this.bus.publish({
@@ -233,18 +247,26 @@ export class Supervisor {
   }
 
   /** A job by proposal id: live figures while running, else the stored record. */
-  get(proposalId: string): JobRecord | undefined {
-    return this.running.get(proposalId)?.record() ?? this.finalStates.get(proposalId) ?? this.jobs.get(proposalId);
+  async get(proposalId: string): Promise<JobRecord | undefined> {
+    const live = this.live(proposalId);
+    if (live) return live;
+    const stored = await this.state.jobs.get(proposalId);
+    return stored && (this.live(proposalId) ?? withoutOwner(stored));
+  }
+
+  /** A job of this instance that is running, or ended with its final state not stored yet. */
+  private live(proposalId: string): JobRecord | undefined {
+    return this.running.get(proposalId)?.record() ?? this.finalStates.get(proposalId);
   }
 
   /** Jobs newest first, running ones with live line counts. */
-  list(limit: number, state?: string): JobRecord[] {
-    return this.jobs.list(limit, state).map((r) => this.running.get(r.proposalId)?.record() ?? this.finalStates.get(r.proposalId) ?? r);
+  async list(limit: number, state?: string): Promise<JobRecord[]> {
+    return (await this.state.jobs.list(limit, state)).map((r) => this.live(r.proposalId) ?? withoutOwner(r));
   }
 
   /** Jobs by state over the whole history in the state database. */
-  countsByState(): Record<string, number> {
-    return this.jobs.countsByState();
+  countsByState(): Promise<Record<string, number>> {
+    return this.state.jobs.countsByState();
   }
 
   /** Running jobs with live figures. */
@@ -257,21 +279,18 @@ export class Supervisor {
    * The exit is published as usual (a failure with rc 128 + signal number).
    * @throws UnknownJobError, JobNotRunningError.
    */
-  cancel(proposalId: string): JobRecord {
+  async cancel(proposalId: string): Promise<JobRecord> {
     const job = this.running.get(proposalId);
     if (!job) {
-      const stored = this.jobs.get(proposalId);
+      const stored = this.finalStates.get(proposalId) ?? (await this.state.jobs.get(proposalId));
       if (!stored) throw new UnknownJobError(proposalId);
-      throw new JobNotRunningError(stored);
+      throw new JobNotRunningError(withoutOwner(stored));
     }
     if (!job.cancelRequested) {
       job.cancelRequested = true;
       job.stopReason ??= 'cancelled';
-      try {
-        this.jobs.markCancelRequested(proposalId);
-      } catch {
-        // The database refuses writes (disk full): the job is stopped all the same.
-      }
+      // The database refuses writes (disk full): the job is stopped all the same.
+      this.state.jobs.markCancelRequested(proposalId).catch(() => {});
       job.proc.stop(this.options.killGraceMs);
     }
     return job.record();
@@ -284,6 +303,8 @@ export class Supervisor {
   async stopAll(graceMs: number = this.options.killGraceMs): Promise<void> {
     this.stopping = true;
     this.gate.stop();
+    // Jobs whose record is being written are running too once it is.
+    await Promise.all(this.starting);
     const jobs = [...this.running.values()];
     for (const job of jobs) {
       // Not a cancel: the record keeps `cancelRequested` as the client left it (issue 14, item 2).
@@ -293,7 +314,7 @@ export class Supervisor {
     await Promise.all(jobs.map((j) => j.finished));
     // A last try for final states the database refused; those it still refuses stay `running`
     // in it, and the next start marks them lost.
-    this.finalStates.flush();
+    await this.finalStates.flush();
   }
 
   /**
@@ -301,7 +322,13 @@ export class Supervisor {
    * running is killed, and each is marked `lost` with a failure event.
    */
   recoverLost(): Promise<JobRecord[]> {
-    return recoverLostJobs(this.jobs, this.bus, this.procs, this.options.sweep);
+    return recoverLostJobs(this.state.jobs, this.options.instanceId, this.bus, this.procs, this.options.sweep);
   }
+}
+
+/** A stored job as the routes serve it (the instance is cluster mode's, not part of the record). */
+function withoutOwner(job: JobRecord & { instanceId?: string }): JobRecord {
+  const { instanceId: _owner, ...rec } = job;
+  return rec;
 }
 

@@ -16,6 +16,7 @@ import { openStateDb, type Db } from '../../src/state/db.js';
 import { EventLog } from '../../src/state/event-log.js';
 import { JobsRepo } from '../../src/state/jobs-repo.js';
 import { ProposalsRepo } from '../../src/state/proposals-repo.js';
+import { SqliteStateStore } from '../../src/state/sqlite-state-store.js';
 import { JobNotRunningError, Supervisor, ToolMissingError, UnknownJobError, type GenerationRequest } from '../../src/supervisor/index.js';
 import { waitFor } from '../helpers/events.js';
 import { fixture } from '../helpers/service.js';
@@ -23,13 +24,16 @@ import { fixture } from '../helpers/service.js';
 let tmp: string;
 let db: Db;
 let bus: EventBus;
+let state: SqliteStateStore;
 let procs: ProcTable;
 const events: BusEvent[] = [];
 
 beforeAll(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'supervisor-'));
   db = openStateDb(path.join(tmp, 'state.db'));
-  bus = new EventBus(new EventLog(db, 100_000), { retryMs: 20 });
+  const eventLog = new EventLog(db, 100_000);
+  bus = new EventBus(eventLog, { retryMs: 20 });
+  state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog });
   bus.subscribe((batch) => events.push(...batch.map((r) => JSON.parse(r.data) as BusEvent)));
   procs = new ProcTable(WORKER_FILES.proc);
 });
@@ -43,8 +47,9 @@ afterAll(async () => {
 
 const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
 
-function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[4]> = {}): Supervisor {
-  return new Supervisor(bus, new JobsRepo(db), new ProposalsRepo(db), procs, {
+function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[3]> = {}): Supervisor {
+  return new Supervisor(bus, state, procs, {
+    instanceId: 'local',
     dispatchCli: tool,
     childEnv: { PATH: process.env.PATH ?? '' },
     maxRunning: 4,
@@ -63,7 +68,7 @@ it('runs a job: recorded with its pending proposal, a spawn event, every line in
   const sup = supervisor(fixture('print-lines.mjs'));
   const exits: string[] = [];
   sup.onExit((j) => exits.push(j.proposalId));
-  const job = sup.start(REQ);
+  const job = await sup.start(REQ);
   expect(job).toMatchObject({ state: 'running', projectId: 'p1', argv: [process.execPath, fixture('print-lines.mjs'), '--project', 'p1'] });
   expect(new ProposalsRepo(db).get(job.proposalId)).toMatchObject({ kind: 'GenerationProposal', status: 'pending' });
   await waitFor(() => (exits.includes(job.proposalId) ? true : undefined), 'the exit');
@@ -72,41 +77,41 @@ it('runs a job: recorded with its pending proposal, a spawn event, every line in
   expect(mine[0]).toMatch(/^dispatch_cli spawned pid=\d+$/);
   expect(mine.filter((s) => s.startsWith('out '))).toEqual(['out 1', 'out 2', 'out 3']);
   expect(mine.at(-1)).toBe('dispatch_cli exited rc=0');
-  expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited ok', rc: 0, stdoutLines: 3, stderrLines: 1 });
+  expect(await sup.get(job.proposalId)).toMatchObject({ state: 'exited ok', rc: 0, stdoutLines: 3, stderrLines: 1 });
   expect(sup.runningCount).toBe(0);
 });
 
 it('refuses a missing tool before anything starts, and unknown or finished jobs on cancel', async () => {
   const missing = supervisor(path.join(tmp, 'no-such-tool.js'));
-  expect(() => missing.start(REQ)).toThrow(ToolMissingError);
+  await expect(missing.start(REQ)).rejects.toThrow(ToolMissingError);
   expect(missing.startedCount).toBe(0);
   const sup = supervisor(fixture('exit-3.mjs'));
-  expect(() => sup.cancel('gen_000000000000')).toThrow(UnknownJobError);
-  const job = sup.start(REQ);
-  await waitFor(() => (sup.get(job.proposalId)?.state !== 'running' ? true : undefined), 'the exit');
-  expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 3 });
-  expect(() => sup.cancel(job.proposalId)).toThrow(JobNotRunningError);
+  await expect(sup.cancel('gen_000000000000')).rejects.toThrow(UnknownJobError);
+  const job = await sup.start(REQ);
+  await waitFor(() => (sup.runningCount === 0 ? true : undefined), 'the exit');
+  expect(await sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 3 });
+  await expect(sup.cancel(job.proposalId)).rejects.toThrow(JobNotRunningError);
 });
 
 it('cancels a running job: SIGTERM to its tree, the exit as a failure with cancelRequested', async () => {
   const sup = supervisor(fixture('forever.mjs'));
-  const job = sup.start(REQ);
+  const job = await sup.start(REQ);
   await waitFor(() => (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready ')) ? true : (bus.flush(), undefined)), 'the tool ready');
-  expect(sup.cancel(job.proposalId)).toMatchObject({ state: 'running', cancelRequested: true });
-  await waitFor(() => (sup.get(job.proposalId)?.state !== 'running' ? true : undefined), 'the exit');
-  expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true });
+  expect(await sup.cancel(job.proposalId)).toMatchObject({ state: 'running', cancelRequested: true });
+  await waitFor(() => (sup.runningCount === 0 ? true : undefined), 'the exit');
+  expect(await sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true });
 });
 
 it('keeps a final state the database refuses, serves it, and stores it by the retry', async () => {
   const sup = supervisor(fixture('forever.mjs'));
-  const job = sup.start(REQ);
+  const job = await sup.start(REQ);
   await waitFor(() => (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready ')) ? true : (bus.flush(), undefined)), 'the tool ready');
   db.pragma('query_only = ON'); // every write refused from now on, as a full disk would
   try {
-    sup.cancel(job.proposalId);
+    await sup.cancel(job.proposalId);
     await waitFor(() => (sup.runningCount === 0 ? true : undefined), 'the exit');
     // Served from the kept final state; the database still says running.
-    expect(sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', cancelRequested: true });
+    expect(await sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', cancelRequested: true });
     expect(new JobsRepo(db).get(job.proposalId)).toMatchObject({ state: 'running' });
   } finally {
     db.pragma('query_only = OFF');
@@ -129,9 +134,9 @@ it('recovers jobs a previous run left running: marked lost once, with a failure 
 
 it('holds the cap: a start past maxRunning is refused, nothing spawned', async () => {
   const sup = supervisor(fixture('forever.mjs'), { maxRunning: 1 });
-  const job = sup.start(REQ);
-  expect(() => sup.start(REQ)).toThrow(/running|cap|capacity/i);
+  const job = await sup.start(REQ);
+  await expect(sup.start(REQ)).rejects.toThrow(/running|cap|capacity/i);
   expect(sup.startedCount).toBe(1);
   await sup.stopAll(200);
-  expect(sup.get(job.proposalId)?.state).toBe('exited failed');
+  expect((await sup.get(job.proposalId))?.state).toBe('exited failed');
 });

@@ -19,8 +19,8 @@ export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
     tag: 'Generation',
     query: JobsQuery,
     answers: { 200: { description: 'Jobs.', schema: z.array(Job) }, 422: { description: 'Bad filter.', schema: ErrorBody } },
-    handler: ({ res, query }) => {
-      res.json(supervisor.list(query.limit, query.state));
+    handler: async ({ res, query }) => {
+      res.json(await supervisor.list(query.limit, query.state));
     },
   });
 
@@ -37,9 +37,9 @@ export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
       400: { description: 'Malformed id.', schema: ErrorBody },
       404: { description: 'Unknown job.', schema: ErrorBody },
     },
-    handler: ({ res, params }) => {
+    handler: async ({ res, params }) => {
       const id = checkId('proposal_id', params.proposalId);
-      const job = supervisor.get(id);
+      const job = await supervisor.get(id);
       if (!job) throw new UnknownJobError(id);
       res.json(job);
     },
@@ -60,9 +60,9 @@ export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
       404: { description: 'Unknown job.', schema: ErrorBody },
       422: { description: 'Unknown severity, bad sinceId, or limit outside 1..500.', schema: ErrorBody },
     },
-    handler: ({ res, params, query }) => {
+    handler: async ({ res, params, query }) => {
       const id = checkId('proposal_id', params.proposalId);
-      if (!supervisor.get(id)) throw new UnknownJobError(id);
+      if (!(await supervisor.get(id))) throw new UnknownJobError(id);
       sendEventList(bus, res, { ...filterOf(query), proposalId: id }, query);
     },
   });
@@ -81,8 +81,8 @@ export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
       404: { description: 'Unknown job.', schema: ErrorBody },
       409: { description: 'The job is not running.', schema: ErrorBody },
     },
-    handler: ({ res, params }) => {
-      res.status(202).json(supervisor.cancel(checkId('proposal_id', params.proposalId)));
+    handler: async ({ res, params }) => {
+      res.status(202).json(await supervisor.cancel(checkId('proposal_id', params.proposalId)));
     },
   });
 }

@@ -191,7 +191,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
 
 async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
   const now = Date.now();
-  const byState = { running: 0, 'exited ok': 0, 'exited failed': 0, lost: 0, ...d.supervisor.countsByState() };
+  const byState = { running: 0, 'exited ok': 0, 'exited failed': 0, lost: 0, ...(await d.supervisor.countsByState()) };
   return {
     version: APP_VERSION,
     startedAt: d.startedAt.toISOString(),
@@ -201,7 +201,7 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
       maxRunning: d.config.jobs.maxRunning,
       startedSinceStart: d.supervisor.startedCount,
       byState,
-      recent: d.supervisor.list(STATUS_RECENT_JOBS),
+      recent: await d.supervisor.list(STATUS_RECENT_JOBS),
       priority: d.supervisor.priority.stats(),
       backpressure: d.supervisor.gate.stats(),
     },

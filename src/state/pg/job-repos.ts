@@ -93,6 +93,19 @@ export function pgJobs(x: Exec): JobStore {
       instanceId === undefined ? select(`WHERE state = 'running'`, []) : select(`WHERE state = 'running' AND instance_id = $1`, [instanceId]),
     countsByState: async () =>
       Object.fromEntries((await x.q<{ state: string; n: number }>('SELECT state, count(*) AS n FROM jobs GROUP BY state')).rows.map((r) => [r.state, r.n])),
+    lineCounts: async (proposalId) => {
+      // Details read `<proposal id> stdout|stderr <n>: …`; proposal ids are `gen_<hex>`, safe in a pattern.
+      const rows = (
+        await x.q<{ source: string; n: number }>(
+          `SELECT m[1] AS source, max(m[2]::bigint) AS n
+           FROM (SELECT regexp_match((data::json)->>'detail', '^' || $1 || ' (stdout|stderr) ([0-9]+)') AS m FROM events WHERE scope = 'engine/generation') t
+           WHERE m IS NOT NULL GROUP BY m[1]`,
+          [proposalId],
+        )
+      ).rows;
+      const of = (source: string) => Number(rows.find((r) => r.source === source)?.n ?? 0);
+      return { stdoutLines: of('stdout'), stderrLines: of('stderr') };
+    },
     markLost: async (instanceId, endedAt) =>
       (
         await x.q<JobRow>(`UPDATE jobs SET state = 'lost', exit_reason = 'lost', ended_at = $1 WHERE instance_id = $2 AND state = 'running' RETURNING ${JOB_COLS}`, [
