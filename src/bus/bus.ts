@@ -15,16 +15,13 @@
  */
 import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
 import { EventJson } from './event-json.js';
+import type { Bus, BusSubscriber } from './bus-api.js';
 import type { EventRow, EventStore } from './event-store.js';
 import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
 export { STORE_OUTAGE_SCOPE, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
-/**
- * A consumer of stored events (the event stream hub). Receives each flush's rows, ids
- * ascending; the array is shared: never modify it. Must not throw and must not block.
- */
-export type BusSubscriber = (batch: readonly EventRow[]) => void;
+export type { Bus, BusSubscriber } from './bus-api.js';
 
 /**
  * Told of every event counted as published (`+1`), and of one withdrawn before it was stored
@@ -63,7 +60,8 @@ const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
 /** A queued event: its row, as it will be stored. */
 export type Pending = EventRow;
 
-export class EventBus {
+/** The bus on the embedded SQLite state database (see the module's comment). */
+export class EventBus implements Bus {
   private pending: Pending[] = [];
   private flushScheduled = false;
   private readonly subscribers = new Set<BusSubscriber>();

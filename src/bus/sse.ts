@@ -9,7 +9,7 @@
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import type { EventBus } from './bus.js';
+import type { Bus } from './bus.js';
 import { filterKey, passes, type EventFilter } from './event.js';
 import type { EventRow } from './event-store.js';
 import { RecentEvents, type RecentEventsStats } from './recent-events.js';
@@ -56,7 +56,7 @@ export class SseHub {
 
   /** @param retention CONSOLE_EVENT_RETENTION: no more events than the database keeps are replayed from memory. */
   constructor(
-    private readonly bus: EventBus,
+    private readonly bus: Bus,
     private readonly options: SseOptions,
     retention: number,
   ) {
@@ -148,7 +148,7 @@ class SseClient {
 
   constructor(
     private readonly res: ServerResponse,
-    private readonly bus: EventBus,
+    private readonly bus: Bus,
     private readonly recent: RecentEvents,
     readonly filter: EventFilter,
     private readonly options: SseOptions,
@@ -174,7 +174,7 @@ class SseClient {
     let cursor = sinceId;
     while (!this.closed) {
       // From memory while the resume point is recent enough; the database's pages are the same.
-      const rows = this.recent.after(cursor, REPLAY_PAGE, this.filter, headId) ?? this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId);
+      const rows = this.recent.after(cursor, REPLAY_PAGE, this.filter, headId) ?? (await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId));
       if (rows.length > 0) {
         let frames = '';
         for (const r of rows) frames += frameOf(r);

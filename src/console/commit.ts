@@ -5,6 +5,7 @@
  * commit together or not at all").
  */
 import type { EventBus, StagedEvents } from '../bus/bus.js';
+import { eventDraft } from '../bus/cluster-bus.js';
 import type { BusEvent, EventInput } from '../bus/event.js';
 import type { StateStore, StateTx } from '../state/state-store.js';
 
@@ -61,6 +62,30 @@ export class SqliteCommitter implements StateCommitter {
       if (staged) this.bus.settle(staged, false);
       throw err;
     }
+  }
+}
+
+/**
+ * The committer of the shared PostgreSQL store (cluster.md, Events): the write's events are
+ * appended last in its transaction (the log's sequencer is held from the append to the commit),
+ * so their ids are assigned in commit order across instances; once committed, the bus is woken
+ * to deliver them, and `onCommitted` tells the other instances that console state changed.
+ */
+export class SharedCommitter implements StateCommitter {
+  constructor(
+    readonly store: StateStore,
+    private readonly bus: { wake(): void },
+    private readonly onCommitted: () => void = () => {},
+  ) {}
+
+  async commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }> {
+    const out = await this.store.transaction(async (tx) => {
+      const w = await write(tx);
+      return { result: w.result, events: await tx.events.append(w.events.map(eventDraft)) };
+    });
+    this.bus.wake();
+    this.onCommitted();
+    return out;
   }
 }
 

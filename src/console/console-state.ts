@@ -39,6 +39,32 @@ export class ConsoleState {
   ) {}
 
   /**
+   * Reads the take states and memory toggles again, which feed the engine store's answers
+   * (cluster mode: another instance changed them). Calls made while one runs share it, then
+   * run once more, so the last change is always read.
+   */
+  reload(): Promise<void> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    this.reloading = (async () => {
+      try {
+        do {
+          this.reloadAgain = false;
+          await Promise.all([this.takes.reload(), this.memory.reload()]);
+        } while (this.reloadAgain);
+      } finally {
+        this.reloading = undefined;
+      }
+    })();
+    return this.reloading;
+  }
+
+  private reloading: Promise<void> | undefined;
+  private reloadAgain = false;
+
+  /**
    * Loads the recorded take states and toggles from the state store (migrated, with its bounds
    * on clicks and workspace reports) and builds the console's services over it.
    * @throws the state store's errors (src/state/errors.ts).

@@ -21,6 +21,19 @@ export class MemoryToggles implements MemoryToggleSource {
     return new MemoryToggles(state, await state.store.memoryToggles.all());
   }
 
+  /**
+   * Reads the toggles again (cluster mode: another instance recorded one); the version changes
+   * when they did. @throws the state store's errors (nothing is changed then).
+   */
+  async reload(): Promise<void> {
+    const fresh = await this.state.store.memoryToggles.all();
+    const same = fresh.size === this.current.size && [...fresh].every(([id, on]) => this.current.get(id) === on);
+    if (same) return;
+    this.current.clear();
+    for (const [id, on] of fresh) this.current.set(id, on);
+    this.changes++;
+  }
+
   /** @inheritdoc Changes on every toggle. */
   version(): number {
     return this.changes;

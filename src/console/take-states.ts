@@ -74,6 +74,25 @@ export class TakeStateBook implements TakeStateSource {
     return book;
   }
 
+  /**
+   * Reads every take state again (cluster mode: another instance recorded an action). Projects
+   * whose states changed get a new version, so the engine store's answers follow.
+   * @throws the state store's errors (the mirror is then unchanged).
+   */
+  async reload(): Promise<void> {
+    const fresh = new Map<string, Map<string, TakeStateRecord>>();
+    for (const r of await this.state.store.takeStates.all()) {
+      let takes = fresh.get(r.projectId);
+      if (!takes) fresh.set(r.projectId, (takes = new Map()));
+      takes.set(r.takeId, r);
+    }
+    for (const projectId of new Set([...fresh.keys(), ...this.byProject.keys()])) {
+      if (!sameStates(fresh.get(projectId), this.byProject.get(projectId))) this.versions.set(projectId, this.version(projectId) + 1);
+    }
+    this.byProject.clear();
+    for (const [projectId, takes] of fresh) this.byProject.set(projectId, takes);
+  }
+
   /** @inheritdoc Changes on every recorded action of the project. */
   version(projectId: string): number {
     return this.versions.get(projectId) ?? 0;
@@ -157,4 +176,14 @@ export class TakeStateBook implements TakeStateSource {
     if (!takes) this.byProject.set(r.projectId, (takes = new Map()));
     takes.set(r.takeId, r);
   }
+}
+
+/** Whether two projects' take states are the same. */
+function sameStates(a: ReadonlyMap<string, TakeStateRecord> | undefined, b: ReadonlyMap<string, TakeStateRecord> | undefined): boolean {
+  if ((a?.size ?? 0) !== (b?.size ?? 0)) return false;
+  for (const [takeId, x] of a ?? []) {
+    const y = b?.get(takeId);
+    if (!y || y.primary !== x.primary || y.circled !== x.circled || y.rejected !== x.rejected || y.shotId !== x.shotId) return false;
+  }
+  return true;
 }

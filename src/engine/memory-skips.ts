@@ -3,7 +3,7 @@
  * the whole list; it is reported instead, as a broken project is (store.ts), by one warning
  * event in scope `engine/memory` and one log line, again only when its reason changes.
  */
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
 import { missingFieldReason } from './errors.js';
 import type { SkippedMemoryEntry } from './store-reads.js';
 
@@ -12,7 +12,7 @@ export class MemorySkipReporter {
   private readonly reported = new Map<string, string>();
 
   constructor(
-    private readonly bus: Pick<EventBus, 'publish'>,
+    private readonly bus: Pick<Bus, 'publish'>,
     private readonly log: (fields: Record<string, unknown>, message: string) => void,
   ) {}
 

@@ -5,7 +5,7 @@
  * `projects/` that cannot be listed, are reported once each by a warning event (scope
  * `engine/projects`) and a log line, again only when their reason changes.
  */
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
 import type { SynthesisRunner } from './runner.js';
 import type { CachedBody } from './answer-cache.js';
 import { missingFieldReason } from './errors.js';
@@ -23,7 +23,7 @@ export interface ListedProjects {
 export interface ProjectListOptions {
   readonly access: StoreAccess;
   readonly runner: SynthesisRunner;
-  readonly bus: EventBus;
+  readonly bus: Bus;
   /** A nonce of this instance, in every ETag (answers of another run never match). */
   readonly nonce: string;
   readonly log: (fields: Record<string, unknown>, message: string) => void;

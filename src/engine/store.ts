@@ -17,7 +17,7 @@
  * project list and its warnings (project-list.ts), the memory entries (memory-entries.ts).
  */
 import { randomBytes } from 'node:crypto';
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
 import type { SynthesisRunner } from './runner.js';
 import { AnswerCache, type CachedBody } from './answer-cache.js';
 import { LegacyProjectError, MissingCanonicalFieldError, NotFoundError, unknownProject, StoreReadTimeoutError } from './errors.js';
@@ -50,7 +50,7 @@ export interface EngineStoreOptions {
   /** The store's real root and the bounds of its files (src/engine/read-store-file.ts). */
   readonly access: StoreAccess;
   readonly runner: SynthesisRunner;
-  readonly bus: EventBus;
+  readonly bus: Bus;
   /** Bound on cached body bytes; least recently used entries are evicted past it. */
   readonly cacheMaxBytes: number;
   readonly takeStates?: TakeStateSource;
@@ -66,7 +66,7 @@ export class EngineStore {
   /** The store's real root and the bounds of its files: every read of the store goes through it. */
   readonly access: StoreAccess;
   private readonly runner: SynthesisRunner;
-  private readonly bus: EventBus;
+  private readonly bus: Bus;
   private readonly takeStates: TakeStateSource;
   private readonly nonce = randomBytes(4).toString('hex');
   private readonly watcher: StoreWatcher | null;

@@ -13,6 +13,7 @@
 import type { ConsoleErrorCode } from '../console/decision.js';
 import type { EngineErrorCode } from '../engine/errors.js';
 import { ServiceError, type ServiceErrorLike } from '../errors/index.js';
+import type { ClusterErrorCode } from '../cluster/errors.js';
 import type { MainErrorCode } from '../main/config.js';
 import type { ProcessErrorCode } from '../process/errors.js';
 import type { StateErrorCode } from '../state/errors.js';
@@ -50,7 +51,16 @@ export type HttpErrorCode =
   | 'internal';
 
 /** Every code the service raises: each folder's, and the HTTP layer's. */
-export type ErrorCode = EngineErrorCode | SupervisorErrorCode | ProcessErrorCode | TerminalErrorCode | StateErrorCode | ConsoleErrorCode | MainErrorCode | HttpErrorCode;
+export type ErrorCode =
+  | EngineErrorCode
+  | SupervisorErrorCode
+  | ProcessErrorCode
+  | TerminalErrorCode
+  | StateErrorCode
+  | ConsoleErrorCode
+  | ClusterErrorCode
+  | MainErrorCode
+  | HttpErrorCode;
 
 /** One element of a 422 validation detail. `loc` starts with `body`, `query` or `path`. */
 export interface ValidationIssue {
@@ -223,7 +233,8 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   config_invalid: { status: 500, internal: true, means: 'A bad configuration value (stops start-up).' },
   startup_guard_failed: { status: 500, internal: true, means: 'A start-up guard failed (stops start-up).' },
   state_db_open_failed: { status: 500, internal: true, means: 'The state database cannot be opened (stops start-up).' },
-  // 502, 503, 507, 508
+  instance_id_in_use: { status: 500, internal: true, means: 'Cluster mode: another live instance heartbeats under CONSOLE_INSTANCE_ID (stops start-up).' },
+  // 502, 503, 504, 507, 508
   upstream_unreachable: { status: 502, means: 'SERVICE_WRITE_UPSTREAM could not be reached, or cut the connection before answering.' },
   job_capacity: { status: 503, means: 'The cap on running generation jobs (CONSOLE_MAX_RUNNING_JOBS) is reached; no process was started.', headers: retryAfter },
   store_read_timeout: { status: 503, means: 'Reading the store took longer than CONSOLE_STORE_READ_TIMEOUT_MS; nothing was cached.', headers: retryAfter },
@@ -239,6 +250,10 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   terminal_program_missing: { status: 503, means: 'The terminal program (TTYD_BIN) cannot be found or is not executable.' },
   terminal_ports_exhausted: { status: 503, means: 'Every port of CONSOLE_TTYD_PORTS is taken.' },
   terminal_start_failed: { status: 503, means: 'The terminal program was refused by the operating system (the errno ends the detail), exited during start-up, or the service is stopping.' },
+  cancel_not_acknowledged: {
+    status: 504,
+    means: 'Cluster mode: the instance that runs the job did not acknowledge the routed cancel within 5 s; the cancel stays recorded and is carried out when that instance can.',
+  },
   state_db_full: { status: 507, means: 'The state database has no space left on its disk: nothing was stored.' },
   proxy_loop: { status: 508, means: 'SERVICE_WRITE_UPSTREAM forwards back to this service.' },
 };

@@ -348,12 +348,16 @@ export class Api {
         answers[507] ??= { description: 'The state database has no space left on its disk (`state_db_full`): nothing was stored.', schema: ErrorBody };
         answers[503] ??= {
           description:
-            'The state database is busy (`state_db_busy`, with Retry-After), read-only or failing (`state_db_unavailable`): nothing was stored; or the service is shutting down (`shutting_down`).',
+            'The state database is busy (`state_db_busy`, with Retry-After), read-only or failing (`state_db_unavailable`), or in cluster mode cannot be reached (`state_db_unreachable`, with Retry-After): nothing was stored; or the service is shutting down (`shutting_down`).',
           schema: ErrorBody,
         };
       }
       // Every operation: a request that comes during the shutdown (shutdown-gate.ts).
-      answers[503] ??= { description: 'The service is shutting down (`shutting_down`); the connection is closed.', schema: ErrorBody };
+      answers[503] ??= {
+        description:
+          'The service is shutting down (`shutting_down`); the connection is closed. In cluster mode, a read of console state, jobs or events while the PostgreSQL database cannot be reached (`state_db_unreachable`, with Retry-After).',
+        schema: ErrorBody,
+      };
       if (s.method !== 'get' && s.localOnly !== true) {
         // Only with SERVICE_WRITE_UPSTREAM set: this operation is forwarded (write-proxy.ts).
         answers[502] ??= { description: 'Only with SERVICE_WRITE_UPSTREAM set: the upstream could not be reached, or cut the connection before answering (`upstream_unreachable`).', schema: ErrorBody };

@@ -151,6 +151,19 @@ export interface Config {
    * trailing dot), alone (any port) or with `:port` (that port only). Empty when unset.
    */
   readonly allowedHosts: readonly string[];
+  /** Cluster mode (shared/design/cluster.md): several instances on one PostgreSQL. */
+  readonly cluster: {
+    /** CONSOLE_DATABASE_URL: the PostgreSQL state store; null (unset or blank): the embedded SQLite database. */
+    readonly databaseUrl: string | null;
+    /** CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: how long start-up waits for an unreachable server. */
+    readonly connectTimeoutMs: number;
+    /** CONSOLE_INSTANCE_ID; null: `<host name>:<port>`, known once the service listens. */
+    readonly instanceId: string | null;
+    /** CONSOLE_INSTANCE_TIMEOUT_MS: an instance whose heartbeat is older is dead. */
+    readonly instanceTimeoutMs: number;
+    /** CONSOLE_HELD_EVENTS_MAX: events held in memory while the database is away. */
+    readonly heldEventsMax: number;
+  };
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
   /** LOG_FORMAT: `json` (one JSON object a line) or `pretty` (pino-pretty, for people). */
@@ -223,7 +236,7 @@ const url = z
  * child and names where this service's writes go; CONSOLE_RECORD_ANSWERS_DIR, this service's
  * own recording of its answers.
  */
-export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM', 'CONSOLE_RECORD_ANSWERS_DIR'];
+export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM', 'CONSOLE_RECORD_ANSWERS_DIR', 'CONSOLE_DATABASE_URL'];
 
 /**
  * One CONSOLE_ALLOWED_HOSTS entry in its canonical form, as {@link Config.allowedHosts} holds
@@ -354,13 +367,23 @@ const envSchema = z.object({
     .string()
     .transform((s, ctx) => parseAllowedHosts(s, ctx))
     .default([]),
+  // Blank means unset; the URL itself is checked when the store opens, with a message naming it.
+  CONSOLE_DATABASE_URL: z.string().trim().optional(),
+  CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: int(0, 600_000).default(10_000),
+  CONSOLE_INSTANCE_ID: z
+    .string()
+    .trim()
+    .regex(/^([A-Za-z0-9][A-Za-z0-9._:@-]{0,127})?$/, 'expected 1-128 letters, digits and . _ : @ - (starting with a letter or digit)')
+    .optional(),
+  CONSOLE_INSTANCE_TIMEOUT_MS: int(2000, 3_600_000).default(10_000),
+  CONSOLE_HELD_EVENTS_MAX: int(1000, 100_000_000).default(100_000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),
   CONSOLE_RECORD_ANSWERS_DIR: z.string().trim().optional(),
 });
 
 /** Variables whose value is never shown, not even in the start-up line. */
-const SECRET_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN'];
+const SECRET_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'CONSOLE_DATABASE_URL'];
 
 /**
  * The variables of `env` whose parsed value differs from the default's, with the value as
@@ -448,6 +471,13 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       clicksPerProject: e.CONSOLE_CLICKS_PER_PROJECT,
       clicksMaxTotal: e.CONSOLE_CLICKS_MAX_TOTAL,
       workspaceReportMaxBytes: e.CONSOLE_WORKSPACE_REPORT_MAX_BYTES,
+    },
+    cluster: {
+      databaseUrl: e.CONSOLE_DATABASE_URL ? e.CONSOLE_DATABASE_URL : null,
+      connectTimeoutMs: e.CONSOLE_DATABASE_CONNECT_TIMEOUT_MS,
+      instanceId: e.CONSOLE_INSTANCE_ID ? e.CONSOLE_INSTANCE_ID : null,
+      instanceTimeoutMs: e.CONSOLE_INSTANCE_TIMEOUT_MS,
+      heldEventsMax: e.CONSOLE_HELD_EVENTS_MAX,
     },
     cors: { origins },
     allowedHosts: e.CONSOLE_ALLOWED_HOSTS,

@@ -8,7 +8,7 @@
  * the store.
  */
 import fs from 'node:fs';
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
 import type { Db } from '../state/db.js';
 import type { PoolStats } from '../workers/pool.js';
 
@@ -35,9 +35,8 @@ export interface ReadinessSources {
   readonly dataDir: string;
   /** DISPATCH_CLI. */
   readonly dispatchCli: string;
-  readonly db: Db;
-  /** Its `storeOutage` says whether events fail to be stored (a full disk, I/O errors). */
-  readonly bus: Pick<EventBus, 'storeOutage'>;
+  /** The state database's check: {@link checkSqlite}, or cluster mode's (the database answers). */
+  readonly stateDatabase: () => ReadinessCheck | Promise<ReadinessCheck>;
   readonly poolStats: () => PoolStats;
 }
 
@@ -47,7 +46,7 @@ export class Readiness {
   /** Runs every check (never throws). */
   async check(): Promise<ReadinessReport> {
     const s = this.sources;
-    const checks: ReadinessCheck[] = [await checkStore(s.dataDir), await checkTool(s.dispatchCli), checkDatabase(s.db, s.bus), checkWorkers(s.poolStats())];
+    const checks: ReadinessCheck[] = [await checkStore(s.dataDir), await checkTool(s.dispatchCli), await s.stateDatabase(), checkWorkers(s.poolStats())];
     return { ready: checks.every((c) => c.ok), checks };
   }
 }
@@ -79,9 +78,13 @@ async function checkTool(file: string): Promise<ReadinessCheck> {
  * went read-only), and events are being stored (not held after a refused write: a full disk,
  * an I/O error). The lock is tried without waiting, so a poll never holds the event loop.
  */
-function checkDatabase(db: Db, bus: Pick<EventBus, 'storeOutage'>): ReadinessCheck {
-  const outage = bus.storeOutage;
-  if (outage !== null) return { name: 'stateDatabase', ok: false, detail: `events cannot be stored since ${outage.since} (${outage.held} held): ${outage.error}` };
+/**
+ * The embedded SQLite database's check: events are stored (`bus.storeOutage`), and the
+ * database takes a write now (a write lock taken and given back at once).
+ */
+export function checkSqlite(db: Db, bus: Pick<Bus, 'storeOutage'>): ReadinessCheck {
+  const outage = outageCheck(bus);
+  if (outage) return outage;
   if (!db.open) return { name: 'stateDatabase', ok: false, detail: `${db.name} is closed` };
   const timeout = db.pragma('busy_timeout', { simple: true }) as number;
   try {
@@ -98,6 +101,12 @@ function checkDatabase(db: Db, bus: Pick<EventBus, 'storeOutage'>): ReadinessChe
 }
 
 /** The worker pool (synthesis and every read of the store) has threads. */
+/** A failing check while the bus cannot store events, else null. */
+export function outageCheck(bus: Pick<Bus, 'storeOutage'>): ReadinessCheck | null {
+  const outage = bus.storeOutage;
+  return outage === null ? null : { name: 'stateDatabase', ok: false, detail: `events cannot be stored since ${outage.since} (${outage.held} held): ${outage.error}` };
+}
+
 function checkWorkers(stats: PoolStats): ReadinessCheck {
   const detail = `${stats.threads} of ${stats.maxThreads} worker threads up`;
   return { name: 'workers', ok: stats.threads > 0, detail };

@@ -5,10 +5,12 @@
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { EventBus } from '../bus/bus.js';
-import { ConsoleState, SqliteCommitter, WORKSPACE_REPORTS_KEPT } from '../console/index.js';
+import { CANCEL_ACK_CHANNEL, CANCEL_CHANNEL, RoutedCancels, type JobCanceller } from '../cluster/cancel-routing.js';
+import { Membership } from '../cluster/membership.js';
+import { ConsoleState } from '../console/index.js';
 import type { TakeFile } from '../console/take-states.js';
 import { SseHub } from '../bus/sse.js';
 import { storeAccess } from '../engine/read-store-file.js';
@@ -22,12 +24,9 @@ import { WriteProxy } from '../http/write-proxy.js';
 import type { AppDeps } from '../http/routes/deps.js';
 import { ServiceMetrics } from '../metrics/index.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
-import { Checkpointer } from '../state/checkpointer.js';
-import { openStateDb, type Db } from '../state/db.js';
-import { EventLog } from '../state/event-log.js';
-import { SqliteStateStore } from '../state/sqlite-state-store.js';
+import type { Db } from '../state/db.js';
 import { ProcTable } from '../process/index.js';
-import { Supervisor } from '../supervisor/index.js';
+import { GENERATION_SCOPE, Supervisor } from '../supervisor/index.js';
 import { TerminalManager } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
 import { WORKER_FILES } from './paths.js';
@@ -35,6 +34,7 @@ import { APP_VERSION, ConfigError, type Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 import { Readiness } from './readiness.js';
+import { LOCAL_INSTANCE_ID, openStateBackend } from './state-backend.js';
 
 export interface ServiceOptions {
   /** Registries checked by the start-up guards; tests inject their own. */
@@ -53,7 +53,8 @@ export interface Service {
   readonly deps: AppDeps;
   /** Every declared route (`api.routes`), as served and documented. */
   readonly api: Api;
-  readonly db: Db;
+  /** The embedded SQLite database; null in cluster mode. */
+  readonly db: Db | null;
   close(): Promise<void>;
 }
 
@@ -80,24 +81,33 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log.warn({ dispatchCli: config.dispatchCli }, `the dispatch tool ${config.dispatchCli} (DISPATCH_CLI) does not exist: generation requests answer 500 until it does (npm run build makes the default one)`);
   }
 
-  const db = openStateDb(config.stateDbPath);
-  const cleanup: (() => unknown)[] = [() => db.close()];
-  const checkpointer = new Checkpointer(config.stateDbPath, WORKER_FILES.checkpoint);
-  cleanup.unshift(() => checkpointer.stop());
+  // Made first, so the counters start with the start-up recovery.
+  const metrics = new ServiceMetrics();
+  // The embedded database has one instance, whatever its port: its jobs are found again after a restart.
+  const instanceId = config.cluster.databaseUrl === null ? LOCAL_INSTANCE_ID : (config.cluster.instanceId ?? defaultInstanceId(config.port));
+  const backend = await openStateBackend(config, { metrics, log, instanceId });
+  const { bus, db } = backend;
+  const cleanup: (() => unknown)[] = [() => backend.close()];
   try {
-    // Made first, so the counters start with the start-up recovery.
-    const metrics = new ServiceMetrics();
-    // One event log: the bus's and the state store's ids come from it.
-    const eventLog = new EventLog(db, config.events.retention);
-    const bus = new EventBus(eventLog, {
-      onCount: metrics.countEvent,
-      // While the state database refuses events (disk full…), they are held and retried: the
-      // log is where an operator sees it happen.
-      onStoreState: (state, outage) =>
-        state === 'recovered'
-          ? log.warn({ outage, stateDb: config.stateDbPath }, 'state database stores events again')
-          : log.error({ outage, stateDb: config.stateDbPath }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them'),
-    });
+    // Cluster mode: this instance joins before anything of its own is recovered, so a second
+    // process under a live instance's id stops here, before it kills that instance's jobs.
+    const membership =
+      backend.kind === 'postgres'
+        ? new Membership(backend.store, bus, {
+            id: instanceId,
+            address: `http://${hostForUrl(config.host)}:${config.port}`,
+            version: APP_VERSION,
+            timeoutMs: config.cluster.instanceTimeoutMs,
+            streamClients: () => sse.size,
+            onJudged: (dead, jobs, terminals) => log.warn({ instance: dead, jobs, terminals }, 'instance stopped beating: its running jobs were marked lost and its terminals ended'),
+            onConnection: (connected, err) =>
+              connected ? log.warn({ instance: instanceId }, 'state database reachable again') : log.error({ instance: instanceId, err: (err as Error | undefined)?.message }, 'state database unreachable: heartbeats fail'),
+          })
+        : null;
+    if (membership) {
+      await membership.join();
+      cleanup.unshift(() => membership.stop());
+    }
     // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop.
     // The worker threads are made first: they load their modules while the rest is built, and
     // the recoveries below wait for them side by side, not one after the other.
@@ -109,16 +119,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
     const sweep = { maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs };
-    const stateStore = new SqliteStateStore(db, {
-      instanceId: INSTANCE_ID,
-      eventRetention: config.events.retention,
-      clicksPerProject: config.consoleState.clicksPerProject,
-      clicksMaxTotal: config.consoleState.clicksMaxTotal,
-      workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
-      eventLog,
-    });
-    const supervisor = new Supervisor(bus, stateStore, procs, {
-      instanceId: INSTANCE_ID,
+    const supervisor = new Supervisor(bus, backend.store, procs, {
+      instanceId,
       dispatchCli: config.dispatchCli,
       childEnv: config.childEnv,
       maxRunning: config.jobs.maxRunning,
@@ -138,7 +140,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const access = storeAccess(config.dataDir, config.store);
     // The console's recorded take states and memory toggles feed the engine store's answers;
     // take actions read their take file through the store (`store` is set before any request).
-    const consoleState = await ConsoleState.open(new SqliteCommitter(stateStore, bus), {
+    const consoleState = await ConsoleState.open(backend.committer, {
       readTakeFile: (projectId: string, takeId: string): Promise<TakeFile> => store.readTakeFile(projectId, takeId),
       registries: opts.registries ?? SHIPPED_REGISTRIES,
       workspaceReportMaxBytes: config.consoleState.workspaceReportMaxBytes,
@@ -182,8 +184,56 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     const leftovers = await terminals.killLeftovers();
     if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
-    const readiness = new Readiness({ dataDir: config.dataDir, dispatchCli: config.dispatchCli, db, bus, poolStats: () => pool.stats() });
-    const deps: AppDeps = { config, bus, sse, store, supervisor, pool, terminals, guards, startedAt: new Date(), metrics, writeProxy, console: consoleState, checkpointer, readiness };
+    const readiness = new Readiness({ dataDir: config.dataDir, dispatchCli: config.dispatchCli, stateDatabase: () => backend.readiness(), poolStats: () => pool.stats() });
+    // Cluster mode: another instance's console write changes the take states and toggles the
+    // engine store's answers carry.
+    backend.onConsoleChanged(() => {
+      consoleState.reload().catch((err: Error) => log.warn({ err: err.message }, 'console state not read again: the state database refused'));
+    });
+    const shared = backend.shared;
+    if (shared) {
+      // What another instance's job wrote is not seen by this instance's watcher when the store
+      // is a network share: the project is read again once that job's exit event arrives.
+      bus.subscribe((batch) => {
+        for (const r of batch) {
+          if (r.scope !== GENERATION_SCOPE || !r.proposalId || supervisor.runsHere(r.proposalId) || !r.data.includes('"summary":"dispatch_cli exited')) continue;
+          void backend.store.jobs
+            .get(r.proposalId)
+            .then((job) => {
+              if (job && job.instanceId !== instanceId) store.invalidateProject(job.projectId);
+            })
+            .catch(() => {});
+        }
+      });
+    }
+    // Cluster mode: cancels reach the instance that runs the job through the database.
+    let cancels: JobCanceller = supervisor;
+    if (shared) {
+      const routed = new RoutedCancels(supervisor, backend.store, { self: instanceId, notify: (ch, payload) => shared.notify(ch, payload) });
+      backend.listen(CANCEL_CHANNEL, (p) => routed.onCancel(p));
+      backend.listen(CANCEL_ACK_CHANNEL, (p) => routed.onAck(p));
+      cancels = routed;
+    }
+    await backend.start();
+    membership?.start();
+    const deps: AppDeps = {
+      config,
+      bus,
+      sse,
+      store,
+      supervisor,
+      cancels,
+      pool,
+      terminals,
+      guards,
+      startedAt: new Date(),
+      metrics,
+      writeProxy,
+      console: consoleState,
+      database: backend,
+      membership,
+      readiness,
+    };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
     const gate = new ShutdownGate();
     const { app, api, recorder } = createApp(deps, {
@@ -234,9 +284,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         // A worker stuck in a system call cannot be stopped: the wait for it is bounded.
         if (!(await pool.close(config.jobs.killGraceMs))) log.warn('worker threads still busy at shutdown');
         await procs.close(); // after the jobs and terminals ended: their sweeps are done
-        bus.close();
-        await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
-        db.close();
+        await membership?.stop();
+        await bus.close();
+        await backend.close();
         metrics.close();
         recorder?.close();
         log.info('stopped');
@@ -264,8 +314,18 @@ function checkStoreRoot(dir: string): void {
   if (!stat.isDirectory()) throw new ConfigError(`CONSOLE_DATA_DIR: ${dir} is not a folder: set it to the engine store's folder`);
 }
 
-/** The one instance of an embedded SQLite state database (cluster mode names its instances). */
-const INSTANCE_ID = 'local';
+/**
+ * CONSOLE_INSTANCE_ID's default (cluster.md): host name and port; with PORT=0 the port is not
+ * known yet, so the process id stands in for it.
+ */
+function defaultInstanceId(port: number): string {
+  return `${os.hostname()}:${port === 0 ? `pid${process.pid}` : port}`;
+}
+
+/** A host as it is written in a URL (IPv6 in brackets). */
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
 
 function isFile(file: string): boolean {
   try {

@@ -11,6 +11,7 @@ interface Row {
   version: string;
   started_at: string;
   heartbeat_at: string;
+  stream_clients: number;
 }
 
 /** A stored row as a record (shared with the PostgreSQL back end, whose rows are the same). */
@@ -20,6 +21,7 @@ export const instanceFromRow = (r: Row): InstanceRecord => ({
   version: r.version,
   startedAt: r.started_at,
   heartbeatAt: r.heartbeat_at,
+  streamClients: Number(r.stream_clients),
 });
 
 export class InstancesRepo {
@@ -31,24 +33,24 @@ export class InstancesRepo {
 
   constructor(db: Db) {
     this.registerStmt = db.prepare(
-      `INSERT INTO instances (id, address, version, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO instances (id, address, version, started_at, heartbeat_at, stream_clients) VALUES (?, ?, ?, ?, ?, 0)
        ON CONFLICT (id) DO UPDATE SET address = excluded.address, version = excluded.version,
-         started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
+         started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stream_clients = 0`,
     );
-    this.heartbeatStmt = db.prepare('UPDATE instances SET heartbeat_at = ? WHERE id = ?');
+    this.heartbeatStmt = db.prepare('UPDATE instances SET heartbeat_at = ?, stream_clients = ? WHERE id = ?');
     this.getStmt = db.prepare<[string], Row>('SELECT * FROM instances WHERE id = ?');
     this.listStmt = db.prepare<[], Row>('SELECT * FROM instances ORDER BY id');
     this.pruneStmt = db.prepare('DELETE FROM instances WHERE heartbeat_at < ?');
   }
 
   /** Records an instance as started (its heartbeat is its start). */
-  register(i: Omit<InstanceRecord, 'heartbeatAt'>): void {
+  register(i: Omit<InstanceRecord, 'heartbeatAt' | 'streamClients'>): void {
     this.registerStmt.run(i.id, i.address, i.version, i.startedAt, i.startedAt);
   }
 
   /** @returns false when the id is not registered. */
-  heartbeat(id: string, at: string): boolean {
-    return this.heartbeatStmt.run(at, id).changes === 1;
+  heartbeat(id: string, at: string, streamClients: number): boolean {
+    return this.heartbeatStmt.run(at, streamClients, id).changes === 1;
   }
 
   get(id: string): InstanceRecord | undefined {

@@ -197,4 +197,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN exit_reason TEXT;
   ALTER TABLE jobs ADD COLUMN exit_detail TEXT;
   `,
+  // 6: each instance's open event streams, written with its heartbeat (cluster.md, Operations).
+  `
+  ALTER TABLE instances ADD COLUMN stream_clients INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

@@ -8,7 +8,7 @@
  * IMMEDIATE` to its commit, so what runs inside it is only its own work, and ids are handed
  * out in commit order. The repositories' own transactions nest inside it as savepoints.
  */
-import type { BusEvent } from '../bus/event.js';
+import { proposalOf, type BusEvent } from '../bus/event.js';
 import { ClicksRepo } from './clicks-repo.js';
 import { openStateDb, type Db } from './db.js';
 import { DecisionsRepo } from './decisions-repo.js';
@@ -263,7 +263,7 @@ export class SqliteStateStore implements StateStore {
       },
       instances: {
         register: (i) => run(() => s.instances.register(i)),
-        heartbeat: (id, at) => run(() => s.instances.heartbeat(id, at)),
+        heartbeat: (id, at, streams) => run(() => s.instances.heartbeat(id, at, streams)),
         get: (id) => run(() => s.instances.get(id)),
         list: () => run(() => s.instances.list()),
         prune: (before) => run(() => s.instances.prune(before)),
@@ -291,7 +291,7 @@ export class SqliteStateStore implements StateStore {
       payload: d.payload,
     }));
     if (this.db.inTransaction) this.txEvents = true;
-    this.log.append(events.map((e) => ({ id: Number(e.id), severity: e.severity, scope: e.scope, data: JSON.stringify(e) })));
+    this.log.append(events.map((e, i) => ({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(drafts[i] as EventDraft), data: JSON.stringify(e) })));
     return events;
   }
 }

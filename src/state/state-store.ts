@@ -200,6 +200,8 @@ export interface EventDraft {
   readonly summary: string;
   readonly detail: string | null;
   readonly payload: Readonly<Record<string, unknown>>;
+  /** The proposal it is about; absent: `payload.proposal_id` when a string (bus/event.ts, proposalOf). */
+  readonly proposalId?: string;
 }
 
 /** The event log: ids global, strictly increasing in commit order; retention as today. */
@@ -231,14 +233,16 @@ export interface InstanceRecord {
   readonly version: string;
   readonly startedAt: string;
   readonly heartbeatAt: string;
+  /** Its open event streams at its last heartbeat. */
+  readonly streamClients: number;
 }
 
 /** The instances and their heartbeats. */
 export interface InstanceStore {
-  /** Records an instance as started now (replacing an earlier record of the id); heartbeat = startedAt. */
-  register(i: Omit<InstanceRecord, 'heartbeatAt'>): Promise<void>;
-  /** Moves the heartbeat; resolves false when the id is not registered. */
-  heartbeat(id: string, at: string): Promise<boolean>;
+  /** Records an instance as started now (replacing an earlier record of the id); heartbeat = startedAt, no streams. */
+  register(i: Omit<InstanceRecord, 'heartbeatAt' | 'streamClients'>): Promise<void>;
+  /** Moves the heartbeat and records the instance's open streams; resolves false when the id is not registered. */
+  heartbeat(id: string, at: string, streamClients: number): Promise<boolean>;
   get(id: string): Promise<InstanceRecord | undefined>;
   /** By id. */
   list(): Promise<InstanceRecord[]>;

@@ -3,7 +3,7 @@
  * line events on the bus, and the wait for them to drain after the exit, so a job's exit
  * event always follows its last line event.
  */
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
 import type { ExitFacts, SweepReport } from '../process/index.js';
 import { untilDrained } from './drain-watch.js';
 import { frameLines, framingMeter, type FramedLine, type LineTurns } from './frame-lines.js';
@@ -29,7 +29,7 @@ export interface OutputOptions {
  * @returns the exit facts and the leftover sweep's report, once the last line is published;
  *   never rejects.
  */
-export function superviseOutput(bus: EventBus, turns: LineTurns, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
+export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
   const { child } = job.proc;
   const max = options.lineMaxBytes;
   const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {

@@ -5,7 +5,8 @@
  * process carrying their job mark, wherever it went, swept until none is left), and each is
  * marked `lost` with a failure event.
  */
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
+import type { EventInput } from '../bus/event.js';
 import type { JobRecord } from '../state/jobs-repo.js';
 import type { JobStore } from '../state/state-store.js';
 import { sweepTree, type ProcTable, type SweepBounds } from '../process/index.js';
@@ -18,13 +19,13 @@ import { GENERATION_SCOPE, jobMark } from './running-job.js';
  * @returns the lost jobs' records, in their new state.
  * @throws the state database's error (start-up stops).
  */
-export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: EventBus, procs: ProcTable, sweep: SweepBounds): Promise<JobRecord[]> {
+export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: Bus, procs: ProcTable, sweep: SweepBounds): Promise<JobRecord[]> {
   const lost: JobRecord[] = [];
   const boot = await procs.bootTimeMs();
   for (const { instanceId: _owner, ...rec } of await jobs.running(instanceId)) {
     const killed = await killLostJob(procs, sweep, rec, boot);
     const endedAt = new Date().toISOString();
-    const { next, severity } = transition({ state: 'running' }, { kind: 'lost' });
+    const { next } = transition({ state: 'running' }, { kind: 'lost' });
     // Its lines were counted in the memory of the run that died: its stored events tell them.
     const counted = await jobs.lineCounts(rec.proposalId);
     const end = {
@@ -38,13 +39,7 @@ export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: E
       exitDetail: null,
     } as const;
     await jobs.finish(rec.proposalId, end);
-    bus.publish({
-      severity,
-      scope: GENERATION_SCOPE,
-      summary: `dispatch_cli lost pid=${rec.pid ?? 'unknown'}`,
-      detail: `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`,
-      payload: { proposal_id: rec.proposalId, pid: rec.pid },
-    });
+    bus.publish(lostJobEvent(rec, `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`));
     lost.push({ ...rec, ...end });
   }
   return lost;
@@ -55,6 +50,18 @@ export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: E
  * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
  * are. Its process group and the leader's tree are taken when they are still the job's.
  */
+/** The `dispatch_cli lost pid=N` failure event of a job marked lost (README, "Generation jobs"). */
+export function lostJobEvent(rec: Pick<JobRecord, 'proposalId' | 'pid'>, detail: string): EventInput {
+  const { severity } = transition({ state: 'running' }, { kind: 'lost' });
+  return {
+    severity,
+    scope: GENERATION_SCOPE,
+    summary: `dispatch_cli lost pid=${rec.pid ?? 'unknown'}`,
+    detail,
+    payload: { proposal_id: rec.proposalId, pid: rec.pid },
+  };
+}
+
 async function killLostJob(procs: ProcTable, sweep: SweepBounds, rec: JobRecord, boot: number | null): Promise<number> {
   if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
   const leader = rec.pid !== null && (await groupOfJob(procs, rec.pid, rec.argv)) ? rec.pid : null;

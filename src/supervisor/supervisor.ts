@@ -9,7 +9,7 @@
  * previous run are recovered by lost-jobs.ts.
  */
 import { randomBytes } from 'node:crypto';
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/jobs-repo.js';
 import type { StateStore } from '../state/state-store.js';
 import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
@@ -83,7 +83,7 @@ export class Supervisor {
 
   /** @param procs the process worker that scans and signals the jobs' trees. */
   constructor(
-    private readonly bus: EventBus,
+    private readonly bus: Bus,
     private readonly state: StateStore,
     private readonly procs: ProcTable,
     private readonly options: SupervisorOptions,
@@ -267,6 +267,11 @@ export class Supervisor {
   /** Jobs by state over the whole history in the state database. */
   countsByState(): Promise<Record<string, number>> {
     return this.state.jobs.countsByState();
+  }
+
+  /** Whether the job runs on this instance now. */
+  runsHere(proposalId: string): boolean {
+    return this.running.has(proposalId);
   }
 
   /** Running jobs with live figures. */

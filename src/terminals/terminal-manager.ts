@@ -23,7 +23,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import type { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus.js';
 import { unknownProject } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
 import { projectDir } from '../engine/project-file.js';
@@ -155,7 +155,7 @@ export class TerminalManager {
 
   /** @param procs the process worker that scans and signals the terminals' trees. */
   constructor(
-    private readonly bus: EventBus,
+    private readonly bus: Bus,
     private readonly procs: ProcTable,
     private readonly options: TerminalManagerOptions,
   ) {

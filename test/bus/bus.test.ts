@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import { allEvents } from '../helpers/events.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 const EVENT_KEYS = ['detail', 'id', 'payload', 'scope', 'severity', 'summary', 'ts'];
 const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -34,7 +34,7 @@ async function start(tmp?: string, env: Record<string, string> = {}): Promise<Te
 
 function publishMany(t: TestService, n: number, make: (i: number) => Partial<EventInput> = () => ({})): BusEvent[] {
   return Array.from({ length: n }, (_, i) =>
-    t.service.deps.bus.publish({ severity: 'info', scope: 'test/bus', summary: `e${i}`, ...make(i) }),
+    publishOn(t, { severity: 'info', scope: 'test/bus', summary: `e${i}`, ...make(i) }),
   );
 }
 
@@ -57,8 +57,8 @@ const maxId = (evs: readonly { id: string }[]) => Math.max(...evs.map((e) => Num
 describe('bus: publish', () => {
   it('returns the stored event: decimal id, ISO-8601 UTC ms ts, the input, detail null and payload {} by default', async () => {
     const t = await start();
-    const bare = t.service.deps.bus.publish({ severity: 'info', scope: 'test/bus', summary: 'bare' });
-    const full = t.service.deps.bus.publish({
+    const bare = publishOn(t, { severity: 'info', scope: 'test/bus', summary: 'bare' });
+    const full = publishOn(t, {
       severity: 'fallback',
       scope: 'test/bus',
       summary: 'full',
@@ -73,7 +73,7 @@ describe('bus: publish', () => {
     expect(bare).toMatchObject({ severity: 'info', scope: 'test/bus', summary: 'bare', detail: null, payload: {} });
     expect(full).toMatchObject({ severity: 'fallback', scope: 'test/bus', summary: 'full', detail: 'why', payload: { k: 'v' } });
     // A detail given as null stays null; the stored copy is what publish returned.
-    const explicitNull = t.service.deps.bus.publish({ severity: 'info', scope: 'test/bus', summary: 'n', detail: null });
+    const explicitNull = publishOn(t, { severity: 'info', scope: 'test/bus', summary: 'n', detail: null });
     expect(explicitNull.detail).toBeNull();
     expect(await allEvents(t.url)).toEqual([bare, full, explicitNull]);
   });

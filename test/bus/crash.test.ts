@@ -12,7 +12,7 @@ import readline from 'node:readline';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allEvents } from '../helpers/events.js';
-import { fixture, makeTempStore, recordingEnv, REPO_ROOT, startTestService, type TestService } from '../helpers/service.js';
+import { fixture, makeTempStore, recordingEnv, REPO_ROOT, startTestService, type TestService, publishOn } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 
 const ENTRY = path.join(REPO_ROOT, 'dist', 'main', 'index.js');
@@ -121,7 +121,7 @@ describe('bus: ids after a crash (SIGKILL)', () => {
     const byId = new Map(stored.map((e) => [e.id, e]));
     for (const e of seen) expect(byId.get(e.id)).toEqual(e); // everything a client saw survived the crash
 
-    const fresh = restarted.service.deps.bus.publish({ severity: 'info', scope: 'test/crash', summary: 'after the crash' });
+    const fresh = publishOn(restarted, { severity: 'info', scope: 'test/crash', summary: 'after the crash' });
     expect(Number(fresh.id)).toBeGreaterThan(reserved);
     const newer = await allEvents(restarted.url, '', String(maxStored));
     expect(newer.length).toBeGreaterThan(0);

@@ -37,14 +37,16 @@ export const WITHOUT_FILE_OVERRIDE = ['setpriv', '--bounding-set=-dac_override,-
  * database (a crash test once "lost" an acknowledged write that way).
  * @returns true for ours; undefined while nothing answers, or another service does.
  */
-export async function answersFor(url: string, stateDir: string, token?: string): Promise<true | undefined> {
+export async function answersFor(url: string, stateDir: string, token?: string, instanceId?: string): Promise<true | undefined> {
   try {
     const res = await fetch(`${url}/api/system-status`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
     if (!res.ok) {
       await res.body?.cancel();
       return undefined;
     }
-    const status = (await res.json()) as { database?: { file?: string } };
+    const status = (await res.json()) as { database?: { file?: string }; instance?: string | null };
+    // Cluster mode has no database file of its own: the instance names itself.
+    if (instanceId !== undefined) return status.instance === instanceId ? true : undefined;
     return status.database?.file?.startsWith(path.resolve(stateDir) + path.sep) ? true : undefined;
   } catch {
     return undefined;

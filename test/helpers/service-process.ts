@@ -111,7 +111,7 @@ export async function startServiceProcess(opts: SpawnOptions): Promise<ServicePr
       async () => {
         if (gone) return false;
         // Checked to be this service when its state folder is known (answersFor).
-        if (stateDir !== undefined) return answersFor(p.url, stateDir, opts.env.CONSOLE_API_TOKEN);
+        if (stateDir !== undefined) return answersFor(p.url, stateDir, opts.env.CONSOLE_API_TOKEN, opts.env.CONSOLE_INSTANCE_ID);
         try {
           return (await fetch(`${p.url}/api/health`)).ok ? true : undefined;
         } catch {

@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EventBus } from '../../src/bus/bus.js';
+import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import { readConfig, type Config } from '../../src/main/config.js';
 import { startService, type Service, type ServiceOptions } from '../../src/main/service.js';
 
@@ -121,4 +123,14 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
       fs.rmSync(tmp, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Publishes an event on a service's bus and returns it with its id: the embedded SQLite bus
+ * hands ids out at publish (the cluster's bus does not, and is refused here).
+ */
+export function publishOn(t: { service: Service }, input: EventInput): BusEvent {
+  const bus = t.service.deps.bus;
+  if (!(bus instanceof EventBus)) throw new Error('publishOn: the service runs on the cluster bus, whose ids are assigned at commit');
+  return bus.publish(input);
 }

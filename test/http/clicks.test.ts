@@ -59,7 +59,7 @@ describe('POST /api/clicks and GET /api/clicks', () => {
     expect(p1.map((c) => c.target)).toEqual(['t8', 't7', 't6', 't5', 't4']);
     const p2 = (await send(t, 'GET', '/api/clicks?projectId=p2')).json as { target: string }[];
     expect(p2.map((c) => c.target)).toEqual(['u3', 'u2', 'u1']);
-    expect(t.service.db.prepare(`select count(*) as n from clicks where project_id = 'p1'`).get()).toEqual({ n: 5 });
+    expect(t.service.db!.prepare(`select count(*) as n from clicks where project_id = 'p1'`).get()).toEqual({ n: 5 });
     const all = (await send(t, 'GET', '/api/clicks')).json as { target: string }[];
     expect(all.map((c) => c.target)).toEqual(['u3', 'u2', 'u1', 't8', 't7', 't6', 't5', 't4']);
   });
@@ -123,7 +123,7 @@ describe('clicks of projects that are not in the store (issue 10, item 10)', () 
     }
     const stored = (await send(t, 'GET', '/api/clicks?limit=100')).json as { projectId: string }[];
     expect(stored.map((c) => c.projectId).sort()).toEqual(['harbor-lights', 'made-later', 'night-market', 'old-pilot', 'older', 'untitled']);
-    expect(t.service.db.prepare('select count(*) as n from clicks').get()).toEqual({ n: 6 });
+    expect(t.service.db!.prepare('select count(*) as n from clicks').get()).toEqual({ n: 6 });
 
     // A project removed from the store: its clicks are refused from then on, and still listed.
     fs.rmSync(path.join(projects, 'made-later'), { recursive: true });
@@ -141,7 +141,7 @@ describe('CONSOLE_CLICKS_MAX_TOTAL (issue 10, item 10)', () => {
     const ids = ['p1', 'p2', 'p3', 'p4', 'p5'];
     makeProjects(t, ...ids);
     expect((await send(t, 'GET', '/api/system-status')).json.limits).toMatchObject({ CONSOLE_CLICKS_PER_PROJECT: 4, CONSOLE_CLICKS_MAX_TOTAL: 10 });
-    const count = () => (t!.service.db.prepare('select count(*) as n from clicks').get() as { n: number }).n;
+    const count = () => (t!.service.db!.prepare('select count(*) as n from clicks').get() as { n: number }).n;
     const sent: { projectId: string; target: string }[] = [];
     // Round robin over 5 projects (each under its ring of 4 until the end), then one project alone.
     for (let i = 0; i < 15; i++) sent.push({ projectId: ids[i % 5] as string, target: `r${i}` });
@@ -195,7 +195,7 @@ describe('CONSOLE_CLICKS_MAX_TOTAL (issue 10, item 10)', () => {
       return performance.now() - t0;
     };
     const emptyMs = await appendMany(t, 'empty', ['p1', 'p2']);
-    const kept = (t.service.db.prepare('select count(*) as n from clicks').get() as { n: number }).n;
+    const kept = (t.service.db!.prepare('select count(*) as n from clicks').get() as { n: number }).n;
     await t.stop();
     const { default: Database } = await import('better-sqlite3');
     const db = new Database(dbFile);
@@ -210,8 +210,8 @@ describe('CONSOLE_CLICKS_MAX_TOTAL (issue 10, item 10)', () => {
     const startMs = performance.now() - s0;
     // The same appends (two projects starting empty) as on the empty table.
     const fullMs = await appendMany(t, 'full', ['p3', 'p4']);
-    const count = (t.service.db.prepare('select count(*) as n from clicks').get() as { n: number }).n;
-    const oldest = t.service.db.prepare('select target from clicks order by id limit 1').get() as { target: string };
+    const count = (t.service.db!.prepare('select count(*) as n from clicks').get() as { n: number }).n;
+    const oldest = t.service.db!.prepare('select target from clicks order by id limit 1').get() as { target: string };
     console.log(
       `clicks: ${N} appends over HTTP, one at a time: ${emptyMs.toFixed(0)} ms on an empty table (${((N / emptyMs) * 1000).toFixed(0)}/s), ` +
         `${fullMs.toFixed(0)} ms on a table of ${before} rows with CONSOLE_CLICKS_MAX_TOTAL=${CAP} (${((N / fullMs) * 1000).toFixed(0)}/s); ` +

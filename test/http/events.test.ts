@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import type { EngineEvent } from '../helpers/events.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 const EVENT_KEYS = ['detail', 'id', 'payload', 'scope', 'severity', 'summary', 'ts'];
 const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -21,7 +21,7 @@ afterEach(async () => {
   await t.close();
 });
 
-const publish = (input: EventInput): BusEvent => t.service.deps.bus.publish(input);
+const publish = (input: EventInput): BusEvent => publishOn(t, input);
 
 /** Publishes `n` events; `make(i)` gives the i-th (0-based) input. */
 function publishMany(n: number, make: (i: number) => Partial<EventInput> = () => ({})): BusEvent[] {

@@ -44,7 +44,7 @@ const generationEvents = (svc: TestService) => allEvents(svc.url, `scopePrefix=$
 async function expectNothingStarted(svc: TestService): Promise<void> {
   expect(await (await svc.get('/api/jobs')).json()).toEqual([]);
   expect(await generationEvents(svc)).toEqual([]);
-  expect(svc.service.db.prepare('select count(*) as n from proposals').get()).toEqual({ n: 0 });
+  expect(svc.service.db!.prepare('select count(*) as n from proposals').get()).toEqual({ n: 0 });
 }
 
 describe('POST /api/proposals/generate and /api/generate/{project}: the 202 answer', () => {
@@ -70,7 +70,7 @@ describe('POST /api/proposals/generate and /api/generate/{project}: the 202 answ
 
     const { proposalId } = await generate(svc, { project: PROJECT, shotId: 'sh010' });
 
-    const row = svc.service.db.prepare('select * from proposals where id = ?').get(proposalId) as Record<string, unknown>;
+    const row = svc.service.db!.prepare('select * from proposals where id = ?').get(proposalId) as Record<string, unknown>;
     expect(row).toMatchObject({ id: proposalId, kind: 'GenerationProposal', status: 'pending' });
     await waitForJobEvents(svc.url, proposalId);
   });
@@ -354,7 +354,7 @@ describe('the cap on running jobs (api-decisions.md, Network and safety defaults
     const jobs = (await (await svc.get('/api/jobs')).json()) as { proposalId: string }[];
     expect(jobs.map((j) => j.proposalId)).toEqual([first.proposalId]);
     expect((await generationEvents(svc)).filter((e) => e.summary.startsWith('dispatch_cli spawned'))).toHaveLength(1);
-    expect(svc.service.db.prepare('select count(*) as n from proposals').get()).toEqual({ n: 1 });
+    expect(svc.service.db!.prepare('select count(*) as n from proposals').get()).toEqual({ n: 1 });
 
     expect((await svc.post(`/api/jobs/${first.proposalId}/cancel`)).status).toBe(202);
     await waitForJobEvents(svc.url, first.proposalId);

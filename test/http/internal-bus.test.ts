@@ -69,7 +69,7 @@ describe('POST /api/internal/bus', () => {
     expect(stored).toMatchObject({ id, ...EVENT });
     expect(stored.ts).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // Read straight from the database: stored before the answer.
-    expect(t.service.db.prepare('SELECT id FROM events WHERE id = ?').get(Number(id))).toBeDefined();
+    expect(t.service.db!.prepare('SELECT id FROM events WHERE id = ?').get(Number(id))).toBeDefined();
 
     const minimal = await t.post('/api/internal/bus', { severity: 'fallback', scope: 'x', summary: 'y' });
     expect(minimal.status).toBe(202);

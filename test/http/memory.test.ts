@@ -64,6 +64,6 @@ describe('POST /api/memory/{entry_id}/toggle', () => {
     expect(body.status).toBe(422);
     expect(body.json.detail as Issue[]).toEqual([{ loc: ['body', 'on'], msg: 'Input should be a valid boolean', type: 'boolean_type' }]);
     expect(await eventsAfter(t, since)).toEqual([]);
-    expect(t.service.db.prepare('select count(*) as n from memory_toggle_log').get()).toEqual({ n: 0 });
+    expect(t.service.db!.prepare('select count(*) as n from memory_toggle_log').get()).toEqual({ n: 0 });
   });
 });

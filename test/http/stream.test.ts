@@ -9,7 +9,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
-import { fixture, startTestService, type TestService, type TestServiceOptions } from '../helpers/service.js';
+import { fixture, startTestService, type TestService, type TestServiceOptions, publishOn } from '../helpers/service.js';
 import { rawExchange } from '../helpers/raw.js';
 import { SseClient } from '../helpers/sse.js';
 
@@ -46,7 +46,7 @@ async function open(t: TestService, query = '', headers: Record<string, string> 
 
 function publishMany(t: TestService, n: number, make: (i: number) => Partial<EventInput> = () => ({})): BusEvent[] {
   return Array.from({ length: n }, (_, i) =>
-    t.service.deps.bus.publish({ severity: 'info', scope: 'test/stream', summary: `e${i}`, ...make(i) }),
+    publishOn(t, { severity: 'info', scope: 'test/stream', summary: `e${i}`, ...make(i) }),
   );
 }
 
@@ -134,15 +134,15 @@ describe('event stream: protocol', () => {
     const raw = new RawStream(streamUrl(t));
     await raw.until((s) => s.includes('\n\n'), 'the retry frame');
     const evs = [
-      t.service.deps.bus.publish({ severity: 'info', scope: 'test/raw', summary: 'plain' }),
-      t.service.deps.bus.publish({
+      publishOn(t, { severity: 'info', scope: 'test/raw', summary: 'plain' }),
+      publishOn(t, {
         severity: 'failure',
         scope: 'test/raw',
         summary: 'line one\nline two\r\nthree', // newlines in a summary must not break the frame
         detail: 'data: not a field\n\nid: 999',
         payload: { text: 'é ✓ 😀', nested: { a: [1, 2] } },
       }),
-      t.service.deps.bus.publish({ severity: 'success', scope: 'test/raw', summary: 'last' }),
+      publishOn(t, { severity: 'success', scope: 'test/raw', summary: 'last' }),
     ];
     const expected = `retry: 4321\n\n${evs.map(frameOf).join('')}`;
     // Heartbeats (every 15 s by default) may land anywhere on a slow machine: leave them out.
@@ -216,7 +216,7 @@ describe('event stream: live delivery', () => {
       expect(c.events, queries[i]).toEqual(want);
     }
     // A final event that only the unfiltered stream wants: no filtered stream receives extras.
-    const last = t.service.deps.bus.publish({ severity: 'fallback', scope: 'zzz', summary: 'last' });
+    const last = publishOn(t, { severity: 'fallback', scope: 'zzz', summary: 'last' });
     await (streams[4] as SseClient).until((x) => x.events.at(-1)?.id === last.id, 'the last event');
     for (const [i, c] of streams.entries()) if (i < 4) expect(c.events, queries[i]).toEqual(expected[i]);
   });

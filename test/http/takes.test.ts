@@ -84,7 +84,7 @@ describe('POST /api/takes/{take_id}/action: events', () => {
     // A take of another project is not on disk in this one either.
     await send(svc, 'POST', '/api/takes/tk_0001/action', { projectId: 'night-market-x', action: 'rejected' });
     expect((await fallbackCounts(svc)).take_id_not_on_disk).toBe(2);
-    const logged = svc.service.db.prepare('select take_id, on_disk, severity from take_actions order by id').all();
+    const logged = svc.service.db!.prepare('select take_id, on_disk, severity from take_actions order by id').all();
     expect(logged).toEqual([
       { take_id: 'tk_9999', on_disk: 0, severity: 'fallback' },
       { take_id: 'tk_0001', on_disk: 0, severity: 'fallback' },
@@ -110,7 +110,7 @@ describe('take states in the takes and lineage routes', () => {
       tk_0004: [true, false, false],
       tk_0005: [true, false, false],
     });
-    const primaries = svc.service.db.prepare('select take_id from take_states where is_primary = 1 order by take_id').all();
+    const primaries = svc.service.db!.prepare('select take_id from take_states where is_primary = 1 order by take_id').all();
     expect(primaries).toEqual([{ take_id: 'tk_0004' }, { take_id: 'tk_0005' }]);
   });
 

@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventInput } from '../../src/bus/event.js';
 import { launchBrowser, openPage, screenshot } from '../helpers/browser.js';
-import { fixture, startTestService, type TestService } from '../helpers/service.js';
+import { fixture, startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 /** Rows the event tail keeps (src/ops-page/events-view.js). */
 const MAX_ROWS = 500;
@@ -29,7 +29,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const publish = (input: EventInput) => t.service.deps.bus.publish(input);
+const publish = (input: EventInput) => publishOn(t, input);
 
 /** Rows of the event tail: their id, severity and scope. */
 const tailRows = () =>

@@ -6,7 +6,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, openPage } from '../helpers/browser.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 const TOKEN = 'ops-page-token-7f3a';
 
@@ -41,7 +41,7 @@ describe('the ops page with a token', () => {
     await page.waitForSelector('.card[data-section="limits"]');
     // The stream carries the token too (fetch with Authorization: EventSource could not).
     await page.waitForSelector('#stream-state[data-state="live"]');
-    const published = t.service.deps.bus.publish({ severity: 'warning', scope: 'ops/token', summary: 'seen through the token' });
+    const published = publishOn(t, { severity: 'warning', scope: 'ops/token', summary: 'seen through the token' });
     await page.click('#nav a[data-view="events"]');
     await page.waitForSelector(`#event-rows tr[data-id="${published.id}"]`);
   });

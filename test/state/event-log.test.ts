@@ -13,7 +13,7 @@ import { NO_FILTER } from '../../src/bus/event.js';
 import { openStateDb, type Db } from '../../src/state/db.js';
 import { EventLog, type EventRow } from '../../src/state/event-log.js';
 import { allEvents } from '../helpers/events.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 const RETENTION = 100;
 /**
@@ -48,7 +48,7 @@ async function busStatus(t: TestService): Promise<Record<string, unknown>> {
 }
 
 function publish(t: TestService, i: number): BusEvent {
-  return t.service.deps.bus.publish({ severity: 'info', scope: 'test/retention', summary: `e${i}` });
+  return publishOn(t, { severity: 'info', scope: 'test/retention', summary: `e${i}` });
 }
 
 describe('event log: retention through the service', () => {

@@ -214,14 +214,14 @@ describe.each(backends)('state store on $name', (backend) => {
     const s = await db.open();
     await s.instances.register({ id: 'b', address: 'http://h2:8000', version: '2.0.0', startedAt: T(1) });
     await s.instances.register({ id: 'a', address: 'http://h1:8000', version: '2.0.0', startedAt: T(1) });
-    expect(await s.instances.heartbeat('a', T(5))).toBe(true);
-    expect(await s.instances.heartbeat('zz', T(5))).toBe(false);
-    expect(await s.instances.get('a')).toEqual({ id: 'a', address: 'http://h1:8000', version: '2.0.0', startedAt: T(1), heartbeatAt: T(5) });
+    expect(await s.instances.heartbeat('a', T(5), 3)).toBe(true);
+    expect(await s.instances.heartbeat('zz', T(5), 0)).toBe(false);
+    expect(await s.instances.get('a')).toEqual({ id: 'a', address: 'http://h1:8000', version: '2.0.0', startedAt: T(1), heartbeatAt: T(5), streamClients: 3 });
     expect((await s.instances.list()).map((i) => i.id)).toEqual(['a', 'b']);
     expect(await s.instances.prune(T(3))).toBe(1);
     expect(await s.instances.list()).toEqual([expect.objectContaining({ id: 'a' })]);
     await s.instances.register({ id: 'a', address: 'http://h1:8001', version: '2.1.0', startedAt: T(7) });
-    expect(await s.instances.get('a')).toEqual({ id: 'a', address: 'http://h1:8001', version: '2.1.0', startedAt: T(7), heartbeatAt: T(7) });
+    expect(await s.instances.get('a')).toEqual({ id: 'a', address: 'http://h1:8001', version: '2.1.0', startedAt: T(7), heartbeatAt: T(7), streamClients: 0 });
     expect(await s.instances.get('b')).toBeUndefined();
 
     const term = (projectId: string, instanceId: string) => ({ projectId, instanceId, pid: 42, port: 7681, url: 'http://h1:7681/', state: 'running', startedAt: T(1), endedAt: null, rc: null, signal: null });
@@ -250,7 +250,9 @@ describe.each(backends)('state store on $name', (backend) => {
     expect(made[1]).toEqual({ id: made[1]?.id, ts: T(2), severity: 'warning', scope: 'engine/gen', summary: 'e2', detail: null, payload: { i: 2 } });
     const rows = await s.events.after(0, 10, NO_FILTER);
     expect(rows.map((r) => JSON.parse(r.data))).toEqual(made);
-    expect(rows[1]).toEqual({ id: n[1], severity: 'warning', scope: 'engine/gen', data: JSON.stringify(made[1]) });
+    // PostgreSQL's rows also say which proposal they are about (its bus filters live rows by it).
+    expect(rows[1]).toMatchObject({ id: n[1], severity: 'warning', scope: 'engine/gen', data: JSON.stringify(made[1]) });
+    expect([undefined, null]).toContain(rows[1]?.proposalId);
     expect(ids(await s.events.after(n[1] as number, 2, NO_FILTER))).toEqual(n.slice(2, 4));
     expect(ids(await s.events.after(0, 10, NO_FILTER, n[2]))).toEqual(n.slice(0, 3));
     expect(ids(await s.events.newest(2, NO_FILTER))).toEqual(n.slice(3));
@@ -259,6 +261,15 @@ describe.each(backends)('state store on $name', (backend) => {
     expect(ids(await s.events.after(0, 10, { severities: ['info'], scopePrefix: 'éq' }))).toEqual([n[2]]);
     expect(await s.events.lastId()).toBe(n[4]);
     expect(await s.events.count()).toBe(5);
+    // The proposal an event is about: its payload's proposal_id, or the draft's own.
+    const about = await s.events.append([
+      { ...draft(6), payload: { proposal_id: 'gen_000000000001' } },
+      { ...draft(7), proposalId: 'gen_000000000001' },
+      { ...draft(8), payload: { proposal_id: 'gen_000000000002' } },
+    ]);
+    const proposal1 = { severities: null, scopePrefix: null, proposalId: 'gen_000000000001' };
+    expect(ids(await s.events.after(0, 10, proposal1))).toEqual(ids(about).slice(0, 2));
+    expect(ids(await s.events.newest(1, proposal1))).toEqual(ids(about).slice(1, 2));
   });
 
   it('a write and its events commit together; a failure inside the transaction stores neither', async () => {

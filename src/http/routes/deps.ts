@@ -1,8 +1,9 @@
 /**
  * What the routers need, built by the composition root (src/main/service.ts).
  */
-import type { EventBus } from '../../bus/bus.js';
-import type { Checkpointer } from '../../state/checkpointer.js';
+import type { Bus } from '../../bus/bus.js';
+import type { JobCanceller } from '../../cluster/cancel-routing.js';
+import type { Membership } from '../../cluster/membership.js';
 import type { ConsoleState } from '../../console/index.js';
 import type { SseHub } from '../../bus/sse.js';
 import type { EngineStore } from '../../engine/store.js';
@@ -17,17 +18,21 @@ import type { WriteProxy } from '../write-proxy.js';
 
 export interface AppDeps {
   readonly config: Config;
-  readonly bus: EventBus;
+  readonly bus: Bus;
   readonly sse: SseHub;
   readonly store: EngineStore;
   readonly supervisor: Supervisor;
+  /** Cancels jobs: the supervisor's own, or in cluster mode routed to the instance that runs the job. */
+  readonly cancels: JobCanceller;
   readonly pool: SynthesisPool;
   /** Per-project web terminals (ttyd). */
   readonly terminals: TerminalManager;
   readonly guards: GuardReport;
   readonly startedAt: Date;
-  /** The state database's WAL checkpointer (failures are reported by the system status). */
-  readonly checkpointer: Checkpointer;
+  /** The state database as the system status reports it (`database`): the back end and its figures. */
+  readonly database: { status(): Record<string, unknown> };
+  /** This instance's membership of a cluster (cluster mode), null on the embedded database. */
+  readonly membership: Membership | null;
   /** The console's recorded state: proposals, decisions, take actions, toggles, clicks, workspace, selection. */
   readonly console: ConsoleState;
   /** This instance's Prometheus registry and collectors. */

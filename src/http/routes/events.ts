@@ -4,7 +4,7 @@
  */
 import type { Response } from 'express';
 import { z } from 'zod';
-import type { EventBus } from '../../bus/bus.js';
+import type { Bus } from '../../bus/bus.js';
 import type { EventFilter, Severity } from '../../bus/event.js';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
@@ -28,8 +28,8 @@ export function filterOf(query: { severities: Severity[] | null; scopePrefix?: s
  * Answers a page of stored events (spec: Read routes, `/api/events`): the newest `limit`
  * passing `filter`, or with `sinceId` the first `limit` after it; ascending ids.
  */
-export function sendEventList(bus: EventBus, res: Response, filter: EventFilter, page: { sinceId?: string | undefined; limit: number }): void {
-  const rows = page.sinceId === undefined ? bus.readNewest(page.limit, filter) : bus.readAfter(Number(page.sinceId), page.limit, filter);
+export async function sendEventList(bus: Bus, res: Response, filter: EventFilter, page: { sinceId?: string | undefined; limit: number }): Promise<void> {
+  const rows = await (page.sinceId === undefined ? bus.readNewest(page.limit, filter) : bus.readAfter(Number(page.sinceId), page.limit, filter));
   // Stored rows already hold each event's JSON: join them instead of re-serialising.
   let body = '[';
   for (let i = 0; i < rows.length; i++) body += (i === 0 ? '' : ',') + (rows[i] as { data: string }).data;
@@ -50,8 +50,8 @@ export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
       400: { description: 'Malformed `proposalId` (`invalid_id`).', schema: ErrorBody },
       422: { description: 'Unknown severity, bad sinceId, or limit outside 1..500.', schema: ErrorBody },
     },
-    handler: ({ res, query }) => {
-      sendEventList(bus, res, filterOf(query), query);
+    handler: async ({ res, query }) => {
+      await sendEventList(bus, res, filterOf(query), query);
     },
   });
 
@@ -69,7 +69,7 @@ export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
       400: { description: 'Malformed `proposalId` (`invalid_id`).', schema: ErrorBody },
       422: { description: 'Unknown severity or bad sinceId.', schema: ErrorBody },
     },
-    handler: ({ req, res, query }) => {
+    handler: async ({ req, res, query }) => {
       const filter = filterOf(query);
       const header = req.get('Last-Event-ID')?.trim();
       // The header wins: a reconnecting EventSource keeps its original URL but sends the newest id.

@@ -88,9 +88,9 @@ export function internalBusRoutes(api: Api, { bus }: AppDeps): void {
       403: { description: 'The caller is not on the loopback interface, or the request came through a proxy.', schema: ErrorBody },
       422: { description: 'Invalid event.', schema: ErrorBody },
     },
-    handler: ({ res, body }) => {
+    handler: async ({ res, body }) => {
       // Stored now: `GET /api/events` returns it as soon as the caller has the id.
-      const event = bus.publishStored(body);
+      const event = await bus.publishStored(body);
       res.status(202).json({ id: event.id });
     },
   });

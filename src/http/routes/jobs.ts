@@ -9,7 +9,7 @@ import type { AppDeps } from './deps.js';
 import { EVENT_LIST_ORDER, filterOf, sendEventList } from './events.js';
 import { UnknownJobError } from '../../supervisor/index.js';
 
-export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
+export function jobRoutes(api: Api, { supervisor, bus, cancels }: AppDeps): void {
   api.route({
     method: 'get',
     path: '/api/jobs',
@@ -63,7 +63,7 @@ export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
     handler: async ({ res, params, query }) => {
       const id = checkId('proposal_id', params.proposalId);
       if (!(await supervisor.get(id))) throw new UnknownJobError(id);
-      sendEventList(bus, res, { ...filterOf(query), proposalId: id }, query);
+      await sendEventList(bus, res, { ...filterOf(query), proposalId: id }, query);
     },
   });
 
@@ -72,7 +72,8 @@ export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
     path: '/api/jobs/:proposalId/cancel',
     operationId: 'cancelJob',
     summary: 'Cancel a running generation job',
-    description: 'SIGTERM to the job’s process group and tree, SIGKILL after the configured grace period. The exit is published as usual (a `failure` with rc 128 + signal number).',
+    description:
+      'SIGTERM to the job’s process group and tree, SIGKILL after the configured grace period. The exit is published as usual (a `failure` with rc 128 + signal number). In cluster mode any instance takes the cancel: it is routed to the instance that runs the job, and answered once that instance has signalled the process group.',
     tag: 'Generation',
     params: Params,
     answers: {
@@ -80,9 +81,10 @@ export function jobRoutes(api: Api, { supervisor, bus }: AppDeps): void {
       400: { description: 'Malformed id.', schema: ErrorBody },
       404: { description: 'Unknown job.', schema: ErrorBody },
       409: { description: 'The job is not running.', schema: ErrorBody },
+      504: { description: 'Cluster mode: the instance that runs the job did not acknowledge the cancel within 5 s (`cancel_not_acknowledged`).', schema: ErrorBody },
     },
     handler: async ({ res, params }) => {
-      res.status(202).json(await supervisor.cancel(checkId('proposal_id', params.proposalId)));
+      res.status(202).json(await cancels.cancel(checkId('proposal_id', params.proposalId)));
     },
   });
 }

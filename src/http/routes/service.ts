@@ -121,6 +121,33 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               changeLogFiles: z.number().int().meta({ description: 'Shot and take file changes kept for worker threads whose index has not seen them yet.' }),
             })
             .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
+          database: z
+            .union([
+              z.object({ backend: z.literal('sqlite'), file: z.string(), checkpointFailures: z.number().int() }),
+              z.object({ backend: z.literal('postgres'), url: z.string(), listening: z.boolean() }),
+            ])
+            .meta({
+              description:
+                'The state database: the embedded SQLite file and its failed WAL checkpoints, or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications.',
+            }),
+          instance: z.string().nullable().meta({ description: 'Cluster mode: the id of the instance that answered (CONSOLE_INSTANCE_ID); null on the embedded SQLite database.' }),
+          instances: z
+            .array(
+              z.object({
+                id: z.string(),
+                address: z.string(),
+                version: z.string(),
+                startedAt: z.string(),
+                heartbeatAt: z.string(),
+                alive: z.boolean(),
+                runningJobs: z.number().int(),
+                streamClients: z.number().int(),
+              }),
+            )
+            .meta({
+              description:
+                'Cluster mode: every instance sharing the database, by id, with its last heartbeat; one whose heartbeat is older than CONSOLE_INSTANCE_TIMEOUT_MS is not alive and stays listed for an hour. Empty on the embedded SQLite database.',
+            }),
           fallbacks: z
             .record(z.string(), z.number().int())
             .meta({ description: 'Raises of each sanctioned fallback by name, kept across restarts; every registered fallback is listed.' }),
@@ -216,7 +243,9 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
     },
     workers: d.pool.stats(),
     cache: d.store.stats(),
-    database: { file: d.config.stateDbPath, checkpointFailures: d.checkpointer.failures },
+    database: d.database.status(),
+    instance: d.membership?.id ?? null,
+    instances: d.membership ? await d.membership.list() : [],
     guards: d.guards,
     // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
     fallbacks: await d.console.fallbacks.counts(),

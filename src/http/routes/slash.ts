@@ -86,7 +86,7 @@ export function slashRoutes(api: Api, { bus, store }: AppDeps): void {
         schema: ErrorBody,
       },
     },
-    handler: ({ res, body }) => {
+    handler: async ({ res, body }) => {
       const { name, args } = parseSlash(body.command);
       let projectId: string | null = null;
       if (body.projectId !== undefined) {
@@ -96,7 +96,7 @@ export function slashRoutes(api: Api, { bus, store }: AppDeps): void {
         }
       }
       const summary = `Slash command ${name}${args ? ` ${args}` : ''}`;
-      const event = bus.publishStored({
+      const event = await bus.publishStored({
         severity: 'info',
         scope: SLASH_SCOPE,
         summary: summary.length > 300 ? `${summary.slice(0, 300)}…` : summary,

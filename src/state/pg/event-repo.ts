@@ -14,9 +14,12 @@
  * retention`; each time the ids cross a multiple of the segment size, the rows below that are
  * deleted in one statement, after the commit, outside the serialised section.
  */
-import type { BusEvent } from '../../bus/event.js';
+import { proposalOf, type BusEvent } from '../../bus/event.js';
 import type { Exec } from './exec.js';
 import type { EventRow, EventStore } from '../state-store.js';
+
+/** The channel every append notifies, with the newest id it stored (cluster.md, Events: LISTEN/NOTIFY). */
+export const EVENTS_CHANNEL = 'console_events';
 
 /** Segment size for a retention bound: the rule of the SQLite event log, a quarter of it within 100..100,000. */
 export function segmentSizeOf(retention: number): number {
@@ -49,12 +52,15 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
           detail: d.detail,
           payload: d.payload,
         }));
-        await y.q('INSERT INTO events (id, severity, scope, data) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])', [
+        await y.q('INSERT INTO events (id, severity, scope, proposal_id, data) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])', [
           events.map((e) => e.id),
           events.map((e) => e.severity),
           events.map((e) => e.scope),
+          drafts.map((d) => proposalOf(d)),
           events.map((e) => JSON.stringify(e)),
         ]);
+        // Every instance's listener wakes once this commits (NOTIFY is sent at the commit).
+        await y.q('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(last)]);
         if (Math.floor(last / segment) > Math.floor((first - 1) / segment)) y.afterCommit(() => pruneEvents(pool, last - retention));
         return events;
       });
@@ -63,13 +69,13 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
       const params: unknown[] = [sinceId, upTo];
       const where = filterSql(filter, params);
       params.push(limit);
-      return rowsOf(await x.q(`SELECT id, severity, scope, data FROM events WHERE id > $1 AND id <= $2${where} ORDER BY id LIMIT $${params.length}`, params));
+      return rowsOf(await x.q(`SELECT id, severity, scope, proposal_id AS "proposalId", data FROM events WHERE id > $1 AND id <= $2${where} ORDER BY id LIMIT $${params.length}`, params));
     },
     newest: async (limit, filter) => {
       const params: unknown[] = [];
       const where = filterSql(filter, params);
       params.push(limit);
-      const rows = rowsOf(await x.q(`SELECT id, severity, scope, data FROM events WHERE true${where} ORDER BY id DESC LIMIT $${params.length}`, params));
+      const rows = rowsOf(await x.q(`SELECT id, severity, scope, proposal_id AS "proposalId", data FROM events WHERE true${where} ORDER BY id DESC LIMIT $${params.length}`, params));
       return rows.reverse();
     },
     lastId: async () => (await x.q<{ last_id: number }>('SELECT last_id FROM event_sequencer WHERE id = 1')).rows[0]?.last_id ?? 0,
@@ -83,7 +89,7 @@ export async function pruneEvents(x: Exec, upTo: number): Promise<void> {
 }
 
 /** The list filters as SQL conditions, their values appended to `params`. */
-function filterSql(filter: { severities: readonly string[] | null; scopePrefix: string | null }, params: unknown[]): string {
+function filterSql(filter: { severities: readonly string[] | null; scopePrefix: string | null; proposalId?: string | null }, params: unknown[]): string {
   let sql = '';
   if (filter.severities !== null) {
     params.push([...new Set(filter.severities)]);
@@ -93,6 +99,10 @@ function filterSql(filter: { severities: readonly string[] | null; scopePrefix: 
     // left() and char_length() count characters, as SQLite's substr() and length() do.
     params.push(filter.scopePrefix);
     sql += ` AND left(scope, char_length($${params.length}::text)) = $${params.length}::text`;
+  }
+  if (filter.proposalId != null) {
+    params.push(filter.proposalId);
+    sql += ` AND proposal_id = $${params.length}::text`;
   }
   return sql;
 }

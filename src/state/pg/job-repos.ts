@@ -121,13 +121,14 @@ export function pgInstances(x: Exec): InstanceStore {
   return {
     register: async (i) => {
       await x.q(
-        `INSERT INTO instances (id, address, version, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, $4)
+        `INSERT INTO instances (id, address, version, started_at, heartbeat_at, stream_clients) VALUES ($1, $2, $3, $4, $4, 0)
          ON CONFLICT (id) DO UPDATE SET address = excluded.address, version = excluded.version,
-           started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
+           started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stream_clients = 0`,
         [i.id, i.address, i.version, i.startedAt],
       );
     },
-    heartbeat: async (id, at) => (await x.q('UPDATE instances SET heartbeat_at = $1 WHERE id = $2', [at, id])).rowCount === 1,
+    heartbeat: async (id, at, streamClients) =>
+      (await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3', [at, streamClients, id])).rowCount === 1,
     get: async (id) => {
       const r = (await x.q('SELECT * FROM instances WHERE id = $1', [id])).rows[0];
       return r && instanceFromRow(r as Parameters<typeof instanceFromRow>[0]);

@@ -123,7 +123,7 @@ async function connectWithin(pool: pg.Pool, timeoutMs: number, where: string): P
 }
 
 /** The URL with its password replaced by `***`, for messages. */
-function redact(raw: string): string {
+export function redact(raw: string): string {
   try {
     const u = new URL(raw);
     if (u.password) u.password = '***';
@@ -193,6 +193,19 @@ export class PgStateStore implements StateStore {
   /** @inheritdoc On one pooled connection, at PostgreSQL's default isolation (read committed). */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
     return runTransaction(this.pool, (x) => fn(reposOver(x, this.exec, this.opts)));
+  }
+
+  /**
+   * Sends a notification to every instance listening on `channel` (src/state/pg/listener.ts).
+   * @throws the database's error as a StateDbError when it is away.
+   */
+  async notify(channel: string, payload: string): Promise<void> {
+    await this.exec.q('SELECT pg_notify($1, $2)', [channel, payload]);
+  }
+
+  /** Resolves once the database answers a query (readiness); rejects with its error. */
+  async ping(): Promise<void> {
+    await this.exec.q('SELECT 1');
   }
 
   /** @inheritdoc Ends the pool once its connections are idle. */

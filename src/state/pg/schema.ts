@@ -15,6 +15,7 @@
  * - `recent_seq`: a sequence ordering recent items (`max(seq) + 1` races between instances).
  * - `seq` columns on jobs and proposals: insertion order, for SQLite's `rowid` tie-break.
  * - `instances` and `terminals`; `jobs.instance_id`.
+ * - `events.proposal_id` (migration 2), the column the `proposal` filter reads.
  * JSON values are stored as text, exactly as on SQLite. Booleans are booleans. Text that is
  * ordered or compared (times, the ids listed in order) is `COLLATE "C"`: byte order, as SQLite's.
  *
@@ -202,6 +203,14 @@ export const PG_MIGRATIONS: readonly string[] = [
     signal      text
   );
   CREATE INDEX terminals_instance ON terminals (instance_id, state);
+  `,
+  // 2: the proposal each event is about, as on SQLite (issue 14, item 2: `?proposal=` filters);
+  // the instances' stream counts.
+  `
+  ALTER TABLE events ADD COLUMN proposal_id text;
+  CREATE INDEX events_proposal ON events (proposal_id, id) WHERE proposal_id IS NOT NULL;
+  -- Each instance's open event streams, written with its heartbeat (cluster.md, Operations).
+  ALTER TABLE instances ADD COLUMN stream_clients integer NOT NULL DEFAULT 0;
   `,
 ];
 

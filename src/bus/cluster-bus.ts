@@ -1,0 +1,277 @@
+/**
+ * The event bus of cluster mode (shared/design/cluster.md, Events): several instances store
+ * their events in one PostgreSQL event log and every instance streams every instance's events.
+ *
+ * - `publish` queues the event; once per event-loop turn the queue is appended to the shared
+ *   log in one transaction, which is where ids are assigned (in commit order, across instances).
+ *   Appends of one instance run one at a time, so its events keep their publish order.
+ * - Delivery reads the log: the bus keeps the id up to which it has delivered (its head) and,
+ *   when woken, reads what follows and hands it to subscribers, in id order with no gap. It is
+ *   woken by its own appends, by the database's notifications of other instances' appends
+ *   ({@link ClusterBus.wake}, LISTEN/NOTIFY), and by a poll every `pollMs` in case a
+ *   notification was missed while the listening connection was down.
+ * - While the database refuses appends, events are held in memory (bounded, as on one
+ *   instance: store-outage.ts) and appended in order once it is back; a publish that must be
+ *   stored before its answer is refused at once.
+ */
+import type { Bus, BusSubscriber } from './bus-api.js';
+import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
+import type { EventRow } from './event-store.js';
+import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-outage.js';
+
+/** An event to append: the event without its id, which the log assigns. */
+export interface SharedEventDraft {
+  readonly ts: string;
+  readonly severity: Severity;
+  readonly scope: string;
+  readonly summary: string;
+  readonly detail: string | null;
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly proposalId?: string;
+}
+
+/**
+ * The shared event log as the cluster bus uses it (the state store's EventStore implements it,
+ * src/state/state-store.ts). Every method rejects with the database's error when it is away.
+ */
+export interface SharedEventLog {
+  /** Appends events in one transaction; resolves to them with their ids, in order. */
+  append(drafts: readonly SharedEventDraft[]): Promise<BusEvent[]>;
+  after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
+  newest(limit: number, filter: EventFilter): Promise<EventRow[]>;
+  /** The newest id committed (0 when none). */
+  lastId(): Promise<number>;
+  count(): Promise<number>;
+}
+
+export interface ClusterBusOptions {
+  /** Bound on the events held in memory while they cannot be stored. */
+  readonly maxUnstored: number;
+  /** Time between attempts to store held events, and between reads after a failed one, ms. */
+  readonly retryMs: number;
+  /** Time between reads of the log when nothing woke the bus, ms. */
+  readonly pollMs: number;
+  readonly onStoreState?: StoreStateListener;
+  /** Counts published events (metrics); -1 for one withdrawn. */
+  readonly onCount?: (severity: Severity, delta: 1 | -1) => void;
+}
+
+/** Events appended in one transaction at most. */
+const APPEND_BATCH = 2000;
+/** Rows read from the log at once for delivery. */
+const READ_PAGE = 2000;
+/** How often the count of stored events is refreshed, ms (system status). */
+const COUNT_EVERY_MS = 5000;
+
+interface Queued {
+  readonly draft: SharedEventDraft;
+  /** Set for {@link ClusterBus.publishStored}: told when it is stored or refused. */
+  readonly settle?: (event: BusEvent | null, err?: unknown) => void;
+}
+
+/** The bus of one instance of a cluster (see the module's comment). */
+export class ClusterBus implements Bus {
+  private pending: Queued[] = [];
+  private appending: Promise<void> | null = null;
+  private flushScheduled = false;
+  private readonly subscribers = new Set<BusSubscriber>();
+  /** The newest id delivered to subscribers: every smaller id has been. */
+  private head: number;
+  private reading = false;
+  private readAgain = false;
+  private readonly poll: NodeJS.Timeout;
+  private readonly retry: StoreRetry;
+  private readonly onCount: NonNullable<ClusterBusOptions['onCount']>;
+  private stored = 0;
+  private countedAt = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly log: SharedEventLog,
+    head: number,
+    private readonly options: ClusterBusOptions,
+  ) {
+    this.head = head;
+    this.retry = new StoreRetry(options.maxUnstored, options.retryMs, () => void this.append(), options.onStoreState);
+    this.onCount = options.onCount ?? (() => {});
+    this.poll = setInterval(() => this.wake(), options.pollMs);
+    this.poll.unref();
+  }
+
+  /**
+   * Starts delivering after the newest event stored now.
+   * @throws the database's error when it cannot be read.
+   */
+  static async open(log: SharedEventLog, options: ClusterBusOptions): Promise<ClusterBus> {
+    const bus = new ClusterBus(log, await log.lastId(), options);
+    bus.stored = await log.count();
+    bus.countedAt = Date.now();
+    return bus;
+  }
+
+  get storeOutage(): Readonly<StoreOutage> | null {
+    return this.retry.outage;
+  }
+
+  publish(input: EventInput): void {
+    this.enqueue({ draft: eventDraft(input) });
+  }
+
+  publishStored(input: EventInput): Promise<BusEvent> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({ draft: eventDraft(input), settle: (event, err) => (event ? resolve(event) : reject(err)) }, true);
+    });
+  }
+
+  private enqueue(q: Queued, now = false): void {
+    this.pending.push(q);
+    this.onCount(q.draft.severity, 1);
+    // While appends fail only the retry timer tries, except for a publish that waits for its answer.
+    if (now || this.closed) void this.append();
+    else if (this.retry.outage === null) this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (this.retry.outage === null) void this.append();
+    });
+  }
+
+  /** Appends what is queued, one transaction at a time; resolves when the queue is empty or an append failed. */
+  private append(): Promise<void> {
+    this.appending ??= this.appendQueued().finally(() => {
+      this.appending = null;
+      // Queued during the last append (or a publish that waits) and not taken by it.
+      if (this.pending.length > 0 && this.retry.outage === null) this.scheduleFlush();
+    });
+    return this.appending;
+  }
+
+  private async appendQueued(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.slice(0, APPEND_BATCH);
+      let events: BusEvent[];
+      try {
+        events = await this.log.append(batch.map((q) => q.draft));
+      } catch (err) {
+        // Publishes waiting for their answer are refused and withdrawn; the others are held.
+        const waiting = new Set(batch.filter((q) => q.settle));
+        if (waiting.size > 0) {
+          this.pending = this.pending.filter((q) => !waiting.has(q));
+          for (const q of waiting) {
+            this.onCount(q.draft.severity, -1);
+            q.settle?.(null, err);
+          }
+        }
+        this.retry.failed(err, this.pending);
+        return;
+      }
+      this.pending.splice(0, batch.length);
+      this.stored += events.length;
+      batch.forEach((q, i) => q.settle?.(events[i] as BusEvent));
+      const report = this.retry.recovered();
+      if (report) this.pending.push({ draft: eventDraft(report) });
+      this.wake();
+    }
+  }
+
+  /** Reads and delivers what the log holds after the head: the bus's own appends and every other instance's. */
+  wake(): void {
+    if (this.closed) return;
+    if (this.reading) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = true;
+    void this.readNew().finally(() => {
+      this.reading = false;
+    });
+  }
+
+  private async readNew(): Promise<void> {
+    try {
+      do {
+        this.readAgain = false;
+        for (;;) {
+          const rows = await this.log.after(this.head, READ_PAGE, NO_FILTER);
+          if (rows.length === 0) break;
+          this.head = (rows[rows.length - 1] as EventRow).id;
+          for (const sub of this.subscribers) sub(rows);
+          if (rows.length < READ_PAGE) break;
+        }
+      } while (this.readAgain && !this.closed);
+      if (Date.now() - this.countedAt > COUNT_EVERY_MS) {
+        this.countedAt = Date.now();
+        this.stored = await this.log.count();
+      }
+    } catch {
+      // The database is away: the poll reads again, from the same head.
+    }
+  }
+
+  subscribe(sub: BusSubscriber): { headId: number; unsubscribe: () => void } {
+    this.subscribers.add(sub);
+    return { headId: this.head, unsubscribe: () => this.subscribers.delete(sub) };
+  }
+
+  flushedHead(): number {
+    return this.head;
+  }
+
+  get lastId(): number {
+    return this.head;
+  }
+
+  get backlog(): number {
+    return this.pending.length;
+  }
+
+  get storedCount(): number {
+    return this.stored + this.pending.length;
+  }
+
+  readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]> {
+    return this.log.after(sinceId, limit, filter, upTo);
+  }
+
+  readNewest(limit: number, filter: EventFilter): Promise<EventRow[]> {
+    return this.log.newest(limit, filter);
+  }
+
+  flush(): void {
+    if (this.retry.outage === null) void this.append();
+  }
+
+  /**
+   * Appends what is queued (one attempt when the database is away), delivers what was stored,
+   * and stops; events still unstored are reported to the listener (`closed-unstored`).
+   */
+  async close(): Promise<void> {
+    await this.appending;
+    if (this.pending.length > 0) await this.append();
+    this.wake();
+    while (this.reading) await new Promise((r) => setImmediate(r));
+    this.closed = true;
+    clearInterval(this.poll);
+    this.retry.close(this.pending.length);
+  }
+}
+
+const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** An event to append to the shared log, stamped now. */
+export function eventDraft(input: EventInput): SharedEventDraft {
+  const proposalId = proposalOf(input);
+  return {
+    ts: new Date().toISOString(),
+    severity: input.severity,
+    scope: input.scope,
+    summary: input.summary,
+    detail: input.detail ?? null,
+    payload: input.payload ?? EMPTY_PAYLOAD,
+    ...(proposalId !== null ? { proposalId } : {}),
+  };
+}

@@ -1,0 +1,203 @@
+/**
+ * The state back end the service runs on (issue 13; shared/design/cluster.md, "Switching it
+ * on"): the state store, the event bus and the committer of console writes, built together
+ * because each back end needs its own of all three.
+ *
+ * - CONSOLE_DATABASE_URL unset: the embedded SQLite database of this instance, as always: the
+ *   bus hands ids out itself and stores once per event-loop turn, console writes stage their
+ *   events on it, and a worker thread checkpoints the WAL.
+ * - Set: PostgreSQL shared by every instance: the cluster bus (ids from the database, delivery
+ *   by reading the shared log), LISTEN/NOTIFY to wake it and to tell the instances that console
+ *   state changed, and the readiness check asks the database.
+ */
+import { EventBus } from '../bus/bus.js';
+import type { Bus } from '../bus/bus-api.js';
+import { ClusterBus } from '../bus/cluster-bus.js';
+import type { StoreStateListener } from '../bus/store-outage.js';
+import { SharedCommitter, SqliteCommitter, WORKSPACE_REPORTS_KEPT, type StateCommitter } from '../console/index.js';
+import type { ServiceMetrics } from '../metrics/index.js';
+import { Checkpointer } from '../state/checkpointer.js';
+import { openStateDb, type Db } from '../state/db.js';
+import { EventLog } from '../state/event-log.js';
+import { EVENTS_CHANNEL } from '../state/pg/event-repo.js';
+import { PgListener } from '../state/pg/listener.js';
+import { openPgStateStore, redact, type PgStateStore } from '../state/pg/pg-state-store.js';
+import { SqliteStateStore } from '../state/sqlite-state-store.js';
+import type { StateStore } from '../state/state-store.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import { WORKER_FILES } from './paths.js';
+import { checkSqlite, outageCheck, type ReadinessCheck } from './readiness.js';
+
+/** The channel a console write notifies once committed: the instances read their mirrors again. */
+export const CONSOLE_CHANNEL = 'console_state';
+
+/** The instance id of the embedded SQLite database's one instance. */
+export const LOCAL_INSTANCE_ID = 'local';
+
+/** What the service runs on (see the module's comment). */
+export interface StateBackend {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly store: StateStore;
+  readonly bus: Bus;
+  readonly committer: StateCommitter;
+  /** The SQLite database (null in cluster mode). */
+  readonly db: Db | null;
+  /** The readiness check of the state database. */
+  readiness(): ReadinessCheck | Promise<ReadinessCheck>;
+  /** The system status's `database`. */
+  status(): Record<string, unknown>;
+  /** Runs `fn` when console state may have changed on another instance (cluster mode only). */
+  onConsoleChanged(fn: () => void): void;
+  /** The PostgreSQL store, for what only cluster mode does (instances, cancels); null on SQLite. */
+  readonly shared: PgStateStore | null;
+  /** Subscribes to a cluster channel (cluster mode only; a no-op on SQLite). Call before {@link start}. */
+  listen(channel: string, fn: (payload: string) => void): void;
+  /** Starts listening to the other instances (cluster mode; at once on SQLite). */
+  start(): Promise<void>;
+  /** Closes the database (after the bus closed). */
+  close(): Promise<void>;
+}
+
+/** What the back end reports to the service. */
+export interface BackendHooks {
+  readonly metrics: ServiceMetrics;
+  readonly log: Logger;
+  /** This instance's id (cluster mode). */
+  readonly instanceId: string;
+}
+
+/**
+ * Opens the back end CONSOLE_DATABASE_URL selects.
+ * @throws StateDbError naming the database (and CONSOLE_DATABASE_URL) when it cannot be opened.
+ */
+export function openStateBackend(config: Config, hooks: BackendHooks): Promise<StateBackend> {
+  return config.cluster.databaseUrl === null ? Promise.resolve(openSqlite(config, hooks)) : openShared(config, config.cluster.databaseUrl, hooks);
+}
+
+/** The log lines of a bus that cannot store its events (a full disk; the database away). */
+function storeStateLogger(log: Logger, where: Record<string, unknown>): StoreStateListener {
+  return (state, outage) =>
+    state === 'recovered'
+      ? log.warn({ outage, ...where }, 'state database stores events again')
+      : log.error({ outage, ...where }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them');
+}
+
+function openSqlite(config: Config, { metrics, log }: BackendHooks): StateBackend {
+  const db = openStateDb(config.stateDbPath);
+  try {
+    // One event log: the bus's and the state store's ids come from it.
+    const eventLog = new EventLog(db, config.events.retention);
+    const bus = new EventBus(eventLog, { onCount: metrics.countEvent, onStoreState: storeStateLogger(log, { stateDb: config.stateDbPath }) });
+    const store = new SqliteStateStore(db, {
+      instanceId: LOCAL_INSTANCE_ID,
+      eventRetention: config.events.retention,
+      clicksPerProject: config.consoleState.clicksPerProject,
+      clicksMaxTotal: config.consoleState.clicksMaxTotal,
+      workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+      eventLog,
+    });
+    const checkpointer = new Checkpointer(config.stateDbPath, WORKER_FILES.checkpoint);
+    return {
+      kind: 'sqlite',
+      store,
+      bus,
+      committer: new SqliteCommitter(store, bus),
+      db,
+      shared: null,
+      readiness: () => checkSqlite(db, bus),
+      status: () => ({ backend: 'sqlite', file: config.stateDbPath, checkpointFailures: checkpointer.failures }),
+      onConsoleChanged: () => {},
+      listen: () => {},
+      start: async () => {},
+      close: async () => {
+        await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
+        db.close();
+      },
+    };
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+async function openShared(config: Config, url: string, { metrics, log, instanceId }: BackendHooks): Promise<StateBackend> {
+  const store = await openPgStateStore({
+    url,
+    connectTimeoutMs: config.cluster.connectTimeoutMs,
+    eventRetention: config.events.retention,
+    clicksPerProject: config.consoleState.clicksPerProject,
+    clicksMaxTotal: config.consoleState.clicksMaxTotal,
+    workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+    onPoolError: (err) => log.warn({ err: err.message }, 'a pooled connection to the state database failed: it is replaced'),
+  });
+  const where = { database: redact(url) };
+  let bus: ClusterBus;
+  try {
+    bus = await ClusterBus.open(store.events, {
+      maxUnstored: config.cluster.heldEventsMax,
+      retryMs: 1000,
+      pollMs: 1000,
+      onCount: metrics.countEvent,
+      onStoreState: storeStateLogger(log, where),
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const consoleListeners: (() => void)[] = [];
+  const consoleChanged = () => {
+    for (const fn of consoleListeners) fn();
+  };
+  const channels: Record<string, (payload: string) => void> = { [EVENTS_CHANNEL]: () => bus.wake(), [CONSOLE_CHANNEL]: consoleChanged };
+  const listener = new PgListener({
+    url,
+    channels,
+    // Notifications sent while it was down are lost: what they would have said is read now.
+    onConnected: () => {
+      bus.wake();
+      consoleChanged();
+    },
+    onLost: (err) => log.warn({ err: err.message, ...where }, 'the connection listening for other instances was lost: it is opened again (the bus reads the log every second meanwhile)'),
+  });
+  const committer = new SharedCommitter(store, bus, () => {
+    store.notify(CONSOLE_CHANNEL, instanceId).catch(() => {});
+  });
+  return {
+    kind: 'postgres',
+    store,
+    bus,
+    committer,
+    db: null,
+    shared: store,
+    readiness: async () => outageCheck(bus) ?? (await pingCheck(store, where.database)),
+    status: () => ({ backend: 'postgres', url: where.database, listening: listener.connected }),
+    onConsoleChanged: (fn) => void consoleListeners.push(fn),
+    listen: (channel, fn) => {
+      channels[channel] = fn;
+    },
+    start: () => listener.start(),
+    close: async () => {
+      await listener.close();
+      await store.close();
+    },
+  };
+}
+
+/** Asks the database for an answer within 2 s. */
+async function pingCheck(store: PgStateStore, where: string): Promise<ReadinessCheck> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      store.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer within 2000 ms')), 2000);
+      }),
+    ]);
+    return { name: 'stateDatabase', ok: true, detail: `${where} answers` };
+  } catch (err) {
+    return { name: 'stateDatabase', ok: false, detail: `${where} cannot be reached: ${(err as Error).message}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}

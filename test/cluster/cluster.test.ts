@@ -1,0 +1,228 @@
+/**
+ * Cluster mode (issue 13; shared/design/cluster.md): three service processes on one real
+ * PostgreSQL (one server for this file), each with its own state folder, all serving one
+ * engine store. Every read answers the same on every instance; events published on any reach
+ * the stream clients of all, in order, once; a client resumes on another instance; a decision
+ * raced by two instances is recorded once; a dead instance's running job is marked lost once,
+ * by one survivor; a second process under a live instance's id is refused.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { fixture, SAMPLE_STORE } from '../helpers/service.js';
+import { failedStart, startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
+import { SseClient } from '../helpers/sse.js';
+
+let pgServer: TestPostgres;
+let url: string;
+let tmp: string;
+let store: string;
+const instances: ServiceProcess[] = [];
+const streams: SseClient[] = [];
+/** Process groups of jobs whose instance was killed: ended after the tests. */
+const leftovers: number[] = [];
+
+/** Environment of instance `id` on the shared database and store. */
+function envOf(id: string, extra: Record<string, string> = {}): Record<string, string> {
+  const stateDir = path.join(tmp, `state-${id}`);
+  fs.mkdirSync(stateDir, { recursive: true });
+  return {
+    CONSOLE_DATABASE_URL: url,
+    CONSOLE_INSTANCE_ID: id,
+    CONSOLE_INSTANCE_TIMEOUT_MS: '2000',
+    CONSOLE_DATA_DIR: store,
+    CONSOLE_STATE_DIR: stateDir,
+    DISPATCH_CLI: fixture('forever.mjs'),
+    CONSOLE_KILL_GRACE_MS: '300',
+    ...extra,
+  };
+}
+
+async function start(id: string, extra: Record<string, string> = {}): Promise<ServiceProcess> {
+  const p = await startServiceProcess({ env: envOf(id, extra) });
+  instances.push(p);
+  return p;
+}
+
+function stream(p: ServiceProcess, headers: Record<string, string> = {}): SseClient {
+  const c = new SseClient(`${p.url}/api/events/stream`, headers);
+  streams.push(c);
+  return c;
+}
+
+async function json<T>(res: Promise<Response>): Promise<T> {
+  const r = await res;
+  const body = (await r.json()) as T;
+  if (!r.ok) throw new Error(`${r.status}: ${JSON.stringify(body)}`);
+  return body;
+}
+
+const post = (p: ServiceProcess, route: string, body: unknown) =>
+  fetch(`${p.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** Publishes through the loopback-only internal bus route; resolves to the event id. */
+async function publish(p: ServiceProcess, summary: string): Promise<string> {
+  return (await json<{ id: string }>(post(p, '/api/internal/bus', { severity: 'info', scope: 'test/cluster', summary }))).id;
+}
+
+let a: ServiceProcess;
+let b: ServiceProcess;
+let c: ServiceProcess;
+
+beforeAll(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-'));
+  store = path.join(tmp, 'store');
+  fs.cpSync(SAMPLE_STORE, store, { recursive: true });
+  pgServer = await startPostgres();
+  url = await pgServer.freshDatabase();
+  // Started together: the migrations run under the advisory lock, once.
+  [a, b, c] = await Promise.all([start('a'), start('b'), start('c')]);
+}, 120_000);
+
+afterAll(async () => {
+  for (const s of streams) s.close();
+  await Promise.all(instances.map((p) => p.stop()));
+  for (const pgid of leftovers) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  await pgServer?.stop();
+  fs.rmSync(tmp, { recursive: true, force: true });
+}, 120_000);
+
+describe('three instances on one PostgreSQL', () => {
+  it('list each other in the system status, are ready, and name themselves', async () => {
+    const status = await waitFor(async () => {
+      const s = await json<{ instance: string; instances: { id: string; alive: boolean }[]; database: { backend: string } }>(fetch(`${a.url}/api/system-status`));
+      return s.instances.filter((i) => i.alive).length === 3 ? s : undefined;
+    }, 'three live instances');
+    expect(status.instance).toBe('a');
+    expect(status.database.backend).toBe('postgres');
+    expect(status.instances.map((i) => i.id)).toEqual(['a', 'b', 'c']);
+    for (const p of [a, b, c]) expect((await fetch(`${p.url}/api/ready`)).status).toBe(200);
+  });
+
+  it('answer the same reads: a proposal created on one is listed, decided and its events served on the others', async () => {
+    const { proposalId } = await json<{ proposalId: string }>(post(a, '/api/proposals', { title: 'shared' }));
+    for (const p of [b, c]) {
+      const list = await json<{ id: string; status: string }[]>(fetch(`${p.url}/api/proposals`));
+      expect(list.find((x) => x.id === proposalId)).toMatchObject({ status: 'pending' });
+    }
+    await json(post(b, `/api/proposals/${proposalId}/approve`, {}));
+    const history = await json<{ decision: string; wasPending: boolean }[]>(fetch(`${c.url}/api/proposals/${proposalId}/decisions`));
+    expect(history).toEqual([expect.objectContaining({ decision: 'approved', wasPending: true })]);
+    const [ea, ec] = await Promise.all([allEvents(a.url, `proposalId=${proposalId}`), allEvents(c.url, `proposalId=${proposalId}`)]);
+    expect(ec.map((e) => e.summary)).toEqual(ea.map((e) => e.summary));
+    expect(ec.map((e) => e.summary)).toEqual([`Proposal created: shared (${proposalId})`, `Proposal approved (${proposalId})`]);
+  });
+
+  it('stream every instance’s events to every instance’s clients, in id order, each once', async () => {
+    const clients = [stream(a), stream(b), stream(c)];
+    await Promise.all(clients.map((s) => s.until((x) => x.status === 200, 'the stream open')));
+    const published: string[] = [];
+    await Promise.all(
+      [a, b, c].map(async (p, k) => {
+        for (let i = 0; i < 40; i++) published.push(await publish(p, `from ${k} #${i}`));
+      }),
+    );
+    const ids = new Set(published);
+    for (const s of clients) {
+      await s.until((x) => x.events.filter((e) => ids.has(e.id)).length === ids.size, 'every published event', 30_000);
+      const seen = s.events.map((e) => Number(e.id));
+      expect(seen).toEqual([...seen].sort((x, y) => x - y));
+      expect(new Set(seen).size).toBe(seen.length);
+    }
+    // Every instance saw the same sequence.
+    const [x, y, z] = clients.map((s) => s.events.filter((e) => ids.has(e.id)).map((e) => e.id));
+    expect(y).toEqual(x);
+    expect(z).toEqual(x);
+  });
+
+  it('record one decision and one fallback when two instances decide one pending proposal at once', async () => {
+    for (let round = 0; round < 5; round++) {
+      const { proposalId } = await json<{ proposalId: string }>(post(c, '/api/proposals', { title: `race ${round}` }));
+      const answers = await Promise.all([post(a, `/api/proposals/${proposalId}/approve`, {}), post(b, `/api/proposals/${proposalId}/reject`, {})]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200]);
+      const history = await json<{ wasPending: boolean }[]>(fetch(`${a.url}/api/proposals/${proposalId}/decisions`));
+      expect(history.map((h) => h.wasPending).sort()).toEqual([false, true]);
+    }
+  });
+
+  it('shows a take action recorded on one instance in the takes of the others', async () => {
+    type Take = { take_id: string; circled: boolean };
+    const takesOn = (p: ServiceProcess) => json<Take[]>(fetch(`${p.url}/api/beats/b01/takes?projectId=harbor-lights`));
+    const before = (await takesOn(b)).find((t) => t.take_id === 'tk_0002');
+    expect(before).toBeDefined();
+    await json(post(a, '/api/takes/tk_0002/action', { projectId: 'harbor-lights', action: 'circled_toggled' }));
+    for (const p of [b, c]) {
+      await waitFor(async () => ((await takesOn(p)).find((t) => t.take_id === 'tk_0002')?.circled === !before!.circled ? true : undefined), `the toggled take on ${p.url}`);
+    }
+  });
+
+  it('cancels a job from another instance: routed to its owner, answered once its group was signalled; 409 once it ended', async () => {
+    const { proposalId } = await json<{ proposalId: string }>(post(b, '/api/proposals/generate', { project: 'harbor-lights' }));
+    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary.startsWith('ready ')) ? true : undefined), 'the job running');
+    const r = await post(a, `/api/jobs/${proposalId}/cancel`, {});
+    expect(r.status).toBe(202);
+    expect(await r.json()).toMatchObject({ proposalId, cancelRequested: true });
+    const ended = await waitFor(async () => {
+      const job = await json<{ state: string; rc: number | null; cancelRequested: boolean; exitReason: string }>(fetch(`${c.url}/api/jobs/${proposalId}`));
+      return job.state !== 'running' ? job : undefined;
+    }, 'the cancelled job’s exit');
+    expect(ended).toMatchObject({ state: 'exited failed', rc: 143, cancelRequested: true, exitReason: 'cancelled' });
+    expect((await post(c, `/api/jobs/${proposalId}/cancel`, {})).status).toBe(409);
+    expect((await post(c, '/api/jobs/gen_000000000000/cancel', {})).status).toBe(404);
+  });
+
+  it('refuses a second process under a live instance’s id, naming CONSOLE_INSTANCE_ID', async () => {
+    const r = await failedStart({ env: envOf('a') });
+    expect(r.code).not.toBe(0);
+    expect(r.listened).toBe(false);
+    expect(r.stderr).toMatch(/CONSOLE_INSTANCE_ID/);
+  });
+
+  it('a client resumes on another instance with Last-Event-ID after its instance is killed, losing nothing', async () => {
+    const d = await start('d');
+    const onD = stream(d);
+    await onD.until((x) => x.status === 200, 'the stream open');
+    const first = await publish(a, 'before the kill');
+    await onD.until((x) => x.events.some((e) => e.id === first), 'the event before the kill');
+    d.child.kill('SIGKILL');
+    await d.exited;
+    const after = [await publish(b, 'after the kill 1'), await publish(c, 'after the kill 2')];
+    const resumed = stream(c, { 'Last-Event-ID': first });
+    await resumed.until((x) => after.every((id) => x.events.some((e) => e.id === id)), 'the events after the kill');
+    const got = resumed.events.map((e) => Number(e.id));
+    expect(got[0]).toBe(Number(first) + 1);
+    expect(got).toEqual(Array.from({ length: got.length }, (_, i) => Number(first) + 1 + i));
+  });
+
+  it('marks the running job of a killed instance lost exactly once, by one survivor', async () => {
+    const e = await start('e');
+    const { proposalId } = await json<{ proposalId: string }>(post(e, '/api/proposals/generate', { project: 'harbor-lights' }));
+    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary.startsWith('ready ')) ? true : undefined), 'the job running');
+    const jobOnA = await json<{ state: string; pid: number }>(fetch(`${a.url}/api/jobs/${proposalId}`));
+    expect(jobOnA.state).toBe('running');
+    // The job's process group outlives its killed instance (until that instance starts again).
+    leftovers.push(jobOnA.pid);
+    e.child.kill('SIGKILL');
+    await e.exited;
+    const lost = await waitFor(async () => {
+      const job = await json<{ state: string }>(fetch(`${b.url}/api/jobs/${proposalId}`));
+      return job.state === 'lost' ? job : undefined;
+    }, 'the job marked lost', 30_000);
+    expect(lost).toMatchObject({ state: 'lost' });
+    // Every survivor judged; one event only.
+    await new Promise((r) => setTimeout(r, 2500));
+    const events: EngineEvent[] = await allEvents(c.url, `proposalId=${proposalId}`);
+    expect(events.filter((x) => x.summary.startsWith('dispatch_cli lost pid=')).length).toBe(1);
+    const status = await json<{ instances: { id: string; alive: boolean }[] }>(fetch(`${a.url}/api/system-status`));
+    expect(status.instances.find((i) => i.id === 'e')).toMatchObject({ alive: false });
+  });
+});
