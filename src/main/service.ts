@@ -81,10 +81,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log.warn({ dispatchCli: config.dispatchCli }, `the dispatch tool ${config.dispatchCli} (DISPATCH_CLI) does not exist: generation requests answer 500 until it does (npm run build makes the default one)`);
   }
 
-  // Made first, so the counters start with the start-up recovery.
-  const metrics = new ServiceMetrics();
   // The embedded database has one instance, whatever its port: its jobs are found again after a restart.
-  const instanceId = config.cluster.databaseUrl === null ? LOCAL_INSTANCE_ID : (config.cluster.instanceId ?? defaultInstanceId(config.port));
+  const clustered = config.cluster.databaseUrl !== null;
+  const instanceId = clustered ? (config.cluster.instanceId ?? defaultInstanceId(config.port)) : LOCAL_INSTANCE_ID;
+  // Made first, so the counters start with the start-up recovery.
+  const metrics = new ServiceMetrics(clustered ? instanceId : undefined);
   const backend = await openStateBackend(config, { metrics, log, instanceId });
   const { bus, db } = backend;
   const cleanup: (() => unknown)[] = [() => backend.close()];
@@ -130,7 +131,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       historySize: config.jobs.historySize,
       sweep,
       nice: config.jobs.nice,
-      backlogMax: config.events.backlogMax,
+      // Cluster mode: past CONSOLE_HELD_EVENTS_MAX held events too (the database away).
+      backlogMax: clustered ? Math.min(config.events.backlogMax, config.cluster.heldEventsMax) : config.events.backlogMax,
     });
     metrics.observeSupervisor(supervisor);
     const recovering = supervisor.recoverLost();

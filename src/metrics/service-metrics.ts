@@ -48,8 +48,13 @@ export class ServiceMetrics {
   private readonly proxyRequests: Counter<'outcome'>;
   private readonly stopSampling: () => void;
 
-  constructor() {
+  /**
+   * @param instance cluster mode: the instance's id, carried by every metric as the `instance`
+   *   label (cluster.md, Operations); absent on the embedded database's one instance.
+   */
+  constructor(instance?: string) {
     const registers = [this.registry];
+    if (instance !== undefined) this.registry.setDefaultLabels({ instance });
     collectDefaultMetrics({ register: this.registry });
     for (const name of NON_COUNTER_TOTALS) this.registry.removeSingleMetric(name);
     const loopDelay = new Histogram({

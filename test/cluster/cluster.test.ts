@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
+import { startNginx } from '../helpers/nginx.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { fixture, SAMPLE_STORE } from '../helpers/service.js';
 import { failedStart, startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
@@ -106,6 +107,11 @@ describe('three instances on one PostgreSQL', () => {
     expect(status.database.backend).toBe('postgres');
     expect(status.instances.map((i) => i.id)).toEqual(['a', 'b', 'c']);
     for (const p of [a, b, c]) expect((await fetch(`${p.url}/api/ready`)).status).toBe(200);
+    // Every metric names the instance.
+    const metrics = await (await fetch(`${b.url}/api/metrics`)).text();
+    const samples = metrics.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+    expect(samples.length).toBeGreaterThan(20);
+    for (const line of samples) expect(line).toMatch(/[{,]instance="b"[,}]/);
   });
 
   it('answer the same reads: a proposal created on one is listed, decided and its events served on the others', async () => {
@@ -224,6 +230,35 @@ describe('three instances on one PostgreSQL', () => {
     expect(events.filter((x) => x.summary.startsWith('dispatch_cli lost pid=')).length).toBe(1);
     const status = await json<{ instances: { id: string; alive: boolean }[] }>(fetch(`${a.url}/api/system-status`));
     expect(status.instances.find((i) => i.id === 'e')).toMatchObject({ alive: false });
+  });
+
+  it('behind nginx: a stream client keeps receiving after the instance it was on is killed (it reconnects with Last-Event-ID, as EventSource does)', async () => {
+    const [g, h] = await Promise.all([start('g'), start('h')]);
+    const lb = await startNginx([`127.0.0.1:${g.port}`, `127.0.0.1:${h.port}`]);
+    try {
+      const streamsOf = async (p: ServiceProcess) => (await json<{ bus: { subscribers: number } }>(fetch(`${p.url}/api/system-status`))).bus.subscribers;
+      const first = stream({ url: lb.url } as ServiceProcess);
+      await first.until((x) => x.status === 200, 'the stream open through nginx');
+      const holder = await waitFor(async () => ((await streamsOf(g)) === 1 ? g : (await streamsOf(h)) === 1 ? h : undefined), 'the instance holding the stream');
+      const published: string[] = [];
+      for (let i = 0; i < 10; i++) published.push(await publish(a, `before ${i}`));
+      await first.until((x) => published.every((id) => x.events.some((e) => e.id === id)), 'the events before the kill');
+      holder.child.kill('SIGKILL');
+      await holder.exited;
+      await first.done;
+      for (let i = 0; i < 10; i++) published.push(await publish(b, `after ${i}`));
+      const last = first.events.at(-1)?.id as string;
+      // What EventSource does when its stream ends: connect again with the last id it saw.
+      const second = stream({ url: lb.url } as ServiceProcess, { 'Last-Event-ID': last });
+      await second.until((x) => published.every((id) => [...first.events, ...x.events].some((e) => e.id === id)), 'the events after the kill, through nginx');
+      expect(second.status).toBe(200);
+      const seen = [...first.events, ...second.events].map((e) => Number(e.id));
+      expect(seen).toEqual([...seen].sort((x, y) => x - y));
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(Number(second.events[0]?.id)).toBe(Number(last) + 1);
+    } finally {
+      await lb.stop();
+    }
   });
 
   // Last: it stops the database under every instance.
