@@ -71,9 +71,11 @@ export class Membership {
    * Registers this instance. When its id is recorded with a recent heartbeat, waits up to two
    * heartbeat intervals: a heartbeat that moves meanwhile belongs to a live process, and this
    * start is refused; one that does not is a crashed run of this instance, whose id it takes over.
+   * @returns when the id's earlier run started (its jobs since then may have been marked lost
+   *   by another instance), or null for a new id.
    * @throws InstanceIdInUseError; the state store's errors.
    */
-  async join(): Promise<void> {
+  async join(): Promise<string | null> {
     const before = await this.store.instances.get(this.opts.id);
     if (before && Date.now() - Date.parse(before.heartbeatAt) < this.opts.timeoutMs) {
       await new Promise((r) => setTimeout(r, 2 * this.heartbeatMs + 200));
@@ -82,6 +84,7 @@ export class Membership {
     }
     await this.store.instances.register({ id: this.opts.id, address: this.opts.address, version: this.opts.version, startedAt: this.startedAt });
     this.connectedSince = Date.now();
+    return before?.startedAt ?? null;
   }
 
   /** Starts the heartbeat and the judgement of dead instances. */

@@ -105,10 +105,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
               connected ? log.warn({ instance: instanceId }, 'state database reachable again') : log.error({ instance: instanceId, err: (err as Error | undefined)?.message }, 'state database unreachable: heartbeats fail'),
           })
         : null;
-    if (membership) {
-      await membership.join();
-      cleanup.unshift(() => membership.stop());
-    }
+    const previousStart = membership ? await membership.join() : null;
+    if (membership) cleanup.unshift(() => membership.stop());
     // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop.
     // The worker threads are made first: they load their modules while the rest is built, and
     // the recoveries below wait for them side by side, not one after the other.
@@ -135,7 +133,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       backlogMax: clustered ? Math.min(config.events.backlogMax, config.cluster.heldEventsMax) : config.events.backlogMax,
     });
     metrics.observeSupervisor(supervisor);
-    const recovering = supervisor.recoverLost();
+    const recovering = supervisor.recoverLost(previousStart);
     // Settled here too, so a failure of the store's start-up does not leave it unhandled.
     recovering.catch(() => {});
     // Every read of the store goes through its real root, resolved once here (issue 10, item 4).

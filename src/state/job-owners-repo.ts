@@ -11,6 +11,7 @@ export class JobOwnersRepo {
   private readonly ownersStmt;
   private readonly runningStmt;
   private readonly lostStmt;
+  private readonly lostSinceStmt;
 
   constructor(db: Db, private readonly localId: string) {
     this.setStmt = db.prepare('UPDATE jobs SET instance_id = ? WHERE proposal_id = ?');
@@ -19,6 +20,9 @@ export class JobOwnersRepo {
     );
     this.runningStmt = db.prepare<[string, string], { proposal_id: string }>(
       `SELECT proposal_id FROM jobs WHERE state = 'running' AND coalesce(instance_id, ?) = ?`,
+    );
+    this.lostSinceStmt = db.prepare<[string, string, string], { proposal_id: string }>(
+      `SELECT proposal_id FROM jobs WHERE state = 'lost' AND coalesce(instance_id, ?) = ? AND started_at >= ? ORDER BY started_at, rowid`,
     );
     // Conditional on `state = 'running'`: a job already marked is never marked again.
     this.lostStmt = db.prepare<[string, string, string], { proposal_id: string }>(
@@ -40,6 +44,11 @@ export class JobOwnersRepo {
   /** Ids of the running jobs of an instance. */
   runningOf(instanceId: string): string[] {
     return this.runningStmt.all(this.localId, instanceId).map((r) => r.proposal_id);
+  }
+
+  /** Ids of an instance's lost jobs started at or after `since`. */
+  lostSince(instanceId: string, since: string): string[] {
+    return this.lostSinceStmt.all(this.localId, instanceId, since).map((r) => r.proposal_id);
   }
 
   /** Marks an instance's running jobs lost; returns their ids. */

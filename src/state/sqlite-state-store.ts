@@ -249,6 +249,7 @@ export class SqliteStateStore implements StateStore {
           }),
         list: (limit, state) => run(() => withOwner(s.jobs.list(limit, state))),
         running: (instanceId) => run(() => (instanceId === undefined ? withOwner(s.jobs.running()) : byIds(s.owners.runningOf(instanceId)))),
+        lostSince: (instanceId, since) => run(() => byIds(s.owners.lostSince(instanceId, since))),
         countsByState: () => run(() => s.jobs.countsByState()),
         lineCounts: (id) => run(() => s.jobs.lineCountsFromEvents(id)),
         markLost: (instanceId, endedAt) => run(() => byIds(this.db.transaction(() => s.owners.markLost(instanceId, endedAt))())),

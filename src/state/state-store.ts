@@ -178,6 +178,11 @@ export interface JobStore {
   list(limit: number, state?: string): Promise<StoredJob[]>;
   /** Jobs recorded as running: all, or only those of `instanceId`. */
   running(instanceId?: string): Promise<StoredJob[]>;
+  /**
+   * The jobs of `instanceId` marked `lost` that started at or after `since` (ISO-8601): those
+   * another instance judged while this one was away, whose processes may still run here.
+   */
+  lostSince(instanceId: string, since: string): Promise<StoredJob[]>;
   countsByState(): Promise<Record<string, number>>;
   /**
    * A job's output lines as its stored line events count them (`<proposal id> stdout|stderr <n>:`

@@ -16,10 +16,12 @@ import { GENERATION_SCOPE, jobMark } from './running-job.js';
 /**
  * Kills what is left of every job recorded as running on `instanceId`, marks each `lost` and publishes its
  * `dispatch_cli lost pid=N` failure event.
+ * @param lostSince cluster mode: when this instance last started (ISO-8601); what is left of its
+ *   jobs started since and marked lost by another instance is killed too (cluster.md, Jobs).
  * @returns the lost jobs' records, in their new state.
  * @throws the state database's error (start-up stops).
  */
-export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: Bus, procs: ProcTable, sweep: SweepBounds): Promise<JobRecord[]> {
+export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: Bus, procs: ProcTable, sweep: SweepBounds, lostSince: string | null = null): Promise<JobRecord[]> {
   const lost: JobRecord[] = [];
   const boot = await procs.bootTimeMs();
   for (const { instanceId: _owner, ...rec } of await jobs.running(instanceId)) {
@@ -41,6 +43,10 @@ export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: B
     await jobs.finish(rec.proposalId, end);
     bus.publish(lostJobEvent(rec, `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`));
     lost.push({ ...rec, ...end });
+  }
+  // Cluster mode: jobs another instance marked lost while this one was away may still run here.
+  if (lostSince !== null) {
+    for (const { instanceId: _owner, ...rec } of await jobs.lostSince(instanceId, lostSince)) await killLostJob(procs, sweep, rec, boot);
   }
   return lost;
 }

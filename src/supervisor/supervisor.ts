@@ -324,10 +324,11 @@ export class Supervisor {
 
   /**
    * Start-up recovery (lost-jobs.ts): every process left of jobs a previous run recorded as
-   * running is killed, and each is marked `lost` with a failure event.
+   * running is killed, and each is marked `lost` with a failure event; in cluster mode also what
+   * is left of jobs started since `lostSince` that another instance marked lost.
    */
-  recoverLost(): Promise<JobRecord[]> {
-    return recoverLostJobs(this.state.jobs, this.options.instanceId, this.bus, this.procs, this.options.sweep);
+  recoverLost(lostSince: string | null = null): Promise<JobRecord[]> {
+    return recoverLostJobs(this.state.jobs, this.options.instanceId, this.bus, this.procs, this.options.sweep, lostSince);
   }
 }
 

@@ -69,6 +69,20 @@ async function publish(p: ServiceProcess, summary: string): Promise<string> {
   return (await json<{ id: string }>(post(p, '/api/internal/bus', { severity: 'info', scope: 'test/cluster', summary }))).id;
 }
 
+/** Whether a process exists (a zombie counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 let a: ServiceProcess;
 let b: ServiceProcess;
 let c: ServiceProcess;
@@ -230,6 +244,10 @@ describe('three instances on one PostgreSQL', () => {
     expect(events.filter((x) => x.summary.startsWith('dispatch_cli lost pid=')).length).toBe(1);
     const status = await json<{ instances: { id: string; alive: boolean }[] }>(fetch(`${a.url}/api/system-status`));
     expect(status.instances.find((i) => i.id === 'e')).toMatchObject({ alive: false });
+    // Started again under its id, the instance kills what is left of its job, marked lost by another.
+    expect(alive(jobOnA.pid)).toBe(true);
+    await start('e');
+    await waitFor(() => (alive(jobOnA.pid) ? undefined : true), 'the lost job’s process killed by its instance’s next start');
   });
 
   it('behind nginx: a stream client keeps receiving after the instance it was on is killed (it reconnects with Last-Event-ID, as EventSource does)', async () => {

@@ -205,6 +205,8 @@ describe.each(backends)('state store on $name', (backend) => {
       ['gen_3', 'lost', T(9), 'a', 'lost'],
     ]);
     expect(await s.jobs.markLost('a', T(10))).toEqual([]);
+    expect(ids2p(await s.jobs.lostSince('a', T(0))).sort()).toEqual(['gen_1', 'gen_3']);
+    expect(await s.jobs.lostSince('b', T(0))).toEqual([]);
     expect(await s.jobs.running()).toEqual([]);
     expect(await s.jobs.prune(1)).toBe(2);
     expect(ids2p(await s.jobs.list(10))).toEqual(['gen_3']);
