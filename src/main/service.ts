@@ -255,7 +255,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const url = `http://${host}:${port}`;
     // One line says what runs where, and every setting that is not the default (issue 14, item 5).
     log.info(
-      { version: APP_VERSION, url, dataDir: config.dataDir, stateDir: config.stateDir, stateDb: config.stateDbPath, dispatchCli: config.dispatchCli, settings: config.nonDefault },
+      {
+        version: APP_VERSION,
+        url,
+        dataDir: config.dataDir,
+        stateDir: config.stateDir,
+        // Cluster mode: the shared database (without its password) and this instance's id.
+        ...(membership ? { database: backend.status().url, instance: instanceId } : { stateDb: config.stateDbPath }),
+        dispatchCli: config.dispatchCli,
+        settings: config.nonDefault,
+      },
       'console-backend listening',
     );
     if (config.writeUpstream !== null) log.info({ upstream: config.writeUpstream }, 'mutations are forwarded to the write upstream');
