@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: runs every row of issues 5 and 12 (or those named on the command line, e.g.
+ * `npm run bench`: runs every row of issues 5, 12 and 13 (or those named on the command line, e.g.
  * `npm run bench -- P1 P3`), prints the table and appends it to bench/RESULTS.md, with the
  * machine's load average at the start and at the end of the run (other work on the machine
  * takes CPU from every figure).
@@ -16,6 +16,7 @@ import { runP5 } from './p5-loop-delay.js';
 import { runP6 } from './p6-soak.js';
 import { runP7 } from './p7-storm.js';
 import { runP8 } from './p8-synthesis.js';
+import { runC1 } from './c1-cluster.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const all: Record<string, (runs: number) => Promise<Row[]>> = {
@@ -27,6 +28,7 @@ const all: Record<string, (runs: number) => Promise<Row[]>> = {
   P6: runP6,
   P7: runP7,
   P8: runP8,
+  C1: runC1,
 };
 
 const wanted = process.argv.slice(2).map((s) => s.toUpperCase());

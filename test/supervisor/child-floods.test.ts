@@ -6,6 +6,8 @@
  * event-loop delay monitor (test/fixtures/rel-b-monitor.mjs); its RSS is sampled from /proc.
  * Figures are printed; timings are recorded, never asserted (only generous ceilings).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor, type EngineEvent } from '../helpers/events.js';
 import { generate, MB, percentile, sampleMax, startServiceProcess, type ServiceProcess } from '../fixtures/rel-b-service.js';
@@ -187,9 +189,12 @@ describe('child floods', () => {
     const headId = ((await (await fetch(`${svc.url}/api/system-status`)).json()) as { bus: { lastEventId: string } }).bus.lastEventId;
     await svc.snapshot();
     const slow = await generate(svc.url, 'slow:30:100');
-    // Short lines (`<n>`: 9,000 to a 64 KB read) and long ones (`L<n> <padding>`).
-    const a = await generate(svc.url, `burst:${BURST}:short`);
-    const b = await generate(svc.url, `burst:${BURST}`);
+    // Short lines (`<n>`: 9,000 to a 64 KB read) and long ones (`L<n> <padding>`), both
+    // written once both tools run: a burst started first must not be done before the other
+    // starts (on a loaded machine, 300,000 lines took less than the second start).
+    const a = await generate(svc.url, `burst:${BURST}:short:wait`);
+    const b = await generate(svc.url, `burst:${BURST}:long:wait`);
+    fs.writeFileSync(path.join(svc.tmp, 'go'), '');
     try {
       await waitFor(
         () => ([slow, a, b].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined),
