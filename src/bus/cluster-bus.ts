@@ -6,7 +6,8 @@
  *   log in one transaction, which is where ids are assigned (in commit order, across instances).
  *   Appends of one instance run one at a time, so its events keep their publish order.
  * - Delivery reads the log: the bus keeps the id up to which it has delivered (its head) and,
- *   when woken, reads what follows and hands it to subscribers, in id order with no gap. It is
+ *   when woken, reads what follows and hands it to subscribers, in id order with no gap. Its
+ *   own appends whose ids follow the head directly are delivered without being read back. It is
  *   woken by its own appends, by the database's notifications of other instances' appends
  *   ({@link ClusterBus.wake}, LISTEN/NOTIFY), and by a poll every `pollMs` in case a
  *   notification was missed while the listening connection was down.
@@ -174,7 +175,9 @@ export class ClusterBus implements Bus {
       batch.forEach((q, i) => q.settle?.(events[i] as BusEvent));
       const report = this.retry.recovered();
       if (report) this.pending.push({ draft: eventDraft(report) });
-      this.wake();
+      // Its ids follow the head: nothing of another instance came between, so the rows are
+      // delivered as they are, without reading them back. Otherwise the log is read.
+      if (!this.deliver(events.map((e, i) => ({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: batch[i]?.draft.proposalId ?? null, data: JSON.stringify(e) })))) this.wake();
     }
   }
 
@@ -198,8 +201,8 @@ export class ClusterBus implements Bus {
         for (;;) {
           const rows = await this.log.after(this.head, READ_PAGE, NO_FILTER);
           if (rows.length === 0) break;
-          this.head = (rows[rows.length - 1] as EventRow).id;
-          for (const sub of this.subscribers) sub(rows);
+          // Read from the log, the rows are what follows the head, even past a gap (retention).
+          this.deliver(rows, true);
           if (rows.length < READ_PAGE) break;
         }
       } while (this.readAgain && !this.closed);
@@ -210,6 +213,23 @@ export class ClusterBus implements Bus {
     } catch {
       // The database is away: the poll reads again, from the same head.
     }
+  }
+
+  /**
+   * Hands rows to the subscribers when they continue the head with no gap, skipping those
+   * delivered already (an append's own rows and a read of the log may overlap).
+   * @param read the rows were read from the log after the head: nothing comes between.
+   * @returns false when the rows do not continue the head (what comes between must be read).
+   */
+  private deliver(rows: readonly EventRow[], read = false): boolean {
+    let from = 0;
+    while (from < rows.length && (rows[from] as EventRow).id <= this.head) from++;
+    if (from === rows.length) return true;
+    if (!read && (rows[from] as EventRow).id !== this.head + 1) return false;
+    const fresh = from === 0 ? rows : rows.slice(from);
+    this.head = (fresh[fresh.length - 1] as EventRow).id;
+    for (const sub of this.subscribers) sub(fresh);
+    return true;
   }
 
   subscribe(sub: BusSubscriber): { headId: number; unsubscribe: () => void } {
