@@ -5,22 +5,18 @@
 import { ServiceError } from '../errors/index.js';
 
 /** The codes of cluster mode's errors. */
-export type ClusterErrorCode = 'cancel_not_acknowledged' | 'instance_id_in_use';
+export type ClusterErrorCode = 'owner_not_acknowledged' | 'instance_id_in_use';
 
 /**
- * A cancel routed to the instance that runs the job was not acknowledged within the wait
- * (code `cancel_not_acknowledged`): that instance did not signal the job's process group in
- * time (cluster.md, Jobs: "if the owner has not acted within 5 s, 504"). The cancel stays
- * recorded: the owner acts on it when it can.
+ * A request routed to the instance that runs a job or a terminal (a cancel, a terminal stop)
+ * was not acknowledged within the wait (code `owner_not_acknowledged`): that instance did not
+ * signal the process group in time (cluster.md, Jobs: "if the owner has not acted within 5 s,
+ * 504"). A cancel stays recorded on the job.
  */
-export class CancelNotAcknowledgedError extends ServiceError<'cancel_not_acknowledged'> {
-  override name = 'CancelNotAcknowledgedError';
-  constructor(
-    readonly proposalId: string,
-    readonly owner: string,
-    waitedMs: number,
-  ) {
-    super('cancel_not_acknowledged', `instance ${owner}, which runs job ${proposalId}, did not acknowledge the cancel within ${waitedMs} ms`);
+export class OwnerNotAcknowledgedError extends ServiceError<'owner_not_acknowledged'> {
+  override name = 'OwnerNotAcknowledgedError';
+  constructor(what: string, key: string, owner: string, waitedMs: number) {
+    super('owner_not_acknowledged', `instance ${owner}, which runs ${key}, did not acknowledge the ${what} within ${waitedMs} ms`);
   }
 }
 

@@ -250,9 +250,9 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   terminal_program_missing: { status: 503, means: 'The terminal program (TTYD_BIN) cannot be found or is not executable.' },
   terminal_ports_exhausted: { status: 503, means: 'Every port of CONSOLE_TTYD_PORTS is taken.' },
   terminal_start_failed: { status: 503, means: 'The terminal program was refused by the operating system (the errno ends the detail), exited during start-up, or the service is stopping.' },
-  cancel_not_acknowledged: {
+  owner_not_acknowledged: {
     status: 504,
-    means: 'Cluster mode: the instance that runs the job did not acknowledge the routed cancel within 5 s; the cancel stays recorded and is carried out when that instance can.',
+    means: 'Cluster mode: the instance that runs the job (or terminal) did not acknowledge the routed cancel (or stop) within 5 s; a cancel stays recorded and is carried out when that instance can.',
   },
   state_db_full: { status: 507, means: 'The state database has no space left on its disk: nothing was stored.' },
   proxy_loop: { status: 508, means: 'SERVICE_WRITE_UPSTREAM forwards back to this service.' },

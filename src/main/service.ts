@@ -8,8 +8,9 @@ import http from 'node:http';
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CANCEL_ACK_CHANNEL, CANCEL_CHANNEL, RoutedCancels, type JobCanceller } from '../cluster/cancel-routing.js';
+import { RoutedCancels, type JobCanceller } from '../cluster/cancel-routing.js';
 import { Membership } from '../cluster/membership.js';
+import { ClusterTerminals } from '../cluster/terminals.js';
 import { ConsoleState } from '../console/index.js';
 import type { TakeFile } from '../console/take-states.js';
 import { SseHub } from '../bus/sse.js';
@@ -27,7 +28,7 @@ import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import type { Db } from '../state/db.js';
 import { ProcTable } from '../process/index.js';
 import { GENERATION_SCOPE, Supervisor } from '../supervisor/index.js';
-import { TerminalManager } from '../terminals/index.js';
+import { TerminalManager, type TerminalInfo, type Terminals } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
 import { WORKER_FILES } from './paths.js';
 import { APP_VERSION, ConfigError, type Config } from './config.js';
@@ -172,6 +173,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const sse = new SseHub(bus, config.sse, config.events.retention);
     metrics.observeStreams(sse);
     const writeProxy = new WriteProxy(config.writeUpstream, { onOutcome: (outcome) => metrics.countProxied(outcome) });
+    // Cluster mode records each terminal for every instance (set below, before any starts).
+    let recordTerminal: ((t: TerminalInfo) => void) | undefined;
     const terminals = new TerminalManager(bus, procs, {
       storeRoot: config.dataDir,
       ...config.terminals,
@@ -181,6 +184,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       owner: config.stateDbPath,
       killGraceMs: config.jobs.killGraceMs,
       sweep,
+      onRecord: (t) => recordTerminal?.(t),
     });
     const leftovers = await terminals.killLeftovers();
     if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
@@ -208,11 +212,22 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     }
     // Cluster mode: cancels reach the instance that runs the job through the database.
     let cancels: JobCanceller = supervisor;
+    let terminalView: Terminals = terminals;
     if (shared) {
-      const routed = new RoutedCancels(supervisor, backend.store, { self: instanceId, notify: (ch, payload) => shared.notify(ch, payload) });
-      backend.listen(CANCEL_CHANNEL, (p) => routed.onCancel(p));
-      backend.listen(CANCEL_ACK_CHANNEL, (p) => routed.onAck(p));
+      const routed = new RoutedCancels(supervisor, backend.store, instanceId, (ch, payload) => shared.notify(ch, payload));
+      for (const [channel, fn] of Object.entries(routed.requests.channels())) backend.listen(channel, fn);
       cancels = routed;
+      // Terminals: recorded for every instance, their status global, stops routed to the owner.
+      const everyInstance = new ClusterTerminals(terminals, backend.store, {
+        self: instanceId,
+        notify: (ch, payload) => shared.notify(ch, payload),
+        storeRoot: config.dataDir,
+        command: config.terminals.command,
+        onRecordFailed: (err) => log.warn({ err: (err as Error).message }, 'a terminal record was not written: the state database refused'),
+      });
+      recordTerminal = (t) => everyInstance.record(t);
+      for (const [channel, fn] of Object.entries(everyInstance.requests.channels())) backend.listen(channel, fn);
+      terminalView = everyInstance;
     }
     await backend.start();
     membership?.start();
@@ -224,7 +239,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       supervisor,
       cancels,
       pool,
-      terminals,
+      terminals: terminalView,
       guards,
       startedAt: new Date(),
       metrics,

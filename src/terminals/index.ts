@@ -3,6 +3,7 @@ export {
   scopeOf as terminalScope,
   type TerminalInfo,
   type TerminalManagerOptions,
+  type Terminals,
   type TerminalState,
   type StartResult,
   type StopResult,

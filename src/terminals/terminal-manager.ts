@@ -83,6 +83,19 @@ export interface TerminalManagerOptions {
   readonly sweep: SweepBounds;
   /** Ceiling on the wait for a new terminal to accept connections before start returns. */
   readonly readyTimeoutMs: number;
+  /** Told of each terminal as it starts and as it ends (cluster mode records it for every instance). Must not throw. */
+  readonly onRecord?: (t: TerminalInfo) => void;
+}
+
+/**
+ * The terminals as the routes use them: this instance's {@link TerminalManager}, or in cluster
+ * mode every instance's (src/cluster/terminals.ts). `get` and `list` may be asynchronous.
+ */
+export interface Terminals {
+  start(projectId: string): Promise<StartResult>;
+  stop(projectId: string): Promise<StopResult>;
+  get(projectId: string): TerminalInfo | null | Promise<TerminalInfo | null>;
+  list(): TerminalInfo[] | Promise<TerminalInfo[]>;
 }
 
 /** Result of {@link TerminalManager.start}: `created` is false when one was already running. */
@@ -141,7 +154,7 @@ class Terminal {
   }
 }
 
-export class TerminalManager {
+export class TerminalManager implements Terminals {
   private readonly terminals = new Map<string, Terminal>();
   /** Per-project chains: starts and stops of one project run one after the other. */
   private readonly chains = new Map<string, Promise<unknown>>();
@@ -301,6 +314,7 @@ export class TerminalManager {
     });
     t.exited = proc.ended.then((end) => this.onEnd(t, end));
     this.terminals.set(projectId, t);
+    this.options.onRecord?.(t.info());
     this.bus.publish({
       severity: 'info',
       scope: scopeOf(projectId),
@@ -345,6 +359,7 @@ export class TerminalManager {
     t.endedAt = new Date().toISOString();
     t.state = t.stopReason ? 'stopped' : 'exited';
     this.ports.release(t.port);
+    this.options.onRecord?.(t.info());
     if (leftovers.left.length > 0) {
       this.bus.publish({
         severity: 'warning',

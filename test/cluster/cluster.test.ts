@@ -200,6 +200,30 @@ describe('three instances on one PostgreSQL', () => {
     expect((await post(c, '/api/jobs/gen_000000000000/cancel', {})).status).toBe(404);
   });
 
+  it('terminals: recorded for every instance, the status global, a start elsewhere answers the running one, a stop from another instance reaches the owner', async () => {
+    const first = 21_000 + Math.floor(Math.random() * 400) * 10;
+    const t1 = await start('t1', {
+      TTYD_BIN: fixture('ttyd-standin.mjs'),
+      TTYD_COMMAND: JSON.stringify([process.execPath, fixture('forever.mjs')]),
+      CONSOLE_TTYD_PORTS: `${first}-${first + 9}`,
+      CONSOLE_TTYD_READY_MS: '60000',
+    });
+    type Terminal = { projectId: string; state: string; pid: number; port: number; url: string };
+    const started = await post(t1, '/api/ttyd/start', { projectId: 'harbor-lights' });
+    expect(started.status).toBe(201);
+    const term = (await started.json()) as Terminal;
+    const onA = await json<{ terminals: Terminal[] }>(fetch(`${a.url}/api/ttyd/status?projectId=harbor-lights`));
+    expect(onA.terminals).toEqual([expect.objectContaining({ projectId: 'harbor-lights', state: 'running', pid: term.pid, port: term.port, url: term.url })]);
+    const again = await post(b, '/api/ttyd/start', { projectId: 'harbor-lights' });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ pid: term.pid, url: term.url });
+    const stopped = await json<{ stopped: boolean; terminal: Terminal }>(post(c, '/api/ttyd/stop', { projectId: 'harbor-lights' }));
+    expect(stopped).toMatchObject({ stopped: true, terminal: { projectId: 'harbor-lights', state: 'stopped' } });
+    expect(alive(term.pid)).toBe(false);
+    const status = await json<{ terminals: Terminal[] }>(fetch(`${b.url}/api/ttyd/status`));
+    expect(status.terminals.find((t) => t.projectId === 'harbor-lights')).toMatchObject({ state: 'stopped' });
+  });
+
   it('refuses a second process under a live instance’s id, naming CONSOLE_INSTANCE_ID', async () => {
     const r = await failedStart({ env: envOf('a') });
     expect(r.code).not.toBe(0);

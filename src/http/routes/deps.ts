@@ -12,7 +12,7 @@ import type { Config } from '../../main/config.js';
 import type { Readiness } from '../../main/readiness.js';
 import type { ServiceMetrics } from '../../metrics/index.js';
 import type { Supervisor } from '../../supervisor/index.js';
-import type { TerminalManager } from '../../terminals/index.js';
+import type { Terminals } from '../../terminals/index.js';
 import type { SynthesisPool } from '../../workers/pool.js';
 import type { WriteProxy } from '../write-proxy.js';
 
@@ -26,7 +26,7 @@ export interface AppDeps {
   readonly cancels: JobCanceller;
   readonly pool: SynthesisPool;
   /** Per-project web terminals (ttyd). */
-  readonly terminals: TerminalManager;
+  readonly terminals: Terminals;
   readonly guards: GuardReport;
   readonly startedAt: Date;
   /** The state database as the system status reports it (`database`): the back end and its figures. */

@@ -81,7 +81,7 @@ export function jobRoutes(api: Api, { supervisor, bus, cancels }: AppDeps): void
       400: { description: 'Malformed id.', schema: ErrorBody },
       404: { description: 'Unknown job.', schema: ErrorBody },
       409: { description: 'The job is not running.', schema: ErrorBody },
-      504: { description: 'Cluster mode: the instance that runs the job did not acknowledge the cancel within 5 s (`cancel_not_acknowledged`).', schema: ErrorBody },
+      504: { description: 'Cluster mode: the instance that runs the job did not acknowledge the cancel within 5 s (`owner_not_acknowledged`).', schema: ErrorBody },
     },
     handler: async ({ res, params }) => {
       res.status(202).json(await cancels.cancel(checkId('proposal_id', params.proposalId)));

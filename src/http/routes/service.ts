@@ -252,7 +252,7 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
     writeProxy: d.writeProxy.status(),
     hosts: hostPolicy(d.config),
     limits: limitsOf(d.config),
-    terminals: d.terminals.list().map((t) => ({
+    terminals: (await d.terminals.list()).map((t) => ({
       projectId: t.projectId,
       pid: t.pid,
       port: t.port,

@@ -53,7 +53,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     operationId: 'startTerminal',
     summary: 'Start the project’s terminal (or return the running one)',
     description:
-      'Starts `<TTYD_BIN> --port <p> [--interface <HOST>] --writable --check-origin <TTYD_COMMAND…>` without a shell, in the project’s directory, as the leader of its own process group, on the lowest free port of CONSOLE_TTYD_PORTS; answers once it accepts connections. Event: `ttyd started pid=<pid> port=<port>` (scope `terminal/<projectId>`).',
+      'Starts `<TTYD_BIN> --port <p> [--interface <HOST>] --writable --check-origin <TTYD_COMMAND…>` without a shell, in the project’s directory, as the leader of its own process group, on the lowest free port of CONSOLE_TTYD_PORTS; answers once it accepts connections. Event: `ttyd started pid=<pid> port=<port>` (scope `terminal/<projectId>`). In cluster mode a terminal of the project running on another instance is that one (200, its URL at that instance’s host).',
     tag: 'Terminals',
     body: z.object({ projectId: ProjectIdMember }),
     answers: {
@@ -75,7 +75,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     operationId: 'stopTerminal',
     summary: 'Stop the project’s terminal',
     description:
-      'SIGTERM to its process group and tree, SIGKILL after CONSOLE_KILL_GRACE_MS; answers once it has exited. Stopping a project without a running terminal is not an error (`stopped: false`). Event: `ttyd stopped rc=<rc>`.',
+      'SIGTERM to its process group and tree, SIGKILL after CONSOLE_KILL_GRACE_MS; answers once it has exited. Stopping a project without a running terminal is not an error (`stopped: false`). Event: `ttyd stopped rc=<rc>`. In cluster mode the stop reaches the instance that runs the terminal, through the database.',
     tag: 'Terminals',
     body: z.object({ projectId: ProjectIdMember }),
     answers: {
@@ -85,6 +85,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
       },
       404: { description: 'Unknown project.', schema: ErrorBody },
       422: { description: 'Invalid body, or a malformed project id (an issue of type `invalid_id`).', schema: ErrorBody },
+      504: { description: 'Cluster mode: the instance that runs the terminal did not acknowledge the stop within 5 s (`owner_not_acknowledged`).', schema: ErrorBody },
     },
     handler: async ({ res, body }) => {
       res.json(await terminals.stop(body.projectId));
@@ -96,18 +97,19 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     path: '/api/ttyd/status',
     operationId: 'terminalStatus',
     summary: 'Terminals: all, or one project’s',
-    description: 'The latest terminal of each project started since the service started, running or not (a terminal that died by itself shows as `exited` with its code).',
+    description:
+      'The latest terminal of each project started since the service started, running or not (a terminal that died by itself shows as `exited` with its code). In cluster mode every instance’s, from the database (another instance’s terminal has an empty `argv`).',
     tag: 'Terminals',
     query: z.object({ projectId: QueryId('Only this project’s terminal (a list of 0 or 1).').optional() }),
     answers: {
       200: { description: 'Terminals by project id.', schema: z.object({ terminals: z.array(Terminal) }) },
       400: { description: 'Malformed project id.', schema: ErrorBody },
     },
-    handler: ({ res, query }) => {
+    handler: async ({ res, query }) => {
       let list: TerminalInfo[];
-      if (query.projectId === undefined) list = terminals.list();
+      if (query.projectId === undefined) list = await terminals.list();
       else {
-        const one = terminals.get(checkId('project_id', query.projectId));
+        const one = await terminals.get(checkId('project_id', query.projectId));
         list = one ? [one] : [];
       }
       res.json({ terminals: list });
@@ -127,9 +129,9 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
       404: { description: 'No running terminal for the project.', schema: ErrorBody },
       422: { description: 'Missing projectId.', schema: ErrorBody },
     },
-    handler: ({ res, query }) => {
+    handler: async ({ res, query }) => {
       const id = checkId('project_id', query.projectId);
-      const t = terminals.get(id);
+      const t = await terminals.get(id);
       if (!t || t.state !== 'running') throw new TerminalNotRunningError(id);
       res.json({ projectId: t.projectId, cwd: t.cwd, command: t.command, port: t.port, url: t.url, startedAt: t.startedAt, pid: t.pid });
     },
