@@ -31,7 +31,7 @@ import { StoreGenerations } from './store-generations.js';
 import type { TakeFileRead } from './store-reads.js';
 import { dependsOnTakeState, type SynthesisQuery, type SynthesisError, type TakeStates } from './synthesize.js';
 import type { IndexLoad } from './synthesis-task.js';
-import { StoreWatcher } from './watcher.js';
+import { StoreWatcher, type StoreChange } from './watcher.js';
 
 export type { CachedBody } from './answer-cache.js';
 export { NO_MEMORY_TOGGLES, type MemoryToggleSource } from './memory-entries.js';
@@ -117,6 +117,14 @@ export class EngineStore {
 
   close(): void {
     this.watcher?.close();
+  }
+
+  /**
+   * A change seen by other means than the watcher (cluster mode's revalidation of a shared
+   * folder, revalidator.ts): applied as the watcher's.
+   */
+  changed(c: StoreChange): void {
+    this.generations.apply(c);
   }
 
   /** Marks a project's cached answers stale as a whole: the next answer reads it whole. */

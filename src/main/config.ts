@@ -163,6 +163,8 @@ export interface Config {
     readonly instanceTimeoutMs: number;
     /** CONSOLE_HELD_EVENTS_MAX: events held in memory while the database is away. */
     readonly heldEventsMax: number;
+    /** CONSOLE_STORE_REVALIDATE_MS: how often the shared store folder is looked at for changes. */
+    readonly storeRevalidateMs: number;
   };
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
@@ -377,6 +379,7 @@ const envSchema = z.object({
     .optional(),
   CONSOLE_INSTANCE_TIMEOUT_MS: int(2000, 3_600_000).default(10_000),
   CONSOLE_HELD_EVENTS_MAX: int(1000, 100_000_000).default(100_000),
+  CONSOLE_STORE_REVALIDATE_MS: int(100, 3_600_000).default(2000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),
   CONSOLE_RECORD_ANSWERS_DIR: z.string().trim().optional(),
@@ -478,6 +481,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       instanceId: e.CONSOLE_INSTANCE_ID ? e.CONSOLE_INSTANCE_ID : null,
       instanceTimeoutMs: e.CONSOLE_INSTANCE_TIMEOUT_MS,
       heldEventsMax: e.CONSOLE_HELD_EVENTS_MAX,
+      storeRevalidateMs: e.CONSOLE_STORE_REVALIDATE_MS,
     },
     cors: { origins },
     allowedHosts: e.CONSOLE_ALLOWED_HOSTS,

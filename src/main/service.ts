@@ -15,6 +15,7 @@ import { ConsoleState } from '../console/index.js';
 import type { TakeFile } from '../console/take-states.js';
 import { SseHub } from '../bus/sse.js';
 import { storeAccess } from '../engine/read-store-file.js';
+import { StoreRevalidator } from '../engine/revalidator.js';
 import { EngineStore } from '../engine/store.js';
 import { createApp } from '../http/app.js';
 import { isLoopbackHost } from '../http/auth.js';
@@ -195,7 +196,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       consoleState.reload().catch((err: Error) => log.warn({ err: err.message }, 'console state not read again: the state database refused'));
     });
     const shared = backend.shared;
+    let stopRevalidating = (): void => {};
     if (shared) {
+      // Edits to the shared folder made on other machines raise no notification here.
+      const revalidator = new StoreRevalidator(config.dataDir, config.cluster.storeRevalidateMs, (c) => store.changed(c));
+      revalidator.start();
+      cleanup.unshift(() => revalidator.stop());
+      stopRevalidating = () => revalidator.stop();
       // What another instance's job wrote is not seen by this instance's watcher when the store
       // is a network share: the project is read again once that job's exit event arrives.
       bus.subscribe((batch) => {
@@ -304,6 +311,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         server.closeAllConnections();
         server.close();
         await serverClosed;
+        stopRevalidating();
         store.close();
         // A worker stuck in a system call cannot be stopped: the wait for it is bounded.
         if (!(await pool.close(config.jobs.killGraceMs))) log.warn('worker threads still busy at shutdown');
