@@ -174,6 +174,17 @@ describe('three instances on one PostgreSQL', () => {
     }
   });
 
+  it('hold workspace revisions across instances: of two writes of one revision at once, one wins and the other gets 409', async () => {
+    const put = (p: ServiceProcess, revision: number, state: unknown) =>
+      fetch(`${p.url}/api/workspace-state/ws_cluster`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ revision, state }) });
+    for (let revision = 0; revision < 5; revision++) {
+      const answers = await Promise.all([put(a, revision, { by: 'a', revision }), put(b, revision, { by: 'b', revision })]);
+      expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
+    }
+    const stored = await json<{ revision: number }>(fetch(`${c.url}/api/workspace-state/ws_cluster`));
+    expect(stored.revision).toBe(5);
+  });
+
   it('shows a take action recorded on one instance in the takes of the others', async () => {
     type Take = { take_id: string; circled: boolean };
     const takesOn = (p: ServiceProcess) => json<Take[]>(fetch(`${p.url}/api/beats/b01/takes?projectId=harbor-lights`));
@@ -222,6 +233,16 @@ describe('three instances on one PostgreSQL', () => {
     expect(alive(term.pid)).toBe(false);
     const status = await json<{ terminals: Terminal[] }>(fetch(`${b.url}/api/ttyd/status`));
     expect(status.terminals.find((t) => t.projectId === 'harbor-lights')).toMatchObject({ state: 'stopped' });
+  });
+
+  it('stops start-up on a refused login, naming CONSOLE_DATABASE_URL without its password', async () => {
+    const wrong = new URL(url);
+    wrong.password = 'not-the-password';
+    const r = await failedStart({ env: envOf('x', { CONSOLE_DATABASE_URL: wrong.toString(), CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: '2000' }) });
+    expect(r.code).not.toBe(0);
+    expect(r.listened).toBe(false);
+    expect(r.stderr).toMatch(/CONSOLE_DATABASE_URL=postgres:\/\/postgres:\*\*\*@/);
+    expect(r.stderr).not.toContain('not-the-password');
   });
 
   it('refuses a second process under a live instance’s id, naming CONSOLE_INSTANCE_ID', async () => {
@@ -317,6 +338,12 @@ describe('three instances on one PostgreSQL', () => {
       expect(await refused.json()).toMatchObject({ code: 'state_db_unreachable' });
       expect((await fetch(`${a.url}/api/projects`)).status).toBe(200);
       expect((await fetch(`${a.url}/api/health`)).status).toBe(200);
+      // The status still answers, saying what it waits for.
+      const status = await waitFor(async () => {
+        const st = await json<{ instance: string; database: { reachable: boolean; error?: string } }>(fetch(`${a.url}/api/system-status`));
+        return st.database.reachable ? undefined : st;
+      }, 'the status to say the database is away');
+      expect(status).toMatchObject({ instance: 'a', database: { backend: 'postgres', reachable: false, error: expect.any(String) } });
       await waitFor(async () => ((await fetch(`${a.url}/api/ready`)).status === 503 ? true : undefined), 'readiness to fail');
       // The job goes on printing meanwhile: its lines are held by its instance.
       await new Promise((r) => setTimeout(r, 1000));

@@ -123,12 +123,12 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
           database: z
             .union([
-              z.object({ backend: z.literal('sqlite'), file: z.string(), checkpointFailures: z.number().int() }),
-              z.object({ backend: z.literal('postgres'), url: z.string(), listening: z.boolean() }),
+              z.object({ backend: z.literal('sqlite'), file: z.string(), checkpointFailures: z.number().int(), ...Reachable }),
+              z.object({ backend: z.literal('postgres'), url: z.string(), listening: z.boolean(), ...Reachable }),
             ])
             .meta({
               description:
-                'The state database: the embedded SQLite file and its failed WAL checkpoints, or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications.',
+                'The state database: the embedded SQLite file and its failed WAL checkpoints, or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications. While it cannot be read (`reachable` false), `error` says why and `heldEvents` how many events wait to be stored; jobs, fallbacks, instances and terminals then show this instance’s own, from memory.',
             }),
           instance: z.string().nullable().meta({ description: 'Cluster mode: the id of the instance that answered (CONSOLE_INSTANCE_ID); null on the embedded SQLite database.' }),
           instances: z
@@ -216,9 +216,35 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
   };
 }
 
+/** What the system status reads from the state database; null when it cannot be read now. */
+async function fromDatabase(d: AppDeps) {
+  try {
+    const [counts, recent, fallbacks, instances, terminals] = await Promise.all([
+      d.supervisor.countsByState(),
+      d.supervisor.list(STATUS_RECENT_JOBS),
+      d.console.fallbacks.counts(),
+      d.membership ? d.membership.list() : [],
+      d.terminals.list(),
+    ]);
+    return { counts: counts as Record<string, number>, recent, fallbacks, instances, terminals, error: null as string | null };
+  } catch (err) {
+    // Cluster mode with the database away: the status still answers, from this instance's memory.
+    const counts: Record<string, number> = { running: d.supervisor.runningCount };
+    return { counts, recent: d.supervisor.runningJobs(), fallbacks: {}, instances: [], terminals: [], error: (err as Error).message };
+  }
+}
+
+/** `reachable`, and while it is false what the status waits for. */
+const Reachable = {
+  reachable: z.boolean(),
+  error: z.string().optional(),
+  heldEvents: z.number().int().optional(),
+};
+
 async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
   const now = Date.now();
-  const byState = { running: 0, 'exited ok': 0, 'exited failed': 0, lost: 0, ...(await d.supervisor.countsByState()) };
+  const db = await fromDatabase(d);
+  const byState = { running: 0, 'exited ok': 0, 'exited failed': 0, lost: 0, ...db.counts };
   return {
     version: APP_VERSION,
     startedAt: d.startedAt.toISOString(),
@@ -228,7 +254,7 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
       maxRunning: d.config.jobs.maxRunning,
       startedSinceStart: d.supervisor.startedCount,
       byState,
-      recent: await d.supervisor.list(STATUS_RECENT_JOBS),
+      recent: db.recent,
       priority: d.supervisor.priority.stats(),
       backpressure: d.supervisor.gate.stats(),
     },
@@ -243,16 +269,17 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
     },
     workers: d.pool.stats(),
     cache: d.store.stats(),
-    database: d.database.status(),
+    // What it waits for when the database cannot be read: the error, and the events held meanwhile.
+    database: { ...d.database.status(), reachable: db.error === null, ...(db.error === null ? {} : { error: db.error, heldEvents: d.bus.backlog }) },
     instance: d.membership?.id ?? null,
-    instances: d.membership ? await d.membership.list() : [],
+    instances: db.instances,
     guards: d.guards,
     // Raises of each sanctioned fallback, persisted (every registered name, 0 when never raised).
-    fallbacks: await d.console.fallbacks.counts(),
+    fallbacks: db.fallbacks,
     writeProxy: d.writeProxy.status(),
     hosts: hostPolicy(d.config),
     limits: limitsOf(d.config),
-    terminals: (await d.terminals.list()).map((t) => ({
+    terminals: db.terminals.map((t) => ({
       projectId: t.projectId,
       pid: t.pid,
       port: t.port,
