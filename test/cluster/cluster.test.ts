@@ -330,6 +330,22 @@ describe('three instances on one PostgreSQL', () => {
     const { proposalId: kept } = await json<{ proposalId: string }>(post(a, '/api/proposals', { title: 'acknowledged before the outage' }));
     const { proposalId } = await json<{ proposalId: string }>(post(f, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'slow300' }));
     await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary === 'line 20') ? true : undefined), 'the job printing');
+    // Writers go on through the outage, on two instances: what is acknowledged (201) must be kept.
+    const acknowledged: string[] = [];
+    let refusals = 0;
+    let writing = true;
+    const writers = [b, c].map(async (p, k) => {
+      for (let i = 0; writing; i++) {
+        const r = await post(p, '/api/proposals', { title: `writer ${k} #${i}` }).catch(() => null);
+        if (r?.status === 201) acknowledged.push(((await r.json()) as { proposalId: string }).proposalId);
+        else {
+          refusals++;
+          await r?.body?.cancel();
+        }
+        await new Promise((res) => setTimeout(res, 20));
+      }
+    });
+    await waitFor(() => (acknowledged.length >= 5 ? true : undefined), 'writes before the outage');
     await pgServer.pause();
     try {
       const refused = await fetch(`${a.url}/api/proposals`);
@@ -351,6 +367,13 @@ describe('three instances on one PostgreSQL', () => {
       await pgServer.resume();
     }
     await waitFor(async () => ((await fetch(`${a.url}/api/ready`)).status === 200 ? true : undefined), 'readiness back');
+    const before = acknowledged.length;
+    await waitFor(() => (acknowledged.length >= before + 5 ? true : undefined), 'writes after the outage');
+    writing = false;
+    await Promise.all(writers);
+    expect(refusals).toBeGreaterThan(0);
+    const stored = new Set((await json<{ id: string }[]>(fetch(`${a.url}/api/proposals?limit=1000`))).map((p) => p.id));
+    expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
     const events = await waitFor(async () => {
       const all = await allEvents(a.url, `proposalId=${proposalId}`);
       return all.some((x) => x.summary.startsWith('dispatch_cli exited')) ? all : undefined;
