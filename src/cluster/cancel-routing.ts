@@ -61,11 +61,11 @@ export class RoutedCancels implements JobCanceller {
     const stored = await this.store.jobs.get(proposalId);
     // Unknown, ended, or this instance's own (ended here): answered as on one instance.
     if (!stored || stored.state !== 'running' || stored.instanceId === this.self) return this.supervisor.cancel(proposalId);
-    const { instanceId: owner, ...job } = stored;
     await this.store.jobs.markCancelRequested(proposalId);
-    const outcome = await this.requests.ask(owner, proposalId);
-    const { instanceId: _owner, ...now } = (await this.store.jobs.get(proposalId)) ?? stored;
-    if (outcome === 'not_running') throw new JobNotRunningError(now.state === 'running' ? job : now);
+    const outcome = await this.requests.ask(stored.instanceId, proposalId);
+    // Served with its instance, as cluster mode serves jobs.
+    const now = (await this.store.jobs.get(proposalId)) ?? stored;
+    if (outcome === 'not_running') throw new JobNotRunningError(now.state === 'running' ? stored : now);
     return { ...now, cancelRequested: true };
   }
 }

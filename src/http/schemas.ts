@@ -212,6 +212,10 @@ export const Job = z
       .string()
       .nullable()
       .meta({ description: 'What says more: for a failed job, the tool’s last stderr line (bounded by CONSOLE_LINE_MAX_BYTES; null when it wrote none); for `spawn failed`, the refusal with its errno.' }),
+    instanceId: z
+      .string()
+      .optional()
+      .meta({ description: 'Cluster mode only: the instance that runs (or ran) the job, whose machine has its processes (CONSOLE_INSTANCE_ID).' }),
   })
   .meta({ id: 'Job' });
 

@@ -122,6 +122,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const sweep = { maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs };
     const supervisor = new Supervisor(bus, backend.store, procs, {
       instanceId,
+      reportInstance: clustered,
       dispatchCli: config.dispatchCli,
       childEnv: config.childEnv,
       maxRunning: config.jobs.maxRunning,

@@ -34,6 +34,8 @@ export interface SupervisorOptions {
   readonly maxRunning: number;
   /** The instance the jobs run on (recorded with each, cluster.md, Jobs). */
   readonly instanceId: string;
+  /** Cluster mode: records served with their `instanceId` (one instance's leave it out). */
+  readonly reportInstance?: boolean;
   readonly retryAfterSeconds: number;
   readonly killGraceMs: number;
   readonly lineMaxBytes: number;
@@ -251,17 +253,25 @@ export class Supervisor {
     const live = this.live(proposalId);
     if (live) return live;
     const stored = await this.state.jobs.get(proposalId);
-    return stored && (this.live(proposalId) ?? withoutOwner(stored));
+    return stored && (this.live(proposalId) ?? this.served(stored));
   }
 
   /** A job of this instance that is running, or ended with its final state not stored yet. */
   private live(proposalId: string): JobRecord | undefined {
-    return this.running.get(proposalId)?.record() ?? this.finalStates.get(proposalId);
+    const rec = this.running.get(proposalId)?.record() ?? this.finalStates.get(proposalId);
+    if (!rec || !this.options.reportInstance) return rec;
+    const withInstance: JobRecord & { instanceId: string } = { ...rec, instanceId: this.options.instanceId };
+    return withInstance;
+  }
+
+  /** A stored job as the routes serve it: with its instance in cluster mode only. */
+  private served(job: JobRecord & { instanceId?: string }): JobRecord {
+    return this.options.reportInstance ? job : withoutOwner(job);
   }
 
   /** Jobs newest first, running ones with live line counts. */
   async list(limit: number, state?: string): Promise<JobRecord[]> {
-    return (await this.state.jobs.list(limit, state)).map((r) => this.live(r.proposalId) ?? withoutOwner(r));
+    return (await this.state.jobs.list(limit, state)).map((r) => this.live(r.proposalId) ?? this.served(r));
   }
 
   /** Jobs by state over the whole history in the state database. */

@@ -201,7 +201,7 @@ describe('three instances on one PostgreSQL', () => {
     await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary.startsWith('ready ')) ? true : undefined), 'the job running');
     const r = await post(a, `/api/jobs/${proposalId}/cancel`, {});
     expect(r.status).toBe(202);
-    expect(await r.json()).toMatchObject({ proposalId, cancelRequested: true });
+    expect(await r.json()).toMatchObject({ proposalId, cancelRequested: true, instanceId: 'b' });
     const ended = await waitFor(async () => {
       const job = await json<{ state: string; rc: number | null; cancelRequested: boolean; exitReason: string }>(fetch(`${c.url}/api/jobs/${proposalId}`));
       return job.state !== 'running' ? job : undefined;
@@ -272,8 +272,8 @@ describe('three instances on one PostgreSQL', () => {
     const e = await start('e');
     const { proposalId } = await json<{ proposalId: string }>(post(e, '/api/proposals/generate', { project: 'harbor-lights' }));
     await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary.startsWith('ready ')) ? true : undefined), 'the job running');
-    const jobOnA = await json<{ state: string; pid: number }>(fetch(`${a.url}/api/jobs/${proposalId}`));
-    expect(jobOnA.state).toBe('running');
+    const jobOnA = await json<{ state: string; pid: number; instanceId: string }>(fetch(`${a.url}/api/jobs/${proposalId}`));
+    expect(jobOnA).toMatchObject({ state: 'running', instanceId: 'e' });
     // The job's process group outlives its killed instance (until that instance starts again).
     leftovers.push(jobOnA.pid);
     e.child.kill('SIGKILL');
@@ -293,6 +293,22 @@ describe('three instances on one PostgreSQL', () => {
     expect(alive(jobOnA.pid)).toBe(true);
     await start('e');
     await waitFor(() => (alive(jobOnA.pid) ? undefined : true), 'the lost job’s process killed by its instance’s next start');
+  });
+
+  it('answers 504 when the instance that runs the job does not act within 5 s (it is stopped); the cancel stays recorded', async () => {
+    const x = await start('x1');
+    const { proposalId } = await json<{ proposalId: string }>(post(x, '/api/proposals/generate', { project: 'harbor-lights' }));
+    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((e) => e.summary.startsWith('ready ')) ? true : undefined), 'the job running');
+    leftovers.push((await json<{ pid: number }>(fetch(`${a.url}/api/jobs/${proposalId}`))).pid);
+    x.child.kill('SIGSTOP');
+    try {
+      const r = await post(a, `/api/jobs/${proposalId}/cancel`, {});
+      expect(r.status).toBe(504);
+      expect(await r.json()).toMatchObject({ code: 'owner_not_acknowledged' });
+      expect(await json(fetch(`${b.url}/api/jobs/${proposalId}`))).toMatchObject({ cancelRequested: true });
+    } finally {
+      x.child.kill('SIGCONT');
+    }
   });
 
   it('behind nginx: a stream client keeps receiving after the instance it was on is killed (it reconnects with Last-Event-ID, as EventSource does)', async () => {
