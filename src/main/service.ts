@@ -8,14 +8,12 @@ import http from 'node:http';
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { RoutedCancels, type JobCanceller } from '../cluster/cancel-routing.js';
+import type { JobCanceller } from '../cluster/cancel-routing.js';
 import { Membership } from '../cluster/membership.js';
-import { ClusterTerminals } from '../cluster/terminals.js';
 import { ConsoleState } from '../console/index.js';
 import type { TakeFile } from '../console/take-states.js';
 import { SseHub } from '../bus/sse.js';
 import { storeAccess } from '../engine/read-store-file.js';
-import { StoreRevalidator } from '../engine/revalidator.js';
 import { EngineStore } from '../engine/store.js';
 import { createApp } from '../http/app.js';
 import { isLoopbackHost } from '../http/auth.js';
@@ -28,7 +26,7 @@ import { ServiceMetrics } from '../metrics/index.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import type { Db } from '../state/db.js';
 import { ProcTable } from '../process/index.js';
-import { GENERATION_SCOPE, Supervisor } from '../supervisor/index.js';
+import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager, type TerminalInfo, type Terminals } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
 import { WORKER_FILES } from './paths.js';
@@ -36,6 +34,7 @@ import { APP_VERSION, ConfigError, type Config } from './config.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 import { Readiness } from './readiness.js';
+import { wireCluster } from './cluster-wiring.js';
 import { LOCAL_INSTANCE_ID, openStateBackend } from './state-backend.js';
 
 export interface ServiceOptions {
@@ -196,47 +195,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     backend.onConsoleChanged(() => {
       consoleState.reload().catch((err: Error) => log.warn({ err: err.message }, 'console state not read again: the state database refused'));
     });
-    const shared = backend.shared;
-    let stopRevalidating = (): void => {};
-    if (shared) {
-      // Edits to the shared folder made on other machines raise no notification here.
-      const revalidator = new StoreRevalidator(config.dataDir, config.cluster.storeRevalidateMs, (c) => store.changed(c));
-      revalidator.start();
-      cleanup.unshift(() => revalidator.stop());
-      stopRevalidating = () => revalidator.stop();
-      // What another instance's job wrote is not seen by this instance's watcher when the store
-      // is a network share: the project is read again once that job's exit event arrives.
-      bus.subscribe((batch) => {
-        for (const r of batch) {
-          if (r.scope !== GENERATION_SCOPE || !r.proposalId || supervisor.runsHere(r.proposalId) || !r.data.includes('"summary":"dispatch_cli exited')) continue;
-          void backend.store.jobs
-            .get(r.proposalId)
-            .then((job) => {
-              if (job && job.instanceId !== instanceId) store.invalidateProject(job.projectId);
-            })
-            .catch(() => {});
-        }
-      });
-    }
-    // Cluster mode: cancels reach the instance that runs the job through the database.
-    let cancels: JobCanceller = supervisor;
-    let terminalView: Terminals = terminals;
-    if (shared) {
-      const routed = new RoutedCancels(supervisor, backend.store, instanceId, (ch, payload) => shared.notify(ch, payload));
-      for (const [channel, fn] of Object.entries(routed.requests.channels())) backend.listen(channel, fn);
-      cancels = routed;
-      // Terminals: recorded for every instance, their status global, stops routed to the owner.
-      const everyInstance = new ClusterTerminals(terminals, backend.store, {
-        self: instanceId,
-        notify: (ch, payload) => shared.notify(ch, payload),
-        storeRoot: config.dataDir,
-        command: config.terminals.command,
-        onRecordFailed: (err) => log.warn({ err: (err as Error).message }, 'a terminal record was not written: the state database refused'),
-      });
-      recordTerminal = (t) => everyInstance.record(t);
-      for (const [channel, fn] of Object.entries(everyInstance.requests.channels())) backend.listen(channel, fn);
-      terminalView = everyInstance;
-    }
+    // Cluster mode: what the instances share besides the database (cluster-wiring.ts).
+    const cluster = backend.shared
+      ? wireCluster({ shared: backend.shared, backend, config, instanceId, bus, store, supervisor, terminals, log })
+      : null;
+    if (cluster) cleanup.unshift(() => cluster.stop());
+    const cancels: JobCanceller = cluster?.cancels ?? supervisor;
+    const terminalView: Terminals = cluster?.terminals ?? terminals;
+    recordTerminal = cluster?.recordTerminal;
     await backend.start();
     membership?.start();
     const deps: AppDeps = {
@@ -312,7 +278,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         server.closeAllConnections();
         server.close();
         await serverClosed;
-        stopRevalidating();
+        cluster?.stop();
         store.close();
         // A worker stuck in a system call cannot be stopped: the wait for it is bounded.
         if (!(await pool.close(config.jobs.killGraceMs))) log.warn('worker threads still busy at shutdown');

@@ -1,0 +1,81 @@
+/**
+ * What cluster mode adds to the composition root (shared/design/cluster.md), beside the shared
+ * state store and bus of state-backend.ts: the revalidation of the shared store folder, the
+ * engine store told of takes other instances' jobs wrote, cancels and terminal stops routed to
+ * their owner, and terminals recorded for every instance.
+ */
+import type { Bus } from '../bus/bus-api.js';
+import { RoutedCancels, type JobCanceller } from '../cluster/cancel-routing.js';
+import { ClusterTerminals } from '../cluster/terminals.js';
+import { StoreRevalidator } from '../engine/revalidator.js';
+import type { EngineStore } from '../engine/store.js';
+import type { PgStateStore } from '../state/pg/pg-state-store.js';
+import { GENERATION_SCOPE, type Supervisor } from '../supervisor/index.js';
+import type { TerminalInfo, TerminalManager, Terminals } from '../terminals/index.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import type { StateBackend } from './state-backend.js';
+
+/** The parts of one instance that cluster mode wires to the others. */
+export interface ClusterParts {
+  readonly shared: PgStateStore;
+  readonly backend: StateBackend;
+  readonly config: Config;
+  readonly instanceId: string;
+  readonly bus: Bus;
+  readonly store: EngineStore;
+  readonly supervisor: Supervisor;
+  readonly terminals: TerminalManager;
+  readonly log: Logger;
+}
+
+/** What the routes use instead of the instance's own, and what stops at shutdown. */
+export interface ClusterWiring {
+  readonly cancels: JobCanceller;
+  readonly terminals: Terminals;
+  /** Records a terminal of this instance for every instance (TerminalManagerOptions.onRecord). */
+  readonly recordTerminal: (t: TerminalInfo) => void;
+  stop(): void;
+}
+
+/**
+ * Wires an instance to the others. Call before {@link StateBackend.start}: the channels it
+ * listens on are registered here.
+ */
+export function wireCluster(p: ClusterParts): ClusterWiring {
+  const notify = (channel: string, payload: string) => p.shared.notify(channel, payload);
+  // Edits to the shared folder made on other machines raise no notification here.
+  const revalidator = new StoreRevalidator(p.config.dataDir, p.config.cluster.storeRevalidateMs, (c) => p.store.changed(c));
+  revalidator.start();
+  // What another instance's job wrote is not seen by this instance's watcher when the store is
+  // a network share: the project is read again once that job's exit event arrives.
+  p.bus.subscribe((batch) => {
+    for (const r of batch) {
+      if (r.scope !== GENERATION_SCOPE || !r.proposalId || p.supervisor.runsHere(r.proposalId) || !r.data.includes('"summary":"dispatch_cli exited')) continue;
+      void p.backend.store.jobs
+        .get(r.proposalId)
+        .then((job) => {
+          if (job && job.instanceId !== p.instanceId) p.store.invalidateProject(job.projectId);
+        })
+        .catch(() => {});
+    }
+  });
+  // Cancels and terminal stops reach the instance that runs the job or terminal.
+  const cancels = new RoutedCancels(p.supervisor, p.backend.store, p.instanceId, notify);
+  const terminals = new ClusterTerminals(p.terminals, p.backend.store, {
+    self: p.instanceId,
+    notify,
+    storeRoot: p.config.dataDir,
+    command: p.config.terminals.command,
+    onRecordFailed: (err) => p.log.warn({ err: (err as Error).message }, 'a terminal record was not written: the state database refused'),
+  });
+  for (const requests of [cancels.requests, terminals.requests]) {
+    for (const [channel, fn] of Object.entries(requests.channels())) p.backend.listen(channel, fn);
+  }
+  return {
+    cancels,
+    terminals,
+    recordTerminal: (t) => terminals.record(t),
+    stop: () => revalidator.stop(),
+  };
+}
