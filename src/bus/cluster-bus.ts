@@ -158,8 +158,9 @@ export class ClusterBus implements Bus {
       try {
         events = await this.log.append(batch.map((q) => q.draft));
       } catch (err) {
-        // Publishes waiting for their answer are refused and withdrawn; the others are held.
-        const waiting = new Set(batch.filter((q) => q.settle));
+        // Publishes waiting for their answer (in this batch or queued behind it) are refused and
+        // withdrawn; the others are held.
+        const waiting = new Set(this.pending.filter((q) => q.settle));
         if (waiting.size > 0) {
           this.pending = this.pending.filter((q) => !waiting.has(q));
           for (const q of waiting) {
