@@ -312,13 +312,17 @@ describe('three instances on one PostgreSQL', () => {
   });
 
   it('behind nginx: a stream client keeps receiving after the instance it was on is killed (it reconnects with Last-Event-ID, as EventSource does)', async () => {
-    const [g, h] = await Promise.all([start('g'), start('h')]);
-    const lb = await startNginx([`127.0.0.1:${g.port}`, `127.0.0.1:${h.port}`]);
+    // Three instances of their own behind the balancer (the others' tests go on after this one).
+    const trio = await Promise.all([start('g'), start('h'), start('i')]);
+    const lb = await startNginx(trio.map((p) => `127.0.0.1:${p.port}`));
     try {
       const streamsOf = async (p: ServiceProcess) => (await json<{ bus: { subscribers: number } }>(fetch(`${p.url}/api/system-status`))).bus.subscribers;
       const first = stream({ url: lb.url } as ServiceProcess);
       await first.until((x) => x.status === 200, 'the stream open through nginx');
-      const holder = await waitFor(async () => ((await streamsOf(g)) === 1 ? g : (await streamsOf(h)) === 1 ? h : undefined), 'the instance holding the stream');
+      const holder = await waitFor(async () => {
+        const counts = await Promise.all(trio.map(streamsOf));
+        return counts.reduce((x, y) => x + y, 0) === 1 ? trio[counts.indexOf(1)] : undefined;
+      }, 'the instance holding the stream');
       const published: string[] = [];
       for (let i = 0; i < 10; i++) published.push(await publish(a, `before ${i}`));
       await first.until((x) => published.every((id) => x.events.some((e) => e.id === id)), 'the events before the kill');

@@ -72,7 +72,7 @@ function shapeText(s: Shape): string {
 }
 
 /** The file's text, where it goes, and the route that reads it. */
-function fileOf(s: Shape, id: string): { file: string; rel: string; route: string; text: string } {
+function fileOf(s: Shape, id: string): { file: string; rel: string; route: string; text: string; whole: boolean } {
   const inner = shapeText(s);
   const entity =
     s.target === 'project'
