@@ -13,10 +13,10 @@ import crypto from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from './child.js';
 
 export interface TestPostgres {
   /** The server's port on 127.0.0.1. */
@@ -36,18 +36,6 @@ export interface TestPostgres {
 }
 
 const PASSWORD = 'console-test';
-
-/** A port nothing listens on now, on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Run as root, the server runs as the `postgres` user, which must pass through every folder

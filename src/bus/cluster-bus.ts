@@ -20,16 +20,11 @@ import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput
 import type { EventRow } from './event-store.js';
 import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
-/** An event to append: the event without its id, which the log assigns. */
-export interface SharedEventDraft {
-  readonly ts: string;
-  readonly severity: Severity;
-  readonly scope: string;
-  readonly summary: string;
-  readonly detail: string | null;
-  readonly payload: Readonly<Record<string, unknown>>;
-  readonly proposalId?: string;
-}
+/**
+ * An event to append: the event without its id, which the log assigns, and the proposal it is
+ * about (absent: `payload.proposal_id` when a string, event.ts proposalOf).
+ */
+export type SharedEventDraft = Omit<BusEvent, 'id'> & { readonly proposalId?: string };
 
 /**
  * The shared event log as the cluster bus uses it (the state store's EventStore implements it,

@@ -21,6 +21,7 @@
  * `state_db_busy`, `state_db_unavailable`, `state_db_unreachable`), never the driver's errors.
  * Not used by the service yet: the wiring is a later step of issue 13.
  */
+import type { SharedEventDraft } from '../bus/cluster-bus.js';
 import type { BusEvent, EventFilter, Severity } from '../bus/event.js';
 import type { ClickRecord } from './clicks-repo.js';
 import type { DecisionRecord } from './decisions-repo.js';
@@ -197,17 +198,8 @@ export interface JobStore {
   markLost(instanceId: string, endedAt: string): Promise<StoredJob[]>;
 }
 
-/** An event to store: the event without its id, which the store assigns. */
-export interface EventDraft {
-  readonly ts: string;
-  readonly severity: Severity;
-  readonly scope: string;
-  readonly summary: string;
-  readonly detail: string | null;
-  readonly payload: Readonly<Record<string, unknown>>;
-  /** The proposal it is about; absent: `payload.proposal_id` when a string (bus/event.ts, proposalOf). */
-  readonly proposalId?: string;
-}
+/** An event to store: the event without its id, which the store assigns (the bus's port, cluster-bus.ts). */
+export type EventDraft = SharedEventDraft;
 
 /** The event log: ids global, strictly increasing in commit order; retention as today. */
 export interface EventStore {

@@ -74,9 +74,25 @@ describe('readConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['CONSOLE_CORS_DEV_HOSTS', 'evil host'],
     ['CONSOLE_SSE_HEARTBEAT_MS', '60000'],
+    ['CONSOLE_INSTANCE_ID', 'two words'],
+    ['CONSOLE_INSTANCE_ID', '../etc'],
+    ['CONSOLE_INSTANCE_ID', 'x'.repeat(129)],
+    ['CONSOLE_INSTANCE_TIMEOUT_MS', '500'],
+    ['CONSOLE_STORE_REVALIDATE_MS', '0'],
+    ['CONSOLE_HELD_EVENTS_MAX', '10'],
   ])('rejects %s=%j with a message naming the variable', (name, value) => {
     expect(() => readConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => readConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('reads cluster mode’s variables: a blank CONSOLE_DATABASE_URL is unset; the URL is a secret, never shown nor handed to children (issue 13)', () => {
+    expect(readConfig({}).cluster).toEqual({ databaseUrl: null, connectTimeoutMs: 10_000, instanceId: null, instanceTimeoutMs: 10_000, heldEventsMax: 100_000, storeRevalidateMs: 2000 });
+    expect(readConfig({ CONSOLE_DATABASE_URL: '  ', CONSOLE_INSTANCE_ID: ' ' }).cluster).toMatchObject({ databaseUrl: null, instanceId: null });
+    const url = 'postgres://console:s3cret@db:5432/console';
+    const c = readConfig({ CONSOLE_DATABASE_URL: ` ${url} `, CONSOLE_INSTANCE_ID: 'host-1:8431', PATH: '/bin' });
+    expect(c.cluster).toMatchObject({ databaseUrl: url, instanceId: 'host-1:8431' });
+    expect(c.nonDefault.CONSOLE_DATABASE_URL).toBe('(set)');
+    expect(c.childEnv).not.toHaveProperty('CONSOLE_DATABASE_URL');
   });
 
   it('hands children the service’s environment without its secrets (issue 10, item 8)', () => {
