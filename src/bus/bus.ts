@@ -2,9 +2,12 @@
  * The in-process event bus (spec: What the service does, item 3; api-decisions.md, Events).
  *
  * `publish` is synchronous: it assigns `id` and `ts`, serialises the event once and queues
- * it. Once per event-loop turn the queue is flushed: written to the event store in one
- * transaction, then handed to subscribers as one batch of stored rows (the event stream,
- * sse.ts, builds its frames from them). Producers never wait for a subscriber.
+ * it. At the end of the event-loop turn the queue is flushed: written to the event store in
+ * one transaction, then handed to subscribers as one batch of stored rows (the event stream,
+ * sse.ts, builds its frames from them). Producers never wait for a subscriber. Flushes are at
+ * least `flushIntervalMs` apart (issue 12, P7): while 64 jobs print a few lines each per turn,
+ * a flush per turn cost a transaction and a socket write per stream client for a handful of
+ * events, and those writes took most of the main thread; a burst of 512 events flushes at once.
  *
  * When the state database cannot store events (disk full, read-only, I/O errors), nothing is
  * delivered that is not stored, and nothing is lost silently: queued events are held in memory
@@ -41,6 +44,12 @@ export interface EventBusOptions {
   readonly onStoreState?: StoreStateListener;
   /** Counts published events (metrics). */
   readonly onCount?: PublishCounter;
+  /**
+   * CONSOLE_EVENT_FLUSH_INTERVAL_MS: least time between two flushes of a small queue, in ms
+   * (default 0: at the end of every event-loop turn). A flush after a quiet period is never
+   * delayed: it happens at the end of the turn that published.
+   */
+  readonly flushIntervalMs?: number;
 }
 
 /**
@@ -64,6 +73,9 @@ export type Pending = EventRow;
 export class EventBus implements Bus {
   private pending: Pending[] = [];
   private flushScheduled = false;
+  /** performance.now() of the last flush that stored something. */
+  private lastFlushAt = -Infinity;
+  private readonly flushIntervalMs: number;
   private readonly subscribers = new Set<BusSubscriber>();
   private readonly json = new EventJson();
   private closed = false;
@@ -77,6 +89,7 @@ export class EventBus implements Bus {
   ) {
     this.retry = new StoreRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.tryFlush(), options.onStoreState);
     this.onCount = options.onCount ?? (() => {});
+    this.flushIntervalMs = options.flushIntervalMs ?? 0;
   }
 
   /** The current period of failing stores, or null when events are stored. */
@@ -105,11 +118,13 @@ export class EventBus implements Bus {
     return event;
   }
 
-  /** A flush at the end of this event-loop turn. */
+  /** A flush at the end of this event-loop turn, or `flushIntervalMs` after the last one. */
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(this.flushTick);
+    const wait = this.lastFlushAt + this.flushIntervalMs - performance.now();
+    if (wait < 1) setImmediate(this.flushTick);
+    else setTimeout(this.flushTick, wait);
   }
 
   /**
@@ -275,6 +290,7 @@ export class EventBus implements Bus {
       this.retry.failed(err, this.pending, spare);
       throw err;
     }
+    this.lastFlushAt = performance.now();
     this.storeRecovered();
     this.deliver(batch);
   }

@@ -102,6 +102,11 @@ export interface Config {
      * pipes are no longer read (backpressure, issue 12); reading resumes at half of it.
      */
     readonly backlogMax: number;
+    /**
+     * CONSOLE_EVENT_FLUSH_INTERVAL_MS: least time between two flushes of the bus (stores and
+     * stream writes) while events keep coming, in ms; 0 flushes at the end of every turn.
+     */
+    readonly flushIntervalMs: number;
   };
   readonly sse: {
     readonly heartbeatMs: number;
@@ -348,6 +353,8 @@ const envSchema = z.object({
   CONSOLE_EVENT_RETENTION: int(100, 100_000_000).default(200_000),
   // Below the 100,000 events the bus holds at most while stores fail (past those it drops).
   CONSOLE_EVENT_BACKLOG_MAX: int(1000, 50_000).default(10_000),
+  // A flush per turn cost a transaction and a write per stream client for a few events.
+  CONSOLE_EVENT_FLUSH_INTERVAL_MS: int(0, 1000).default(5),
   CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_REPLAY_MEMORY_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
@@ -455,7 +462,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       nice: e.CONSOLE_JOB_NICE,
     },
     processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
-    events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX },
+    events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX, flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS },
     sse: {
       heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,
       maxQueueBytes: e.CONSOLE_SSE_MAX_QUEUE_BYTES,

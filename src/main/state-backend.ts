@@ -88,7 +88,7 @@ function openSqlite(config: Config, { metrics, log }: BackendHooks): StateBacken
   try {
     // One event log: the bus's and the state store's ids come from it.
     const eventLog = new EventLog(db, config.events.retention);
-    const bus = new EventBus(eventLog, { onCount: metrics.countEvent, onStoreState: storeStateLogger(log, { stateDb: config.stateDbPath }) });
+    const bus = new EventBus(eventLog, { flushIntervalMs: config.events.flushIntervalMs, onCount: metrics.countEvent, onStoreState: storeStateLogger(log, { stateDb: config.stateDbPath }) });
     const store = new SqliteStateStore(db, {
       instanceId: LOCAL_INSTANCE_ID,
       eventRetention: config.events.retention,

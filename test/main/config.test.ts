@@ -15,6 +15,7 @@ describe('readConfig', () => {
     expect(c.writeUpstream).toBeNull();
     expect(c.jobs.maxRunning).toBe(64);
     expect(c.events.retention).toBe(200_000);
+    expect(c.events.flushIntervalMs).toBe(5);
     expect(c.sse.heartbeatMs).toBeLessThanOrEqual(15_000);
     expect(c.childEnv.CONSOLE_DATA_DIR).toBe(c.dataDir);
   });
@@ -74,6 +75,8 @@ describe('readConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['CONSOLE_CORS_DEV_HOSTS', 'evil host'],
     ['CONSOLE_SSE_HEARTBEAT_MS', '60000'],
+    ['CONSOLE_EVENT_FLUSH_INTERVAL_MS', '-1'],
+    ['CONSOLE_EVENT_FLUSH_INTERVAL_MS', '1001'],
     ['CONSOLE_INSTANCE_ID', 'two words'],
     ['CONSOLE_INSTANCE_ID', '../etc'],
     ['CONSOLE_INSTANCE_ID', 'x'.repeat(129)],
