@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { captureAnswers } from './lib/answer-bytes.js';
 import { cpuMsOf, runJson, startServer, startService, type Running } from './lib/child.js';
 import { benchScript, WORK_DIR } from './lib/paths.js';
 import type { Row } from './lib/report.js';
@@ -88,16 +89,8 @@ export async function runP1(runs: number): Promise<Row[]> {
     let limit: Running | undefined;
     try {
       // The service's answers, byte for byte, for the limit server.
-      const bytes: Record<string, { type: string; body: string }> = {};
-      for (const paths of Object.values(routes)) {
-        for (const p of paths) {
-          const r = await fetch(svc.url + p);
-          if (r.status !== 200) throw new Error(`${p} answered ${r.status}`);
-          bytes[p] = { type: r.headers.get('content-type') ?? 'application/json', body: Buffer.from(await r.arrayBuffer()).toString('base64') };
-        }
-      }
       const bytesFile = path.join(state, 'answers.json');
-      fs.writeFileSync(bytesFile, JSON.stringify(bytes));
+      await captureAnswers(svc.url, Object.values(routes).flat(), bytesFile);
       limit = await startServer(benchScript('servers/same-bytes.js'), '/health', { BENCH_BYTES_FILE: bytesFile });
       // Warm-up (JIT, connections) on both sides.
       await cannon(bare.url, ['/json']);

@@ -15,13 +15,19 @@
  * the lines the tool wrote = the service's count = what each client received, in order =
  * what the database holds, in order.
  *
+ * 3. the floor: the same storm with no service (bench/servers/floor-sse: the same tools started
+ *    as the service starts jobs, their lines through split2 into the frames the service writes,
+ *    to the same 10 clients; the reads answered from memory with the service's own answers of
+ *    the storm). What the reads pay there is the machine's, under this storm, not the service's.
+ *
  * Whether the service holds the children back when it falls behind (backpressure) shows in
  * the children's own figures: lines written per second against the rate asked, and the time
  * they waited for their pipe to drain; and in the service's RSS growth during the storm.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { cpuMsOf, startService, startStaged, type Running } from './lib/child.js';
+import { captureAnswers } from './lib/answer-bytes.js';
+import { cpuMsOf, startServer, startService, startStaged, type Running } from './lib/child.js';
 import { benchScript, REPO_ROOT, WORK_DIR } from './lib/paths.js';
 import { percentile, type Row } from './lib/report.js';
 import { storedLines } from './lib/stored.js';
@@ -134,7 +140,43 @@ interface StormRun {
    * by more than the line's lag (counted as lag 0). Not a loss: the lines are all there.
    */
   early: number;
+  /** The same storm with no service (the floor): read p50/p99 and delivery lag p99. */
+  floorP50: number;
+  floorP99: number;
+  floorLagP99: number;
   problems: string[];
+}
+
+/** Nice value of the floor's children: the service's default (CONSOLE_JOB_NICE). */
+const FLOOR_NICE = 19;
+
+/**
+ * The storm of one run with no service (see the module's comment, 3.), the console's reads
+ * answered from `bytesFile`.
+ */
+async function floorStorm(rate: number, bytesFile: string, problems: string[]): Promise<{ p50: number; p99: number; lagP99: number }> {
+  const floor = await startServer(benchScript('servers/floor-sse.js'), '/health', {
+    BENCH_TOOL: benchScript('tools/stamp-printer.js'),
+    BENCH_BYTES_FILE: bytesFile,
+    BENCH_RATE: String(rate / JOBS),
+    BENCH_DURATION_MS: String(JOB_MS),
+  });
+  try {
+    const clients = startStaged<LagResult>(benchScript('load/sse-lag-clients.js'), [JSON.stringify({ url: floor.url, clients: CLIENTS, expectExits: JOBS })]);
+    await clients.ready;
+    const storm = reader(floor.url, STORM_READ_S);
+    await storm.ready;
+    const r = await fetch(`${floor.url}/start?children=${JOBS}&lines=0&nice=${FLOOR_NICE}`, { method: 'POST' });
+    if (r.status !== 202) throw new Error(`the floor's start answered ${r.status}`);
+    const [reads, lag] = await Promise.all([storm.result, clients.result]);
+    const bad = reads.samples.filter((x) => x[2] < 200 || x[2] >= 300).length;
+    if (bad > 0) problems.push(`floor reads: ${bad} errors or non-2xx (${reads.errors.slice(0, 2).join('; ')})`);
+    if (lag.errors.length > 0) problems.push(...lag.errors.slice(0, 3).map((e) => `floor: ${e}`));
+    const lat = reads.samples.map((x) => x[1]);
+    return { p50: percentile(lat, 50), p99: percentile(lat, 99), lagP99: lag.lag.p99 };
+  } finally {
+    await floor.stop();
+  }
 }
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] as number;
@@ -256,12 +298,17 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
     if (differ > 0) problems.push(`${differ} clients differ from client 0 (${lag.lines.join(',')} lines)`);
     if (lag.errors.length > 0) problems.push(...lag.errors.slice(0, 3));
 
+    // The service's answers at the storm's end (20 jobs listed, 200 events of lines), for the floor.
+    const bytesFile = path.join(state, 'answers.json');
+    await captureAnswers(svc.url, READS, bytesFile);
     await svc.stop();
     stopped = true;
     const stored = storedLines(state);
     const short = ids.filter((id) => stored.perJob[id] !== written.get(id)).length;
     if (short > 0 || stored.total !== totalWritten) problems.push(`stored ${stored.total} of ${totalWritten} lines written (${short} jobs differ)`);
     problems.push(...stored.problems);
+
+    const floor = await floorStorm(rate, bytesFile, problems);
 
     // Lag windows: only the storm's windows hold lines.
     const stormWindows = lag.lagWindows.map(([, l]) => l);
@@ -297,6 +344,9 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
       loopStorm,
       reconnects: lag.reconnects.reduce((a, b) => a + b, 0),
       early: lag.lag.negative,
+      floorP50: floor.p50,
+      floorP99: floor.p99,
+      floorLagP99: floor.lagP99,
       problems,
     };
   } finally {
@@ -345,6 +395,18 @@ export async function runP7(runs: number): Promise<Row[]> {
         target: '—',
         pass: true,
         info: true,
+      });
+      rows.push({
+        id,
+        measure: `console read p99, ${where}, against the same storm with no service (the floor: the same tools → split2 → frames to the same clients; the reads answered from memory)`,
+        unit: 'ms',
+        figures: rs.map((r) => r.p99),
+        baselines: rs.map((r) => r.floorP99),
+        ratios: rs.map((r) => r.p99 / Math.max(r.floorP99, 0.1)),
+        target: '— (floor)',
+        pass: true,
+        info: true,
+        note: `the floor's read p50 ${m((r) => r.floorP50).toFixed(1)} ms, its delivery lag p99 ${m((r) => r.floorLagP99).toFixed(0)} ms`,
       });
       const lagNote =
         `p50 ${m((r) => r.lagP50).toFixed(0)} ms, max ${m((r) => r.lagMax).toFixed(0)} ms; p99 from the write to the event's publication ${m((r) => r.toPublishP99).toFixed(0)} ms, from there to the client ${m((r) => r.fromPublishP99).toFixed(0)} ms; largest lag in the storm's middle third ${m((r) => r.lagMid).toFixed(0)} ms, last third ${m((r) => r.lagEnd).toFixed(0)} ms; ` +

@@ -1,20 +1,31 @@
 /**
- * P3's floor: the bare pipeline the service's line path is made of, with no bus, no
- * database and no service around it. `POST /start?children=N&lines=L` starts N line printers
- * (`<node> <tool> --project p3`, BENCH_LINES=L, both pipes captured, as the supervisor starts
- * them); each stdout goes through split2, and every line becomes the Server-Sent Events frame
- * the service would write for it (same JSON members, same id and detail formats, a spawn
- * event before and an exit event after each child), written to every client of
- * `GET /api/events/stream`. Frames are gathered per event-loop turn (at most 512 per write)
- * and written as one buffer shared by all clients: the best a bare server can do, and what
- * the service does too. Nothing waits for a slow client (the service's clients do not either).
+ * The floor of P3 and P7: the bare pipeline the service's line path is made of, with no bus,
+ * no database and no service around it. `POST /start?children=N&lines=L[&nice=K]` starts N
+ * line printers (`<node> <tool> --project p3`, BENCH_LINES=L, both pipes captured, as the
+ * supervisor starts them); each stdout goes through split2, and every line becomes the
+ * Server-Sent Events frame the service would write for it (same JSON members, same id and
+ * detail formats, a spawn event before and an exit event after each child), written to every
+ * client of `GET /api/events/stream`. Frames are gathered per event-loop turn (at most 512 per
+ * write) and written as one buffer shared by all clients: the best a bare server can do, and
+ * what the service does too. Nothing waits for a slow client (the service's clients do not
+ * either).
+ *
+ * P7 (the console under a generation storm) also reads from it: with BENCH_BYTES_FILE, the
+ * service's answers to the console's reads are served from memory (bench/lib/answer-bytes),
+ * and with `nice=K` the children start as the service starts jobs (src/process,
+ * src/supervisor/job-priority): one per event-loop turn, each the leader of its own session,
+ * its priority and its autogroup's lowered to K, and CONSOLE_JOB_ID set.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import split2 from 'split2';
+import { loadAnswers } from '../lib/answer-bytes.js';
 
 const tool = process.env.BENCH_TOOL as string;
+const answers = loadAnswers(process.env.BENCH_BYTES_FILE);
 const clients = new Set<http.ServerResponse>();
 const BATCH = 512;
 let nextId = 1;
@@ -55,12 +66,24 @@ function emit(severity: string, summary: string, detail: string | null, payload:
 
 const LINE_PAYLOAD = '{"source":"dispatch_cli"}';
 
-function startChild(lines: number): void {
+/** Lowers a child's priority and, under autogroup scheduling, its session's, as the service does. */
+function lower(pid: number, nice: number): void {
+  try {
+    os.setPriority(pid, nice);
+    fs.writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+  } catch {
+    // Gone already, or no autogroups here: as the service, go on.
+  }
+}
+
+function startChild(lines: number, nice: number | null): void {
   const proposalId = `gen_${randomBytes(6).toString('hex')}`;
   const child = spawn(process.execPath, [tool, '--project', 'p3'], {
-    env: { ...process.env, BENCH_LINES: String(lines) },
+    env: { ...process.env, BENCH_LINES: String(lines), CONSOLE_JOB_ID: proposalId },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: nice !== null,
   });
+  if (nice !== null && child.pid !== undefined) lower(child.pid, nice);
   emit('info', `dispatch_cli spawned pid=${child.pid}`, null, JSON.stringify({ proposal_id: proposalId, argv: [process.execPath, tool, '--project', 'p3'] }));
   let n = 0;
   let e = 0;
@@ -75,7 +98,11 @@ function startChild(lines: number): void {
 
 const server = http.createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost');
-  if (url.pathname === '/health') {
+  const answer = answers.get(req.url ?? '');
+  if (answer) {
+    res.writeHead(200, { 'Content-Type': answer.type, 'Content-Length': answer.body.length });
+    res.end(answer.body);
+  } else if (url.pathname === '/health') {
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end('{"ok":true}');
   } else if (url.pathname === '/api/events/stream') {
@@ -87,7 +114,18 @@ const server = http.createServer((req, res) => {
   } else if (url.pathname === '/start' && req.method === 'POST') {
     const n = Number(url.searchParams.get('children'));
     const lines = Number(url.searchParams.get('lines'));
-    for (let i = 0; i < n; i++) startChild(lines);
+    const niceParam = url.searchParams.get('nice');
+    if (niceParam === null) {
+      for (let i = 0; i < n; i++) startChild(lines, null);
+    } else {
+      // One spawn per turn, as the service's spawn pacer: reads are answered in between.
+      let left = n;
+      const next = () => {
+        startChild(lines, Number(niceParam));
+        if (--left > 0) setImmediate(next);
+      };
+      if (left > 0) setImmediate(next);
+    }
     res.writeHead(202, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify({ started: n }));
   } else {

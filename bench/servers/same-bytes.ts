@@ -8,13 +8,11 @@
  * BENCH_EXPRESS=1 serves the same bytes the same way from one Express 5 route instead (the
  * P1 ladder, bench/tools/p1-ladder): the difference is what Express itself costs per request.
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import express from 'express';
+import { loadAnswers } from '../lib/answer-bytes.js';
 
-const answers = new Map<string, { type: string; body: Buffer }>();
-const spec = JSON.parse(fs.readFileSync(process.env.BENCH_BYTES_FILE as string, 'utf8')) as Record<string, { type: string; body: string }>;
-for (const [p, a] of Object.entries(spec)) answers.set(p, { type: a.type, body: Buffer.from(a.body, 'base64') });
+const answers = loadAnswers(process.env.BENCH_BYTES_FILE);
 answers.set('/health', { type: 'application/json', body: Buffer.from('{"ok":true}') });
 
 const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
