@@ -7,7 +7,11 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
 export const BENCH_DIST = path.join(REPO_ROOT, 'bench', '.work', 'dist');
 export const WORK_DIR = path.join(REPO_ROOT, 'bench', '.work');
-export const SERVICE_ENTRY = path.join(REPO_ROOT, 'dist', 'main', 'index.js');
+/**
+ * The service the rows start: this tree's build, or BENCH_SERVICE_ENTRY (another build's
+ * `dist/main/index.js`, for back-to-back comparisons with older code in the notes).
+ */
+export const SERVICE_ENTRY = process.env.BENCH_SERVICE_ENTRY || path.join(REPO_ROOT, 'dist', 'main', 'index.js');
 export const RESULTS_FILE = path.join(REPO_ROOT, 'bench', 'RESULTS.md');
 export const benchScript = (rel: string) => path.join(BENCH_DIST, rel);
 

@@ -49,7 +49,8 @@ export function opsAssets(): StaticAssets {
 export function opsPage(assets: StaticAssets): RequestHandler {
   const headers = securityHeaders(PAGE_CSP);
   return (req, res, next) => {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || !assets.has(req.path)) {
+    // The URL's start first: `req.path` parses the URL, and the API's requests never are pages.
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.url.startsWith('/api/') || !assets.has(req.path)) {
       next();
       return;
     }

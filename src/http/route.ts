@@ -216,7 +216,9 @@ export class Api {
     const method = r.method ?? '';
     const memo = r[MATCH];
     if (memo !== undefined && memo.url === url && memo.method === method) return memo.spec === undefined ? null : (memo as Found);
-    const hit = this.router.find(method as HTTPMethod, url);
+    // The path alone: find-my-way would parse the query too, which Express parses for the route.
+    const q = url.indexOf('?');
+    const hit = this.router.find(method as HTTPMethod, q === -1 ? url : url.slice(0, q));
     let found: Found | null = null;
     if (hit !== null) {
       const params = hit.params as Record<string, string>;
@@ -266,7 +268,7 @@ export class Api {
     const route = { path: spec.path };
     const handle = async (req: Request, res: Response): Promise<void> => {
       const params = spec.params ? parseInput(spec.params, req.params, 'path') : {};
-      const query = spec.query ? parseInput(spec.query, camelizeKeys({ ...req.query }), 'query') : {};
+      const query = spec.query ? parseInput(spec.query, camelizeKeys(req.query), 'query') : {};
       let body: unknown = undefined;
       if (spec.body) {
         const raw = req.body === undefined && spec.bodyOptional ? {} : (req.body ?? undefined);

@@ -11,15 +11,26 @@ export type Location = 'body' | 'query' | 'path';
 const snakeToCamel = (k: string) => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
 /**
- * Copies `value`, renaming top-level snake_case members to camelCase unless both are given.
+ * `value` with its top-level snake_case members renamed to camelCase unless both are given: a
+ * copy when something is renamed, `value` itself when nothing is.
  * Members are defined, never assigned: a `__proto__` member (a query's; bodies holding one are
  * refused before, json-depth.ts) stays an ordinary member instead of setting the copy's
  * prototype (issue 10, item 10).
  */
 export function camelizeKeys(value: unknown): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  const out: [string, unknown][] = [];
   const src = value as Record<string, unknown>;
+  // Most requests name no snake_case member: nothing to rename, and no `__proto__` either (it
+  // has a `_`), so the value is returned as it is (zod builds its own output from it).
+  let snake = false;
+  for (const k of Object.keys(src)) {
+    if (k.includes('_')) {
+      snake = true;
+      break;
+    }
+  }
+  if (!snake) return src;
+  const out: [string, unknown][] = [];
   for (const [k, v] of Object.entries(src)) {
     const camel = k.includes('_') ? snakeToCamel(k) : k;
     if (camel !== k && Object.hasOwn(src, camel)) continue; // the camelCase member wins
