@@ -53,7 +53,8 @@ function publish(t: TestService, i: number): BusEvent {
 
 describe('event log: retention through the service', () => {
   it('keeps the stored count bounded and the newest events while 1,000 are published over many flushes', async () => {
-    t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: String(RETENTION) } });
+    // A flush at the end of every turn (no least interval between flushes): one per batch below.
+    t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: String(RETENTION), CONSOLE_EVENT_FLUSH_INTERVAL_MS: '0' } });
     const published: BusEvent[] = [];
     for (let batch = 0; batch < 40; batch++) {
       for (let i = 0; i < 25; i++) published.push(publish(t, published.length));
