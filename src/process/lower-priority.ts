@@ -35,10 +35,21 @@ const GROUP_TRIES = 90;
  * @param nice 0..19 (19 is the lowest priority).
  * @param alive false once the process ended: a refused group change is not tried again then
  *   (its pid may be another process's later).
+ * @param firstTry called once, when the first try of the group change has settled (at once
+ *   for nice 0): what a caller holding back the next spawn waits for (supervisor/spawn-pacer).
  * @returns once both are settled (the group's after its retries).
  */
-export async function lowerPriority(table: ProcTable, pid: number, nice: number, alive: () => boolean = () => true): Promise<PriorityOutcome> {
-  if (nice === 0) return { process: false, group: null };
+export async function lowerPriority(
+  table: ProcTable,
+  pid: number,
+  nice: number,
+  alive: () => boolean = () => true,
+  firstTry: () => void = () => {},
+): Promise<PriorityOutcome> {
+  if (nice === 0) {
+    firstTry();
+    return { process: false, group: null };
+  }
   let process = false;
   try {
     os.setPriority(pid, nice);
@@ -48,6 +59,7 @@ export async function lowerPriority(table: ProcTable, pid: number, nice: number,
   }
   for (let attempt = 1; ; attempt++) {
     const r = await table.groupNice(pid, nice);
+    if (attempt === 1) firstTry();
     if (r === 'none') return { process, group: null };
     if (r !== 'again') return { process, group: r === 'set' };
     if (attempt >= GROUP_TRIES) return { process, group: false };

@@ -32,10 +32,15 @@ export class JobPriority {
   /**
    * Lowers a new job's priority; returns at once (a group change the kernel rate-limits is
    * tried again in the background while `alive()`).
+   * @param firstTry called once the first try of the group change has settled (at once when
+   *   there is nothing to lower): the spawn pacer holds the next spawn until then.
    */
-  lower(pid: number, alive: () => boolean): void {
-    if (this.nice === 0) return;
-    void lowerPriority(this.procs, pid, this.nice, alive).then((o) => {
+  lower(pid: number, alive: () => boolean, firstTry: () => void = () => {}): void {
+    if (this.nice === 0) {
+      firstTry();
+      return;
+    }
+    void lowerPriority(this.procs, pid, this.nice, alive, firstTry).then((o) => {
       if (o.process && o.group !== false) this.lowered++;
       else this.refused++;
     });

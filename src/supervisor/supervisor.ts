@@ -129,8 +129,13 @@ export class Supervisor {
    */
   async startPaced(req: GenerationRequest): Promise<JobRecord> {
     this.checkCapacity();
-    await this.pacer.turn();
-    return this.start(req);
+    const done = await this.pacer.turn();
+    try {
+      return await this.start(req, done);
+    } catch (err) {
+      done();
+      throw err;
+    }
   }
 
   /** @throws JobCapacityError at the cap (jobs being recorded count) or while stopping. */
@@ -145,7 +150,7 @@ export class Supervisor {
    *   SpawnError when the OS refuses the process; the state store's error when it cannot record
    *   the job (its process is then killed). In every case nothing was started.
    */
-  async start(req: GenerationRequest): Promise<JobRecord> {
+  async start(req: GenerationRequest, lowered: () => void = () => {}): Promise<JobRecord> {
     requireTool(this.options.dispatchCli);
     this.checkCapacity();
 
@@ -174,7 +179,7 @@ export class Supervisor {
       this.starting.delete(settled);
     }
     this.running.set(proposalId, job);
-    this.priority.lower(proc.pid, () => this.running.has(proposalId));
+    this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered);
     this.startedTotal++;
 
     const { severity } = transition(null, { kind: 'accepted' });

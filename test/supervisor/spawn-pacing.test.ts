@@ -4,7 +4,8 @@
  * together was spawned back to back, and a read that came meanwhile was answered after the
  * whole burst.
  *
- * The pacer itself: at most one waiting spawn goes per event-loop turn, in call order (counted
+ * The pacer itself: at most one waiting spawn goes per event-loop turn, in call order, and the
+ * next only once the last one's child was lowered (its `done`, or a bound; counted
  * in turns of the loop, not timed), while a connection's I/O goes on. Through the real
  * service: a burst of 16 generation requests and reads sent during it are all answered; the
  * order the service answered them in (its request log) is printed. Whether a read lands
@@ -45,9 +46,10 @@ it('lets one waiting spawn go per event-loop turn, in call order, while I/O goes
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const order: string[] = [];
   const turns: number[] = [];
-  const waiting = Array.from({ length: 8 }, (_, i) => pacer.turn().then(() => {
+  const waiting = Array.from({ length: 8 }, (_, i) => pacer.turn().then((done) => {
     order.push(`spawn ${i}`);
     turns.push(turn);
+    done();
   }));
   const io = new Promise<void>((resolve) => {
     const c = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
@@ -64,6 +66,39 @@ it('lets one waiting spawn go per event-loop turn, in call order, while I/O goes
   expect(new Set(turns).size).toBe(8);
   expect(order.filter((o) => o !== 'io')).toEqual(Array.from({ length: 8 }, (_, i) => `spawn ${i}`));
   expect(pacer.waiting).toBe(0);
+});
+
+it('gives the next turn only once the last one is done (its child lowered), or after the hold bound', async () => {
+  // A minute's bound: only `done` can release the second turn here.
+  const pacer = new SpawnPacer(60_000);
+  const got: number[] = [];
+  const dones: (() => void)[] = [];
+  const turns = [0, 1, 2].map((i) =>
+    pacer.turn().then((done) => {
+      got.push(i);
+      dones.push(done);
+    }),
+  );
+  await turns[0];
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  expect(got).toEqual([0]);
+  expect(pacer.waiting).toBe(2);
+  dones[0]?.();
+  dones[0]?.(); // a second call does nothing
+  await turns[1];
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  expect(got).toEqual([0, 1]);
+  dones[1]?.();
+  await turns[2];
+  expect(got).toEqual([0, 1, 2]);
+  dones[2]?.();
+
+  // A turn whose `done` never comes holds the next one for the bound only.
+  const short = new SpawnPacer(20);
+  await short.turn();
+  const next = await short.turn();
+  next();
+  expect(short.waiting).toBe(0);
 });
 
 it('answers a burst of generation requests and the reads sent during it', async () => {
