@@ -33,10 +33,13 @@ export type SharedEventDraft = Omit<BusEvent, 'id'> & { readonly proposalId?: st
 export interface SharedEventLog {
   /** Appends events in one transaction; resolves to them with their ids, in order. */
   append(drafts: readonly SharedEventDraft[]): Promise<BusEvent[]>;
+  /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
+  /** The newest `limit` passing `filter`, ascending. */
   newest(limit: number, filter: EventFilter): Promise<EventRow[]>;
-  /** The newest id committed (0 when none). */
+  /** The newest id handed out and committed (0 when none). */
   lastId(): Promise<number>;
+  /** Rows stored now. */
   count(): Promise<number>;
 }
 

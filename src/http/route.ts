@@ -171,6 +171,15 @@ function hasEmptyParam(params: Record<string, string>): boolean {
   return false;
 }
 
+/**
+ * The path of a request URL, for the radix tree: given the query too, find-my-way would parse
+ * it, which Express parses again for the route.
+ */
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
 /** Where a request keeps its match (a symbol: no clash with Express's own members). */
 const MATCH = Symbol('route match');
 type Matched = IncomingMessage & { [MATCH]?: Found | { readonly url: string; readonly method: string; readonly spec?: undefined } };
@@ -216,9 +225,7 @@ export class Api {
     const method = r.method ?? '';
     const memo = r[MATCH];
     if (memo !== undefined && memo.url === url && memo.method === method) return memo.spec === undefined ? null : (memo as Found);
-    // The path alone: find-my-way would parse the query too, which Express parses for the route.
-    const q = url.indexOf('?');
-    const hit = this.router.find(method as HTTPMethod, q === -1 ? url : url.slice(0, q));
+    const hit = this.router.find(method as HTTPMethod, pathOf(url));
     let found: Found | null = null;
     if (hit !== null) {
       const params = hit.params as Record<string, string>;
@@ -240,7 +247,7 @@ export class Api {
     const url = req.url ?? '';
     const out: string[] = [];
     for (const m of SERVED_METHODS) {
-      const hit = this.router.find(m, url);
+      const hit = this.router.find(m, pathOf(url));
       if (hit !== null && !hasEmptyParam(hit.params as Record<string, string>)) out.push(m);
     }
     return out.length > 0 ? [...out, 'OPTIONS'] : [];

@@ -105,6 +105,7 @@ export interface Config {
     /**
      * CONSOLE_EVENT_FLUSH_INTERVAL_MS: least time between two flushes of the bus (stores and
      * stream writes) while events keep coming, in ms; 0 flushes at the end of every turn.
+     * The SQLite bus's only: cluster mode appends at the end of every turn.
      */
     readonly flushIntervalMs: number;
   };

@@ -21,7 +21,7 @@
  * `state_db_busy`, `state_db_unavailable`, `state_db_unreachable`), never the driver's errors.
  * Not used by the service yet: the wiring is a later step of issue 13.
  */
-import type { SharedEventDraft } from '../bus/cluster-bus.js';
+import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
 import type { BusEvent, EventFilter, Severity } from '../bus/event.js';
 import type { ClickRecord } from './clicks-repo.js';
 import type { DecisionRecord } from './decisions-repo.js';
@@ -202,7 +202,7 @@ export interface JobStore {
 export type EventDraft = SharedEventDraft;
 
 /** The event log: ids global, strictly increasing in commit order; retention as today. */
-export interface EventStore {
+export interface EventStore extends SharedEventLog {
   /** Newest events kept at least (CONSOLE_EVENT_RETENTION); at most a segment more are kept. */
   readonly retention: number;
   /**
@@ -212,14 +212,6 @@ export interface EventStore {
    * @returns the events with their ids, in order.
    */
   append(drafts: readonly EventDraft[]): Promise<BusEvent[]>;
-  /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
-  after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
-  /** The newest `limit` passing `filter`, ascending. */
-  newest(limit: number, filter: EventFilter): Promise<EventRow[]>;
-  /** The newest id handed out and committed (0 when none). */
-  lastId(): Promise<number>;
-  /** Rows stored now. */
-  count(): Promise<number>;
 }
 
 /** One instance of a cluster (cluster.md, Operations). */
