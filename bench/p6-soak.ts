@@ -93,6 +93,12 @@ async function oneRun(index: number): Promise<Soak> {
     const growthMb = Math.min(...last.map((s) => s.rss)) - Math.min(...prior.map((s) => s.rss));
     const peakGrowthMb = Math.max(...last.map((s) => s.rss)) - Math.max(...prior.map((s) => s.rss));
     const slopeMb = slopePerMinute(last);
+    // For the notes: where the memory is (the service's own metrics: heap spaces, external memory).
+    if (process.env.BENCH_P6_MEMORY) {
+      const text = await (await fetch(`${svc.url}/api/metrics`)).text();
+      const mb = (line: string) => line.replace(/ ([0-9.e+]+)$/, (_m, v: string) => ` ${(Number(v) / 2 ** 20).toFixed(1)} MB`);
+      process.stderr.write(`P6 run ${index} memory:\n${text.split('\n').filter((l) => /^(process_resident|nodejs_heap_size|nodejs_external|nodejs_heap_space_size_used)/.test(l)).map(mb).join('\n')}\n`);
+    }
     if (process.env.BENCH_P6_SAMPLES) fs.writeFileSync(`${process.env.BENCH_P6_SAMPLES}.${index}.json`, JSON.stringify(samples));
     return { finalMb: samples.at(-1)?.rss ?? NaN, growthMb, peakGrowthMb, slopeMb, problems };
   } finally {

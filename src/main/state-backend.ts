@@ -12,22 +12,19 @@
  */
 import { EventBus } from '../bus/bus.js';
 import type { Bus } from '../bus/bus-api.js';
-import { ClusterBus } from '../bus/cluster-bus.js';
 import type { StoreStateListener } from '../bus/store-outage.js';
-import { SharedCommitter, SqliteCommitter, WORKSPACE_REPORTS_KEPT, type StateCommitter } from '../console/index.js';
+import { SqliteCommitter, WORKSPACE_REPORTS_KEPT, type StateCommitter } from '../console/index.js';
 import type { ServiceMetrics } from '../metrics/index.js';
 import { Checkpointer } from '../state/checkpointer.js';
 import { openStateDb, type Db } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
-import { EVENTS_CHANNEL } from '../state/pg/event-repo.js';
-import { PgListener } from '../state/pg/listener.js';
-import { openPgStateStore, redact, type PgStateStore } from '../state/pg/pg-state-store.js';
+import type { PgStateStore } from '../state/pg/pg-state-store.js';
 import { SqliteStateStore } from '../state/sqlite-state-store.js';
 import type { StateStore } from '../state/state-store.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { WORKER_FILES } from './paths.js';
-import { checkSqlite, outageCheck, type ReadinessCheck } from './readiness.js';
+import { checkSqlite, type ReadinessCheck } from './readiness.js';
 
 /** The channel a console write notifies once committed: the instances read their mirrors again. */
 export const CONSOLE_CHANNEL = 'console_state';
@@ -72,11 +69,14 @@ export interface BackendHooks {
  * @throws StateDbError naming the database (and CONSOLE_DATABASE_URL) when it cannot be opened.
  */
 export function openStateBackend(config: Config, hooks: BackendHooks): Promise<StateBackend> {
-  return config.cluster.databaseUrl === null ? Promise.resolve(openSqlite(config, hooks)) : openShared(config, config.cluster.databaseUrl, hooks);
+  const url = config.cluster.databaseUrl;
+  if (url === null) return Promise.resolve(openSqlite(config, hooks));
+  // Loaded only in cluster mode: `pg` is no part of an instance on SQLite (shared-backend.ts).
+  return import('./shared-backend.js').then(({ openShared }) => openShared(config, url, hooks));
 }
 
 /** The log lines of a bus that cannot store its events (a full disk; the database away). */
-function storeStateLogger(log: Logger, where: Record<string, unknown>): StoreStateListener {
+export function storeStateLogger(log: Logger, where: Record<string, unknown>): StoreStateListener {
   return (state, outage) =>
     state === 'recovered'
       ? log.warn({ outage, ...where }, 'state database stores events again')
@@ -118,86 +118,5 @@ function openSqlite(config: Config, { metrics, log }: BackendHooks): StateBacken
   } catch (err) {
     db.close();
     throw err;
-  }
-}
-
-async function openShared(config: Config, url: string, { metrics, log, instanceId }: BackendHooks): Promise<StateBackend> {
-  const store = await openPgStateStore({
-    url,
-    connectTimeoutMs: config.cluster.connectTimeoutMs,
-    eventRetention: config.events.retention,
-    clicksPerProject: config.consoleState.clicksPerProject,
-    clicksMaxTotal: config.consoleState.clicksMaxTotal,
-    workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
-    onPoolError: (err) => log.warn({ err: err.message }, 'a pooled connection to the state database failed: it is replaced'),
-  });
-  const where = { database: redact(url) };
-  let bus: ClusterBus;
-  try {
-    bus = await ClusterBus.open(store.events, {
-      maxUnstored: config.cluster.heldEventsMax,
-      retryMs: 1000,
-      pollMs: 1000,
-      onCount: metrics.countEvent,
-      onStoreState: storeStateLogger(log, where),
-    });
-  } catch (err) {
-    await store.close();
-    throw err;
-  }
-  const consoleListeners: (() => void)[] = [];
-  const consoleChanged = () => {
-    for (const fn of consoleListeners) fn();
-  };
-  const channels: Record<string, (payload: string) => void> = { [EVENTS_CHANNEL]: () => bus.wake(), [CONSOLE_CHANNEL]: consoleChanged };
-  const listener = new PgListener({
-    url,
-    channels,
-    // Notifications sent while it was down are lost: what they would have said is read now.
-    onConnected: () => {
-      bus.wake();
-      consoleChanged();
-    },
-    onLost: (err) => log.warn({ err: err.message, ...where }, 'the connection listening for other instances was lost: it is opened again (the bus reads the log every second meanwhile)'),
-  });
-  const committer = new SharedCommitter(store, bus, () => {
-    store.notify(CONSOLE_CHANNEL, instanceId).catch(() => {});
-  });
-  return {
-    kind: 'postgres',
-    store,
-    bus,
-    committer,
-    db: null,
-    shared: store,
-    readiness: async () => outageCheck(bus) ?? (await pingCheck(store, where.database)),
-    status: () => ({ backend: 'postgres', url: where.database, listening: listener.connected }),
-    onConsoleChanged: (fn) => void consoleListeners.push(fn),
-    listen: (channel, fn) => {
-      channels[channel] = fn;
-    },
-    start: () => listener.start(),
-    close: async () => {
-      await listener.close();
-      await store.close();
-    },
-  };
-}
-
-/** Asks the database for an answer within 2 s. */
-async function pingCheck(store: PgStateStore, where: string): Promise<ReadinessCheck> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      store.ping(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('no answer within 2000 ms')), 2000);
-      }),
-    ]);
-    return { name: 'stateDatabase', ok: true, detail: `${where} answers` };
-  } catch (err) {
-    return { name: 'stateDatabase', ok: false, detail: `${where} cannot be reached: ${(err as Error).message}` };
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -2,7 +2,7 @@
  * The replay memory (src/bus/recent-events.ts): what it keeps, what it drops first, where its
  * floor is, and pages equal to the database's (filters, bounds, limit).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RecentEvents } from '../../src/bus/recent-events.js';
 import type { EventRow } from '../../src/bus/event-store.js';
 import { NO_FILTER, type Severity } from '../../src/bus/event.js';
@@ -76,5 +76,26 @@ describe('the replay memory', () => {
     expect(ids(m.after(m.floor, 100_000, ALL, id))).toEqual(Array.from({ length: kept }, (_, i) => id - kept + 1 + i));
     expect(ids(m.after(id - 10, 3, ALL, id))).toEqual([id - 9, id - 8, id - 7]);
     expect(ids(m.after(id - 10, 100, ALL, id - 5))).toEqual([id - 9, id - 8, id - 7, id - 6, id - 5]);
+  });
+
+  it('writes dropped pages again instead of allocating new ones, and answers the new events from them intact', () => {
+    // A dropped page left to the collector stays allocated until a full collection (issue 11, P6).
+    const alloc = vi.spyOn(Buffer, 'allocUnsafeSlow');
+    try {
+      const m = new RecentEvents(64 * 1024, 1_000_000, 0);
+      let id = 0;
+      const made: EventRow[] = [];
+      for (let batch = 0; batch < 400; batch++) {
+        const rows = Array.from({ length: 37 }, () => row(++id, 'info', `a/${id % 7}`, 50 + (id % 90)));
+        made.push(...rows);
+        m.add(rows);
+      }
+      // 14,800 events of ~100 bytes: ~360 pages of 4 KB went through a memory of 16.
+      expect(alloc.mock.calls.length).toBeLessThanOrEqual(16 + 1 + 2);
+      const kept = m.stats().events;
+      expect(m.after(m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept));
+    } finally {
+      alloc.mockRestore();
+    }
   });
 });

@@ -1,0 +1,99 @@
+/**
+ * The cluster-mode back end (issue 13; shared/design/cluster.md): PostgreSQL shared by every
+ * instance, the cluster bus, LISTEN/NOTIFY. A module of its own so that `pg` is loaded only
+ * when CONSOLE_DATABASE_URL is set (state-backend.ts imports it then): an instance on the
+ * embedded SQLite database never pays for it (about 15 MB of memory, issue 11, P6).
+ */
+import { ClusterBus } from '../bus/cluster-bus.js';
+import { SharedCommitter, WORKSPACE_REPORTS_KEPT } from '../console/index.js';
+import { EVENTS_CHANNEL } from '../state/pg/event-repo.js';
+import { PgListener } from '../state/pg/listener.js';
+import { openPgStateStore, redact, type PgStateStore } from '../state/pg/pg-state-store.js';
+import type { Config } from './config.js';
+import { outageCheck, type ReadinessCheck } from './readiness.js';
+import { CONSOLE_CHANNEL, storeStateLogger, type BackendHooks, type StateBackend } from './state-backend.js';
+
+/**
+ * Opens the shared PostgreSQL back end at `url` (CONSOLE_DATABASE_URL).
+ * @throws StateDbError naming the database when it cannot be opened.
+ */
+export async function openShared(config: Config, url: string, { metrics, log, instanceId }: BackendHooks): Promise<StateBackend> {
+  const store = await openPgStateStore({
+    url,
+    connectTimeoutMs: config.cluster.connectTimeoutMs,
+    eventRetention: config.events.retention,
+    clicksPerProject: config.consoleState.clicksPerProject,
+    clicksMaxTotal: config.consoleState.clicksMaxTotal,
+    workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+    onPoolError: (err) => log.warn({ err: err.message }, 'a pooled connection to the state database failed: it is replaced'),
+  });
+  const where = { database: redact(url) };
+  let bus: ClusterBus;
+  try {
+    bus = await ClusterBus.open(store.events, {
+      maxUnstored: config.cluster.heldEventsMax,
+      retryMs: 1000,
+      pollMs: 1000,
+      onCount: metrics.countEvent,
+      onStoreState: storeStateLogger(log, where),
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const consoleListeners: (() => void)[] = [];
+  const consoleChanged = () => {
+    for (const fn of consoleListeners) fn();
+  };
+  const channels: Record<string, (payload: string) => void> = { [EVENTS_CHANNEL]: () => bus.wake(), [CONSOLE_CHANNEL]: consoleChanged };
+  const listener = new PgListener({
+    url,
+    channels,
+    // Notifications sent while it was down are lost: what they would have said is read now.
+    onConnected: () => {
+      bus.wake();
+      consoleChanged();
+    },
+    onLost: (err) => log.warn({ err: err.message, ...where }, 'the connection listening for other instances was lost: it is opened again (the bus reads the log every second meanwhile)'),
+  });
+  const committer = new SharedCommitter(store, bus, () => {
+    store.notify(CONSOLE_CHANNEL, instanceId).catch(() => {});
+  });
+  return {
+    kind: 'postgres',
+    store,
+    bus,
+    committer,
+    db: null,
+    shared: store,
+    readiness: async () => outageCheck(bus) ?? (await pingCheck(store, where.database)),
+    status: () => ({ backend: 'postgres', url: where.database, listening: listener.connected }),
+    onConsoleChanged: (fn) => void consoleListeners.push(fn),
+    listen: (channel, fn) => {
+      channels[channel] = fn;
+    },
+    start: () => listener.start(),
+    close: async () => {
+      await listener.close();
+      await store.close();
+    },
+  };
+}
+
+/** Asks the database for an answer within 2 s. */
+async function pingCheck(store: PgStateStore, where: string): Promise<ReadinessCheck> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      store.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer within 2000 ms')), 2000);
+      }),
+    ]);
+    return { name: 'stateDatabase', ok: true, detail: `${where} answers` };
+  } catch (err) {
+    return { name: 'stateDatabase', ok: false, detail: `${where} cannot be reached: ${(err as Error).message}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
