@@ -193,11 +193,14 @@ export class EngineStore {
   }
 
   /**
-   * Answers an entity query through the cache and the worker pool: a hit costs a map lookup;
-   * a miss runs one synthesis task, shared by every concurrent request for the same answer.
-   * @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError (ids must be checked by the caller).
+   * Answers an entity query through the cache and the worker pool: a hit costs a map lookup
+   * and is answered at once, without a promise (the read routes' hot path, bench P1); a miss
+   * runs one synthesis task, shared by every concurrent request for the same answer.
+   * @returns the body on a hit, else a promise of it.
+   * @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError: thrown for a cached
+   *   error answer, the promise rejected with them on a miss (ids must be checked by the caller).
    */
-  async query(projectId: string, q: SynthesisQuery): Promise<CachedBody> {
+  query(projectId: string, q: SynthesisQuery): CachedBody | Promise<CachedBody> {
     const key = `${projectId}\0${queryKey(q)}`;
     const generation = this.generations.project(projectId);
     const stateful = dependsOnTakeState(q);

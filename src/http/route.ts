@@ -180,6 +180,21 @@ function pathOf(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
+/**
+ * A route without guards runs its handler directly (what `inSequence([handle])` does, without
+ * its step closure): an error thrown or a rejection goes to `next`.
+ */
+function handleAlone(handle: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    try {
+      const out = handle(req, res, next) as unknown;
+      if (out instanceof Promise) out.catch(next);
+    } catch (e) {
+      next(e);
+    }
+  };
+}
+
 /** Where a request keeps its match (a symbol: no clash with Express's own members). */
 const MATCH = Symbol('route match');
 type Matched = IncomingMessage & { [MATCH]?: Found | { readonly url: string; readonly method: string; readonly spec?: undefined } };
@@ -273,7 +288,9 @@ export class Api {
     // What Express sets once a route handled a request: the route template (request logs and
     // metric labels read it, route-template.ts).
     const route = { path: spec.path };
-    const handle = async (req: Request, res: Response): Promise<void> => {
+    // Not async: a handler that answers at once (a cached read) costs no promise. A validation
+    // error is thrown, a handler's error thrown or its promise rejected: the chain takes both.
+    const handle: RequestHandler = (req, res) => {
       const params = spec.params ? parseInput(spec.params, req.params, 'path') : {};
       const query = spec.query ? parseInput(spec.query, camelizeKeys(req.query), 'query') : {};
       let body: unknown = undefined;
@@ -281,10 +298,10 @@ export class Api {
         const raw = req.body === undefined && spec.bodyOptional ? {} : (req.body ?? undefined);
         body = parseInput(spec.body, raw === undefined ? undefined : camelizeKeys(raw), 'body');
       }
-      await spec.handler({ req, res, params, query, body } as RouteInput<z.output<P>, z.output<Q>, z.output<B>>);
+      return spec.handler({ req, res, params, query, body } as RouteInput<z.output<P>, z.output<Q>, z.output<B>>) as void | Promise<void>;
     };
     // The guards in turn, then the handler; an error from any goes to the error middleware.
-    const chain = inSequence([...guards, (req, res) => handle(req, res)]);
+    const chain = guards.length === 0 ? handleAlone(handle) : inSequence([...guards, handle]);
     const served: Served = (req, res, next, params) => {
       req.params = params;
       (req as { route?: unknown }).route = route;

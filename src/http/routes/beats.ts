@@ -6,7 +6,7 @@ import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
 import { ErrorBody, Lineage, MissingCanonicalField, NotModified, PathId, QueryId, STORE_FILE_422, StoreReadTimeout, Take } from '../schemas.js';
 import type { AppDeps } from './deps.js';
-import { sendCached } from './send.js';
+import { sendAnswer } from './send.js';
 
 const e400 = { description: 'Malformed identifier (detail names the parameter).', schema: ErrorBody };
 const e410 = { description: 'Legacy project: `legacy project format: <reason>`.', schema: ErrorBody };
@@ -28,10 +28,10 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
     params: BeatParams,
     query: z.object({ projectId: QueryId('Project id (alias project_id).') }),
     answers: { 200: { description: 'Takes.', schema: z.array(Take) }, 304: NotModified, 400: e400, 410: e410, 422: e422, 503: StoreReadTimeout },
-    handler: async ({ req, res, params, query }) => {
+    handler: ({ req, res, params, query }) => {
       const beatId = checkId('beat_id', params.beatId);
       const projectId = checkId('projectId', query.projectId);
-      sendCached(req, res, await store.query(projectId, { kind: 'takes', beatId }));
+      return sendAnswer(req, res, store.query(projectId, { kind: 'takes', beatId }));
     },
   });
 
@@ -56,11 +56,11 @@ export function beatRoutes(api: Api, { store }: AppDeps): void {
       422: e422,
       503: StoreReadTimeout,
     },
-    handler: async ({ req, res, params, query }) => {
+    handler: ({ req, res, params, query }) => {
       const beatId = checkId('beat_id', params.beatId);
       const projectId = checkId('projectId', query.projectId);
       const takeId = query.takeId === undefined ? null : checkId('takeId', query.takeId);
-      sendCached(req, res, await store.query(projectId, { kind: 'lineage', beatId, takeId }));
+      return sendAnswer(req, res, store.query(projectId, { kind: 'lineage', beatId, takeId }));
     },
   });
 }

@@ -6,7 +6,7 @@ import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
 import { ErrorBody, Beat, Episode, MissingCanonicalField, NotModified, PathId, Project, Scene, STORE_FILE_422, StoreReadTimeout } from '../schemas.js';
 import type { AppDeps } from './deps.js';
-import { sendCached } from './send.js';
+import { sendAnswer, sendCached } from './send.js';
 
 const e400 = { description: 'Malformed identifier (detail names the parameter).', schema: ErrorBody };
 const e410 = { description: 'Legacy project: `legacy project format: <reason>`.', schema: ErrorBody };
@@ -55,9 +55,9 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
     tag: 'Engine',
     params: ProjectParams,
     answers: { 200: { description: 'Episodes.', schema: z.array(Episode) }, 304: NotModified, 400: e400, 410: e410, 422: e422, 503: e503 },
-    handler: async ({ req, res, params }) => {
+    handler: ({ req, res, params }) => {
       const projectId = checkId('project_id', params.projectId);
-      sendCached(req, res, await store.query(projectId, { kind: 'episodes' }));
+      return sendAnswer(req, res, store.query(projectId, { kind: 'episodes' }));
     },
   });
 
@@ -79,10 +79,10 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
       422: e422,
       503: e503,
     },
-    handler: async ({ req, res, params }) => {
+    handler: ({ req, res, params }) => {
       const projectId = checkId('project_id', params.projectId);
       const episodeId = checkId('episode_id', params.episodeId);
-      sendCached(req, res, await store.query(projectId, { kind: 'scenes', episodeId }));
+      return sendAnswer(req, res, store.query(projectId, { kind: 'scenes', episodeId }));
     },
   });
 
@@ -102,11 +102,11 @@ export function projectRoutes(api: Api, { store }: AppDeps): void {
       422: e422,
       503: e503,
     },
-    handler: async ({ req, res, params }) => {
+    handler: ({ req, res, params }) => {
       const projectId = checkId('project_id', params.projectId);
       const episodeId = checkId('episode_id', params.episodeId);
       const sceneId = checkId('scene_id', params.sceneId);
-      sendCached(req, res, await store.query(projectId, { kind: 'beats', episodeId, sceneId }));
+      return sendAnswer(req, res, store.query(projectId, { kind: 'beats', episodeId, sceneId }));
     },
   });
 }

@@ -23,6 +23,16 @@ export function sendCached(req: Request, res: Response, cached: CachedBody): voi
   res.end(req.method === 'HEAD' ? undefined : cached.body);
 }
 
+/**
+ * Sends an answer of the engine store (`EngineStore.query`): at once when it is there (a cache
+ * hit, no promise on the hot path), else when it comes.
+ * @returns a promise only for an answer still to come; it rejects with the store's error.
+ */
+export function sendAnswer(req: Request, res: Response, answer: CachedBody | Promise<CachedBody>): void | Promise<void> {
+  if (answer instanceof Promise) return answer.then((cached) => sendCached(req, res, cached));
+  sendCached(req, res, answer);
+}
+
 /** Whether the If-None-Match list names `etag` (or is `*`). */
 export function etagListed(header: string, etag: string): boolean {
   const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
