@@ -15,7 +15,8 @@
  * is what the bound says, and the garbage collector neither scans it nor grows the heap for it.
  * A dropped page is written again as the next new one (up to {@link SPARE_PAGES} wait): a page
  * left to the collector stays allocated until a full collection finds it, and under a steady
- * stream the dead ones added 40 MB to the service's memory over an 8 MiB bound (issue 11, P6).
+ * stream the dead ones added 40 MB to the service's memory over an 8 MiB bound (issue 11, P6);
+ * its id and end offsets are typed arrays, reused with it.
  */
 import { passes, type EventFilter, type Severity } from './event.js';
 import type { EventRow } from './event-store.js';
@@ -38,12 +39,18 @@ export interface RecentEventsStats {
   readonly pagesFromDatabase: number;
 }
 
-/** One page: the events' JSON back to back, and each event's id, place and filter fields. */
+/**
+ * One page: the events' JSON back to back, and each event's id, end offset and filter fields,
+ * `count` of them. The arrays are written by index and kept when the page is reused, so that a
+ * steady stream allocates nothing here: pages that were garbage went to the old generation
+ * and grew the heap by 20 MB under P6 (issue 11).
+ */
 interface Page {
   readonly buf: Buffer;
   used: number;
-  readonly ids: number[];
-  readonly ends: number[];
+  count: number;
+  ids: Float64Array;
+  ends: Float64Array;
   readonly severities: Severity[];
   readonly scopes: string[];
   readonly proposals: (string | null)[];
@@ -51,8 +58,8 @@ interface Page {
 
 export class RecentEvents {
   private readonly pages: Page[] = [];
-  /** Dropped pages' buffers, written again as new pages (nothing of them is referenced elsewhere: `after` copies). */
-  private readonly spares: Buffer[] = [];
+  /** Dropped pages, written again as new ones (nothing of them is referenced elsewhere: `after` copies). */
+  private readonly spares: Page[] = [];
   private events = 0;
   private bytes = 0;
   private floorId: number;
@@ -90,28 +97,49 @@ export class RecentEvents {
       const len = Buffer.byteLength(r.data);
       let page = this.pages[this.pages.length - 1];
       if (page === undefined || page.used + len > page.buf.length) {
-        // Outside the pool and the heap, and reused: see the module's comment.
-        const buf = len <= this.pageBytes ? (this.spares.pop() ?? Buffer.allocUnsafeSlow(this.pageBytes)) : Buffer.allocUnsafeSlow(len);
-        page = { buf, used: 0, ids: [], ends: [], severities: [], scopes: [], proposals: [] };
+        page = this.newPage(len);
         this.pages.push(page);
         this.bytes += page.buf.length;
       }
+      const i = page.count++;
+      if (i === page.ids.length) grow(page);
       page.used += page.buf.write(r.data, page.used);
-      page.ids.push(r.id);
-      page.ends.push(page.used);
-      page.severities.push(r.severity);
-      page.scopes.push(r.scope);
-      page.proposals.push(r.proposalId ?? null);
+      page.ids[i] = r.id;
+      page.ends[i] = page.used;
+      page.severities[i] = r.severity;
+      page.scopes[i] = r.scope;
+      page.proposals[i] = r.proposalId ?? null;
       this.events++;
     }
     // The newest page always stays: the bound is exceeded by at most its sixteenth.
     while (this.pages.length > 1 && (this.bytes > this.maxBytes || this.events > this.maxEvents)) {
       const old = this.pages.shift() as Page;
       this.bytes -= old.buf.length;
-      this.events -= old.ids.length;
-      this.floorId = old.ids[old.ids.length - 1] as number;
-      if (old.buf.length === this.pageBytes && this.spares.length < SPARE_PAGES) this.spares.push(old.buf);
+      this.events -= old.count;
+      this.floorId = old.ids[old.count - 1] as number;
+      if (old.buf.length === this.pageBytes && this.spares.length < SPARE_PAGES) this.spares.push(old);
     }
+  }
+
+  /** A page for an event of `len` bytes: a spare when it fits one, else a new one (outside the pool and the heap). */
+  private newPage(len: number): Page {
+    const spare = len <= this.pageBytes ? this.spares.pop() : undefined;
+    if (spare !== undefined) {
+      spare.used = 0;
+      spare.count = 0;
+      return spare;
+    }
+    const slots = Math.max(16, this.pageBytes >> 6);
+    return {
+      buf: Buffer.allocUnsafeSlow(Math.max(this.pageBytes, len)),
+      used: 0,
+      count: 0,
+      ids: new Float64Array(slots),
+      ends: new Float64Array(slots),
+      severities: [],
+      scopes: [],
+      proposals: [],
+    };
   }
 
   /**
@@ -127,16 +155,16 @@ export class RecentEvents {
     this.fromMemory++;
     const out: EventRow[] = [];
     for (const page of this.pages) {
-      const { ids } = page;
-      if (ids.length === 0 || (ids[ids.length - 1] as number) <= sinceId) continue;
+      const { ids, count } = page;
+      if (count === 0 || (ids[count - 1] as number) <= sinceId) continue;
       let lo = 0;
-      let hi = ids.length;
+      let hi = count;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         if ((ids[mid] as number) <= sinceId) lo = mid + 1;
         else hi = mid;
       }
-      for (let i = lo; i < ids.length; i++) {
+      for (let i = lo; i < count; i++) {
         const id = ids[i] as number;
         if (id > upTo || out.length >= limit) return out;
         const severity = page.severities[i] as Severity;
@@ -153,4 +181,14 @@ export class RecentEvents {
   stats(): RecentEventsStats {
     return { maxBytes: this.maxBytes, events: this.events, bytes: this.bytes, pagesFromMemory: this.fromMemory, pagesFromDatabase: this.fromDatabase };
   }
+}
+
+/** Doubles a page's slots for ids and ends (a page of events smaller than 64 bytes on average). */
+function grow(page: Page): void {
+  const ids = new Float64Array(page.ids.length * 2);
+  ids.set(page.ids);
+  const ends = new Float64Array(page.ends.length * 2);
+  ends.set(page.ends);
+  page.ids = ids;
+  page.ends = ends;
 }

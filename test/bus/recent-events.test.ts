@@ -98,4 +98,22 @@ describe('the replay memory', () => {
       alloc.mockRestore();
     }
   });
+
+  it('keeps pages of many small events (more than its first slots for ids) in order, also when pages are reused', () => {
+    // Pages of 4 KB start with slots for 64 events; 10-byte events put ~400 in a page.
+    const m = new RecentEvents(64 * 1024, 1_000_000, 0);
+    const made: EventRow[] = [];
+    let id = 0;
+    for (let batch = 0; batch < 100; batch++) {
+      const rows = Array.from({ length: 250 }, () => row(++id, id % 3 === 0 ? 'warning' : 'info', `s/${id % 5}`, 10));
+      made.push(...rows);
+      m.add(rows);
+    }
+    const kept = m.stats().events;
+    expect(kept).toBeGreaterThan(4000);
+    expect(m.after(m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept));
+    expect(ids(m.after(m.floor, 100_000, filter({ severities: ['warning'], scopePrefix: 's/3' }), id))).toEqual(
+      made.slice(made.length - kept).filter((r) => r.severity === 'warning' && r.scope === 's/3').map((r) => r.id),
+    );
+  });
 });
