@@ -19,7 +19,7 @@ export interface WorkerFiles {
   readonly readStore: string;
   /** /proc scans and tree signals (src/process/proc-worker.ts). */
   readonly proc: string;
-  /** WAL checkpoints of the state database (src/state/checkpoint-worker.ts). */
+  /** WAL checkpoints of the state database, a task of the process worker's thread (src/state/checkpoint-task.ts). */
   readonly checkpoint: string;
 }
 
@@ -27,7 +27,7 @@ export const WORKER_FILES: WorkerFiles = Object.freeze({
   synthesis: path.join(REPO_ROOT, 'dist', 'workers', 'synthesize.js'),
   readStore: path.join(REPO_ROOT, 'dist', 'workers', 'read-store.js'),
   proc: path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js'),
-  checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'checkpoint-worker.js'),
+  checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'checkpoint-task.js'),
 });
 
 /**

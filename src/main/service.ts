@@ -35,7 +35,7 @@ import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 import { Readiness } from './readiness.js';
 import { wireCluster } from './cluster-wiring.js';
-import { LOCAL_INSTANCE_ID, openStateBackend } from './state-backend.js';
+import { LOCAL_INSTANCE_ID, openStateBackend, type StateBackend } from './state-backend.js';
 
 export interface ServiceOptions {
   /** Registries checked by the start-up guards; tests inject their own. */
@@ -87,9 +87,20 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const instanceId = clustered ? (config.cluster.instanceId ?? defaultInstanceId(config.port)) : LOCAL_INSTANCE_ID;
   // Made first, so the counters start with the start-up recovery.
   const metrics = new ServiceMetrics(clustered ? instanceId : undefined);
-  const backend = await openStateBackend(config, { metrics, log, instanceId });
+  // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop; it
+  // is the housekeeping thread, where SQLite's WAL checkpoints run too (made before the back
+  // end, closed after it). The worker threads are made first: they load their modules while the
+  // rest is built, and the recoveries below wait for them side by side, not one after the other.
+  const procs = new ProcTable(WORKER_FILES.proc);
+  let backend: StateBackend;
+  try {
+    backend = await openStateBackend(config, { metrics, log, instanceId, housekeeping: procs });
+  } catch (err) {
+    await procs.close();
+    throw err;
+  }
   const { bus, db } = backend;
-  const cleanup: (() => unknown)[] = [() => backend.close()];
+  const cleanup: (() => unknown)[] = [() => backend.close(), () => procs.close()];
   try {
     // Cluster mode: this instance joins before anything of its own is recovered, so a second
     // process under a live instance's id stops here, before it kills that instance's jobs.
@@ -108,11 +119,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         : null;
     const previousStart = membership ? await membership.join() : null;
     if (membership) cleanup.unshift(() => membership.stop());
-    // One worker thread scans /proc and signals the trees of jobs and terminals, off the loop.
-    // The worker threads are made first: they load their modules while the rest is built, and
-    // the recoveries below wait for them side by side, not one after the other.
-    const procs = new ProcTable(WORKER_FILES.proc);
-    cleanup.unshift(() => procs.close());
     const pool = new SynthesisPool(config.workers.threads, WORKER_FILES, {
       timeoutMs: config.store.readTimeoutMs,
       retryAfterSeconds: config.jobs.retryAfterSeconds,
@@ -282,10 +288,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         store.close();
         // A worker stuck in a system call cannot be stopped: the wait for it is bounded.
         if (!(await pool.close(config.jobs.killGraceMs))) log.warn('worker threads still busy at shutdown');
-        await procs.close(); // after the jobs and terminals ended: their sweeps are done
         await membership?.stop();
         await bus.close();
         await backend.close();
+        await procs.close(); // after the jobs and terminals ended (their sweeps are done) and the last checkpoint
         metrics.close();
         recorder?.close();
         log.info('stopped');

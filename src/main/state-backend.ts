@@ -5,7 +5,7 @@
  *
  * - CONSOLE_DATABASE_URL unset: the embedded SQLite database of this instance, as always: the
  *   bus hands ids out itself and stores once per event-loop turn, console writes stage their
- *   events on it, and a worker thread checkpoints the WAL.
+ *   events on it, and the housekeeping thread (the process worker's) checkpoints the WAL.
  * - Set: PostgreSQL shared by every instance: the cluster bus (ids from the database, delivery
  *   by reading the shared log), LISTEN/NOTIFY to wake it and to tell the instances that console
  *   state changed, and the readiness check asks the database.
@@ -15,6 +15,7 @@ import type { Bus } from '../bus/bus-api.js';
 import type { StoreStateListener } from '../bus/store-outage.js';
 import { SqliteCommitter, WORKSPACE_REPORTS_KEPT, type StateCommitter } from '../console/index.js';
 import type { ServiceMetrics } from '../metrics/index.js';
+import type { ProcTable } from '../process/index.js';
 import { Checkpointer } from '../state/checkpointer.js';
 import { openStateDb, type Db } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
@@ -56,12 +57,14 @@ export interface StateBackend {
   close(): Promise<void>;
 }
 
-/** What the back end reports to the service. */
+/** What the back end reports to the service, and what it may use of it. */
 export interface BackendHooks {
   readonly metrics: ServiceMetrics;
   readonly log: Logger;
   /** This instance's id (cluster mode). */
   readonly instanceId: string;
+  /** The housekeeping thread (the process worker's): SQLite's WAL checkpoints run on it. Close it after the back end. */
+  readonly housekeeping: Pick<ProcTable, 'runTask'>;
 }
 
 /**
@@ -83,7 +86,7 @@ export function storeStateLogger(log: Logger, where: Record<string, unknown>): S
       : log.error({ outage, ...where }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them');
 }
 
-function openSqlite(config: Config, { metrics, log }: BackendHooks): StateBackend {
+function openSqlite(config: Config, { metrics, log, housekeeping }: BackendHooks): StateBackend {
   const db = openStateDb(config.stateDbPath);
   try {
     // One event log: the bus's and the state store's ids come from it.
@@ -97,7 +100,7 @@ function openSqlite(config: Config, { metrics, log }: BackendHooks): StateBacken
       workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
       eventLog,
     });
-    const checkpointer = new Checkpointer(config.stateDbPath, WORKER_FILES.checkpoint);
+    const checkpointer = new Checkpointer(config.stateDbPath, (task) => housekeeping.runTask(WORKER_FILES.checkpoint, task));
     return {
       kind: 'sqlite',
       store,

@@ -1,7 +1,8 @@
 /**
  * The main thread's side of the process worker: one long-lived worker thread (a Piscina pool
  * of one) runs every `/proc` scan and the signals that follow it, and these async methods
- * hand it tasks (issue 10, item 5: killing a big tree never stalls the event loop). Where
+ * hand it tasks (issue 10, item 5: killing a big tree never stalls the event loop). It is the
+ * service's housekeeping thread: other short tasks run on it too ({@link ProcTable.runTask}). Where
  * `/proc` is missing, tree-kill's `ps` walk and a signal to the group stand in.
  */
 import fs from 'node:fs';
@@ -58,6 +59,18 @@ export class ProcTable {
   /** Sets the nice value of `pid`'s autogroup (see GroupNiceTask). Never rejects: `refused` when the worker cannot. */
   async groupNice(pid: number, nice: number): Promise<GroupNiceResult> {
     return this.run<GroupNiceResult>({ kind: 'group-nice', pid, nice }).catch(() => 'refused' as const);
+  }
+
+  /**
+   * Runs another housekeeping task on this thread, between the /proc tasks: the service keeps
+   * one such thread (each costs about 11 MB), and the state database's WAL checkpoints run here
+   * (src/state/checkpointer.ts).
+   * @param filename a compiled Piscina task module (src/main/paths.ts: WORKER_FILES).
+   * @returns what the task returns.
+   * @throws what the task throws; Piscina's error once the thread was closed.
+   */
+  runTask<T>(filename: string, task: object): Promise<T> {
+    return this.pool.run(task, { filename }) as Promise<T>;
   }
 
   /** Ends the worker thread; tasks still queued reject (the methods above then fall back). */

@@ -1,34 +1,39 @@
 /**
- * Runs the state database's WAL checkpoints on a worker thread. Left to SQLite, every ~1000
+ * Runs the state database's WAL checkpoints off the main thread. Left to SQLite, every ~1000
  * pages a commit on the main thread copies the WAL back into the database file and syncs it:
  * about half the cost of storing an event. Here a separate connection checkpoints on a timer
  * instead (PASSIVE: it never blocks the main thread's commits), and the main connection's
- * own threshold stays as a backstop (db.ts).
+ * own threshold stays as a backstop (db.ts). The checkpoints are tasks of the service's
+ * housekeeping thread (checkpoint-task.ts), not a thread of their own: each thread costs about
+ * 11 MB of memory (issue 11, P6).
  */
-import { once } from 'node:events';
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { CheckpointResult, CheckpointTask } from './checkpoint-task.js';
 
+/** Runs a checkpoint task on the housekeeping thread (ProcTable.runTask with the compiled checkpoint-task.js). */
+export type CheckpointRunner = (task: CheckpointTask) => Promise<CheckpointResult>;
 
 export class Checkpointer {
-  private readonly worker: Worker;
+  private readonly timer: NodeJS.Timeout;
   private errors = 0;
-  private stopped = false;
-  private exited = false;
+  /** The checkpoint running now, if any: a tick never queues a second one behind it. */
+  private running: Promise<void> | null = null;
+  private stopped: Promise<void> | null = null;
 
   /**
+   * Starts the timer.
    * @param file the state database.
-   * @param workerFile the compiled checkpoint worker (src/main/paths.ts: WORKER_FILES.checkpoint).
+   * @param run runs a task on the housekeeping thread.
    * @param intervalMs time between checkpoints.
    */
-  constructor(file: string, workerFile: string, intervalMs = 500) {
-    this.worker = new Worker(workerFile, { workerData: { file, intervalMs } });
-    this.worker.on('message', (m: { error?: string }) => {
-      if (m.error) this.errors++;
-    });
-    this.worker.on('error', () => this.errors++);
-    this.worker.on('exit', () => (this.exited = true));
-    this.worker.unref();
+  constructor(
+    private readonly file: string,
+    private readonly run: CheckpointRunner,
+    intervalMs = 500,
+  ) {
+    this.timer = setInterval(() => {
+      this.running ??= this.once().finally(() => (this.running = null));
+    }, intervalMs);
+    this.timer.unref();
   }
 
   /** Checkpoints that failed (reported by the system status). */
@@ -36,21 +41,23 @@ export class Checkpointer {
     return this.errors;
   }
 
-  /** A last checkpoint, then the worker's connection closes (before the main one). */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    // A worker that already ended (it could not open the database) has nothing to finish.
-    if (this.exited) return;
-    this.worker.ref();
-    const exited = once(this.worker, 'exit');
-    const finished = new Promise<void>((resolve) => {
-      this.worker.on('message', (m: { stopped?: number }) => {
-        if (m.stopped !== undefined) resolve();
-      });
-    });
-    this.worker.postMessage({ stop: true });
-    await Promise.race([finished, exited]);
-    await this.worker.terminate();
+  /** A last checkpoint, then the thread's connection closes (call before the main one closes). Idempotent. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      clearInterval(this.timer);
+      await this.running;
+      await this.once(true);
+    })();
+    return this.stopped;
+  }
+
+  private async once(close = false): Promise<void> {
+    try {
+      const result = await this.run({ file: this.file, ...(close ? { close } : {}) });
+      if (!result.ok) this.errors++;
+    } catch {
+      // The thread is gone (closed, or died and not yet replaced): the backstop threshold holds.
+      this.errors++;
+    }
   }
 }
