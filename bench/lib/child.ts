@@ -82,6 +82,7 @@ export function cpuMsOf(pid: number | undefined): number | null {
  * Starts the real service (`node dist/main/index.js`) with `env` on a free port. With
  * BENCH_PROFILE_DIR set, the service writes a CPU profile of its main thread there when it
  * stops (`--cpu-prof`; summarise with bench/tools/profile-summary), for the notes. With
+ * BENCH_NODE_ARGS set, its space-separated flags are given to the service's node. With
  * BENCH_SERVICE_ENV set to a JSON object of variables, they are added to the service's
  * environment (experiments of the notes, e.g. `{"CONSOLE_KILL_GRACE_MS":"60000"}`).
  */
@@ -89,6 +90,8 @@ export async function startService(env: Record<string, string>, nodeArgs: string
   const port = await freePort();
   const prof = process.env.BENCH_PROFILE_DIR;
   if (prof && !nodeArgs.includes('--cpu-prof')) nodeArgs = [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${prof}`];
+  // BENCH_NODE_ARGS: more flags for the service's node, space-separated (e.g. `--heap-prof --heap-prof-dir=/tmp/h`).
+  if (process.env.BENCH_NODE_ARGS) nodeArgs = [...nodeArgs, ...process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean)];
   const proc = spawn(process.execPath, [...nodeArgs, SERVICE_ENTRY], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env, ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>) },
     stdio: ['ignore', 'ignore', 'inherit'],
