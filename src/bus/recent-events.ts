@@ -94,10 +94,11 @@ export class RecentEvents {
       return;
     }
     for (const r of batch) {
-      const len = Buffer.byteLength(r.data);
       let page = this.pages[this.pages.length - 1];
-      if (page === undefined || page.used + len > page.buf.length) {
-        page = this.newPage(len);
+      // UTF-8 takes at most 3 bytes per UTF-16 unit: an event that surely fits is written without
+      // measuring it first (one pass over its JSON instead of two).
+      if (page === undefined || (page.used + r.data.length * 3 > page.buf.length && page.used + Buffer.byteLength(r.data) > page.buf.length)) {
+        page = this.newPage(Buffer.byteLength(r.data));
         this.pages.push(page);
         this.bytes += page.buf.length;
       }

@@ -11,7 +11,7 @@ import { bearerAuth } from './auth.js';
 import { errorMiddleware, type ServerFault } from './error-middleware.js';
 import { HttpError, MethodNotAllowedError, ValidationError } from './errors.js';
 import { hostCheck, hostPolicy } from './host-check.js';
-import { inSequence } from './in-sequence.js';
+import { inSequence, runLayer } from './in-sequence.js';
 import { opsAssets, opsPage } from './ops-page.js';
 import { bodyShapeError } from './json-depth.js';
 import { requestId, requestIdOf } from './request-id.js';
@@ -150,8 +150,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
  * match that one layer on every request, saving and restoring the request's URL, base URL and
  * parameters around it, about 5 µs of every request (issue 11, bench P1). A request `chain`
  * passes on without an error gets `noRoute`'s; every error (passed on, thrown, or a rejection)
- * goes to `onError`, which answers it; should that throw, the answer is a bare 500, or the connection is destroyed when an
- * answer had begun.
+ * goes to `onError`, which answers it; should that throw, the answer is a bare 500, or the
+ * connection is destroyed when an answer had begun.
+ * @returns the listener for `http.createServer`.
  */
 export function serve(app: Express, chain: RequestHandler, noRoute: (req: Request) => Error, onError: ErrorRequestHandler): (req: IncomingMessage, res: ServerResponse) => void {
   const reqProto = app.request as object;
@@ -175,14 +176,7 @@ export function serve(app: Express, chain: RequestHandler, noRoute: (req: Reques
         else res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Internal Server Error');
       }
     };
-    const next = (err?: unknown) => failed(err === undefined || err === null ? noRoute(req) : err);
-    // What Express's router does for a layer: an error thrown, or a rejection, is passed on.
-    try {
-      const out = chain(req, res, next) as unknown;
-      if (out instanceof Promise) out.catch(next);
-    } catch (err) {
-      next(err);
-    }
+    runLayer(chain, req, res, (err?: unknown) => failed(err === undefined || err === null ? noRoute(req) : err));
   };
 }
 

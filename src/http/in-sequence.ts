@@ -4,7 +4,7 @@
  * service's CPU on the read routes, P1). Used for the app's middleware before routing
  * (app.ts) and for each route's guards and handler (route.ts).
  */
-import type { RequestHandler } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /**
  * Returns one handler that runs `handlers` in turn. An error (passed to `next`, thrown, or an
@@ -24,13 +24,21 @@ export function inSequence(handlers: readonly RequestHandler[]): RequestHandler 
         next();
         return;
       }
-      try {
-        const out = handler(req, res, step) as unknown;
-        if (out instanceof Promise) out.catch(step);
-      } catch (e) {
-        step(e);
-      }
+      runLayer(handler, req, res, step);
     };
     step();
   };
+}
+
+/**
+ * Runs one handler as Express's router runs a layer (Express 5): an error it throws, or the
+ * rejection of the promise it returns, goes to `next`.
+ */
+export function runLayer(handler: RequestHandler, req: Request, res: Response, next: NextFunction): void {
+  try {
+    const out = handler(req, res, next) as unknown;
+    if (out instanceof Promise) out.catch(next);
+  } catch (e) {
+    next(e);
+  }
 }

@@ -9,7 +9,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
-import { inSequence } from './in-sequence.js';
+import { inSequence, runLayer } from './in-sequence.js';
 import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 import { ErrorBody } from './schemas.js';
 import { camelizeKeys, parseInput } from './validate.js';
@@ -180,21 +180,6 @@ function pathOf(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-/**
- * A route without guards runs its handler directly (what `inSequence([handle])` does, without
- * its step closure): an error thrown or a rejection goes to `next`.
- */
-function handleAlone(handle: RequestHandler): RequestHandler {
-  return (req, res, next) => {
-    try {
-      const out = handle(req, res, next) as unknown;
-      if (out instanceof Promise) out.catch(next);
-    } catch (e) {
-      next(e);
-    }
-  };
-}
-
 /** Where a request keeps its match (a symbol: no clash with Express's own members). */
 const MATCH = Symbol('route match');
 type Matched = IncomingMessage & { [MATCH]?: Found | { readonly url: string; readonly method: string; readonly spec?: undefined } };
@@ -301,7 +286,8 @@ export class Api {
       return spec.handler({ req, res, params, query, body } as RouteInput<z.output<P>, z.output<Q>, z.output<B>>) as void | Promise<void>;
     };
     // The guards in turn, then the handler; an error from any goes to the error middleware.
-    const chain = guards.length === 0 ? handleAlone(handle) : inSequence([...guards, handle]);
+    // Without guards the handler runs directly (as `inSequence([handle])` would, without its step closure).
+    const chain: RequestHandler = guards.length === 0 ? (req, res, next) => runLayer(handle, req, res, next) : inSequence([...guards, handle]);
     const served: Served = (req, res, next, params) => {
       req.params = params;
       (req as { route?: unknown }).route = route;
