@@ -14,7 +14,7 @@ import { GENERATION_SCOPE, type Supervisor } from '../supervisor/index.js';
 import type { TerminalInfo, TerminalManager, Terminals } from '../terminals/index.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import type { StateBackend } from './state-backend.js';
+import type { StateBackend } from './backend.js';
 
 /** The parts of one instance that cluster mode wires to the others. */
 export interface ClusterParts {

@@ -35,7 +35,8 @@ import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 import { Readiness } from './readiness.js';
 import { wireCluster } from './cluster-wiring.js';
-import { LOCAL_INSTANCE_ID, openStateBackend, type StateBackend } from './state-backend.js';
+import type { StateBackend } from './backend.js';
+import { LOCAL_INSTANCE_ID, openStateBackend } from './state-backend.js';
 
 export interface ServiceOptions {
   /** Registries checked by the start-up guards; tests inject their own. */

@@ -11,7 +11,7 @@ import { PgListener } from '../state/pg/listener.js';
 import { openPgStateStore, redact, type PgStateStore } from '../state/pg/pg-state-store.js';
 import type { Config } from './config.js';
 import { outageCheck, type ReadinessCheck } from './readiness.js';
-import { CONSOLE_CHANNEL, storeStateLogger, type BackendHooks, type StateBackend } from './state-backend.js';
+import { CONSOLE_CHANNEL, storeStateLogger, type BackendHooks, type StateBackend } from './backend.js';
 
 /**
  * Opens the shared PostgreSQL back end at `url` (CONSOLE_DATABASE_URL).

@@ -11,61 +11,18 @@
  *   state changed, and the readiness check asks the database.
  */
 import { EventBus } from '../bus/bus.js';
-import type { Bus } from '../bus/bus-api.js';
-import type { StoreStateListener } from '../bus/store-outage.js';
-import { SqliteCommitter, WORKSPACE_REPORTS_KEPT, type StateCommitter } from '../console/index.js';
-import type { ServiceMetrics } from '../metrics/index.js';
-import type { ProcTable } from '../process/index.js';
+import { SqliteCommitter, WORKSPACE_REPORTS_KEPT } from '../console/index.js';
 import { Checkpointer } from '../state/checkpointer.js';
-import { openStateDb, type Db } from '../state/db.js';
+import { openStateDb } from '../state/db.js';
 import { EventLog } from '../state/event-log.js';
-import type { PgStateStore } from '../state/pg/pg-state-store.js';
 import { SqliteStateStore } from '../state/sqlite-state-store.js';
-import type { StateStore } from '../state/state-store.js';
+import { storeStateLogger, type BackendHooks, type StateBackend } from './backend.js';
 import type { Config } from './config.js';
-import type { Logger } from './logger.js';
 import { WORKER_FILES } from './paths.js';
-import { checkSqlite, type ReadinessCheck } from './readiness.js';
-
-/** The channel a console write notifies once committed: the instances read their mirrors again. */
-export const CONSOLE_CHANNEL = 'console_state';
+import { checkSqlite } from './readiness.js';
 
 /** The instance id of the embedded SQLite database's one instance. */
 export const LOCAL_INSTANCE_ID = 'local';
-
-/** What the service runs on (see the module's comment). */
-export interface StateBackend {
-  readonly kind: 'sqlite' | 'postgres';
-  readonly store: StateStore;
-  readonly bus: Bus;
-  readonly committer: StateCommitter;
-  /** The SQLite database (null in cluster mode). */
-  readonly db: Db | null;
-  /** The readiness check of the state database. */
-  readiness(): ReadinessCheck | Promise<ReadinessCheck>;
-  /** The system status's `database`. */
-  status(): Record<string, unknown>;
-  /** Runs `fn` when console state may have changed on another instance (cluster mode only). */
-  onConsoleChanged(fn: () => void): void;
-  /** The PostgreSQL store, for what only cluster mode does (instances, cancels); null on SQLite. */
-  readonly shared: PgStateStore | null;
-  /** Subscribes to a cluster channel (cluster mode only; a no-op on SQLite). Call before {@link start}. */
-  listen(channel: string, fn: (payload: string) => void): void;
-  /** Starts listening to the other instances (cluster mode; at once on SQLite). */
-  start(): Promise<void>;
-  /** Closes the database (after the bus closed). */
-  close(): Promise<void>;
-}
-
-/** What the back end reports to the service, and what it may use of it. */
-export interface BackendHooks {
-  readonly metrics: ServiceMetrics;
-  readonly log: Logger;
-  /** This instance's id (cluster mode). */
-  readonly instanceId: string;
-  /** The housekeeping thread (the process worker's): SQLite's WAL checkpoints run on it. Close it after the back end. */
-  readonly housekeeping: Pick<ProcTable, 'runTask'>;
-}
 
 /**
  * Opens the back end CONSOLE_DATABASE_URL selects.
@@ -76,14 +33,6 @@ export function openStateBackend(config: Config, hooks: BackendHooks): Promise<S
   if (url === null) return Promise.resolve(openSqlite(config, hooks));
   // Loaded only in cluster mode: `pg` is no part of an instance on SQLite (shared-backend.ts).
   return import('./shared-backend.js').then(({ openShared }) => openShared(config, url, hooks));
-}
-
-/** The log lines of a bus that cannot store its events (a full disk; the database away). */
-export function storeStateLogger(log: Logger, where: Record<string, unknown>): StoreStateListener {
-  return (state, outage) =>
-    state === 'recovered'
-      ? log.warn({ outage, ...where }, 'state database stores events again')
-      : log.error({ outage, ...where }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them');
 }
 
 function openSqlite(config: Config, { metrics, log, housekeeping }: BackendHooks): StateBackend {

@@ -1,0 +1,60 @@
+/**
+ * What every state back end is (state-backend.ts chooses one: SQLite there, PostgreSQL in
+ * shared-backend.ts): its interface, what the service hands it, and what both share. A module
+ * of its own so that neither back end imports the other.
+ */
+import type { Bus } from '../bus/bus-api.js';
+import type { StoreStateListener } from '../bus/store-outage.js';
+import type { StateCommitter } from '../console/index.js';
+import type { ServiceMetrics } from '../metrics/index.js';
+import type { ProcTable } from '../process/index.js';
+import type { Db } from '../state/db.js';
+import type { PgStateStore } from '../state/pg/pg-state-store.js';
+import type { StateStore } from '../state/state-store.js';
+import type { Logger } from './logger.js';
+import type { ReadinessCheck } from './readiness.js';
+
+/** The channel a console write notifies once committed: the instances read their mirrors again. */
+export const CONSOLE_CHANNEL = 'console_state';
+
+/** What the service runs on: the state store, the bus and the committer of one back end (state-backend.ts says which). */
+export interface StateBackend {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly store: StateStore;
+  readonly bus: Bus;
+  readonly committer: StateCommitter;
+  /** The SQLite database (null in cluster mode). */
+  readonly db: Db | null;
+  /** The readiness check of the state database. */
+  readiness(): ReadinessCheck | Promise<ReadinessCheck>;
+  /** The system status's `database`. */
+  status(): Record<string, unknown>;
+  /** Runs `fn` when console state may have changed on another instance (cluster mode only). */
+  onConsoleChanged(fn: () => void): void;
+  /** The PostgreSQL store, for what only cluster mode does (instances, cancels); null on SQLite. */
+  readonly shared: PgStateStore | null;
+  /** Subscribes to a cluster channel (cluster mode only; a no-op on SQLite). Call before {@link start}. */
+  listen(channel: string, fn: (payload: string) => void): void;
+  /** Starts listening to the other instances (cluster mode; at once on SQLite). */
+  start(): Promise<void>;
+  /** Closes the database (after the bus closed). */
+  close(): Promise<void>;
+}
+
+/** What the back end reports to the service, and what it may use of it. */
+export interface BackendHooks {
+  readonly metrics: ServiceMetrics;
+  readonly log: Logger;
+  /** This instance's id (cluster mode). */
+  readonly instanceId: string;
+  /** The housekeeping thread (the process worker's): SQLite's WAL checkpoints run on it. Close it after the back end. */
+  readonly housekeeping: Pick<ProcTable, 'runTask'>;
+}
+
+/** The log lines of a bus that cannot store its events (a full disk; the database away). */
+export function storeStateLogger(log: Logger, where: Record<string, unknown>): StoreStateListener {
+  return (state, outage) =>
+    state === 'recovered'
+      ? log.warn({ outage, ...where }, 'state database stores events again')
+      : log.error({ outage, ...where }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them');
+}
