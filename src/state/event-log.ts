@@ -10,14 +10,14 @@
  * readers outside the service.
  *
  * Each row also keeps the proposal its event is about (`proposal_id`, see `proposalOf` in
- * src/bus/event.ts), indexed, so one job's events are read by an index range, not a scan
- * (issue 14, item 2).
+ * src/bus/event.ts), and each segment's runs table where each proposal's events lie, so one
+ * job's events are read from their runs, not by a scan (issue 14, item 2; event-segments.ts).
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import type { EventFilter, Severity } from '../bus/event.js';
 import type { EventRow, EventStore } from '../bus/event-store.js';
-import { COLUMNS, createSegmentTable, ROW_PARAMS, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
+import { COLUMNS, createSegmentTable, ROW_PARAMS, runsOf, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
 
 export type { EventRow } from '../bus/event-store.js';
 
@@ -36,11 +36,14 @@ const SEGMENT_MAX = 100_000;
 interface Segment {
   readonly n: number;
   readonly table: string;
+  /** Its runs table (event-segments.ts). */
+  readonly runs: string;
   minId: number;
   maxId: number;
   count: number;
   readonly insertOne: Statement<unknown[]>;
   readonly insertChunk: Statement<unknown[]>;
+  readonly insertRun: Statement<unknown[]>;
 }
 
 /** The SQLite event log: the bus's {@link EventStore}. */
@@ -104,14 +107,17 @@ export class EventLog implements EventStore {
       hi: number | null;
       c: number;
     };
+    const runs = runsOf(table);
     return {
       n,
       table,
+      runs,
       minId: st.lo ?? 0,
       maxId: st.hi ?? 0,
       count: st.c,
       insertOne: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${ROW_PARAMS}`),
       insertChunk: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${Array(INSERT_CHUNK).fill(ROW_PARAMS).join(', ')}`),
+      insertRun: this.db.prepare(`INSERT INTO ${runs} (proposal_id, last_id, first_id) VALUES (?, ?, ?)`),
     };
   }
 
@@ -137,7 +143,7 @@ export class EventLog implements EventStore {
     while (this.segments.length > 1 && total - (this.segments[0] as Segment).count >= this.retention) {
       const oldest = this.segments.shift() as Segment;
       total -= oldest.count;
-      this.db.exec(`DROP VIEW IF EXISTS events; DROP TABLE ${oldest.table}`);
+      this.db.exec(`DROP VIEW IF EXISTS events; DROP TABLE ${oldest.table}; DROP TABLE IF EXISTS ${oldest.runs}`);
       for (const key of [...this.selects.keys()]) if (key.startsWith(`${oldest.table}|`)) this.selects.delete(key);
       dropped = true;
     }
@@ -152,6 +158,7 @@ export class EventLog implements EventStore {
         .get(total - this.retention - 1) as { id: number } | undefined;
       if (cutoff) {
         oldest.count -= this.db.prepare(`DELETE FROM ${oldest.table} WHERE id <= ?`).run(cutoff.id).changes;
+        this.db.prepare(`DELETE FROM ${oldest.runs} WHERE last_id <= ?`).run(cutoff.id);
         oldest.minId = cutoff.id + 1;
       }
     }
@@ -180,9 +187,36 @@ export class EventLog implements EventStore {
       const r = rows[i] as EventRow;
       seg.insertOne.run(r.id, r.severity, r.scope, r.proposalId ?? null, r.data);
     }
+    this.insertRuns(seg, rows, from, to);
     if (seg.count === 0) seg.minId = (rows[from] as EventRow).id;
     seg.count += to - from;
     seg.maxId = Math.max(seg.maxId, (rows[to - 1] as EventRow).id);
+  }
+
+  /**
+   * One run per proposal among `rows[from, to)`: its first and last id there. Job lines come
+   * in long stretches of one job (a read of its pipe), so the map is touched only where the
+   * proposal changes.
+   */
+  private insertRuns(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
+    const runs = new Map<string, [first: number, last: number]>();
+    let current: [number, number] | undefined;
+    let currentId: string | null = null;
+    for (let i = from; i < to; i++) {
+      const r = rows[i] as EventRow;
+      const p = r.proposalId ?? null;
+      if (p === null) continue;
+      if (p !== currentId) {
+        currentId = p;
+        current = runs.get(p);
+        if (current === undefined) {
+          current = [r.id, r.id];
+          runs.set(p, current);
+        }
+      }
+      (current as [number, number])[1] = r.id;
+    }
+    for (const [p, [first, last]] of runs) seg.insertRun.run(p, last, first);
   }
 
   /**
@@ -267,10 +301,17 @@ export class EventLog implements EventStore {
     const out: EventRow[] = [];
     for (const seg of this.segments) {
       if (seg.count === 0 || seg.maxId <= sinceId || seg.minId > upTo) continue;
-      const stmt = this.select(seg, `after${sql}`, () =>
-        `SELECT id, severity, scope, data FROM ${seg.table} WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`,
-      );
-      out.push(...(stmt.all(sinceId, upTo, ...args, limit - out.length) as EventRow[]));
+      const rows =
+        filter.proposalId == null
+          ? this.select(seg, `after${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`)
+              .all(sinceId, upTo, ...args, limit - out.length)
+          : // The proposal's runs that end after sinceId, in id order, and their rows about it.
+            this.select(seg, `after-runs${sql}`, () =>
+              `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
+               WHERE r.proposal_id = ? AND r.last_id > ? AND r.first_id <= ? AND e.id > ? AND e.id <= ?${sql}
+               ORDER BY r.last_id ASC, e.id ASC LIMIT ?`,
+            ).all(filter.proposalId, sinceId, upTo, sinceId, upTo, ...args, limit - out.length);
+      out.push(...(rows as EventRow[]));
       if (out.length >= limit) break;
     }
     return out;
@@ -283,10 +324,15 @@ export class EventLog implements EventStore {
     for (let k = this.segments.length - 1; k >= 0 && out.length < limit; k--) {
       const seg = this.segments[k] as Segment;
       if (seg.count === 0) continue;
-      const stmt = this.select(seg, `newest${sql}`, () =>
-        `SELECT id, severity, scope, data FROM ${seg.table} WHERE 1${sql} ORDER BY id DESC LIMIT ?`,
-      );
-      out.push(...(stmt.all(...args, limit - out.length) as EventRow[]));
+      const rows =
+        filter.proposalId == null
+          ? this.select(seg, `newest${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE 1${sql} ORDER BY id DESC LIMIT ?`)
+              .all(...args, limit - out.length)
+          : this.select(seg, `newest-runs${sql}`, () =>
+              `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
+               WHERE r.proposal_id = ?${sql} ORDER BY r.last_id DESC, e.id DESC LIMIT ?`,
+            ).all(filter.proposalId, ...args, limit - out.length);
+      out.push(...(rows as EventRow[]));
     }
     return out.reverse();
   }
@@ -302,23 +348,23 @@ export class EventLog implements EventStore {
   }
 }
 
+/** The filters' SQL, on the segment table aliased `e` in every read (the runs joins name two tables). */
 function where(filter: EventFilter): { sql: string; args: (string | number)[] } {
   let sql = '';
   const args: (string | number)[] = [];
   if (filter.severities !== null) {
     const sev = [...new Set(filter.severities)];
-    sql += ` AND severity IN (${sev.map(() => '?').join(', ')})`;
+    sql += ` AND e.severity IN (${sev.map(() => '?').join(', ')})`;
     args.push(...sev);
   }
   if (filter.scopePrefix !== null) {
     // length() and substr() both count code points, so non-ASCII prefixes match exactly.
-    sql += ' AND substr(scope, 1, length(?)) = ?';
+    sql += ' AND substr(e.scope, 1, length(?)) = ?';
     args.push(filter.scopePrefix, filter.scopePrefix);
   }
   if (filter.proposalId != null) {
-    // Served by the partial index on proposal_id (`=` implies NOT NULL), whose entries end with
-    // the rowid, the id: the range and the order on id come from the index too.
-    sql += ' AND proposal_id = ?';
+    // Found through the runs (after/newest), which may hold other events too.
+    sql += ' AND e.proposal_id = ?';
     args.push(filter.proposalId);
   }
   return { sql, args };

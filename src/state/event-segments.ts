@@ -1,7 +1,15 @@
 /**
  * The schema of the event log's segment tables (`event_segment_<n>`, see event-log.ts): their
- * columns, creation with the proposal index, and the upgrade of segments stored before the
- * `proposal_id` column existed (issue 14, item 2).
+ * columns, the runs table that finds one proposal's events in a segment, creation, and the
+ * upgrade of segments stored by earlier versions (issue 14, item 2; issue 11).
+ *
+ * Each segment `event_segment_<n>` has a runs table `event_segment_<n>_runs`: one row per
+ * proposal and appended batch, the first and last id of that proposal's events in the batch
+ * (a coarse index: other events may lie between them, and the reader filters rows by their
+ * `proposal_id`). A partial index on `proposal_id` made every job line cost a second B-tree
+ * insert: 41% more insert time in a micro-run of P3's rows, where the runs cost 13%
+ * (bench/RESULTS.md). A reader scans, per row it returns, about as many rows as jobs ran at
+ * once.
  */
 import type { Db } from './db.js';
 
@@ -11,6 +19,9 @@ export const SEGMENT_PREFIX = 'event_segment_';
 export const COLUMNS = 'id, severity, scope, proposal_id, data';
 /** The placeholders of one row of {@link COLUMNS}. */
 export const ROW_PARAMS = '(?, ?, ?, ?, ?)';
+
+/** The runs table of segment table `table`. */
+export const runsOf = (table: string): string => `${table}_runs`;
 
 /**
  * Fills `proposal_id` of rows stored before the column existed: the payload's `proposal_id`,
@@ -27,12 +38,12 @@ const BACKFILL_PROPOSAL = `
   WHERE json_valid(data)`;
 
 /**
- * The index of a segment's events by proposal; its entries end with the rowid (the event id),
- * so one proposal's events are read in id order from it. Partial: events about no proposal
- * (most, besides job lines) cost nothing to index.
+ * The runs table: keyed by proposal and last id, so a reader after an id seeks to the first
+ * run that ends past it, and runs come in id order (a proposal's runs never overlap: each
+ * batch's ids are above the last one's).
  */
-function proposalIndex(table: string): string {
-  return `CREATE INDEX IF NOT EXISTS ${table}_proposal ON ${table} (proposal_id) WHERE proposal_id IS NOT NULL`;
+function runsTable(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${runsOf(table)} (proposal_id TEXT NOT NULL, last_id INTEGER NOT NULL, first_id INTEGER NOT NULL, PRIMARY KEY (proposal_id, last_id)) STRICT, WITHOUT ROWID`;
 }
 
 /** Numbers of the segment tables in the database, oldest first. */
@@ -43,26 +54,44 @@ export function segmentNumbers(db: Db): number[] {
     .sort((a, b) => a - b);
 }
 
-/** Creates segment `n` (when absent) with its index. */
+/** Creates segment `n` (when absent) with its runs table. */
 export function createSegmentTable(db: Db, n: number): void {
   const table = `${SEGMENT_PREFIX}${n}`;
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, severity TEXT NOT NULL, scope TEXT NOT NULL, data TEXT NOT NULL, proposal_id TEXT) STRICT;
-     ${proposalIndex(table)}`,
+     ${runsTable(table)}`,
   );
 }
 
+const exists = (db: Db, type: 'table' | 'index', name: string): boolean =>
+  db.prepare(`SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?`).get(type, name) !== undefined;
+
 /**
- * Gives segments stored before issue 14 their `proposal_id` column, filled from the stored
- * JSON, and its index: once, at start-up, in one transaction (a no-op afterwards).
+ * Brings segments stored by earlier versions to the current shape, once, at start-up, in one
+ * transaction (a no-op afterwards):
+ * - before issue 14, no `proposal_id` column: added, and filled from the stored JSON;
+ * - from issue 14 to issue 11's P3 work, a partial index on `proposal_id` and no runs table:
+ *   the index is dropped.
+ * Either way the runs table is created with one run per proposal over the segment's rows.
  * @throws the database's error (start-up stops, naming the state database).
  */
 export function upgradeSegments(db: Db): void {
   const legacy = segmentNumbers(db)
     .map((n) => `${SEGMENT_PREFIX}${n}`)
-    .filter((table) => !(db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).some((c) => c.name === 'proposal_id'));
+    .filter((table) => !exists(db, 'table', runsOf(table)));
   if (legacy.length === 0) return;
   db.transaction(() => {
-    for (const table of legacy) db.exec(`ALTER TABLE ${table} ADD COLUMN proposal_id TEXT; ${BACKFILL_PROPOSAL.replace('%T', table)}; ${proposalIndex(table)}`);
+    for (const table of legacy) {
+      const columns = db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[];
+      if (!columns.some((c) => c.name === 'proposal_id')) {
+        db.exec(`ALTER TABLE ${table} ADD COLUMN proposal_id TEXT; ${BACKFILL_PROPOSAL.replace('%T', table)}`);
+      }
+      db.exec(
+        `${runsTable(table)};
+         INSERT INTO ${runsOf(table)} (proposal_id, last_id, first_id)
+           SELECT proposal_id, max(id), min(id) FROM ${table} WHERE proposal_id IS NOT NULL GROUP BY proposal_id;
+         DROP INDEX IF EXISTS ${table}_proposal`,
+      );
+    }
   })();
 }

@@ -153,6 +153,44 @@ describe('event log: reads and ids on a state database', () => {
     expect(log.after(0, 1, NO_FILTER)[0]).toEqual(rows[0]);
   });
 
+  it('reads one proposal’s events from the runs: interleaved with others, across batches and segments, after any id, newest, with other filters', () => {
+    const { db, log } = openLog(400); // segments of 100
+    const props = ['gen_aaaaaaaaaaaa', 'gen_bbbbbbbbbbbb', 'gen_cccccccccccc'];
+    const all: EventRow[] = [];
+    // Batches of varied sizes; stretches of one proposal, single events, and events about none.
+    for (let b = 0; b < 12; b++) {
+      const batch: EventRow[] = [];
+      for (let i = 0; i < 7 + b * 5; i++) {
+        const id = log.takeId();
+        const k = (i >> (b % 3)) % 4;
+        const proposalId = k === 3 ? null : props[(k + b) % 3]!;
+        const severity = id % 3 === 0 ? 'warning' : 'info';
+        batch.push({ id, severity, scope: id % 2 ? 'engine/generation' : 'chat/x', proposalId, data: JSON.stringify({ id: String(id), proposalId }) });
+      }
+      log.append(batch);
+      all.push(...batch);
+    }
+    expect(log.size).toBe(all.length);
+    const segments = (db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%_runs'`).get() as { n: number }).n;
+    expect(segments).toBeGreaterThanOrEqual(3);
+    const ids = (rs: readonly EventRow[]) => rs.map((r) => r.id);
+    for (const p of props) {
+      const mine = all.filter((r) => r.proposalId === p);
+      expect(mine.length).toBeGreaterThan(20);
+      const filter = { severities: null, scopePrefix: null, proposalId: p };
+      for (const since of [0, ...all.map((r) => r.id)]) {
+        expect(ids(log.after(since, 7, filter)), `${p} after ${since}`).toEqual(ids(mine.filter((r) => r.id > since).slice(0, 7)));
+      }
+      expect(ids(log.after(0, 1000, filter, all[150]!.id))).toEqual(ids(mine.filter((r) => r.id <= all[150]!.id)));
+      for (const n of [1, 9, 1000]) expect(ids(log.newest(n, filter))).toEqual(ids(mine.slice(-n)));
+      const narrow = { severities: ['warning' as const], scopePrefix: 'engine/', proposalId: p };
+      const narrowed = mine.filter((r) => r.severity === 'warning' && r.scope.startsWith('engine/'));
+      expect(ids(log.after(0, 1000, narrow))).toEqual(ids(narrowed));
+      expect(ids(log.newest(3, narrow))).toEqual(ids(narrowed.slice(-3)));
+    }
+    expect(log.after(0, 10, { severities: null, scopePrefix: null, proposalId: 'gen_000000000000' })).toEqual([]);
+  });
+
   it('never reuses ids that were handed out but never written (a crash before the flush)', () => {
     const { db, log, file } = openLog();
     const written = [row(log, 'info', 'a'), row(log, 'info', 'a')];
@@ -189,7 +227,7 @@ describe('event log: segment tables', () => {
     return path.join(dir, 'state.db');
   }
   const segmentTables = (db: Db) =>
-    (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%' ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
+    (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%' AND name NOT LIKE '%_runs' ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
   const put = (log: EventLog, n: number) =>
     log.append(Array.from({ length: n }, () => ({ id: log.takeId(), severity: 'info' as const, scope: 's', data: '{}' })));
 
@@ -206,6 +244,29 @@ describe('event log: segment tables', () => {
     expect(viewCount).toBe(log.size);
     expect(log.size).toBeGreaterThanOrEqual(1000);
     expect(log.after(0, 10_000, NO_FILTER).map((r) => r.id)).toEqual(log.newest(10_000, NO_FILTER).map((r) => r.id));
+    db.close();
+  });
+
+  it('upgrades a segment indexed by proposal (the shape of issue 14) to runs, and reads it and new rows by proposal', () => {
+    const file = temp();
+    const db = openStateDb(file); // the migrations' first segment: no proposal_id column yet
+    db.exec(`ALTER TABLE event_segment_1 ADD COLUMN proposal_id TEXT;
+             CREATE INDEX event_segment_1_proposal ON event_segment_1 (proposal_id) WHERE proposal_id IS NOT NULL`);
+    const insert = db.prepare(`INSERT INTO event_segment_1 (id, severity, scope, proposal_id, data) VALUES (?, 'info', 's', ?, '{}')`);
+    const owners = ['gen_aaaaaaaaaaaa', null, 'gen_bbbbbbbbbbbb', 'gen_aaaaaaaaaaaa', 'gen_bbbbbbbbbbbb', null, 'gen_aaaaaaaaaaaa'];
+    owners.forEach((p, i) => insert.run(i + 1, p));
+    const log = new EventLog(db, 1000);
+    expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_segment_1'`).all()).toEqual([]);
+    expect(db.prepare(`SELECT proposal_id, first_id, last_id FROM event_segment_1_runs ORDER BY proposal_id`).all()).toEqual([
+      { proposal_id: 'gen_aaaaaaaaaaaa', first_id: 1, last_id: 7 },
+      { proposal_id: 'gen_bbbbbbbbbbbb', first_id: 3, last_id: 5 },
+    ]);
+    const more = [log.takeId(), log.takeId()].map((id) => ({ id, severity: 'info' as const, scope: 's', proposalId: 'gen_aaaaaaaaaaaa', data: '{}' }));
+    log.append(more);
+    const filter = (proposalId: string) => ({ severities: null, scopePrefix: null, proposalId });
+    expect(log.after(0, 100, filter('gen_aaaaaaaaaaaa')).map((r) => r.id)).toEqual([1, 4, 7, ...more.map((r) => r.id)]);
+    expect(log.after(4, 2, filter('gen_aaaaaaaaaaaa')).map((r) => r.id)).toEqual([7, more[0]!.id]);
+    expect(log.newest(100, filter('gen_bbbbbbbbbbbb')).map((r) => r.id)).toEqual([3, 5]);
     db.close();
   });
 
