@@ -11,8 +11,11 @@
  * dropped first, a page at a time, past `maxBytes` or `maxEvents` (the retention: nothing the
  * database no longer holds is replayed), and {@link floor} moves up with them.
  *
- * The events' JSON is kept as UTF-8 in fixed pages outside the JavaScript heap: the memory
- * is what the bound says, and the garbage collector neither scans it nor grows the heap for it.
+ * The events' frames (`id: <id>\ndata: <JSON>\n\n`, what a stream client is sent) are kept as
+ * UTF-8 in fixed pages outside the JavaScript heap: the memory is what the bound says, and the
+ * garbage collector neither scans it nor grows the heap for it. A replay page is then a copy of
+ * bytes, and the fan-out sends a batch to the clients without a filter as the bytes written
+ * here ({@link lastFrames}): each event is encoded once for both (issue 11, P3).
  * A dropped page is written again as the next new one (up to {@link SPARE_PAGES} wait): a page
  * left to the collector stays allocated until a full collection finds it, and under a steady
  * stream the dead ones added 40 MB to the service's memory over an 8 MiB bound (issue 11, P6);
@@ -39,8 +42,15 @@ export interface RecentEventsStats {
   readonly pagesFromDatabase: number;
 }
 
+/** Frames of events out of the memory, back to back: `count` of them, the last one's id `lastId`. */
+export interface ReplayFrames {
+  readonly frames: Buffer;
+  readonly count: number;
+  readonly lastId: number;
+}
+
 /**
- * One page: the events' JSON back to back, and each event's id, end offset and filter fields,
+ * One page: the events' frames back to back, and each event's id, end offset and filter fields,
  * `count` of them. The arrays are written by index and kept when the page is reused, so that a
  * steady stream allocates nothing here: pages that were garbage went to the old generation
  * and grew the heap by 20 MB under P6 (issue 11).
@@ -58,7 +68,7 @@ interface Page {
 
 export class RecentEvents {
   private readonly pages: Page[] = [];
-  /** Dropped pages, written again as new ones (nothing of them is referenced elsewhere: `after` copies). */
+  /** Dropped pages, written again as new ones (nothing of them is referenced elsewhere: readers get copies). */
   private readonly spares: Page[] = [];
   private events = 0;
   private bytes = 0;
@@ -66,6 +76,8 @@ export class RecentEvents {
   private fromMemory = 0;
   private fromDatabase = 0;
   private readonly pageBytes: number;
+  /** Where the last batch's frames were written: page, start, end (until the next add). */
+  private readonly lastBatch: [Page, number, number][] = [];
 
   /**
    * @param maxBytes bound on the pages held; 0 keeps none.
@@ -88,31 +100,44 @@ export class RecentEvents {
 
   /** Keeps a batch the bus delivered (stored, ids ascending), dropping the oldest pages past the bounds. */
   add(batch: readonly EventRow[]): void {
+    this.lastBatch.length = 0;
     if (this.maxBytes === 0) {
       const last = batch[batch.length - 1];
       if (last) this.floorId = last.id;
       return;
     }
+    let written: [Page, number, number] | undefined;
     for (const r of batch) {
+      const head = `id: ${r.id}\ndata: `;
       let page = this.pages[this.pages.length - 1];
       // UTF-8 takes at most 3 bytes per UTF-16 unit: an event that surely fits is written without
       // measuring it first (one pass over its JSON instead of two).
-      if (page === undefined || (page.used + r.data.length * 3 > page.buf.length && page.used + Buffer.byteLength(r.data) > page.buf.length)) {
-        page = this.newPage(Buffer.byteLength(r.data));
+      const room = page === undefined ? 0 : page.buf.length - page.used - head.length - 2;
+      if (page === undefined || (r.data.length * 3 > room && Buffer.byteLength(r.data) > room)) {
+        page = this.newPage(head.length + Buffer.byteLength(r.data) + 2);
         this.pages.push(page);
         this.bytes += page.buf.length;
       }
+      const { buf } = page;
+      let at = page.used;
+      if (written === undefined || written[0] !== page) this.lastBatch.push((written = [page, at, at]));
+      for (let k = 0; k < head.length; k++) buf[at++] = head.charCodeAt(k);
+      at += buf.write(r.data, at);
+      buf[at++] = 10;
+      buf[at++] = 10;
+      page.used = at;
+      written[2] = at;
       const i = page.count++;
       if (i === page.ids.length) grow(page);
-      page.used += page.buf.write(r.data, page.used);
       page.ids[i] = r.id;
-      page.ends[i] = page.used;
+      page.ends[i] = at;
       page.severities[i] = r.severity;
       page.scopes[i] = r.scope;
       page.proposals[i] = r.proposalId ?? null;
       this.events++;
     }
-    // The newest page always stays: the bound is exceeded by at most its sixteenth.
+    // The newest page always stays: the bound is exceeded by at most its sixteenth. A dropped
+    // page is written again only by a later add, so the last batch's bytes stay intact until then.
     while (this.pages.length > 1 && (this.bytes > this.maxBytes || this.events > this.maxEvents)) {
       const old = this.pages.shift() as Page;
       this.bytes -= old.buf.length;
@@ -120,6 +145,22 @@ export class RecentEvents {
       this.floorId = old.ids[old.count - 1] as number;
       if (old.buf.length === this.pageBytes && this.spares.length < SPARE_PAGES) this.spares.push(old);
     }
+  }
+
+  /**
+   * The frames of the batch last given to {@link add}, every event of it, as a new buffer (the
+   * pages are written again later); null when the memory keeps nothing (0 bytes).
+   */
+  lastFrames(): Buffer | null {
+    if (this.maxBytes === 0) return null;
+    const parts = this.lastBatch;
+    if (parts.length === 1) {
+      const [page, start, end] = parts[0] as [Page, number, number];
+      const out = Buffer.allocUnsafe(end - start);
+      page.buf.copy(out, 0, start, end);
+      return out;
+    }
+    return Buffer.concat(parts.map(([page, start, end]) => page.buf.subarray(start, end)));
   }
 
   /** A page for an event of `len` bytes: a spare when it fits one, else a new one (outside the pool and the heap). */
@@ -144,39 +185,54 @@ export class RecentEvents {
   }
 
   /**
-   * The kept events with `sinceId < id <= upTo` that pass `filter`, ascending, at most `limit`:
-   * all of them when fewer come back. Null when `sinceId` is below {@link floor}: some of them
-   * are no longer kept (read the database then).
+   * The frames of the kept events with `sinceId < id <= upTo` that pass `filter`, ascending, at
+   * most `limit`: all of them when fewer come back. Null when `sinceId` is below {@link floor}:
+   * some of them are no longer kept (read the database then).
    */
-  after(sinceId: number, limit: number, filter: EventFilter, upTo: number): EventRow[] | null {
+  framesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): ReplayFrames | null {
     if (sinceId < this.floorId) {
       this.fromDatabase++;
       return null;
     }
     this.fromMemory++;
-    const out: EventRow[] = [];
-    for (const page of this.pages) {
-      const { ids, count } = page;
-      if (count === 0 || (ids[count - 1] as number) <= sinceId) continue;
+    // Byte ranges to copy; neighbours in one page are joined (a page without a filter is one range).
+    const parts: Buffer[] = [];
+    let count = 0;
+    let lastId = sinceId;
+    let from = -1;
+    let to = -1;
+    let cur: Page | undefined;
+    const cut = () => {
+      if (cur !== undefined && to > from) parts.push(cur.buf.subarray(from, to));
+    };
+    scan: for (const page of this.pages) {
+      const { ids } = page;
+      const n = page.count;
+      if (n === 0 || (ids[n - 1] as number) <= sinceId) continue;
       let lo = 0;
-      let hi = count;
+      let hi = n;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         if ((ids[mid] as number) <= sinceId) lo = mid + 1;
         else hi = mid;
       }
-      for (let i = lo; i < count; i++) {
+      for (let i = lo; i < n; i++) {
         const id = ids[i] as number;
-        if (id > upTo || out.length >= limit) return out;
-        const severity = page.severities[i] as Severity;
-        const scope = page.scopes[i] as string;
-        const proposalId = page.proposals[i] as string | null;
-        if (!passes(filter, severity, scope, proposalId)) continue;
+        if (id > upTo || count >= limit) break scan;
+        if (!passes(filter, page.severities[i] as Severity, page.scopes[i] as string, page.proposals[i] as string | null)) continue;
         const start = i === 0 ? 0 : (page.ends[i - 1] as number);
-        out.push({ id, severity, scope, proposalId, data: page.buf.toString('utf8', start, page.ends[i] as number) });
+        if (page !== cur || start !== to) {
+          cut();
+          cur = page;
+          from = start;
+        }
+        to = page.ends[i] as number;
+        count++;
+        lastId = id;
       }
     }
-    return out;
+    cut();
+    return { frames: Buffer.concat(parts), count, lastId };
   }
 
   stats(): RecentEventsStats {

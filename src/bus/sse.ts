@@ -36,8 +36,17 @@ const STREAM_HEADERS = {
 /** Why a client went away, for logs and metrics. */
 export type SseCloseReason = 'client' | 'slow' | 'shutdown';
 
-/** The frame of one stored event (`id: …\ndata: …\n\n`). */
+/** The frame of one stored event (`id: …\ndata: …\n\n`); the replay memory writes the same bytes. */
 const frameOf = (r: EventRow): string => `id: ${r.id}\ndata: ${r.data}\n\n`;
+
+/** A replay page read from the database, framed (`sinceId` is the cursor it was read after). */
+function framesOf(rows: readonly EventRow[], sinceId: number): { frames: string; count: number; lastId: number } {
+  let frames = '';
+  for (const r of rows) frames += frameOf(r);
+  return { frames, count: rows.length, lastId: rows.length > 0 ? (rows[rows.length - 1] as EventRow).id : sinceId };
+}
+
+const isEverything = (f: EventFilter): boolean => f.severities === null && f.scopePrefix === null && f.proposalId == null;
 
 /**
  * Owns every open stream: the one bus subscription they share, one heartbeat timer for all,
@@ -79,12 +88,16 @@ export class SseHub {
       const key = filterKey(client.filter);
       let buf = byFilter.get(key);
       if (buf === undefined) {
-        let text = '';
-        for (let i = 0; i < batch.length; i++) {
-          const r = batch[i] as EventRow;
-          if (passes(client.filter, r.severity, r.scope, r.proposalId ?? null)) text += frames[i] ??= frameOf(r);
+        // Without a filter, the bytes the replay memory has just written (each event encoded once).
+        buf = isEverything(client.filter) ? this.recent.lastFrames() ?? undefined : undefined;
+        if (buf === undefined) {
+          let text = '';
+          for (let i = 0; i < batch.length; i++) {
+            const r = batch[i] as EventRow;
+            if (passes(client.filter, r.severity, r.scope, r.proposalId ?? null)) text += frames[i] ??= frameOf(r);
+          }
+          buf = Buffer.from(text, 'utf8');
         }
-        buf = Buffer.from(text, 'utf8');
         byFilter.set(key, buf);
       }
       if (buf.length > 0) client.receive(buf);
@@ -174,14 +187,12 @@ class SseClient {
     let cursor = sinceId;
     while (!this.closed) {
       // From memory while the resume point is recent enough; the database's pages are the same.
-      const rows = this.recent.after(cursor, REPLAY_PAGE, this.filter, headId) ?? (await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId));
-      if (rows.length > 0) {
-        let frames = '';
-        for (const r of rows) frames += frameOf(r);
-        cursor = (rows[rows.length - 1] as { id: number }).id;
-        if (!this.res.write(frames)) await this.drained();
+      const page = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, headId) ?? framesOf(await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId), cursor);
+      if (page.count > 0) {
+        cursor = page.lastId;
+        if (!this.res.write(page.frames)) await this.drained();
       }
-      if (rows.length < REPLAY_PAGE) break;
+      if (page.count < REPLAY_PAGE) break;
     }
     this.goLive();
   }

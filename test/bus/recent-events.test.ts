@@ -1,14 +1,37 @@
 /**
  * The replay memory (src/bus/recent-events.ts): what it keeps, what it drops first, where its
- * floor is, and pages equal to the database's (filters, bounds, limit).
+ * floor is, pages equal to the database's (filters, bounds, limit), and the frames of the last
+ * batch that the fan-out sends.
  */
 import { describe, expect, it, vi } from 'vitest';
 import { RecentEvents } from '../../src/bus/recent-events.js';
 import type { EventRow } from '../../src/bus/event-store.js';
-import { NO_FILTER, type Severity } from '../../src/bus/event.js';
+import { NO_FILTER, type EventFilter, type Severity } from '../../src/bus/event.js';
 
 const row = (id: number, severity: Severity = 'info', scope = 'a/x', bytes = 100): EventRow => ({ id, severity, scope, proposalId: null, data: 'x'.repeat(bytes) });
-const ids = (rows: readonly EventRow[] | null) => rows?.map((r) => r.id) ?? null;
+/** An event as its frame carries it. */
+interface Framed {
+  id: number;
+  data: string;
+}
+const framed = (r: EventRow): Framed => ({ id: r.id, data: r.data });
+const frameOf = (r: EventRow) => `id: ${r.id}\ndata: ${r.data}\n\n`;
+
+/** `framesAfter`, its frames parsed back into events (and checked against its count and last id). */
+function after(m: RecentEvents, sinceId: number, limit: number, filter: EventFilter, upTo: number): Framed[] | null {
+  const page = m.framesAfter(sinceId, limit, filter, upTo);
+  if (page === null) return null;
+  const text = page.frames.toString('utf8');
+  const out = text === '' ? [] : text.slice(0, -2).split('\n\n').map((f) => {
+    const m = /^id: (\d+)\ndata: (.*)$/s.exec(f);
+    if (!m) throw new Error(`not a frame: ${JSON.stringify(f.slice(0, 80))}`);
+    return { id: Number(m[1]), data: m[2] as string };
+  });
+  expect(page.count).toBe(out.length);
+  expect(page.lastId).toBe(out.at(-1)?.id ?? sinceId);
+  return out;
+}
+const ids = (rows: readonly Framed[] | null) => rows?.map((r) => r.id) ?? null;
 const ALL = NO_FILTER;
 const filter = (f: { severities?: Severity[]; scopePrefix?: string }) => ({ severities: f.severities ?? null, scopePrefix: f.scopePrefix ?? null });
 
@@ -18,18 +41,18 @@ describe('the replay memory', () => {
     m.add([row(11), row(12), row(13)]);
     m.add([row(14), row(15)]);
     expect(m.floor).toBe(10);
-    expect(ids(m.after(10, 500, ALL, 15))).toEqual([11, 12, 13, 14, 15]);
-    expect(ids(m.after(12, 500, ALL, 14))).toEqual([13, 14]);
-    expect(ids(m.after(11, 2, ALL, 99))).toEqual([12, 13]);
-    expect(ids(m.after(15, 500, ALL, 15))).toEqual([]);
+    expect(ids(after(m, 10, 500, ALL, 15))).toEqual([11, 12, 13, 14, 15]);
+    expect(ids(after(m, 12, 500, ALL, 14))).toEqual([13, 14]);
+    expect(ids(after(m, 11, 2, ALL, 99))).toEqual([12, 13]);
+    expect(ids(after(m, 15, 500, ALL, 15))).toEqual([]);
   });
 
   it('applies the stream filters as the database does', () => {
     const m = new RecentEvents(1 << 20, 1000, 0);
     m.add([row(1, 'info', 'a/x'), row(2, 'warning', 'b/x'), row(3, 'warning', 'a/y'), row(4, 'failure', 'a/x')]);
-    expect(ids(m.after(0, 500, filter({ severities: ['warning', 'failure'] }), 9))).toEqual([2, 3, 4]);
-    expect(ids(m.after(0, 500, filter({ scopePrefix: 'a/' }), 9))).toEqual([1, 3, 4]);
-    expect(ids(m.after(0, 1, filter({ severities: ['warning'], scopePrefix: 'a/' }), 9))).toEqual([3]);
+    expect(ids(after(m, 0, 500, filter({ severities: ['warning', 'failure'] }), 9))).toEqual([2, 3, 4]);
+    expect(ids(after(m, 0, 500, filter({ scopePrefix: 'a/' }), 9))).toEqual([1, 3, 4]);
+    expect(ids(after(m, 0, 1, filter({ severities: ['warning'], scopePrefix: 'a/' }), 9))).toEqual([3]);
   });
 
   it('drops the oldest pages past its bytes and past the retention, raising its floor; older resume points are the database’s', () => {
@@ -40,11 +63,11 @@ describe('the replay memory', () => {
     expect(bytes).toBeLessThanOrEqual(64 * 1024);
     expect(events).toBeGreaterThan(500);
     expect(m.floor).toBe(1000 - events);
-    expect(m.after(m.floor - 1, 5000, ALL, 1000)).toBeNull();
-    expect(ids(m.after(m.floor, 5000, ALL, 1000))).toEqual(Array.from({ length: events }, (_, i) => m.floor + 1 + i));
+    expect(after(m, m.floor - 1, 5000, ALL, 1000)).toBeNull();
+    expect(ids(after(m, m.floor, 5000, ALL, 1000))).toEqual(Array.from({ length: events }, (_, i) => m.floor + 1 + i));
     expect(m.stats()).toMatchObject({ pagesFromMemory: 1, pagesFromDatabase: 1 });
     // The JSON comes back as it went in.
-    expect(m.after(999, 1, ALL, 1000)?.[0]).toEqual(row(1000));
+    expect(after(m, 999, 1, ALL, 1000)?.[0]).toEqual(framed(row(1000)));
 
     // The retention bounds the events kept (whole pages go, so fewer may stay).
     const r = new RecentEvents(64 * 1024, 100, 0);
@@ -56,15 +79,15 @@ describe('the replay memory', () => {
   it('keeps an event larger than a page in a page of its own', () => {
     const m = new RecentEvents(64 * 1024, 1000, 0);
     m.add([row(1), row(2, 'info', 'a/x', 10_000), row(3)]);
-    expect(m.after(0, 10, ALL, 3)).toEqual([row(1), row(2, 'info', 'a/x', 10_000), row(3)]);
+    expect(after(m, 0, 10, ALL, 3)).toEqual([row(1), row(2, 'info', 'a/x', 10_000), row(3)].map(framed));
   });
 
   it('keeps nothing at 0 bytes: every resume point below the newest is the database’s', () => {
     const m = new RecentEvents(0, 1000, 0);
     m.add([row(1), row(2)]);
     expect(m.floor).toBe(2);
-    expect(m.after(1, 500, ALL, 2)).toBeNull();
-    expect(ids(m.after(2, 500, ALL, 2))).toEqual([]);
+    expect(after(m, 1, 500, ALL, 2)).toBeNull();
+    expect(ids(after(m, 2, 500, ALL, 2))).toEqual([]);
   });
 
   it('stays correct over many batches: pages filled, dropped, and searched', () => {
@@ -73,9 +96,9 @@ describe('the replay memory', () => {
     for (let batch = 0; batch < 200; batch++) m.add(Array.from({ length: 37 }, () => row(++id, 'info', 'a/x', 50 + (id % 90))));
     const kept = m.stats().events;
     expect(m.floor).toBe(id - kept);
-    expect(ids(m.after(m.floor, 100_000, ALL, id))).toEqual(Array.from({ length: kept }, (_, i) => id - kept + 1 + i));
-    expect(ids(m.after(id - 10, 3, ALL, id))).toEqual([id - 9, id - 8, id - 7]);
-    expect(ids(m.after(id - 10, 100, ALL, id - 5))).toEqual([id - 9, id - 8, id - 7, id - 6, id - 5]);
+    expect(ids(after(m, m.floor, 100_000, ALL, id))).toEqual(Array.from({ length: kept }, (_, i) => id - kept + 1 + i));
+    expect(ids(after(m, id - 10, 3, ALL, id))).toEqual([id - 9, id - 8, id - 7]);
+    expect(ids(after(m, id - 10, 100, ALL, id - 5))).toEqual([id - 9, id - 8, id - 7, id - 6, id - 5]);
   });
 
   it('writes dropped pages again instead of allocating new ones, and answers the new events from them intact', () => {
@@ -93,14 +116,14 @@ describe('the replay memory', () => {
       // 14,800 events of ~100 bytes: ~360 pages of 4 KB went through a memory of 16.
       expect(alloc.mock.calls.length).toBeLessThanOrEqual(16 + 1 + 2);
       const kept = m.stats().events;
-      expect(m.after(m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept));
+      expect(after(m, m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept).map(framed));
     } finally {
       alloc.mockRestore();
     }
   });
 
   it('keeps pages of many small events (more than its first slots for ids) in order, also when pages are reused', () => {
-    // Pages of 4 KB start with slots for 64 events; 10-byte events put ~400 in a page.
+    // Pages of 4 KB start with slots for 64 events; the frames of 10-byte events (28 bytes) put ~145 in a page.
     const m = new RecentEvents(64 * 1024, 1_000_000, 0);
     const made: EventRow[] = [];
     let id = 0;
@@ -110,10 +133,29 @@ describe('the replay memory', () => {
       m.add(rows);
     }
     const kept = m.stats().events;
-    expect(kept).toBeGreaterThan(4000);
-    expect(m.after(m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept));
-    expect(ids(m.after(m.floor, 100_000, filter({ severities: ['warning'], scopePrefix: 's/3' }), id))).toEqual(
+    expect(kept).toBeGreaterThan(2000);
+    expect(after(m, m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept).map(framed));
+    expect(ids(after(m, m.floor, 100_000, filter({ severities: ['warning'], scopePrefix: 's/3' }), id))).toEqual(
       made.slice(made.length - kept).filter((r) => r.severity === 'warning' && r.scope === 's/3').map((r) => r.id),
     );
+  });
+
+  it('gives the last batch’s frames, every event of it, byte for byte, across pages and for events larger than a page', () => {
+    const m = new RecentEvents(64 * 1024, 1_000_000, 0);
+    let id = 0;
+    for (const [n, bytes] of [[3, 100], [200, 90], [1, 10_000], [2, 5000], [60, 1]] as const) {
+      // Non-ASCII too: the frames are UTF-8.
+      const batch = Array.from({ length: n }, () => ({ ...row(++id), data: `{"é":"${'x'.repeat(bytes)}→${id}"}` }));
+      m.add(batch);
+      expect(m.lastFrames()?.toString('utf8')).toBe(batch.map(frameOf).join(''));
+    }
+    m.add([]);
+    expect(m.lastFrames()?.length).toBe(0);
+  });
+
+  it('gives no frames of its own at 0 bytes (the fan-out frames the batch itself)', () => {
+    const m = new RecentEvents(0, 1000, 0);
+    m.add([row(1)]);
+    expect(m.lastFrames()).toBeNull();
   });
 });

@@ -277,9 +277,9 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
     // (each page is one readAfter call).
     let n = 0;
     // Each page is one read of the replay's source: the bus's database read, or the memory's.
-    const memory = (t.service.deps.sse as unknown as { recent: { after: (...a: unknown[]) => unknown } }).recent;
-    const target = (source === 'memory' ? memory : bus) as unknown as Record<'after' | 'readAfter', (...a: unknown[]) => unknown>;
-    const method = source === 'memory' ? 'after' : 'readAfter';
+    const memory = (t.service.deps.sse as unknown as { recent: { framesAfter: (...a: unknown[]) => unknown } }).recent;
+    const target = (source === 'memory' ? memory : bus) as unknown as Record<'framesAfter' | 'readAfter', (...a: unknown[]) => unknown>;
+    const method = source === 'memory' ? 'framesAfter' : 'readAfter';
     const readAfter = target[method].bind(target);
     let pagesRead = 0;
     target[method] = (...args: unknown[]) => {
