@@ -9,9 +9,9 @@
  * batch); dropping a table costs a tenth of that. The view `events` unites the segments for
  * readers outside the service.
  *
- * Each row also keeps the proposal its event is about (`proposal_id`, see `proposalOf` in
- * src/bus/event.ts), and each segment's runs table where each proposal's events lie, so one
- * job's events are read from their runs, not by a scan (issue 14, item 2; event-segments.ts).
+ * Each segment's runs table says where each proposal's events lie (see `proposalOf` in
+ * src/bus/event.ts for which proposal an event is about), so one job's events are read from
+ * their runs, not by a scan (issue 14, item 2; event-segments.ts).
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
@@ -171,21 +171,20 @@ export class EventLog implements EventStore {
 
   private insertInto(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
     let i = from;
-    const args: (string | number | null)[] = new Array(INSERT_CHUNK * 5);
+    const args: (string | number)[] = new Array(INSERT_CHUNK * 4);
     for (; i + INSERT_CHUNK <= to; i += INSERT_CHUNK) {
       for (let j = 0; j < INSERT_CHUNK; j++) {
         const r = rows[i + j] as EventRow;
-        args[j * 5] = r.id;
-        args[j * 5 + 1] = r.severity;
-        args[j * 5 + 2] = r.scope;
-        args[j * 5 + 3] = r.proposalId ?? null;
-        args[j * 5 + 4] = r.data;
+        args[j * 4] = r.id;
+        args[j * 4 + 1] = r.severity;
+        args[j * 4 + 2] = r.scope;
+        args[j * 4 + 3] = r.data;
       }
       seg.insertChunk.run(args);
     }
     for (; i < to; i++) {
       const r = rows[i] as EventRow;
-      seg.insertOne.run(r.id, r.severity, r.scope, r.proposalId ?? null, r.data);
+      seg.insertOne.run(r.id, r.severity, r.scope, r.data);
     }
     this.insertRuns(seg, rows, from, to);
     if (seg.count === 0) seg.minId = (rows[from] as EventRow).id;
@@ -194,29 +193,25 @@ export class EventLog implements EventStore {
   }
 
   /**
-   * One run per proposal among `rows[from, to)`: its first and last id there. Job lines come
-   * in long stretches of one job (a read of its pipe), so the map is touched only where the
-   * proposal changes.
+   * The runs of `rows[from, to)`: each stretch of consecutive events about one proposal, its
+   * first and last id (event-segments.ts). A stretch ends at an event about another proposal
+   * or none, and at the end of the batch.
    */
   private insertRuns(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
-    const runs = new Map<string, [first: number, last: number]>();
-    let current: [number, number] | undefined;
-    let currentId: string | null = null;
+    let proposal: string | null = null;
+    let first = 0;
+    let last = 0;
     for (let i = from; i < to; i++) {
       const r = rows[i] as EventRow;
       const p = r.proposalId ?? null;
-      if (p === null) continue;
-      if (p !== currentId) {
-        currentId = p;
-        current = runs.get(p);
-        if (current === undefined) {
-          current = [r.id, r.id];
-          runs.set(p, current);
-        }
+      if (p !== proposal) {
+        if (proposal !== null) seg.insertRun.run(proposal, last, first);
+        proposal = p;
+        first = r.id;
       }
-      (current as [number, number])[1] = r.id;
+      last = r.id;
     }
-    for (const [p, [first, last]] of runs) seg.insertRun.run(p, last, first);
+    if (proposal !== null) seg.insertRun.run(proposal, last, first);
   }
 
   /**
@@ -305,7 +300,7 @@ export class EventLog implements EventStore {
         filter.proposalId == null
           ? this.select(seg, `after${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`)
               .all(sinceId, upTo, ...args, limit - out.length)
-          : // The proposal's runs that end after sinceId, in id order, and their rows about it.
+          : // The proposal's runs that end after sinceId, in id order, and their rows.
             this.select(seg, `after-runs${sql}`, () =>
               `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
                WHERE r.proposal_id = ? AND r.last_id > ? AND r.first_id <= ? AND e.id > ? AND e.id <= ?${sql}
@@ -348,7 +343,10 @@ export class EventLog implements EventStore {
   }
 }
 
-/** The filters' SQL, on the segment table aliased `e` in every read (the runs joins name two tables). */
+/**
+ * The severity and scope filters' SQL, on the segment table aliased `e` in every read (the runs
+ * joins name two tables); the proposal filter is the join itself (after/newest).
+ */
 function where(filter: EventFilter): { sql: string; args: (string | number)[] } {
   let sql = '';
   const args: (string | number)[] = [];
@@ -361,11 +359,6 @@ function where(filter: EventFilter): { sql: string; args: (string | number)[] } 
     // length() and substr() both count code points, so non-ASCII prefixes match exactly.
     sql += ' AND substr(e.scope, 1, length(?)) = ?';
     args.push(filter.scopePrefix, filter.scopePrefix);
-  }
-  if (filter.proposalId != null) {
-    // Found through the runs (after/newest), which may hold other events too.
-    sql += ' AND e.proposal_id = ?';
-    args.push(filter.proposalId);
   }
   return { sql, args };
 }

@@ -3,39 +3,47 @@
  * columns, the runs table that finds one proposal's events in a segment, creation, and the
  * upgrade of segments stored by earlier versions (issue 14, item 2; issue 11).
  *
- * Each segment `event_segment_<n>` has a runs table `event_segment_<n>_runs`: one row per
- * proposal and appended batch, the first and last id of that proposal's events in the batch
- * (a coarse index: other events may lie between them, and the reader filters rows by their
- * `proposal_id`). A partial index on `proposal_id` made every job line cost a second B-tree
- * insert: 41% more insert time in a micro-run of P3's rows, where the runs cost 13%
- * (bench/RESULTS.md). A reader scans, per row it returns, about as many rows as jobs ran at
- * once.
+ * Each segment `event_segment_<n>` has a runs table `event_segment_<n>_runs`: one row per run,
+ * a stretch of consecutive events about one proposal, with its first and last id. A job's lines
+ * come in stretches (each read of its pipe is one), so a run stands for hundreds of lines under
+ * load (P3: one per ~380 events) and for one event at worst. The previous shape, a
+ * `proposal_id` column on every row with a partial index, cost a second B-tree entry and 16
+ * bytes per job line: P3's insert time was 77% over the rows alone (bench/RESULTS.md).
  */
 import type { Db } from './db.js';
 
 export const SEGMENT_PREFIX = 'event_segment_';
 
-/** Columns of a segment, in insert order. */
-export const COLUMNS = 'id, severity, scope, proposal_id, data';
+/** Columns of a segment, in insert order (segments of issue 14's shape have a `proposal_id` after them, unused). */
+export const COLUMNS = 'id, severity, scope, data';
 /** The placeholders of one row of {@link COLUMNS}. */
-export const ROW_PARAMS = '(?, ?, ?, ?, ?)';
+export const ROW_PARAMS = '(?, ?, ?, ?)';
 
 /** The runs table of segment table `table`. */
 export const runsOf = (table: string): string => `${table}_runs`;
 
 /**
- * Fills `proposal_id` of rows stored before the column existed: the payload's `proposal_id`,
+ * The proposal of an event stored before issue 14, from its JSON: the payload's `proposal_id`,
  * or for a job's line event (payload `{ source: "dispatch_cli" }`) the first word of its
  * `detail` (`<proposal id> stdout line <n>`), the only place such events named their job.
  */
-const BACKFILL_PROPOSAL = `
-  UPDATE %T SET proposal_id = CASE
+const PROPOSAL_OF_JSON = `CASE WHEN NOT json_valid(data) THEN NULL
     WHEN json_type(data, '$.payload.proposal_id') = 'text' THEN json_extract(data, '$.payload.proposal_id')
     WHEN scope = 'engine/generation' AND json_extract(data, '$.payload.source') = 'dispatch_cli'
       AND instr(json_extract(data, '$.detail'), ' ') > 1
       THEN substr(json_extract(data, '$.detail'), 1, instr(json_extract(data, '$.detail'), ' ') - 1)
-  END
-  WHERE json_valid(data)`;
+  END`;
+
+/**
+ * The runs of segment `%T`'s rows, given each row's proposal as `p` by `%P` (gaps and islands:
+ * consecutive rows of one proposal share their rank overall minus their rank in the proposal).
+ */
+const RUNS_OF_ROWS = `
+  INSERT INTO %R (proposal_id, last_id, first_id)
+    SELECT p, max(id), min(id) FROM (
+      SELECT id, p, row_number() OVER (ORDER BY id) - row_number() OVER (PARTITION BY p ORDER BY id) AS island
+      FROM (SELECT id, %P AS p FROM %T))
+    WHERE p IS NOT NULL GROUP BY p, island`;
 
 /**
  * The runs table: keyed by proposal and last id, so a reader after an id seeks to the first
@@ -58,7 +66,7 @@ export function segmentNumbers(db: Db): number[] {
 export function createSegmentTable(db: Db, n: number): void {
   const table = `${SEGMENT_PREFIX}${n}`;
   db.exec(
-    `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, severity TEXT NOT NULL, scope TEXT NOT NULL, data TEXT NOT NULL, proposal_id TEXT) STRICT;
+    `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, severity TEXT NOT NULL, scope TEXT NOT NULL, data TEXT NOT NULL) STRICT;
      ${runsTable(table)}`,
   );
 }
@@ -67,12 +75,11 @@ const exists = (db: Db, type: 'table' | 'index', name: string): boolean =>
   db.prepare(`SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?`).get(type, name) !== undefined;
 
 /**
- * Brings segments stored by earlier versions to the current shape, once, at start-up, in one
+ * Gives segments stored by earlier versions their runs table, once, at start-up, in one
  * transaction (a no-op afterwards):
- * - before issue 14, no `proposal_id` column: added, and filled from the stored JSON;
- * - from issue 14 to issue 11's P3 work, a partial index on `proposal_id` and no runs table:
- *   the index is dropped.
- * Either way the runs table is created with one run per proposal over the segment's rows.
+ * - before issue 14, the rows named no proposal: it is read from their JSON;
+ * - from issue 14 to issue 11's P3 work, a `proposal_id` column with a partial index: the
+ *   runs come from the column, and the index is dropped (the column stays, unused).
  * @throws the database's error (start-up stops, naming the state database).
  */
 export function upgradeSegments(db: Db): void {
@@ -83,13 +90,10 @@ export function upgradeSegments(db: Db): void {
   db.transaction(() => {
     for (const table of legacy) {
       const columns = db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[];
-      if (!columns.some((c) => c.name === 'proposal_id')) {
-        db.exec(`ALTER TABLE ${table} ADD COLUMN proposal_id TEXT; ${BACKFILL_PROPOSAL.replace('%T', table)}`);
-      }
+      const proposal = columns.some((c) => c.name === 'proposal_id') ? 'proposal_id' : PROPOSAL_OF_JSON;
       db.exec(
         `${runsTable(table)};
-         INSERT INTO ${runsOf(table)} (proposal_id, last_id, first_id)
-           SELECT proposal_id, max(id), min(id) FROM ${table} WHERE proposal_id IS NOT NULL GROUP BY proposal_id;
+         ${RUNS_OF_ROWS.replace('%R', runsOf(table)).replace('%P', proposal).replace('%T', table)};
          DROP INDEX IF EXISTS ${table}_proposal`,
       );
     }

@@ -179,10 +179,12 @@ describe('a state database stored before the proposalId filter', () => {
       expect(ids(evs)).toEqual(['1', '2', '4', '6']);
       const check = new Database(file, { readonly: true });
       try {
-        // One run per proposal over the old rows; no index on the segment itself.
-        expect(check.prepare(`SELECT proposal_id, first_id, last_id FROM event_segment_1_runs ORDER BY proposal_id`).all()).toEqual([
-          { proposal_id: id, first_id: 1, last_id: 6 },
+        // The runs of the old rows (an event about another proposal or none ends one); no index.
+        expect(check.prepare(`SELECT proposal_id, first_id, last_id FROM event_segment_1_runs ORDER BY first_id`).all()).toEqual([
+          { proposal_id: id, first_id: 1, last_id: 2 },
           { proposal_id: other, first_id: 3, last_id: 3 },
+          { proposal_id: id, first_id: 4, last_id: 4 },
+          { proposal_id: id, first_id: 6, last_id: 6 },
         ]);
         expect(check.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_segment_1'`).all()).toEqual([]);
       } finally {

@@ -171,6 +171,15 @@ describe('event log: reads and ids on a state database', () => {
       all.push(...batch);
     }
     expect(log.size).toBe(all.length);
+    // One run per stretch of consecutive events about one proposal, within a batch and a segment.
+    const stored = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%_runs'`).all() as { name: string }[])
+      .flatMap(({ name }) => db.prepare(`SELECT proposal_id, first_id, last_id FROM ${name}`).raw().all() as [string, number, number][]);
+    for (const [p, first, last] of stored) {
+      const run = all.filter((r) => r.id >= first && r.id <= last);
+      expect(run.length).toBe(last - first + 1);
+      expect(run.every((r) => r.proposalId === p)).toBe(true);
+    }
+    expect(stored.reduce((n, [, first, last]) => n + last - first + 1, 0)).toBe(all.filter((r) => r.proposalId != null).length);
     const segments = (db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%_runs'`).get() as { n: number }).n;
     expect(segments).toBeGreaterThanOrEqual(3);
     const ids = (rs: readonly EventRow[]) => rs.map((r) => r.id);
@@ -247,7 +256,7 @@ describe('event log: segment tables', () => {
     db.close();
   });
 
-  it('upgrades a segment indexed by proposal (the shape of issue 14) to runs, and reads it and new rows by proposal', () => {
+  it('upgrades a segment indexed by proposal (the shape of issue 14) to runs, one per stretch of a proposal, and reads it and new rows by proposal', () => {
     const file = temp();
     const db = openStateDb(file); // the migrations' first segment: no proposal_id column yet
     db.exec(`ALTER TABLE event_segment_1 ADD COLUMN proposal_id TEXT;
@@ -257,12 +266,12 @@ describe('event log: segment tables', () => {
     owners.forEach((p, i) => insert.run(i + 1, p));
     const log = new EventLog(db, 1000);
     expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_segment_1'`).all()).toEqual([]);
-    expect(db.prepare(`SELECT proposal_id, first_id, last_id FROM event_segment_1_runs ORDER BY proposal_id`).all()).toEqual([
-      { proposal_id: 'gen_aaaaaaaaaaaa', first_id: 1, last_id: 7 },
-      { proposal_id: 'gen_bbbbbbbbbbbb', first_id: 3, last_id: 5 },
-    ]);
+    const runs = () => db.prepare(`SELECT proposal_id, first_id, last_id FROM event_segment_1_runs ORDER BY first_id`).raw().all();
+    const [a, b] = ['gen_aaaaaaaaaaaa', 'gen_bbbbbbbbbbbb'];
+    expect(runs()).toEqual([[a, 1, 1], [b, 3, 3], [a, 4, 4], [b, 5, 5], [a, 7, 7]]);
     const more = [log.takeId(), log.takeId()].map((id) => ({ id, severity: 'info' as const, scope: 's', proposalId: 'gen_aaaaaaaaaaaa', data: '{}' }));
     log.append(more);
+    expect(runs().at(-1)).toEqual([a, more[0]!.id, more[1]!.id]);
     const filter = (proposalId: string) => ({ severities: null, scopePrefix: null, proposalId });
     expect(log.after(0, 100, filter('gen_aaaaaaaaaaaa')).map((r) => r.id)).toEqual([1, 4, 7, ...more.map((r) => r.id)]);
     expect(log.after(4, 2, filter('gen_aaaaaaaaaaaa')).map((r) => r.id)).toEqual([7, more[0]!.id]);
