@@ -149,6 +149,11 @@ describe('the replay memory', () => {
       m.add(batch);
       expect(m.lastFrames()?.toString('utf8')).toBe(batch.map(frameOf).join(''));
     }
+    // Ids of every length, up to the largest safe integer.
+    const big = [10 ** 15 - 1, 10 ** 15, Number.MAX_SAFE_INTEGER].map((n) => row(n));
+    m.add(big);
+    expect(m.lastFrames()?.toString('utf8')).toBe(big.map(frameOf).join(''));
+    expect(after(m, 10 ** 15 - 1, 10, ALL, Number.MAX_SAFE_INTEGER)).toEqual(big.slice(1).map(framed));
     m.add([]);
     expect(m.lastFrames()?.length).toBe(0);
   });
