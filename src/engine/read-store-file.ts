@@ -97,7 +97,7 @@ export function storeAccess(root: string, limits: { readonly fileMaxBytes: numbe
  * Synchronous: for worker threads and the engine CLI. Never throws for store content.
  */
 export function readStoreJsonSync(access: StoreAccess, rel: string, within: string): StoreRead<unknown> {
-  const bytes = readStoreFileSync(access, rel, within);
+  const bytes = readOpened(openSync(access, rel, within), access.maxBytes, true);
   if (bytes.kind !== 'ok') return bytes;
   return parseStoreJson(bytes.value, access.maxDepth);
 }
@@ -125,26 +125,41 @@ function readFolderEntrySync(access: StoreAccess, folder: StoreFolder, entry: fs
   // (O_NONBLOCK), and the read stops past the byte bound whatever the file is.
   let fd: number;
   try {
-    fd = fs.openSync(path.join(folder.real, entry.name), OPEN_FLAGS);
+    // The name comes from the listing: one component, no separator to normalise.
+    fd = fs.openSync(`${folder.real}/${entry.name}`, OPEN_FLAGS);
   } catch (err) {
     return failure(err);
   }
-  return readOpened({ kind: 'ok', value: { fd, size: LISTED_FILE_GUESS } }, access.maxBytes);
+  return readOpened({ kind: 'ok', value: { fd, size: SCRATCH_BYTES - 1 } }, access.maxBytes, true);
 }
 
-/** The first buffer for a listed file read without fstat: most shot and take files fit, from Node's buffer pool. */
-const LISTED_FILE_GUESS = 4000;
+/**
+ * Bytes of the thread's read buffer, which JSON reads use: each file's bytes are parsed before
+ * the next read, so a project's thousands of files are read without a buffer each (the
+ * allocations and their collection were a twentieth of a project's cold load, bench P8). Most
+ * shot and take files are a few KB; a larger one gets a buffer of its own.
+ */
+const SCRATCH_BYTES = 64 * 1024;
+let scratch: Buffer | undefined;
 
 /** Reads the bytes of the store file `rel`, inside `within` (see {@link readStoreJsonSync}). */
 export function readStoreFileSync(access: StoreAccess, rel: string, within: string): StoreRead<Buffer> {
-  return readOpened(openSync(access, rel, within), access.maxBytes);
+  return readOpened(openSync(access, rel, within), access.maxBytes, false);
 }
 
-function readOpened(opened: StoreRead<Opened>, maxBytes: number): StoreRead<Buffer> {
+/**
+ * Reads an opened file whole (within `maxBytes`) and closes it.
+ * @param transient whether the bytes may be the thread's read buffer: valid only until the
+ *   next read on this thread (the caller parses them at once).
+ */
+function readOpened(opened: StoreRead<Opened>, maxBytes: number, transient: boolean): StoreRead<Buffer> {
   if (opened.kind !== 'ok') return opened;
   const { fd, size } = opened.value;
   try {
-    return readAll(fd, size, maxBytes);
+    // One byte more than expected: a short read then says the end was reached.
+    const want = Math.min(size, maxBytes) + 1;
+    const first = transient && want <= SCRATCH_BYTES ? (scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES)).subarray(0, want) : Buffer.allocUnsafe(want);
+    return readAll(fd, first, maxBytes);
   } catch (err) {
     return failure(err);
   } finally {
@@ -397,9 +412,12 @@ function openResolvedSync(access: StoreAccess, real: string, within: string, pro
   }
 }
 
-/** Reads from `fd` until its end, at most `max` bytes: a file that grew past it is too large. */
-function readAll(fd: number, size: number, max: number): StoreRead<Buffer> {
-  let buf = Buffer.allocUnsafe(Math.min(size, max) + 1);
+/**
+ * Reads from `fd` until its end, at most `max` bytes: a file that grew past it is too large.
+ * @param first the buffer to read into first (a bigger one is made when it fills up).
+ */
+function readAll(fd: number, first: Buffer, max: number): StoreRead<Buffer> {
+  let buf = first;
   let length = 0;
   for (;;) {
     if (length === buf.length) {
