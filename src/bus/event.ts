@@ -16,8 +16,9 @@ export interface EventInput {
   readonly payload?: Readonly<Record<string, unknown>>;
   /**
    * The proposal (generation job) the event is about, when its payload does not say it as
-   * `proposal_id` (a job's line events, whose payload the spec fixes to `{ source }`). Stored in
-   * an indexed column for the `proposalId` filter (issue 14, item 2); never served.
+   * `proposal_id` (a job's line events, whose payload the spec fixes to `{ source }`). Stored as
+   * the event log's runs for the `proposalId` filter (issue 14, item 2; SQLite: event-segments.ts,
+   * PostgreSQL: an indexed column); never served.
    */
   readonly proposalId?: string;
 }
