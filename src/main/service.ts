@@ -232,11 +232,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
     const gate = new ShutdownGate();
-    const { handler, api, recorder } = createApp(deps, {
+    const { handler, serverOptions, api, recorder } = createApp(deps, {
       logger: log,
       gate: gate.middleware,
     });
-    const server = http.createServer(handler);
+    const server = http.createServer(serverOptions, handler);
     // Requests the HTTP parser refuses get a JSON `{ detail }` like every other rejection.
     server.on('clientError', recorder === null ? answerClientError : (err: Error, socket: Duplex) => answerClientError(err, socket, (s, t, b) => recorder.recordRaw(s, t, b)));
     await new Promise<void>((resolve, reject) => {
