@@ -16,6 +16,7 @@ import { StoreReadTimeoutError } from '../engine/errors.js';
 import type { ReadStoreResult, ReadStoreTask } from '../engine/read-store-task.js';
 import type { SynthesisRunner } from '../engine/runner.js';
 import type { SynthesisResult, SynthesisTask } from '../engine/synthesis-task.js';
+import { TaskDeadlines } from './task-deadlines.js';
 
 
 /** Worker flags: require(esm) off, where this Node has the flag (20.17 and later); the process worker (src/process) uses them too. */
@@ -44,6 +45,8 @@ export interface PoolOptions {
 export class SynthesisPool implements SynthesisRunner {
   private readonly pool: Piscina;
   private readonly timeoutMs: number | null;
+  /** The tasks' deadlines, one timer for all (task-deadlines.ts); null without a timeout. */
+  private readonly deadlines: TaskDeadlines | null;
   private readonly retryAfterSeconds: number;
   private readonly readStoreFile: string;
   private timedOut = 0;
@@ -56,6 +59,7 @@ export class SynthesisPool implements SynthesisRunner {
   constructor(threads: number, files: { readonly synthesis: string; readonly readStore: string }, opts: PoolOptions = {}) {
     const filename = files.synthesis;
     this.timeoutMs = opts.timeoutMs ?? null;
+    this.deadlines = this.timeoutMs === null ? null : new TaskDeadlines(this.timeoutMs);
     this.retryAfterSeconds = opts.retryAfterSeconds ?? 1;
     this.readStoreFile = files.readStore;
     this.pool = new Piscina({
@@ -82,7 +86,7 @@ export class SynthesisPool implements SynthesisRunner {
   }
 
   private async runWithDeadline(task: object, filename?: string): Promise<unknown> {
-    const signal = this.timeoutMs === null ? undefined : AbortSignal.timeout(this.timeoutMs);
+    const signal = this.deadlines?.start();
     try {
       return await this.pool.run(task, { ...(filename ? { filename } : {}), ...(signal ? { signal } : {}) });
     } catch (err) {
@@ -93,6 +97,8 @@ export class SynthesisPool implements SynthesisRunner {
         throw new StoreReadTimeoutError(this.timeoutMs as number, this.retryAfterSeconds, { cause: err });
       }
       throw err;
+    } finally {
+      signal?.done();
     }
   }
 
