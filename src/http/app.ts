@@ -195,7 +195,7 @@ export function serve(app: Express, chain: RequestHandler, noRoute: (req: Reques
  * V8 then gives them maps of their own, and they outlive the young generation: a bare Node server
  * doing only that answered 29,000 requests a second instead of 73,000, its young-generation
  * collections took 1.8 ms instead of 0.2, and 70 MB a second went to the old generation
- * (bench/RESULTS.md, issue 11, P5).
+ * (bench/RESULTS.md, issue 11, P1).
  */
 export function messageClasses(app: Express): http.ServerOptions {
   class ExpressRequest extends http.IncomingMessage {}
