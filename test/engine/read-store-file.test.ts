@@ -3,11 +3,15 @@
  * thread's read buffer, so each file's value must be exactly its own whatever was read before
  * it (larger, smaller, past the buffer), the byte bound must hold below and above the buffer's
  * size, and bytes handed to a caller (`readStoreFileSync`) must not change with later reads.
+ * And a file the listing showed as regular but swapped since (for a pipe, a link, an endless
+ * device) is read without hanging and refused.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MKNOD } from '../helpers/hostile-files.js';
 import {
   listStoreDirSync,
   readFolderEntryJsonSync,
@@ -78,5 +82,26 @@ describe('store reads through the thread’s read buffer', () => {
     expect(readFolderEntryJsonSync(access, folder, folder.entries[1]!)).toMatchObject({ kind: 'ok' });
     expect(readStoreJsonSync(access, `own/${folder.entries[1]!.name}`, 'own')).toMatchObject({ kind: 'ok' });
     expect(kept.value.toString('utf8')).toBe(texts[0]);
+  });
+});
+
+describe('a listed file swapped after the listing', () => {
+  it('is refused without hanging: a named pipe, a symbolic link, an endless device', () => {
+    // Device nodes need root (CI runs as root): say so rather than skip.
+    expect(MKNOD, 'mknod is not allowed here (run the tests as root): the endless device cannot be planted').toBe(true);
+    const access = storeAccess(root, { fileMaxBytes: 1024, jsonMaxDepth: 64 });
+    const folder = folderOf('swap', [docOf(0, 100), docOf(1, 100), docOf(2, 100)]);
+    const [fifo, link, device] = folder.entries.map((e) => path.join(root, 'swap', e.name)) as [string, string, string];
+    fs.writeFileSync(path.join(root, 'elsewhere.json'), docOf(9, 100));
+    for (const f of [fifo, link, device]) fs.rmSync(f);
+    execFileSync('mkfifo', [fifo]); // no writer: a blocking open would wait forever
+    fs.symlinkSync(path.join(root, 'elsewhere.json'), link);
+    execFileSync('mknod', [device, 'c', '1', '5']); // a copy of /dev/zero: endless
+    const got = folder.entries.map((e) => readFolderEntryJsonSync(access, folder, e));
+    expect(got.map((r) => r.kind)).toEqual(['problem', 'problem', 'problem']);
+    // The pipe opened at once (O_NONBLOCK) and read nothing: an empty file's answer.
+    expect(got[0]).toMatchObject({ problem: { level: 'content', why: 'invalid JSON at line 1 column 1: value expected' } });
+    expect(got[1]).toMatchObject({ problem: { why: 'a symbolic link loop, or a link that changed while it was read' } });
+    expect(got[2]).toMatchObject({ problem: { why: 'larger than 1024 bytes, CONSOLE_STORE_FILE_MAX_BYTES' } });
   });
 });
