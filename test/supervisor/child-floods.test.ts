@@ -194,6 +194,11 @@ describe('child floods', () => {
     // starts (on a loaded machine, 300,000 lines took less than the second start).
     const a = await generate(svc.url, `burst:${BURST}:short:wait`);
     const b = await generate(svc.url, `burst:${BURST}:long:wait`);
+    // Accepted is not yet running (spawns are paced): both tools wait for the go once they run.
+    // Written earlier, the first burst could be done before the second tool started (seen on a
+    // fresh clone, where npm ci had just loaded the machine: one run of everything).
+    const waiting = (id: string) => stream.events.some((x) => x.event.detail?.startsWith(`${id} stderr line`) && x.event.summary === 'waiting for go');
+    await waitFor(() => (waiting(a.proposalId) && waiting(b.proposalId) ? true : undefined), 'both bursts waiting for the go', 60_000);
     fs.writeFileSync(path.join(svc.tmp, 'go'), '');
     try {
       await waitFor(
