@@ -56,7 +56,10 @@ export interface CreatedApp {
    * without them still works, each request paying for a change of prototype.
    */
   readonly serverOptions: http.ServerOptions;
-  /** The Express application: its settings, and the request and response prototypes `handler` gives each request. */
+  /**
+   * The Express application: its settings, and the request and response prototypes that the
+   * classes of `serverOptions` carry (and that `handler` gives a request made otherwise).
+   */
   readonly app: Express;
   readonly api: Api;
   /** The answer recorder (CONSOLE_RECORD_ANSWERS_DIR), or null when none is set. */

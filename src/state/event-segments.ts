@@ -71,8 +71,8 @@ export function createSegmentTable(db: Db, n: number): void {
   );
 }
 
-const exists = (db: Db, type: 'table' | 'index', name: string): boolean =>
-  db.prepare(`SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?`).get(type, name) !== undefined;
+const tableExists = (db: Db, name: string): boolean =>
+  db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined;
 
 /**
  * Gives segments stored by earlier versions their runs table, once, at start-up, in one
@@ -85,7 +85,7 @@ const exists = (db: Db, type: 'table' | 'index', name: string): boolean =>
 export function upgradeSegments(db: Db): void {
   const legacy = segmentNumbers(db)
     .map((n) => `${SEGMENT_PREFIX}${n}`)
-    .filter((table) => !exists(db, 'table', runsOf(table)));
+    .filter((table) => !tableExists(db, runsOf(table)));
   if (legacy.length === 0) return;
   db.transaction(() => {
     for (const table of legacy) {
