@@ -6,7 +6,7 @@
  * number of events of the run, or its oldest lines are gone by design.
  */
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../../src/state/sqlite/binding.js';
 
 export interface StoredLines {
   /** Stored stdout lines, by proposal id. */

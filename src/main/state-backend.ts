@@ -14,6 +14,7 @@ import { EventBus } from '../bus/bus.js';
 import { SqliteCommitter, WORKSPACE_REPORTS_KEPT } from '../console/index.js';
 import { Checkpointer } from '../state/checkpointer.js';
 import { openStateDb } from '../state/db.js';
+import { SQLITE_BINDING } from '../state/sqlite/binding.js';
 import { EventLog } from '../state/event-log.js';
 import { SqliteStateStore } from '../state/sqlite-state-store.js';
 import { storeStateLogger, type BackendHooks, type StateBackend } from './backend.js';
@@ -58,7 +59,7 @@ function openSqlite(config: Config, { metrics, log, housekeeping }: BackendHooks
       db,
       shared: null,
       readiness: () => checkSqlite(db, bus),
-      status: () => ({ backend: 'sqlite', file: config.stateDbPath, checkpointFailures: checkpointer.failures }),
+      status: () => ({ backend: 'sqlite', file: config.stateDbPath, binding: SQLITE_BINDING, checkpointFailures: checkpointer.failures }),
       onConsoleChanged: () => {},
       listen: () => {},
       start: async () => {},

@@ -5,7 +5,7 @@
  * a PASSIVE checkpoint, which never waits for readers or writers: the main thread's commits go
  * on meanwhile, and the /proc tasks sharing the thread wait for the copy only.
  */
-import Database from 'better-sqlite3';
+import Database, { type Db } from './sqlite/binding.js';
 
 /** One checkpoint of `file`; with `close`, the thread's connection is closed after it. */
 export interface CheckpointTask {
@@ -22,9 +22,9 @@ export type CheckpointResult = { readonly ok: true } | { readonly ok: false; rea
  */
 const BUSY_TIMEOUT_MS = 250;
 
-let open: { readonly file: string; readonly db: Database.Database } | null = null;
+let open: { readonly file: string; readonly db: Db } | null = null;
 
-function connection(file: string): Database.Database {
+function connection(file: string): Db {
   if (open !== null && open.file !== file) close();
   if (open === null) {
     const db = new Database(file, { fileMustExist: true });

@@ -1,18 +1,18 @@
 /**
- * Opens the state database (SQLite through better-sqlite3) in WAL mode and migrates it.
+ * Opens the state database (SQLite through better-sqlite3, the build of this runtime: sqlite/binding.ts) in WAL mode and migrates it.
  * WAL with `synchronous = NORMAL` keeps every committed transaction across a process
  * crash (SIGKILL); only a power loss can lose the last commits, which is the trade the
  * console makes for per-tick batching of events.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database, { type Db } from './sqlite/binding.js';
 import { StateDbError } from './errors.js';
 import { MIGRATIONS } from './migrations.js';
 
 export { StateDbError } from './errors.js';
 
-export type Db = Database.Database;
+export type { Db };
 
 /** WAL pages after which a commit checkpoints by itself (see the checkpointer). */
 export const BACKSTOP_CHECKPOINT_PAGES = 20_000;

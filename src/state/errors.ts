@@ -4,7 +4,7 @@
  * into the state layer's own error (the SqliteError as its `cause`), which the HTTP catalogue
  * maps to a status like any other.
  */
-import Database from 'better-sqlite3';
+import Database from './sqlite/binding.js';
 import { ServiceError } from '../errors/index.js';
 
 /** The codes of the state database's errors. */

@@ -13,7 +13,7 @@
  * src/bus/event.ts for which proposal an event is about), so one job's events are read from
  * their runs, not by a scan (issue 14, item 2; event-segments.ts).
  */
-import type { Statement } from 'better-sqlite3';
+import type { Statement } from './sqlite/binding.js';
 import type { Db } from './db.js';
 import type { EventFilter, Severity } from '../bus/event.js';
 import type { EventRow, EventStore } from '../bus/event-store.js';

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import Database from 'better-sqlite3';
+import Database from '../../src/state/sqlite/binding.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allEvents } from '../helpers/events.js';
 import { fixture, makeTempStore, recordingEnv, REPO_ROOT, startTestService, type TestService, publishOn } from '../helpers/service.js';

@@ -11,7 +11,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../../src/state/sqlite/binding.js';
 import { afterEach, expect, it } from 'vitest';
 import { startServiceProcess } from '../helpers/process.js';
 import { makeTempStore, REPO_ROOT } from '../helpers/service.js';

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database, { type Db } from '../../src/state/sqlite/binding.js';
 import { openPgStateStore } from '../../src/state/pg/pg-state-store.js';
 import { openSqliteStateStore } from '../../src/state/sqlite-state-store.js';
 import type { StateBackend, StateStore } from '../../src/state/state-store.js';
@@ -67,7 +67,7 @@ export function sqliteBackend(): Backend {
       const file = path.join(dir, 'state.db');
       const opened: StateStore[] = [];
       const openOne = (bounds?: Partial<Bounds>) => openSqliteStateStore(file, { ...TEST_BOUNDS, ...bounds, instanceId: 'local' });
-      const raw = <T>(fn: (db: Database.Database) => T): T => {
+      const raw = <T>(fn: (db: Db) => T): T => {
         const db = new Database(file);
         try {
           return fn(db);

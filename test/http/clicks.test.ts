@@ -197,7 +197,7 @@ describe('CONSOLE_CLICKS_MAX_TOTAL (issue 10, item 10)', () => {
     const emptyMs = await appendMany(t, 'empty', ['p1', 'p2']);
     const kept = (t.service.db!.prepare('select count(*) as n from clicks').get() as { n: number }).n;
     await t.stop();
-    const { default: Database } = await import('better-sqlite3');
+    const { default: Database } = await import('../../src/state/sqlite/binding.js');
     const db = new Database(dbFile);
     // Spread over 2,000 projects of 500 each, the newest rows last.
     db.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${CAP})

@@ -4,7 +4,7 @@
  * `Last-Event-ID` resume), with real child processes and a real state database; and the
  * upgrade of a state database whose events were stored before the filter existed.
  */
-import Database from 'better-sqlite3';
+import Database from '../../src/state/sqlite/binding.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStateDb } from '../../src/state/db.js';
 import { allEvents, waitForJobEvents, type EngineEvent } from '../helpers/events.js';

@@ -42,7 +42,9 @@ describe('GET /api/system-status', () => {
     expect(s.guards.fallbacks.map((f: { name: string }) => f.name).sort()).toEqual(['proposal_id_not_pending', 'take_id_not_on_disk']);
     expect(s.fallbacks).toEqual({ proposal_id_not_pending: 0, take_id_not_on_disk: 0 });
     expect(s.writeProxy).toMatchObject({ enabled: false });
-    expect(s.database).toEqual({ backend: 'sqlite', file: t.config.stateDbPath, checkpointFailures: 0, reachable: true });
+    expect(s.database).toEqual({ backend: 'sqlite', file: t.config.stateDbPath, binding: expect.any(String), checkpointFailures: 0, reachable: true });
+    // The SQLite binding this runtime loads: better-sqlite3 12 on Node.js 20, 13 (Node-API) on 22 and newer.
+    expect(s.database.binding).toMatch(Number(process.versions.node.split('.')[0]) >= 22 ? /^better-sqlite3 13\./ : /^better-sqlite3 12\./);
     expect(s.instances).toEqual([]);
     expect(s.instance).toBeNull();
     // Every bound by the variable that sets it (issue 10, item 10).

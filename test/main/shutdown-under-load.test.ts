@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../../src/state/sqlite/binding.js';
 import { afterEach, expect, it } from 'vitest';
 import { type EngineEvent, waitFor } from '../helpers/events.js';
 import { fixture, makeTempStore, startTestService } from '../helpers/service.js';

@@ -33,7 +33,7 @@ describe('WAL checkpoints', () => {
     t = await startTestService({ store: 'empty' });
     for (let i = 0; i < 5000; i++) t.service.deps.bus.publish({ severity: 'info', scope: 'test/ckpt', summary: `e${i}` });
     await t.stop();
-    const Database = (await import('better-sqlite3')).default;
+    const Database = (await import('../../src/state/sqlite/binding.js')).default;
     const db = new Database(t.config.stateDbPath, { readonly: true });
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     expect((db.prepare(`SELECT count(*) AS c FROM events WHERE scope = 'test/ckpt'`).get() as { c: number }).c).toBe(5000);
@@ -61,7 +61,7 @@ describe('Checkpointer', () => {
   it('checkpoints a database on the thread, closes its connection at the stop, and counts a thread that is gone as a failure', async () => {
     const { Checkpointer } = await import('../../src/state/checkpointer.js');
     const { ProcTable } = await import('../../src/process/index.js');
-    const Database = (await import('better-sqlite3')).default;
+    const Database = (await import('../../src/state/sqlite/binding.js')).default;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckpt-'));
     const file = path.join(dir, 'state.db');
     const main = new Database(file);

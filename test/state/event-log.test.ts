@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../../src/state/sqlite/binding.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent } from '../../src/bus/event.js';
 import { NO_FILTER } from '../../src/bus/event.js';

@@ -4,7 +4,7 @@
  * test). A second store opened on one database stands for a second instance: on PostgreSQL it
  * has its own pool, so its transactions interleave with the first's; SQLite has one instance.
  */
-import Database from 'better-sqlite3';
+import Database from '../../src/state/sqlite/binding.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { NO_FILTER, type Severity } from '../../src/bus/event.js';
 import { answerOf } from '../../src/http/errors.js';

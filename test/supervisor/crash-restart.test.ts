@@ -17,7 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database, { type Db } from '../../src/state/sqlite/binding.js';
 import { afterEach, expect, it } from 'vitest';
 import { allEvents, waitFor, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
 import { fixture, makeTempStore, startTestService } from '../helpers/service.js';
@@ -203,7 +203,7 @@ async function crash(svc: ServiceProcess): Promise<void> {
   expect((await svc.exited)[1]).toBe('SIGKILL');
 }
 
-function readDb<T>(stateDir: string, fn: (db: Database.Database) => T): T {
+function readDb<T>(stateDir: string, fn: (db: Db) => T): T {
   const db = new Database(path.join(stateDir, 'console-state.db'), { readonly: true, fileMustExist: true });
   try {
     return fn(db);

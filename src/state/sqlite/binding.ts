@@ -1,0 +1,50 @@
+/**
+ * The SQLite binding of the runtime the service runs on: one API (better-sqlite3's), two
+ * builds of it, because no single release of the library runs on every Node.js we support.
+ *
+ * - Node.js 20: better-sqlite3 12, built from source at install (its `node::ObjectWrap`
+ *   addon). better-sqlite3 13 crashes on 20 (a segmentation fault at the first statement).
+ * - Node.js 22 and newer: better-sqlite3 13 (installed as `better-sqlite3-13`), a Node-API
+ *   addon shipped prebuilt. better-sqlite3 12 aborts the process on Node.js 24: a statement
+ *   finalised by the garbage collector outside any JavaScript context calls
+ *   `node::RemoveEnvironmentCleanupHook` with no current environment
+ *   (`Assertion failed: (env) != nullptr`), seconds into serving.
+ *
+ * better-sqlite3 12 is an optional dependency: on Node.js 22 and newer it is built (when a
+ * compiler is there) but never loaded, and a failed build does not fail the install. On
+ * Node.js 20 a missing build is reported here, with what to install.
+ */
+import { createRequire } from 'node:module';
+import type BetterSqlite3 from 'better-sqlite3';
+
+/** The runtime's major version. */
+const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
+
+/** The package this runtime loads: `better-sqlite3` (12) on Node.js 20, `better-sqlite3-13` on 22 and newer. */
+export const SQLITE_PACKAGE: string = NODE_MAJOR >= 22 ? 'better-sqlite3-13' : 'better-sqlite3';
+
+const require = createRequire(import.meta.url);
+
+function load(): typeof BetterSqlite3 {
+  try {
+    return require(SQLITE_PACKAGE) as typeof BetterSqlite3;
+  } catch (err) {
+    const hint =
+      SQLITE_PACKAGE === 'better-sqlite3'
+        ? 'on Node.js 20 it is built from source at install: install python3, make and g++, then run `npm ci` again'
+        : 'run `npm ci` with this Node.js';
+    throw new Error(`the SQLite binding ${SQLITE_PACKAGE} cannot be loaded on Node.js ${process.version}: ${hint} (${(err as Error).message})`, {
+      cause: err,
+    });
+  }
+}
+
+/** better-sqlite3's `Database` class, from the build this runtime loads. */
+const Database: typeof BetterSqlite3 = load();
+export default Database;
+
+/** The binding and its version, `better-sqlite3 <version>` (reported in the system status). */
+export const SQLITE_BINDING: string = `better-sqlite3 ${(require(`${SQLITE_PACKAGE}/package.json`) as { version: string }).version}`;
+
+export type Db = BetterSqlite3.Database;
+export type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
