@@ -52,6 +52,12 @@ export interface Bus {
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]>;
   /** The newest `limit` stored events passing `filter`, ascending. */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]>;
+  /**
+   * Tells `fn` of each job one of whose events the log dropped because the job is no longer
+   * recorded `running` (event.ts JobGuard): another instance judged this one dead and marked the
+   * job `lost`. The supervisor then stops the job without publishing anything more for it.
+   */
+  onFenced(fn: (proposalId: string) => void): void;
   /** Stores what is queued now, where the back end can (a best effort before shutdown steps). */
   flush(): void;
   /** Stores what is queued, then stops; events that cannot be stored are reported, not thrown. */

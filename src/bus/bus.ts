@@ -62,6 +62,8 @@ export interface StagedEvents {
   readonly rows: readonly Pending[];
   /** Events queued before the write and stored with it. */
   readonly carried: readonly Pending[];
+  /** What the event log stored of them all, when it dropped some (EventStore.append). */
+  readonly kept: readonly Pending[] | null;
 }
 
 const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -82,6 +84,9 @@ export class EventBus implements Bus {
   /** The outage period, the bound on held events and the retry timer. */
   private readonly retry: StoreRetry;
   private readonly onCount: PublishCounter;
+  /** Queued rows that carry a job guard (JobGuard): only then are stored batches searched for them. */
+  private guarded = 0;
+  private readonly fencedListeners: ((proposalId: string) => void)[] = [];
 
   constructor(
     private readonly log: EventStore,
@@ -164,14 +169,15 @@ export class EventBus implements Bus {
     const made = inputs.map((i) => this.make(i));
     const rows = made.map((m) => m.row);
     const all = carried.length > 0 ? carried.concat(rows) : rows;
+    let kept: readonly Pending[] | null;
     try {
-      this.log.append(all);
+      kept = this.log.append(all);
     } catch (err) {
       this.pending = carried.concat(this.pending);
       if (this.pending.length > 0) this.scheduleFlush();
       throw err;
     }
-    return { events: made.map((m) => m.event), rows, carried };
+    return { events: made.map((m) => m.event), rows, carried, kept };
   }
 
   /**
@@ -182,6 +188,12 @@ export class EventBus implements Bus {
   settle(staged: StagedEvents, committed: boolean): void {
     if (!committed) {
       this.log.resync();
+      // The write's own events are gone with its transaction (the carried ones are queued again).
+      for (const r of staged.rows) {
+        if (r.guard === undefined) continue;
+        this.guarded--;
+        r.guard.settled?.(false);
+      }
       this.pending = staged.carried.concat(this.pending);
       const outage = this.retry.outage;
       if (outage) outage.held = this.pending.length;
@@ -190,8 +202,8 @@ export class EventBus implements Bus {
     }
     for (const row of staged.rows) this.onCount(row.severity, 1);
     this.storeRecovered();
-    const delivered = staged.carried.length > 0 ? staged.carried.concat(staged.rows) : staged.rows;
-    if (delivered.length > 0) this.deliver(delivered);
+    const all = staged.carried.length > 0 ? staged.carried.concat(staged.rows) : staged.rows;
+    this.stored(all, staged.kept);
   }
 
   private make(input: EventInput): { event: BusEvent; row: Pending } {
@@ -205,7 +217,10 @@ export class EventBus implements Bus {
       detail: input.detail ?? null,
       payload: input.payload ?? EMPTY_PAYLOAD,
     };
-    return { event, row: { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.json.serialize(event) } };
+    const row: Pending = { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.json.serialize(event) };
+    if (input.guard === undefined) return { event, row };
+    this.guarded++;
+    return { event, row: { ...row, guard: input.guard } };
   }
 
   /**
@@ -283,8 +298,9 @@ export class EventBus implements Bus {
     if (batch.length === 0) return;
     this.pending = [];
     // Stored before delivery: a client never sees an id that `GET /api/events` cannot return.
+    let kept: readonly Pending[] | null;
     try {
-      this.log.append(batch);
+      kept = this.log.append(batch);
     } catch (err) {
       this.pending = batch.concat(this.pending);
       this.retry.failed(err, this.pending, spare);
@@ -292,7 +308,31 @@ export class EventBus implements Bus {
     }
     this.lastFlushAt = performance.now();
     this.storeRecovered();
-    this.deliver(batch);
+    this.stored(batch, kept);
+  }
+
+  /**
+   * Delivers what the log stored of `batch` (`kept`, when it dropped rows: EventStore.append),
+   * then tells the guarded rows' publishers whether theirs was stored, and the fenced listeners
+   * of each job whose event was dropped.
+   */
+  private stored(batch: readonly Pending[], kept: readonly Pending[] | null): void {
+    const delivered = kept ?? batch;
+    if (delivered.length > 0) this.deliver(delivered);
+    if (this.guarded === 0) return;
+    const storedRows = kept === null ? null : new Set(kept);
+    for (const r of batch) {
+      const g = r.guard;
+      if (g === undefined) continue;
+      this.guarded--;
+      const stored = storedRows === null || storedRows.has(r);
+      g.settled?.(stored);
+      if (!stored) for (const fn of this.fencedListeners) fn(g.job);
+    }
+  }
+
+  onFenced(fn: (proposalId: string) => void): void {
+    this.fencedListeners.push(fn);
   }
 
   /** {@link flush} for callers that go on whatever happens: a failure is held and retried. */

@@ -16,23 +16,27 @@
  *   stored before its answer is refused at once.
  */
 import type { Bus, BusSubscriber } from './bus-api.js';
-import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
+import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
 import type { EventRow } from './event-store.js';
 import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-outage.js';
 
 /**
- * An event to append: the event without its id, which the log assigns, and the proposal it is
- * about (absent: `payload.proposal_id` when a string, event.ts proposalOf).
+ * An event to append: the event without its id, which the log assigns, the proposal it is
+ * about (absent: `payload.proposal_id` when a string, event.ts proposalOf), and the job state it
+ * commits with (event.ts JobGuard).
  */
-export type SharedEventDraft = Omit<BusEvent, 'id'> & { readonly proposalId?: string };
+export type SharedEventDraft = Omit<BusEvent, 'id'> & { readonly proposalId?: string; readonly guard?: JobGuard };
 
 /**
  * The shared event log as the cluster bus uses it (the state store's EventStore implements it,
  * src/state/state-store.ts). Every method rejects with the database's error when it is away.
  */
 export interface SharedEventLog {
-  /** Appends events in one transaction; resolves to them with their ids, in order. */
-  append(drafts: readonly SharedEventDraft[]): Promise<BusEvent[]>;
+  /**
+   * Appends events in one transaction with the job states they carry; resolves to them with
+   * their ids, in order, null for one dropped by its guard (its job no longer running).
+   */
+  append(drafts: readonly SharedEventDraft[]): Promise<(BusEvent | null)[]>;
   /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
   /** The newest `limit` passing `filter`, ascending. */
@@ -74,6 +78,7 @@ export class ClusterBus implements Bus {
   private appending: Promise<void> | null = null;
   private flushScheduled = false;
   private readonly subscribers = new Set<BusSubscriber>();
+  private readonly fencedListeners: ((proposalId: string) => void)[] = [];
   /** The newest id delivered to subscribers: every smaller id has been. */
   private head: number;
   private reading = false;
@@ -152,7 +157,7 @@ export class ClusterBus implements Bus {
   private async appendQueued(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending.slice(0, APPEND_BATCH);
-      let events: BusEvent[];
+      let events: (BusEvent | null)[];
       try {
         events = await this.log.append(batch.map((q) => q.draft));
       } catch (err) {
@@ -170,14 +175,32 @@ export class ClusterBus implements Bus {
         return;
       }
       this.pending.splice(0, batch.length);
-      this.stored += events.length;
-      batch.forEach((q, i) => q.settle?.(events[i] as BusEvent));
+      const rows: EventRow[] = [];
+      const fenced = new Set<string>();
+      for (let i = 0; i < batch.length; i++) {
+        const q = batch[i] as Queued;
+        const e = events[i] ?? null;
+        if (e !== null) rows.push({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(q.draft), data: JSON.stringify(e) });
+        else {
+          // Dropped by its guard: its job is no longer running here (another instance marked it lost).
+          this.onCount(q.draft.severity, -1);
+          if (q.draft.guard) fenced.add(q.draft.guard.job);
+        }
+        q.settle?.(e, e === null ? new Error('the event was dropped: its job is no longer running') : undefined);
+        q.draft.guard?.settled?.(e !== null);
+      }
+      this.stored += rows.length;
+      for (const job of fenced) for (const fn of this.fencedListeners) fn(job);
       const report = this.retry.recovered();
       if (report) this.pending.push({ draft: eventDraft(report) });
       // Its ids follow the head: nothing of another instance came between, so the rows are
       // delivered as they are, without reading them back. Otherwise the log is read.
-      if (!this.deliver(events.map((e, i) => ({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: batch[i]?.draft.proposalId ?? null, data: JSON.stringify(e) })))) this.wake();
+      if (rows.length > 0 && !this.deliver(rows)) this.wake();
     }
+  }
+
+  onFenced(fn: (proposalId: string) => void): void {
+    this.fencedListeners.push(fn);
   }
 
   /** Reads and delivers what the log holds after the head: the bus's own appends and every other instance's. */
@@ -292,5 +315,6 @@ export function eventDraft(input: EventInput): SharedEventDraft {
     detail: input.detail ?? null,
     payload: input.payload ?? EMPTY_PAYLOAD,
     ...(proposalId !== null ? { proposalId } : {}),
+    ...(input.guard !== undefined ? { guard: input.guard } : {}),
   };
 }

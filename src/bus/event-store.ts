@@ -3,7 +3,7 @@
  * strictly increasing, never reused). The bus owns this port and the state layer implements
  * it (src/state/event-log.ts for SQLite), so the dependency points one way: state -> bus.
  */
-import type { EventFilter, Severity } from './event.js';
+import type { EventFilter, JobGuard, Severity } from './event.js';
 
 /** One stored event: its id, the columns filters use, and its JSON (BusEvent) as served. */
 export interface EventRow {
@@ -13,14 +13,20 @@ export interface EventRow {
   /** The proposal the event is about (written; reads leave it out). Absent: none (issue 14, item 2). */
   readonly proposalId?: string | null;
   readonly data: string;
+  /** What the event commits with (event.ts JobGuard; written, never read back). */
+  readonly guard?: JobGuard;
 }
 
 /** The event log as the bus uses it; methods throw the database's error when it refuses. */
 export interface EventStore {
   /** The next id, never handed out before (also across restarts). */
   takeId(): number;
-  /** Stores rows (ids ascending) in one transaction. */
-  append(rows: readonly EventRow[]): void;
+  /**
+   * Stores rows (ids ascending) in one transaction, applying each row's job end (event.ts
+   * JobGuard) in it: a row whose job is no longer running is dropped.
+   * @returns null when every row was stored, else the rows stored (the others were dropped).
+   */
+  append(rows: readonly EventRow[]): readonly EventRow[] | null;
   /** Re-reads what the database holds after a rolled-back transaction that appended rows. */
   resync(): void;
   /** The newest id handed out (0 when none). */

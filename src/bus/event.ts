@@ -21,6 +21,49 @@ export interface EventInput {
    * PostgreSQL: an indexed column); never served.
    */
   readonly proposalId?: string;
+  /**
+   * The job state the event commits with (shared/design/cluster.md, "Under faults"): the event
+   * log applies it in the transaction that stores the event, or drops the event. Never served.
+   */
+  readonly guard?: JobGuard;
+}
+
+/**
+ * How a generation job ended: its final state, written with its exit or lost event. Times are
+ * ISO-8601 UTC; line counts are the job's stdout and stderr lines.
+ */
+export interface JobEnd {
+  /** `exited ok`, `exited failed` or `lost`. */
+  readonly state: string;
+  readonly endedAt: string;
+  readonly rc: number | null;
+  readonly signal: string | null;
+  readonly stdoutLines: number;
+  readonly stderrLines: number;
+  /** Why it ended: `exited`, `cancelled`, `shutdown`, `lost` or `spawn failed`. */
+  readonly exitReason: string;
+  /** For a failure, the tool's last stderr line. */
+  readonly exitDetail: string | null;
+}
+
+/**
+ * What an event about a job commits with, so that a job's state and its events never disagree
+ * (shared/design/cluster.md, "Under faults": a state change commits with its events; fencing).
+ *
+ * - With `end`: the job's final state is written in the transaction that stores the event, and
+ *   only over `running` (a job marked `lost` stays lost). When the job is no longer running, the
+ *   event is dropped: neither stored nor delivered.
+ * - Without `end` (a line or leftovers event), on PostgreSQL: the event is stored only while the
+ *   job is recorded `running`. A job another instance marked `lost` gets nothing more stored,
+ *   and the bus reports it fenced (Bus.onFenced). One instance on SQLite has nobody to fence it:
+ *   there such events are stored unchecked.
+ */
+export interface JobGuard {
+  /** The job's proposal id. */
+  readonly job: string;
+  readonly end?: JobEnd;
+  /** Told once the event was stored (true) or dropped (false); never when the bus closes with it unstored. Must not throw. */
+  readonly settled?: (stored: boolean) => void;
 }
 
 /**

@@ -100,7 +100,7 @@ export class SseHub {
         }
         byFilter.set(key, buf);
       }
-      if (buf.length > 0) client.receive(buf);
+      if (buf.length > 0) client.receive(buf, batch);
     }
   }
 
@@ -158,6 +158,12 @@ class SseClient {
   private held: Buffer[] = [];
   private heldBytes = 0;
   private closed = false;
+  /**
+   * Ids at or below this are never sent (0: no floor). Set when a client resumes from an id this
+   * instance has not delivered yet (cluster mode: another instance delivered further, or this
+   * one's head trails after an outage): the live events up to it are ones the client has.
+   */
+  private floor = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -176,6 +182,7 @@ class SseClient {
     res.write(`retry: ${this.options.retryMs}\n\n`);
     res.on('close', () => this.close('client'));
     if (sinceId === null || sinceId >= headId) {
+      if (sinceId !== null && sinceId > headId) this.floor = sinceId;
       this.goLive();
       return;
     }
@@ -216,8 +223,21 @@ class SseClient {
     if (held.length > 0) this.write(held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held));
   }
 
-  receive(frames: Buffer): void {
+  /** @param batch the stored rows `frames` were made of (this client's filter applied), ids ascending. */
+  receive(frames: Buffer, batch: readonly EventRow[]): void {
     if (this.closed) return;
+    if (this.floor > 0) {
+      // Rare (a resume ahead of this instance's head): the shared frames are cut for this client.
+      const floor = this.floor;
+      if ((batch[batch.length - 1] as EventRow).id <= floor) return;
+      this.floor = 0;
+      if ((batch[0] as EventRow).id <= floor) {
+        let text = '';
+        for (const r of batch) if (r.id > floor && passes(this.filter, r.severity, r.scope, r.proposalId ?? null)) text += frameOf(r);
+        if (text === '') return;
+        frames = Buffer.from(text, 'utf8');
+      }
+    }
     if (this.replaying) {
       this.held.push(frames);
       this.heldBytes += frames.length;

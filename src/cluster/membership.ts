@@ -5,18 +5,23 @@
  * survivor, and whose terminals are ended.
  *
  * - Heartbeat: every `heartbeatMs` (1 s) the instance moves its `heartbeat_at` and records its
- *   open streams.
+ *   open streams, under its epoch.
  * - Dead: an instance whose heartbeat is older than `timeoutMs`. Staleness is only judged
  *   while this instance has itself been connected for a whole timeout, so after a database
- *   outage every instance gets a full timeout to beat again before it can be judged.
- * - Exactly once: marking lost is one conditional UPDATE (`… WHERE state = 'running'`): of any
- *   number of survivors judging at once, each job is returned to exactly one, which publishes
- *   its `dispatch_cli lost pid=N` event.
+ *   outage every instance gets a full timeout to beat again before it can be judged. The judge
+ *   starts a new epoch of the dead instance's record.
+ * - Exactly once: each running job of a dead instance is marked `lost` with its
+ *   `dispatch_cli lost pid=N` event in one transaction, only over `running` (supervisor's
+ *   publishLost): of any number of survivors judging at once (and the dead instance's own
+ *   restart), one marks it, with one event.
+ * - Fencing: an instance that was only slow (paused, partitioned) finds at its next heartbeat
+ *   that its epoch moved on: it fences its jobs that were marked lost (kills their trees,
+ *   publishes nothing more for them) and registers again, under a new epoch.
  * - Listed: a dead instance stays in the list (`alive: false`) for an hour, then is pruned.
  */
 import type { Bus } from '../bus/bus-api.js';
 import type { InstanceRecord, StateStore } from '../state/state-store.js';
-import { lostJobEvent } from '../supervisor/index.js';
+import { publishLost } from '../supervisor/index.js';
 import { InstanceIdInUseError } from './errors.js';
 
 /** An instance as the system status lists it (cluster.md, Operations). */
@@ -41,6 +46,13 @@ export interface MembershipOptions {
   readonly onJudged?: (deadId: string, jobs: number, terminals: number) => void;
   /** Told when a heartbeat fails and when they work again (the log says so). */
   readonly onConnection?: (connected: boolean, err?: unknown) => void;
+  /**
+   * Called when this instance finds it was judged dead (its epoch moved on), before it registers
+   * again: fences its jobs marked lost meanwhile; resolves to how many it fenced.
+   */
+  readonly onFenced?: () => Promise<number>;
+  /** Told once this instance registered again after it was judged dead (the log says so). */
+  readonly onRejoined?: (fencedJobs: number) => void;
 }
 
 /** How long a dead instance stays listed, ms. */
@@ -52,8 +64,13 @@ export class Membership {
   /** Since when heartbeats succeed without a failure in between (ms), or null after a failure. */
   private connectedSince: number | null = null;
   private beating: Promise<void> | null = null;
+  private judging: Promise<void> | null = null;
   private readonly heartbeatMs: number;
   private readonly startedAt = new Date().toISOString();
+  /** This instance's epoch (a new one at each registration). */
+  private epoch = 0;
+  /** Set after a rejoin: the next heartbeat fences once more. */
+  private recheck = false;
 
   constructor(
     private readonly store: StateStore,
@@ -82,9 +99,20 @@ export class Membership {
       const after = await this.store.instances.get(this.opts.id);
       if (after && after.heartbeatAt !== before.heartbeatAt) throw new InstanceIdInUseError(this.opts.id, after.address);
     }
-    await this.store.instances.register({ id: this.opts.id, address: this.opts.address, version: this.opts.version, startedAt: this.startedAt });
+    await this.register();
     this.connectedSince = Date.now();
     return before?.startedAt ?? null;
+  }
+
+  /** Registers under a new epoch, with a heartbeat of now (not of the start: the join may have waited). */
+  private async register(): Promise<void> {
+    this.epoch = await this.store.instances.register({
+      id: this.opts.id,
+      address: this.opts.address,
+      version: this.opts.version,
+      startedAt: this.startedAt,
+      heartbeatAt: new Date().toISOString(),
+    });
   }
 
   /** Starts the heartbeat and the judgement of dead instances. */
@@ -100,9 +128,19 @@ export class Membership {
   private async beat(): Promise<void> {
     const now = Date.now();
     try {
-      const known = await this.store.instances.heartbeat(this.opts.id, new Date(now).toISOString(), this.opts.streamClients());
-      // Pruned while this instance could not beat (a long outage): recorded again.
-      if (!known) await this.store.instances.register({ id: this.opts.id, address: this.opts.address, version: this.opts.version, startedAt: this.startedAt });
+      const current = await this.store.instances.heartbeat(this.opts.id, new Date(now).toISOString(), this.opts.streamClients(), this.epoch);
+      if (!current) {
+        // Judged dead while it could not beat (paused, partitioned), or pruned after a long
+        // outage: what was marked lost meanwhile is fenced before this instance rejoins.
+        const fenced = (await this.opts.onFenced?.()) ?? 0;
+        await this.register();
+        // A judge that started its epoch just before may still be marking: looked at once more.
+        this.recheck = true;
+        this.opts.onRejoined?.(fenced);
+      } else if (this.recheck) {
+        this.recheck = false;
+        await this.opts.onFenced?.();
+      }
       if (this.connectedSince === null) {
         this.connectedSince = now;
         this.opts.onConnection?.(true);
@@ -113,18 +151,36 @@ export class Membership {
       return;
     }
     if (now - this.connectedSince < this.opts.timeoutMs) return;
-    await this.judge(now).catch(() => {});
+    // Judged beside the heartbeats: a slow judgement must not stop this instance's own.
+    this.judging ??= this.judge(now)
+      .catch(() => {})
+      .finally(() => {
+        this.judging = null;
+      });
   }
 
-  /** Marks the running jobs and terminals of every dead instance; prunes those dead for an hour. */
+  /**
+   * Marks the running jobs and terminals of every dead instance (a new epoch of its record
+   * first, so that it learns it was judged); prunes those dead for an hour.
+   */
   private async judge(now: number): Promise<void> {
     const endedAt = new Date(now).toISOString();
     for (const i of await this.store.instances.list()) {
       if (i.id === this.opts.id || now - Date.parse(i.heartbeatAt) <= this.opts.timeoutMs) continue;
-      const jobs = await this.store.jobs.markLost(i.id, endedAt);
-      for (const job of jobs) this.bus.publish(lostJobEvent(job, `instance ${i.id} stopped beating while job ${job.proposalId} ran (last heartbeat ${i.heartbeatAt})`));
+      const running = await this.store.jobs.running(i.id);
+      if (running.length === 0 && !(await this.store.terminals.list()).some((t) => t.instanceId === i.id && t.state === 'running')) continue;
+      // A new epoch first, so that the instance, if it was only paused, learns it was judged;
+      // unless it beat meanwhile: alive after all.
+      if (!(await this.store.instances.judge(i.id, i.heartbeatAt))) continue;
+      let jobs = 0;
+      for (const job of running) {
+        const counted = await this.store.jobs.lineCounts(job.proposalId);
+        const end = { state: 'lost', endedAt, rc: null, signal: null, ...counted, exitReason: 'lost', exitDetail: null };
+        const detail = `instance ${i.id} stopped beating while job ${job.proposalId} ran (last heartbeat ${i.heartbeatAt})`;
+        if (await publishLost(this.bus, job, end, detail)) jobs++;
+      }
       const terminals = await this.store.terminals.endAllOf(i.id, 'exited', endedAt);
-      if (jobs.length > 0 || terminals.length > 0) this.opts.onJudged?.(i.id, jobs.length, terminals.length);
+      if (jobs > 0 || terminals.length > 0) this.opts.onJudged?.(i.id, jobs, terminals.length);
     }
     await this.store.instances.prune(new Date(now - LISTED_DEAD_MS).toISOString());
   }
@@ -142,5 +198,6 @@ export class Membership {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.beating;
+    await this.judging;
   }
 }

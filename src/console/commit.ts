@@ -6,35 +6,10 @@
  */
 import type { EventBus, StagedEvents } from '../bus/bus.js';
 import { eventDraft } from '../bus/cluster-bus.js';
-import type { BusEvent, EventInput } from '../bus/event.js';
-import type { StateStore, StateTx } from '../state/state-store.js';
+import type { BusEvent } from '../bus/event.js';
+import type { StateCommitter, StateStore, StateWrite } from '../state/state-store.js';
 
-/** What a write returns: its result and the events to publish, in order. */
-export interface Written<T> {
-  readonly result: T;
-  readonly events: readonly EventInput[];
-}
-
-/** A write's database work, done through the repositories of its transaction. */
-export type StateWrite<T> = (tx: StateTx) => Promise<Written<T>>;
-
-/**
- * Commits console writes with their events, on one back end of the state store. The console's
- * services (src/console) go through it and never through the database themselves.
- */
-export interface StateCommitter {
-  /** The state store the writes go to (reads go to it directly). */
-  readonly store: StateStore;
-  /**
-   * Runs `write` in one transaction with its events stored in it, and delivers the events to
-   * stream clients only once the transaction committed: a commit that fails (disk full) leaves
-   * neither the state nor events that anyone saw.
-   * @returns the result and the published events (with their ids), in order.
-   * @throws whatever `write`, the event log or the commit throws; the transaction is then
-   *   rolled back and nothing is delivered.
-   */
-  commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }>;
-}
+export type { StateCommitter, StateWrite, Written } from '../state/state-store.js';
 
 /**
  * The committer of the embedded SQLite store: the events are stored by the bus
@@ -66,10 +41,12 @@ export class SqliteCommitter implements StateCommitter {
 }
 
 /**
- * The committer of the shared PostgreSQL store (cluster.md, Events): the write's events are
- * appended last in its transaction (the log's sequencer is held from the append to the commit),
- * so their ids are assigned in commit order across instances; once committed, the bus is woken
- * to deliver them, and `onCommitted` tells the other instances that console state changed.
+ * The committer of the shared PostgreSQL store (cluster.md, Events and "Under faults"): the
+ * write's events are appended by the transaction's last statement, sent with its COMMIT in one
+ * round trip (EventStore.appendOnCommit: the log's sequencer is never held while the database
+ * waits for this instance), so their ids are assigned in commit order across instances; once
+ * committed, the bus is woken to deliver them, and `onCommitted` tells the other instances that
+ * console state changed.
  */
 export class SharedCommitter implements StateCommitter {
   constructor(
@@ -81,11 +58,13 @@ export class SharedCommitter implements StateCommitter {
   async commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }> {
     const out = await this.store.transaction(async (tx) => {
       const w = await write(tx);
-      return { result: w.result, events: await tx.events.append(w.events.map(eventDraft)) };
+      return { result: w.result, appended: tx.events.appendOnCommit(w.events.map(eventDraft)) };
     });
+    // A console write's events carry no guard: none is dropped.
+    const events = (await out.appended).filter((e): e is BusEvent => e !== null);
     this.bus.wake();
     this.onCommitted();
-    return out;
+    return { result: out.result, events };
   }
 }
 

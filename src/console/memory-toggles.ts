@@ -4,34 +4,42 @@
  * each entry as `enabled`.
  */
 import type { MemoryToggleSource } from '../engine/store.js';
+import type { MemoryToggleRecord } from '../state/state-store.js';
 import { nowIso, type StateCommitter } from './commit.js';
 import { memoryToggleEvent } from './memory-toggle.js';
 
 export class MemoryToggles implements MemoryToggleSource {
   private changes = 0;
+  private readonly current = new Map<string, boolean>();
+  /** Each entry's row version: the mirror takes only newer rows (cluster.md, "Under faults"). */
+  private readonly versions = new Map<string, number>();
 
-  /** @param current the recorded toggles ({@link MemoryToggles.load}). */
-  private constructor(
-    private readonly state: StateCommitter,
-    private readonly current: Map<string, boolean>,
-  ) {}
+  private constructor(private readonly state: StateCommitter) {}
 
   /** Loads the recorded toggles. @throws the state store's errors. */
   static async load(state: StateCommitter): Promise<MemoryToggles> {
-    return new MemoryToggles(state, await state.store.memoryToggles.all());
+    const toggles = new MemoryToggles(state);
+    for (const r of await state.store.memoryToggles.list()) toggles.remember(r);
+    return toggles;
   }
 
   /**
    * Reads the toggles again (cluster mode: another instance recorded one); the version changes
-   * when they did. @throws the state store's errors (nothing is changed then).
+   * when they did. A row read before this instance's own newer commit is skipped: the mirror
+   * never moves backwards. @throws the state store's errors (nothing is changed then).
    */
   async reload(): Promise<void> {
-    const fresh = await this.state.store.memoryToggles.all();
-    const same = fresh.size === this.current.size && [...fresh].every(([id, on]) => this.current.get(id) === on);
-    if (same) return;
-    this.current.clear();
-    for (const [id, on] of fresh) this.current.set(id, on);
-    this.changes++;
+    let moved = false;
+    for (const r of await this.state.store.memoryToggles.list()) moved = this.remember(r) || moved;
+    if (moved) this.changes++;
+  }
+
+  /** Takes a committed row unless the mirror's is as new; @returns whether it did. */
+  private remember(r: MemoryToggleRecord): boolean {
+    if ((this.versions.get(r.entryId) ?? 0) >= r.version) return false;
+    this.versions.set(r.entryId, r.version);
+    this.current.set(r.entryId, r.on);
+    return true;
   }
 
   /** @inheritdoc Changes on every toggle. */
@@ -51,12 +59,11 @@ export class MemoryToggles implements MemoryToggleSource {
    */
   async toggle(t: { entryId: string; on: boolean; scope: string; extra?: Readonly<Record<string, unknown>> }): Promise<string> {
     const at = nowIso();
-    const { events } = await this.state.commit(async (tx) => {
-      await tx.memoryToggles.record({ entryId: t.entryId, on: t.on, scope: t.scope, extra: t.extra ?? {}, at });
-      return { result: undefined, events: [memoryToggleEvent(t.entryId, t.on, t.scope, t.extra)] };
+    const { result, events } = await this.state.commit(async (tx) => {
+      const row = await tx.memoryToggles.record({ entryId: t.entryId, on: t.on, scope: t.scope, extra: t.extra ?? {}, at });
+      return { result: row, events: [memoryToggleEvent(t.entryId, t.on, t.scope, t.extra)] };
     });
-    this.current.set(t.entryId, t.on);
-    this.changes++;
+    if (this.remember(result)) this.changes++;
     return (events[0] as { id: string }).id;
   }
 }

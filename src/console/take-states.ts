@@ -80,17 +80,10 @@ export class TakeStateBook implements TakeStateSource {
    * @throws the state store's errors (the mirror is then unchanged).
    */
   async reload(): Promise<void> {
-    const fresh = new Map<string, Map<string, TakeStateRecord>>();
-    for (const r of await this.state.store.takeStates.all()) {
-      let takes = fresh.get(r.projectId);
-      if (!takes) fresh.set(r.projectId, (takes = new Map()));
-      takes.set(r.takeId, r);
-    }
-    for (const projectId of new Set([...fresh.keys(), ...this.byProject.keys()])) {
-      if (!sameStates(fresh.get(projectId), this.byProject.get(projectId))) this.versions.set(projectId, this.version(projectId) + 1);
-    }
-    this.byProject.clear();
-    for (const [projectId, takes] of fresh) this.byProject.set(projectId, takes);
+    const moved = new Set<string>();
+    // A row read before this instance's own commit is older than the mirror's: it is skipped.
+    for (const r of await this.state.store.takeStates.all()) if (this.remember(r)) moved.add(r.projectId);
+    for (const projectId of moved) this.versions.set(projectId, this.version(projectId) + 1);
   }
 
   /** @inheritdoc Changes on every recorded action of the project. */
@@ -132,58 +125,54 @@ export class TakeStateBook implements TakeStateSource {
     }
     const at = nowIso();
     const out = evaluateTakeAction({ ...req, onDisk: file.onDisk });
+    const primary = req.action === 'marked_primary';
     const { result, events } = await this.state.commit(async (tx) => {
       await tx.takeStates.logAction({ ...req, severity: out.severity, onDisk: file.onDisk, extra: req.extra ?? {}, actedAt: at });
       const changed: TakeStateRecord[] = [];
+      let now: TakeState = NO_TAKE_STATE;
       if (out.fallback) {
         await this.fallbacks.raise(tx, out.fallback, at);
       } else if (file.onDisk) {
-        const before = this.stateOf(req.projectId, req.takeId);
+        // From the row as committed, locked until this commits: never from the mirror, which
+        // may trail another instance's action (cluster.md, "Under faults").
+        const row = await tx.takeStates.lock(req.projectId, req.takeId, file.shotId, primary, at);
+        const before: TakeState = { primary: row.primary, circled: row.circled, rejected: row.rejected };
         const after = nextTakeState(before, req.action);
-        const primary = req.action === 'marked_primary';
-        if (primary && file.shotId !== null) {
-          for (const other of await tx.takeStates.clearOtherPrimaries(req.projectId, file.shotId, req.takeId, at)) {
-            const s = this.byProject.get(req.projectId)?.get(other);
-            changed.push({ ...(s ?? { ...NO_TAKE_STATE, shotId: file.shotId }), projectId: req.projectId, takeId: other, primary: false });
-          }
-        }
+        now = after;
+        if (primary && file.shotId !== null) changed.push(...(await tx.takeStates.clearOtherPrimaries(req.projectId, file.shotId, req.takeId, at)));
         if (after !== before) {
           // Same rule as the repository: the file's shot wins only when marked primary.
-          const known = this.byProject.get(req.projectId)?.get(req.takeId)?.shotId ?? null;
-          const shotId = primary ? (file.shotId ?? known) : (known ?? file.shotId);
-          const record = { projectId: req.projectId, takeId: req.takeId, shotId, ...after };
-          await tx.takeStates.upsert(record, at);
-          changed.push(record);
-        }
+          const shotId = primary ? (file.shotId ?? row.shotId) : (row.shotId ?? file.shotId);
+          changed.push(await tx.takeStates.upsert({ projectId: req.projectId, takeId: req.takeId, shotId, ...after }, at));
+        } else changed.push(row);
       }
-      return { result: changed, events: [out.event] };
+      return { result: { changed, now }, events: [out.event] };
     });
-    // The mirror follows the database only once it committed.
-    for (const r of result) this.remember(r);
-    if (result.length > 0) this.versions.set(req.projectId, this.version(req.projectId) + 1);
+    // The mirror follows the database only once it committed, and never moves backwards.
+    let moved = false;
+    for (const r of result.changed) moved = this.remember(r) || moved;
+    if (moved) this.versions.set(req.projectId, this.version(req.projectId) + 1);
     return {
       takeId: req.takeId,
       action: req.action,
       severity: out.severity,
       onDisk: file.onDisk,
-      state: this.stateOf(req.projectId, req.takeId),
+      // What this action committed (the mirror may already hold a newer action's).
+      state: file.onDisk && !out.fallback ? result.now : this.stateOf(req.projectId, req.takeId),
       eventId: (events[0] as { id: string }).id,
     };
   }
 
-  private remember(r: TakeStateRecord): void {
+  /**
+   * Takes a committed row into the mirror unless the mirror's is as new (versions).
+   * @returns whether the mirror changed.
+   */
+  private remember(r: TakeStateRecord): boolean {
     let takes = this.byProject.get(r.projectId);
     if (!takes) this.byProject.set(r.projectId, (takes = new Map()));
+    const mine = takes.get(r.takeId);
+    if (mine !== undefined && (mine.version ?? 0) >= (r.version ?? 0)) return false;
     takes.set(r.takeId, r);
+    return true;
   }
-}
-
-/** Whether two projects' take states are the same. */
-function sameStates(a: ReadonlyMap<string, TakeStateRecord> | undefined, b: ReadonlyMap<string, TakeStateRecord> | undefined): boolean {
-  if ((a?.size ?? 0) !== (b?.size ?? 0)) return false;
-  for (const [takeId, x] of a ?? []) {
-    const y = b?.get(takeId);
-    if (!y || y.primary !== x.primary || y.circled !== x.circled || y.rejected !== x.rejected || y.shotId !== x.shotId) return false;
-  }
-  return true;
 }

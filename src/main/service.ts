@@ -116,6 +116,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
             onJudged: (dead, jobs, terminals) => log.warn({ instance: dead, jobs, terminals }, 'instance stopped beating: its running jobs were marked lost and its terminals ended'),
             onConnection: (connected, err) =>
               connected ? log.warn({ instance: instanceId }, 'state database reachable again') : log.error({ instance: instanceId, err: (err as Error | undefined)?.message }, 'state database unreachable: heartbeats fail'),
+            // Set once the supervisor exists (below), before the heartbeats start.
+            onFenced: () => supervisor.fenceJudged(),
+            onRejoined: (fenced) => log.error({ instance: instanceId, fencedJobs: fenced }, 'this instance was judged dead by another (it could not beat): its jobs marked lost were killed; it joined again'),
           })
         : null;
     const previousStart = membership ? await membership.join() : null;
@@ -126,7 +129,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
     const sweep = { maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs };
-    const supervisor = new Supervisor(bus, backend.store, procs, {
+    const supervisor = new Supervisor(bus, backend.committer, procs, {
       instanceId,
       reportInstance: clustered,
       dispatchCli: config.dispatchCli,
@@ -142,6 +145,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       backlogMax: clustered ? Math.min(config.events.backlogMax, config.cluster.heldEventsMax) : config.events.backlogMax,
     });
     metrics.observeSupervisor(supervisor);
+    supervisor.onFenced((job) => log.error({ job: summary(job) }, 'job marked lost by another instance while this one could not beat: its processes were killed, nothing more is published for it'));
     const recovering = supervisor.recoverLost(previousStart);
     // Settled here too, so a failure of the store's start-up does not leave it unhandled.
     recovering.catch(() => {});

@@ -8,7 +8,7 @@ import { ClusterBus } from '../bus/cluster-bus.js';
 import { SharedCommitter, WORKSPACE_REPORTS_KEPT } from '../console/index.js';
 import { EVENTS_CHANNEL } from '../state/pg/event-repo.js';
 import { PgListener } from '../state/pg/listener.js';
-import { openPgStateStore, redact, type PgStateStore } from '../state/pg/pg-state-store.js';
+import { openPgStateStore, redact, sessionBoundsFor, type PgStateStore } from '../state/pg/pg-state-store.js';
 import type { Config } from './config.js';
 import { outageCheck, type ReadinessCheck } from './readiness.js';
 import { CONSOLE_CHANNEL, storeStateLogger, type BackendHooks, type StateBackend } from './backend.js';
@@ -25,6 +25,7 @@ export async function openShared(config: Config, url: string, { metrics, log, in
     clicksPerProject: config.consoleState.clicksPerProject,
     clicksMaxTotal: config.consoleState.clicksMaxTotal,
     workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+    sessionBounds: sessionBoundsFor(config.cluster.instanceTimeoutMs),
     onPoolError: (err) => log.warn({ err: err.message }, 'a pooled connection to the state database failed: it is replaced'),
   });
   const where = { database: redact(url) };
@@ -67,7 +68,7 @@ export async function openShared(config: Config, url: string, { metrics, log, in
     db: null,
     shared: store,
     readiness: async () => outageCheck(bus) ?? (await pingCheck(store, where.database)),
-    status: () => ({ backend: 'postgres', url: where.database, listening: listener.connected }),
+    status: () => ({ backend: 'postgres', url: where.database, listening: listener.connected, sessionBounds: store.sessionBounds }),
     onConsoleChanged: (fn) => void consoleListeners.push(fn),
     listen: (channel, fn) => {
       channels[channel] = fn;

@@ -60,6 +60,7 @@ export class EventLog implements EventStore {
   readonly segmentSize: number;
   private readonly saveReservation;
   private readonly appendTx;
+  private readonly finishJob;
   private readonly selects = new Map<string, Statement<unknown[]>>();
 
   /**
@@ -86,8 +87,13 @@ export class EventLog implements EventStore {
     this.saveReservation = db.prepare(
       `INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
     );
-    this.appendTx = db.transaction((rows: readonly EventRow[]) => {
+    this.finishJob = db.prepare(
+      `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ?, exit_reason = ?, exit_detail = ?
+       WHERE proposal_id = ? AND state = 'running'`,
+    );
+    this.appendTx = db.transaction((all: readonly EventRow[]): readonly EventRow[] | null => {
       if (this.reservationUnsaved) this.saveReservation.run(String(this.reservedUpTo));
+      const rows = this.applyJobEnds(all);
       let i = 0;
       while (i < rows.length) {
         let seg = this.segments[this.segments.length - 1] as Segment;
@@ -97,6 +103,7 @@ export class EventLog implements EventStore {
         i += take;
       }
       this.applyRetention();
+      return rows === all ? null : rows;
     });
   }
 
@@ -126,6 +133,29 @@ export class EventLog implements EventStore {
     return this.openSegment(n);
   }
 
+
+  /**
+   * Writes the final state of each row that carries one (a job's exit or lost event, JobGuard),
+   * only over `running`, in the append's transaction: a job's state commits with its event. A
+   * row whose job is no longer running is dropped.
+   * @returns `rows` itself when none was dropped (the hot path allocates nothing), else the kept rows.
+   */
+  private applyJobEnds(rows: readonly EventRow[]): readonly EventRow[] {
+    let kept: EventRow[] | null = null;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as EventRow;
+      const g = r.guard;
+      if (g?.end !== undefined) {
+        const e = g.end;
+        if (this.finishJob.run(e.state, e.endedAt, e.rc, e.signal, e.stdoutLines, e.stderrLines, e.exitReason, e.exitDetail, g.job).changes === 0) {
+          kept ??= rows.slice(0, i);
+          continue;
+        }
+      }
+      kept?.push(r);
+    }
+    return kept ?? rows;
+  }
 
   /** Starts a new newest segment (inside the append transaction). */
   private rotate(): Segment {
@@ -245,22 +275,25 @@ export class EventLog implements EventStore {
   }
 
   /**
-   * Writes `rows` (ascending ids) in one transaction, then applies retention. When called
+   * Writes `rows` (ascending ids) in one transaction, with the job final states they carry
+   * (applyJobEnds), then applies retention. When called
    * inside a caller's transaction that later rolls back, what it did is undone but its
    * in-memory view of the segments is not: a write that fails re-reads the segments from the
    * database, and retries once when its segment table had vanished that way.
    */
-  append(rows: readonly EventRow[]): void {
-    if (rows.length === 0) return;
+  append(rows: readonly EventRow[]): readonly EventRow[] | null {
+    if (rows.length === 0) return null;
+    let kept: readonly EventRow[] | null;
     try {
-      this.appendTx(rows);
+      kept = this.appendTx(rows);
     } catch (err) {
       this.reload();
       if (!/no such table/i.test((err as Error).message)) throw err;
-      this.appendTx(rows);
+      kept = this.appendTx(rows);
     }
     // Stored with the rows (inside a caller's transaction, resync() undoes this on a rollback).
     this.reservationUnsaved = false;
+    return kept;
   }
 
   /**

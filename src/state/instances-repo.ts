@@ -30,27 +30,37 @@ export class InstancesRepo {
   private readonly getStmt;
   private readonly listStmt;
   private readonly pruneStmt;
+  private readonly epochBeatStmt;
+  private readonly judgeStmt;
 
   constructor(db: Db) {
-    this.registerStmt = db.prepare(
+    this.registerStmt = db.prepare<[string, string, string, string, string], { epoch: number }>(
       `INSERT INTO instances (id, address, version, started_at, heartbeat_at, stream_clients) VALUES (?, ?, ?, ?, ?, 0)
        ON CONFLICT (id) DO UPDATE SET address = excluded.address, version = excluded.version,
-         started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stream_clients = 0`,
+         started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stream_clients = 0, epoch = epoch + 1
+       RETURNING epoch`,
     );
     this.heartbeatStmt = db.prepare('UPDATE instances SET heartbeat_at = ?, stream_clients = ? WHERE id = ?');
+    this.epochBeatStmt = db.prepare('UPDATE instances SET heartbeat_at = ?, stream_clients = ? WHERE id = ? AND epoch = ?');
+    this.judgeStmt = db.prepare('UPDATE instances SET epoch = epoch + 1 WHERE id = ? AND heartbeat_at = ?');
     this.getStmt = db.prepare<[string], Row>('SELECT * FROM instances WHERE id = ?');
     this.listStmt = db.prepare<[], Row>('SELECT * FROM instances ORDER BY id');
     this.pruneStmt = db.prepare('DELETE FROM instances WHERE heartbeat_at < ?');
   }
 
-  /** Records an instance as started (its heartbeat is its start). */
-  register(i: Omit<InstanceRecord, 'heartbeatAt' | 'streamClients'>): void {
-    this.registerStmt.run(i.id, i.address, i.version, i.startedAt, i.startedAt);
+  /** Records an instance as started (its heartbeat `heartbeatAt`, default its start) under a new epoch; @returns the epoch. */
+  register(i: Omit<InstanceRecord, 'heartbeatAt' | 'streamClients'> & { readonly heartbeatAt?: string }): number {
+    return (this.registerStmt.get(i.id, i.address, i.version, i.startedAt, i.heartbeatAt ?? i.startedAt) as { epoch: number }).epoch;
   }
 
-  /** @returns false when the id is not registered. */
-  heartbeat(id: string, at: string, streamClients: number): boolean {
-    return this.heartbeatStmt.run(at, streamClients, id).changes === 1;
+  /** @returns false when the id is not registered, or (with `epoch`) registered under another epoch. */
+  heartbeat(id: string, at: string, streamClients: number, epoch?: number): boolean {
+    return (epoch === undefined ? this.heartbeatStmt.run(at, streamClients, id) : this.epochBeatStmt.run(at, streamClients, id, epoch)).changes === 1;
+  }
+
+  /** Starts a new epoch of an instance judged dead, when its heartbeat is still `heartbeatAt`; @returns whether it did. */
+  judge(id: string, heartbeatAt: string): boolean {
+    return this.judgeStmt.run(id, heartbeatAt).changes === 1;
   }
 
   get(id: string): InstanceRecord | undefined {

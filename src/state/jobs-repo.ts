@@ -2,6 +2,7 @@
  * Generation jobs in the state database: one row per accepted generation request
  * (issue: core slice, item 7), written at spawn and at exit.
  */
+import type { JobEnd } from '../bus/event.js';
 import type { Db } from './db.js';
 
 /** A job as stored and served by `GET /api/jobs`. Times are ISO-8601 UTC. */
@@ -28,16 +29,7 @@ export interface JobRecord {
 }
 
 /** How a job ended, as {@link JobsRepo.finish} stores it. */
-export interface JobEnd {
-  readonly state: string;
-  readonly endedAt: string;
-  readonly rc: number | null;
-  readonly signal: string | null;
-  readonly stdoutLines: number;
-  readonly stderrLines: number;
-  readonly exitReason: string;
-  readonly exitDetail: string | null;
-}
+export type { JobEnd } from '../bus/event.js';
 
 interface Row {
   proposal_id: string;

@@ -203,10 +203,13 @@ export class SqliteStateStore implements StateStore {
       },
       memoryToggles: {
         all: () => run(() => s.memory.all()),
+        list: () => run(() => s.memory.list()),
         record: (t) => run(() => s.memory.record(t)),
       },
       takeStates: {
         all: () => run(() => s.takes.all()),
+        // One writer at a time (the queue): the row read stays as read until the commit.
+        lock: (p, take, shot, _lockShot, at) => run(() => s.takes.lock(p, take, shot, at)),
         clearOtherPrimaries: (p, shot, keep, at) => run(() => s.takes.clearOtherPrimaries(p, shot, keep, at)),
         upsert: (st, at) => run(() => s.takes.upsert(st, at)),
         logAction: (a) => run(() => s.takes.logAction(a)),
@@ -257,6 +260,8 @@ export class SqliteStateStore implements StateStore {
       events: {
         retention: this.log.retention,
         append: (drafts) => run(() => this.appendEvents(drafts)),
+        // SQLite's transactions hold nothing another process waits for: the same as append.
+        appendOnCommit: (drafts) => run(() => this.appendEvents(drafts)),
         after: (sinceId, limit, filter, upTo) => run((): EventRow[] => this.log.after(sinceId, limit, filter, upTo)),
         newest: (limit, filter) => run(() => this.log.newest(limit, filter)),
         lastId: () => run(() => this.log.lastIssuedId),
@@ -264,7 +269,8 @@ export class SqliteStateStore implements StateStore {
       },
       instances: {
         register: (i) => run(() => s.instances.register(i)),
-        heartbeat: (id, at, streams) => run(() => s.instances.heartbeat(id, at, streams)),
+        heartbeat: (id, at, streams, epoch) => run(() => s.instances.heartbeat(id, at, streams, epoch)),
+        judge: (id, heartbeatAt) => run(() => s.instances.judge(id, heartbeatAt)),
         get: (id) => run(() => s.instances.get(id)),
         list: () => run(() => s.instances.list()),
         prune: (before) => run(() => s.instances.prune(before)),
@@ -280,7 +286,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   /** Ids from the event log (in the order of the queue, which is commit order), then one append. */
-  private appendEvents(drafts: readonly EventDraft[]): BusEvent[] {
+  private appendEvents(drafts: readonly EventDraft[]): (BusEvent | null)[] {
     if (drafts.length === 0) return [];
     const events: BusEvent[] = drafts.map((d) => ({
       id: String(this.log.takeId()),
@@ -292,7 +298,13 @@ export class SqliteStateStore implements StateStore {
       payload: d.payload,
     }));
     if (this.db.inTransaction) this.txEvents = true;
-    this.log.append(events.map((e, i) => ({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(drafts[i] as EventDraft), data: JSON.stringify(e) })));
-    return events;
+    const rows: EventRow[] = events.map((e, i) => {
+      const d = drafts[i] as EventDraft;
+      return { id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(d), data: JSON.stringify(e), ...(d.guard ? { guard: d.guard } : {}) };
+    });
+    const kept = this.log.append(rows);
+    if (kept === null) return events;
+    const stored = new Set(kept.map((r) => r.id));
+    return events.map((e) => (stored.has(Number(e.id)) ? e : null));
   }
 }

@@ -22,17 +22,18 @@
  * Not used by the service yet: the wiring is a later step of issue 13.
  */
 import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
-import type { BusEvent, EventFilter, Severity } from '../bus/event.js';
+import type { BusEvent, EventFilter, EventInput, JobEnd, Severity } from '../bus/event.js';
 import type { ClickRecord } from './clicks-repo.js';
 import type { DecisionRecord } from './decisions-repo.js';
 import type { EventRow } from './event-log.js';
 import type { JobRecord } from './jobs-repo.js';
+import type { MemoryToggleRecord } from './memory-toggles-repo.js';
 import type { ProposalRecord } from './proposals-repo.js';
 import type { RecentRecord, SelectionRecord } from './selection-repo.js';
 import type { TakeActionRecord, TakeStateRecord } from './take-state-repo.js';
 import type { PutOutcome, WorkspaceRecord, WorkspaceReport } from './workspace-repo.js';
 
-export type { ClickRecord, DecisionRecord, EventRow, JobRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
+export type { ClickRecord, DecisionRecord, EventRow, JobRecord, MemoryToggleRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
 export type { PutOutcome, WorkspaceRecord, WorkspaceReport };
 
 /** Which back end a store is. */
@@ -87,16 +88,30 @@ export interface MemoryToggleWrite {
 /** Memory toggles: the last per entry, and the log of all. */
 export interface MemoryToggleStore {
   all(): Promise<Map<string, boolean>>;
-  record(t: MemoryToggleWrite): Promise<void>;
+  /** The last toggle of every toggled entry, with its version (what a mirror compares). */
+  list(): Promise<MemoryToggleRecord[]>;
+  /** Records a toggle; resolves to the entry's row as it is now. */
+  record(t: MemoryToggleWrite): Promise<MemoryToggleRecord>;
 }
 
-/** Take states and the log of take actions (one primary per shot, kept by the database). */
+/**
+ * Take states and the log of take actions (one primary per shot, kept by the database). A take
+ * action is a read-modify-write in the database, in one transaction: {@link lock} the row as
+ * committed, compute its next state, write it (cluster.md, "Under faults": never from a mirror).
+ */
 export interface TakeStateStore {
   all(): Promise<TakeStateRecord[]>;
-  /** Clears `primary` on the shot's other takes; resolves to the take ids that lost it. */
-  clearOtherPrimaries(projectId: string, shotId: string, keepTakeId: string, at: string): Promise<string[]>;
-  /** Writes a take's state (the file's shot wins only when it is marked primary). */
-  upsert(s: TakeStateRecord, at: string): Promise<void>;
+  /**
+   * The take's state as committed, recorded now (all false, with `shotId`) when it had none, and
+   * locked until the transaction ends: a concurrent action on the take waits and then reads what
+   * this one wrote. With `lockShot`, the shot (`shotId`) is locked first, so two instances
+   * marking two takes of one shot primary at once are serialised (one primary, never a conflict).
+   */
+  lock(projectId: string, takeId: string, shotId: string | null, lockShot: boolean, at: string): Promise<TakeStateRecord>;
+  /** Clears `primary` on the shot's other takes; resolves to the rows that lost it, as they are now. */
+  clearOtherPrimaries(projectId: string, shotId: string, keepTakeId: string, at: string): Promise<TakeStateRecord[]>;
+  /** Writes a take's state (the file's shot wins only when it is marked primary); resolves to the row as it is now. */
+  upsert(s: TakeStateRecord, at: string): Promise<TakeStateRecord>;
   logAction(a: TakeActionRecord): Promise<void>;
 }
 
@@ -153,19 +168,8 @@ export interface StoredJob extends JobRecord {
 /** A job at spawn. */
 export type NewJob = Pick<StoredJob, 'proposalId' | 'projectId' | 'pid' | 'argv' | 'state' | 'startedAt' | 'instanceId'>;
 
-/** A job's end. */
-export interface JobFinish {
-  readonly state: string;
-  readonly endedAt: string;
-  readonly rc: number | null;
-  readonly signal: string | null;
-  readonly stdoutLines: number;
-  readonly stderrLines: number;
-  /** Why it ended (issue 14, item 2): exited, cancelled, shutdown, lost or spawn failed. */
-  readonly exitReason: string;
-  /** For a failure, the tool's last stderr line. */
-  readonly exitDetail: string | null;
-}
+/** A job's end (bus/event.ts JobEnd: the final state an exit or lost event commits with). */
+export type JobFinish = JobEnd;
 
 /** Generation jobs of every instance. */
 export interface JobStore {
@@ -206,12 +210,21 @@ export interface EventStore extends SharedEventLog {
   /** Newest events kept at least (CONSOLE_EVENT_RETENTION); at most a segment more are kept. */
   readonly retention: number;
   /**
-   * Stores events, assigning their ids; `data` is the event's JSON as served. Inside a
-   * transaction, the ids are the transaction's until it commits (on PostgreSQL, appending holds
-   * the sequencer until the commit: append a write's events last).
-   * @returns the events with their ids, in order.
+   * Stores events, assigning their ids, with the job states they carry (event.ts JobGuard: an
+   * event whose guard does not hold is dropped). Inside a transaction, the ids are the
+   * transaction's until it commits; on PostgreSQL the sequencer is then held until the commit,
+   * across the client's round trips: a write appends with {@link appendOnCommit} instead.
+   * @returns the events with their ids, in order; null for an event dropped by its guard.
    */
-  append(drafts: readonly EventDraft[]): Promise<BusEvent[]>;
+  append(drafts: readonly EventDraft[]): Promise<(BusEvent | null)[]>;
+  /**
+   * {@link append} as the last statement of the enclosing transaction, sent with its commit (on
+   * PostgreSQL, in one round trip: the sequencer is never held while the database waits for this
+   * instance). Resolves once the transaction committed; never await it inside the transaction.
+   * @returns the events with their ids, in order; null for an event dropped by its guard.
+   * @throws (rejects) the database's error when the transaction failed.
+   */
+  appendOnCommit(drafts: readonly EventDraft[]): Promise<(BusEvent | null)[]>;
 }
 
 /** One instance of a cluster (cluster.md, Operations). */
@@ -226,12 +239,26 @@ export interface InstanceRecord {
   readonly streamClients: number;
 }
 
-/** The instances and their heartbeats. */
+/**
+ * The instances and their heartbeats. Each record has an epoch (cluster.md, "Under faults":
+ * fencing): a new one at every registration and whenever another instance judges it dead, so a
+ * heartbeat under its old epoch tells a paused instance that it was judged.
+ */
 export interface InstanceStore {
-  /** Records an instance as started now (replacing an earlier record of the id); heartbeat = startedAt, no streams. */
-  register(i: Omit<InstanceRecord, 'heartbeatAt' | 'streamClients'>): Promise<void>;
-  /** Moves the heartbeat and records the instance's open streams; resolves false when the id is not registered. */
-  heartbeat(id: string, at: string, streamClients: number): Promise<boolean>;
+  /**
+   * Records an instance as started (replacing an earlier record of the id) under a new epoch; its
+   * heartbeat `heartbeatAt` (default: `startedAt`), no streams.
+   * @returns the epoch.
+   */
+  register(i: Omit<InstanceRecord, 'heartbeatAt' | 'streamClients'> & { readonly heartbeatAt?: string }): Promise<number>;
+  /**
+   * Moves the heartbeat and records the instance's open streams.
+   * @param epoch when given, only under this epoch.
+   * @returns false when the id is not registered, or not under `epoch` (it was judged dead).
+   */
+  heartbeat(id: string, at: string, streamClients: number, epoch?: number): Promise<boolean>;
+  /** Starts a new epoch of an instance judged dead, when its heartbeat is still `heartbeatAt`; resolves to whether it did. */
+  judge(id: string, heartbeatAt: string): Promise<boolean>;
   get(id: string): Promise<InstanceRecord | undefined>;
   /** By id. */
   list(): Promise<InstanceRecord[]>;
@@ -302,4 +329,32 @@ export interface StateStore extends StateRepos {
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T>;
   /** Closes the connections (the pool); pending calls finish first. */
   close(): Promise<void>;
+}
+
+/** What a write returns: its result and the events to publish, in order. */
+export interface Written<T> {
+  readonly result: T;
+  readonly events: readonly EventInput[];
+}
+
+/** A write's database work, done through the repositories of its transaction. */
+export type StateWrite<T> = (tx: StateTx) => Promise<Written<T>>;
+
+/**
+ * Commits a state change with its events, on one back end of the state store (cluster.md,
+ * "Under faults": a state change commits with its events). The console's services and the
+ * supervisor's job records go through it; the implementations are in src/console/commit.ts.
+ */
+export interface StateCommitter {
+  /** The state store the writes go to (reads go to it directly). */
+  readonly store: StateStore;
+  /**
+   * Runs `write` in one transaction with its events stored in it, and delivers the events to
+   * stream clients only once the transaction committed: a commit that fails (disk full) leaves
+   * neither the state nor events that anyone saw.
+   * @returns the result and the published events (with their ids), in order.
+   * @throws whatever `write`, the event log or the commit throws; the transaction is then
+   *   rolled back and nothing is delivered.
+   */
+  commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }>;
 }

@@ -12,4 +12,4 @@ export {
 } from './errors.js';
 export { transition, JOB_STATES, type JobStatus, type JobStateName, type JobTrigger } from './job-state.js';
 export { frameLines, LineTurns, type FramedLine } from './frame-lines.js';
-export { lostJobEvent } from './lost-jobs.js';
+export { lostJobEvent, publishLost } from './lost-jobs.js';

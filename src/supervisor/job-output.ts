@@ -33,6 +33,8 @@ export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, jo
   const { child } = job.proc;
   const max = options.lineMaxBytes;
   const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {
+    // Another instance marked the job lost: its tree is being killed; nothing more is published.
+    if (job.fenced) return;
     if (source === 'stdout') job.stdoutLines++;
     else {
       job.stderrLines++;
@@ -47,6 +49,8 @@ export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, jo
       payload: LINE_PAYLOAD,
       // The payload is fixed by the spec: the job is named for the proposalId filter (not served).
       proposalId: job.proposalId,
+      // Stored only while the job is recorded running (fencing, cluster mode).
+      guard: job.guard,
     });
     gate.check();
   };

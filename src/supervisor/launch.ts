@@ -2,11 +2,12 @@
  * Launching a generation job (spec: Generation, rules 1-3): the tool's argument list, the
  * spawn of `<node> <dispatch tool> …` as a managed process (from an argument array, without
  * a shell, in its own process group, marked with the job's id), and the record of the job
- * with its pending GenerationProposal in one transaction.
+ * with its pending GenerationProposal and its spawn event in one transaction.
  */
 import fs from 'node:fs';
+import type { EventInput } from '../bus/event.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
-import type { StateStore } from '../state/state-store.js';
+import type { StateCommitter, StateStore } from '../state/state-store.js';
 import { ProcessSpawnError, spawnManaged, type ManagedProcess, type ProcTable, type SweepBounds } from '../process/index.js';
 import { SpawnError, ToolMissingError } from './errors.js';
 import { JOB_ENV, jobMark, type RunningJob } from './running-job.js';
@@ -89,12 +90,13 @@ export function recordRefused(state: StateStore, instanceId: string, proposalId:
 }
 
 /**
- * Stores the job (state `running`, on `instanceId`) and its pending GenerationProposal in one
- * transaction.
- * @throws the state store's error; then neither is stored.
+ * Stores the job (state `running`, on `instanceId`), its pending GenerationProposal and its
+ * spawn event in one transaction (shared/design/cluster.md: a state change commits with its
+ * events); the event is delivered once committed.
+ * @throws the state store's error; then none of them is stored.
  */
-export async function recordLaunch(state: StateStore, instanceId: string, job: RunningJob, req: GenerationRequest): Promise<void> {
-  await state.transaction(async (tx) => {
+export async function recordLaunch(committer: StateCommitter, instanceId: string, job: RunningJob, req: GenerationRequest, spawned: EventInput): Promise<void> {
+  await committer.commit(async (tx) => {
     await tx.jobs.insert({ ...job.record(), state: 'running', instanceId });
     await tx.proposals.insertPending({
       id: job.proposalId,
@@ -110,6 +112,7 @@ export async function recordLaunch(state: StateStore, instanceId: string, job: R
       },
       createdAt: job.startedAt,
     });
+    return { result: undefined, events: [spawned] };
   });
 }
 

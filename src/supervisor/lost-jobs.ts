@@ -1,12 +1,13 @@
 /**
- * Start-up recovery of jobs a previous run left behind (README, "Generation jobs": `lost`;
- * issue 6, item 4): jobs the state store still records as running on this instance belong to
- * a run that died. Every process left of them is killed (their process groups, their trees, and every
- * process carrying their job mark, wherever it went, swept until none is left), and each is
- * marked `lost` with a failure event.
+ * Start-up recovery of jobs a previous run left behind (README, "Generation jobs": `lost`):
+ * jobs the state store still records as running on this instance belong to a run that died.
+ * Every process left of them is killed (their process groups, their trees, and every process
+ * carrying their job mark, wherever it went, swept until none is left), and each is marked
+ * `lost` with its failure event, in one transaction and only over `running`: of this start and
+ * another instance judging the same job (cluster mode), exactly one marks it, with one event.
  */
 import type { Bus } from '../bus/bus.js';
-import type { EventInput } from '../bus/event.js';
+import type { EventInput, JobEnd } from '../bus/event.js';
 import type { JobRecord } from '../state/jobs-repo.js';
 import type { JobStore } from '../state/state-store.js';
 import { sweepTree, type ProcTable, type SweepBounds } from '../process/index.js';
@@ -40,9 +41,8 @@ export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: B
       exitReason: 'lost',
       exitDetail: null,
     } as const;
-    await jobs.finish(rec.proposalId, end);
-    bus.publish(lostJobEvent(rec, `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`));
-    lost.push({ ...rec, ...end });
+    const marked = await publishLost(bus, rec, end, `the service stopped while job ${rec.proposalId} ran${killed > 0 ? `; ${killed} of its processes were killed` : ''}`);
+    if (marked) lost.push({ ...rec, ...end });
   }
   // Cluster mode: jobs another instance marked lost while this one was away may still run here.
   if (lostSince !== null) {
@@ -52,10 +52,15 @@ export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: B
 }
 
 /**
- * SIGKILLs what is left of a job of a previous run; returns the number of processes killed.
- * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
- * are. Its process group and the leader's tree are taken when they are still the job's.
+ * Publishes a job's `dispatch_cli lost pid=N` event with its final state `end` (state `lost`),
+ * both committed together and only over `running` (bus/event.ts JobGuard).
+ * @returns once stored: true when this call marked the job, false when it was no longer
+ *   running (another instance, or an earlier call, marked or ended it first).
  */
+export function publishLost(bus: Bus, rec: Pick<JobRecord, 'proposalId' | 'pid'>, end: JobEnd, detail: string): Promise<boolean> {
+  return new Promise((settled) => bus.publish({ ...lostJobEvent(rec, detail), guard: { job: rec.proposalId, end, settled } }));
+}
+
 /** The `dispatch_cli lost pid=N` failure event of a job marked lost (README, "Generation jobs"). */
 export function lostJobEvent(rec: Pick<JobRecord, 'proposalId' | 'pid'>, detail: string): EventInput {
   const { severity } = transition({ state: 'running' }, { kind: 'lost' });
@@ -68,6 +73,11 @@ export function lostJobEvent(rec: Pick<JobRecord, 'proposalId' | 'pid'>, detail:
   };
 }
 
+/**
+ * SIGKILLs what is left of a job of a previous run; returns the number of processes killed.
+ * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
+ * are. Its process group and the leader's tree are taken when they are still the job's.
+ */
 async function killLostJob(procs: ProcTable, sweep: SweepBounds, rec: JobRecord, boot: number | null): Promise<number> {
   if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
   const leader = rec.pid !== null && (await groupOfJob(procs, rec.pid, rec.argv)) ? rec.pid : null;

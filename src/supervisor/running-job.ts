@@ -2,6 +2,7 @@
  * A job while it runs (spec: States and transitions, "Generation job"): its managed process,
  * its state and its live line counts, and the record they make.
  */
+import type { JobGuard } from '../bus/event.js';
 import type { JobRecord } from '../state/jobs-repo.js';
 import type { ManagedProcess } from '../process/index.js';
 import type { ExitReason, JobStatus } from './job-state.js';
@@ -34,6 +35,13 @@ export class RunningJob {
   endedAt: string | null = null;
   /** Resolves once the exit is published (set when supervision starts). */
   finished: Promise<void> = Promise.resolve();
+  /**
+   * Set once the job was found marked `lost` by another instance (this one was judged dead):
+   * its tree is killed and nothing more is published for it (shared/design/cluster.md, fencing).
+   */
+  fenced = false;
+  /** The guard every event of the job carries (bus/event.ts JobGuard): one object for all its lines. */
+  readonly guard: JobGuard;
 
   constructor(
     readonly proposalId: string,
@@ -41,7 +49,9 @@ export class RunningJob {
     readonly argv: readonly string[],
     readonly startedAt: string,
     readonly proc: ManagedProcess,
-  ) {}
+  ) {
+    this.guard = Object.freeze({ job: proposalId });
+  }
 
   record(): JobRecord {
     const s = this.status;

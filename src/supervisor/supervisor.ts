@@ -2,19 +2,21 @@
  * The generation supervisor (spec: Generation; States and transitions, "Generation job").
  *
  * `start` spawns `<node> <dispatch tool> --project … [--shot …] [--model …] [--dry-run]`
- * as a managed process (launch.ts); frames stdout and stderr into line events
- * (job-output.ts); and publishes the exit once the process has exited, what its tree left
- * running was swept, and both pipes are drained, so a job's exit event always follows its
- * last line event. Final states the database refuses wait in final-states.ts; jobs of a
- * previous run are recovered by lost-jobs.ts.
+ * as a managed process (launch.ts), records it with its spawn event in one transaction; frames
+ * stdout and stderr into line events (job-output.ts); and publishes the exit once the process
+ * has exited, what its tree left running was swept, and both pipes are drained, so a job's exit
+ * event always follows its last line event. A job's final state commits with its exit event
+ * (bus/event.ts JobGuard), only over `running`: until the bus stored it (the database may be
+ * away), the record is served from memory. Jobs of a previous run are recovered by
+ * lost-jobs.ts. A job another instance marked lost (this one was judged dead while paused) is
+ * fenced: its tree killed, nothing more published for it (shared/design/cluster.md).
  */
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/jobs-repo.js';
-import type { StateStore } from '../state/state-store.js';
+import type { StateCommitter, StateStore } from '../state/state-store.js';
 import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
-import { FinalStates } from './final-states.js';
 import { LineTurns } from './frame-lines.js';
 import { JobPriority } from './job-priority.js';
 import { OutputGate } from './output-gate.js';
@@ -64,12 +66,18 @@ export type JobTransitionListener = (job: JobRecord, trigger: JobTrigger['kind']
  */
 export type JobLeftoversListener = (job: JobRecord, leftovers: SweepReport) => void;
 
+/** Called when a job of this instance was fenced: marked lost by another instance, its tree killed here. */
+export type JobFencedListener = (job: JobRecord) => void;
+
 export class Supervisor {
   private readonly running = new Map<string, RunningJob>();
   private readonly exitListeners: JobExitListener[] = [];
   private readonly transitionListeners: JobTransitionListener[] = [];
   private readonly leftoversListeners: JobLeftoversListener[] = [];
-  private readonly finalStates: FinalStates;
+  private readonly fencedListeners: JobFencedListener[] = [];
+  /** Jobs that ended and whose final state the bus has not stored yet (with their exit event): served from here. */
+  private readonly ending = new Map<string, JobRecord>();
+  private readonly state: StateStore;
   /** The per-turn line budget every job's pipes share (frame-lines.ts). */
   private readonly turns = new LineTurns();
   /** Lowers each job's CPU priority below the service's (issue 12). */
@@ -83,16 +91,20 @@ export class Supervisor {
   private startedTotal = 0;
   private finishedTotal = 0;
 
-  /** @param procs the process worker that scans and signals the jobs' trees. */
+  /**
+   * @param committer records a job with its spawn event in one transaction (its store serves the reads).
+   * @param procs the process worker that scans and signals the jobs' trees.
+   */
   constructor(
     private readonly bus: Bus,
-    private readonly state: StateStore,
+    private readonly committer: StateCommitter,
     private readonly procs: ProcTable,
     private readonly options: SupervisorOptions,
   ) {
-    this.finalStates = new FinalStates(state.jobs);
+    this.state = committer.store;
     this.priority = new JobPriority(procs, options.nice ?? 0);
     this.gate = new OutputGate(() => bus.backlog, options.backlogMax ?? Infinity);
+    bus.onFenced((proposalId) => this.fence(proposalId));
   }
 
   onExit(fn: JobExitListener): void {
@@ -105,6 +117,10 @@ export class Supervisor {
 
   onLeftovers(fn: JobLeftoversListener): void {
     this.leftoversListeners.push(fn);
+  }
+
+  onFenced(fn: JobFencedListener): void {
+    this.fencedListeners.push(fn);
   }
 
   /** Number of jobs currently running. */
@@ -164,7 +180,10 @@ export class Supervisor {
     }
     const { argv, proc } = launched;
     const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
-    const recording = recordLaunch(this.state, this.options.instanceId, job, req);
+    const { severity } = transition(null, { kind: 'accepted' });
+    // The job's record and its spawn event commit together: no job without its first event.
+    const spawned = { severity, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
+    const recording = recordLaunch(this.committer, this.options.instanceId, job, req, spawned);
     const settled = recording.then(
       () => {},
       () => {},
@@ -181,20 +200,16 @@ export class Supervisor {
     this.running.set(proposalId, job);
     this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered);
     this.startedTotal++;
-
-    const { severity } = transition(null, { kind: 'accepted' });
-    this.bus.publish({
-      severity,
-      scope: GENERATION_SCOPE,
-      summary: `dispatch_cli spawned pid=${job.proc.pid}`,
-      payload: { proposal_id: proposalId, argv },
-    });
     this.notifyTransition(job, 'accepted');
     job.finished = superviseOutput(this.bus, this.turns, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
     return job.record();
   }
 
   private finish(job: RunningJob, { rc, signal }: ExitFacts, leftovers: SweepReport): void {
+    const id = job.proposalId;
+    this.running.delete(id);
+    // Marked lost by another instance: its record says so, and nothing more is published.
+    if (job.fenced) return;
     const { next, severity } = transition(job.status, { kind: 'exit', rc, signal });
     job.status = next;
     job.endedAt = new Date().toISOString();
@@ -202,7 +217,7 @@ export class Supervisor {
     job.exitReason = job.stopReason ?? 'exited';
     job.exitDetail = next.state === 'exited failed' ? job.lastStderr : null;
     const rec = job.record();
-    this.finalStates.save(job.proposalId, rec, {
+    const end = {
       state: rec.state,
       endedAt: job.endedAt,
       rc,
@@ -211,22 +226,59 @@ export class Supervisor {
       stderrLines: job.stderrLines,
       exitReason: job.exitReason,
       exitDetail: job.exitDetail,
-    });
-    this.running.delete(job.proposalId);
+    };
+    this.ending.set(id, rec);
     if (++this.finishedTotal % PRUNE_EVERY === 0) {
       // A refused prune is caught up by the next one.
       this.state.jobs.prune(this.options.historySize).catch(() => {});
     }
     this.reportLeftovers(job, rec, leftovers);
+    // The final state commits with the exit event, after every line (the bus stores in order);
+    // held with it while the database refuses, and retried. Dropped (not stored) when the job
+    // is no longer running: another instance marked it lost meanwhile.
     this.bus.publish({
       severity,
       scope: GENERATION_SCOPE,
       summary: `dispatch_cli exited rc=${rc}`,
       detail: signal ? `terminated by ${signal}${job.stopReason ? ` (${job.stopReason})` : ''}` : null,
-      payload: { proposal_id: job.proposalId, rc },
+      payload: { proposal_id: id, rc },
+      guard: { job: id, end, settled: () => this.ending.delete(id) },
     });
     this.notifyTransition(job, 'exit');
     for (const fn of this.exitListeners) fn(rec);
+  }
+
+  /**
+   * Fences a job of this instance that another instance marked lost (the bus dropped one of its
+   * events, or {@link fenceJudged} found it): its tree is killed at once, and nothing more is
+   * published for it; its record stays as the judge wrote it.
+   */
+  private fence(proposalId: string): void {
+    const job = this.running.get(proposalId);
+    if (!job || job.fenced) return;
+    job.fenced = true;
+    job.stopReason ??= 'shutdown';
+    void job.proc.signalTree('SIGKILL');
+    const rec = job.record();
+    for (const fn of this.fencedListeners) fn(rec);
+  }
+
+  /**
+   * Cluster mode: this instance learnt it was judged dead (membership.ts): each of its running
+   * jobs that the database no longer records as running is fenced.
+   * @returns how many were.
+   * @throws the state store's error (the next heartbeat tries again).
+   */
+  async fenceJudged(): Promise<number> {
+    let n = 0;
+    for (const job of [...this.running.values()]) {
+      if (job.fenced) continue;
+      const stored = await this.state.jobs.get(job.proposalId);
+      if (stored !== undefined && stored.state === 'running') continue;
+      this.fence(job.proposalId);
+      n++;
+    }
+    return n;
   }
 
   /**
@@ -244,6 +296,7 @@ export class Supervisor {
       summary: `dispatch_cli leftovers survived: ${n}`,
       detail: describeLeftovers(leftovers),
       payload: { proposal_id: job.proposalId, left: n, passes: leftovers.passes },
+      guard: job.guard,
     });
   }
 
@@ -261,9 +314,10 @@ export class Supervisor {
     return stored && (this.live(proposalId) ?? this.served(stored));
   }
 
-  /** A job of this instance that is running, or ended with its final state not stored yet. */
+  /** A job of this instance that is running, or ended with its final state not stored yet (fenced ones are the judge's). */
   private live(proposalId: string): JobRecord | undefined {
-    const rec = this.running.get(proposalId)?.record() ?? this.finalStates.get(proposalId);
+    const job = this.running.get(proposalId);
+    const rec = (job !== undefined && !job.fenced ? job.record() : undefined) ?? this.ending.get(proposalId);
     if (!rec || !this.options.reportInstance) return rec;
     const withInstance: JobRecord & { instanceId: string } = { ...rec, instanceId: this.options.instanceId };
     return withInstance;
@@ -291,7 +345,7 @@ export class Supervisor {
 
   /** Running jobs with live figures. */
   runningJobs(): JobRecord[] {
-    return [...this.running.values()].map((j) => j.record());
+    return [...this.running.values()].filter((j) => !j.fenced).map((j) => j.record());
   }
 
   /**
@@ -302,7 +356,7 @@ export class Supervisor {
   async cancel(proposalId: string): Promise<JobRecord> {
     const job = this.running.get(proposalId);
     if (!job) {
-      const stored = this.finalStates.get(proposalId) ?? (await this.state.jobs.get(proposalId));
+      const stored = this.ending.get(proposalId) ?? (await this.state.jobs.get(proposalId));
       if (!stored) throw new UnknownJobError(proposalId);
       throw new JobNotRunningError(withoutOwner(stored));
     }
@@ -331,10 +385,9 @@ export class Supervisor {
       job.stopReason ??= 'shutdown';
       job.proc.stop(graceMs);
     }
+    // Their exit events, with the final states, are stored by the bus's close: those the
+    // database still refuses then stay `running` in it, and the next start marks them lost.
     await Promise.all(jobs.map((j) => j.finished));
-    // A last try for final states the database refused; those it still refuses stay `running`
-    // in it, and the next start marks them lost.
-    await this.finalStates.flush();
   }
 
   /**
@@ -344,6 +397,11 @@ export class Supervisor {
    */
   recoverLost(lostSince: string | null = null): Promise<JobRecord[]> {
     return recoverLostJobs(this.state.jobs, this.options.instanceId, this.bus, this.procs, this.options.sweep, lostSince);
+  }
+
+  /** Jobs whose final state waits in the bus with their exit event (the database refuses it now). */
+  get unsavedFinalStates(): number {
+    return this.ending.size;
   }
 }
 

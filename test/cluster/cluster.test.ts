@@ -6,109 +6,29 @@
  * raced by two instances is recorded once; a dead instance's running job is marked lost once,
  * by one survivor; a second process under a live instance's id is refused.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
+import { alive, json, post, publish, startCluster, type Cluster } from '../helpers/cluster.js';
 import { startNginx } from '../helpers/nginx.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { fixture, SAMPLE_STORE } from '../helpers/service.js';
-import { failedStart, startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
-import { SseClient } from '../helpers/sse.js';
+import { fixture } from '../helpers/service.js';
+import { failedStart, type ServiceProcess } from '../helpers/service-process.js';
 
-let pgServer: TestPostgres;
-let url: string;
-let tmp: string;
-let store: string;
-const instances: ServiceProcess[] = [];
-const streams: SseClient[] = [];
-/** Process groups of jobs whose instance was killed: ended after the tests. */
-const leftovers: number[] = [];
-
-/** Environment of instance `id` on the shared database and store. */
-function envOf(id: string, extra: Record<string, string> = {}): Record<string, string> {
-  const stateDir = path.join(tmp, `state-${id}`);
-  fs.mkdirSync(stateDir, { recursive: true });
-  return {
-    CONSOLE_DATABASE_URL: url,
-    CONSOLE_INSTANCE_ID: id,
-    CONSOLE_INSTANCE_TIMEOUT_MS: '2000',
-    CONSOLE_DATA_DIR: store,
-    CONSOLE_STATE_DIR: stateDir,
-    DISPATCH_CLI: fixture('forever.mjs'),
-    CONSOLE_KILL_GRACE_MS: '300',
-    ...extra,
-  };
-}
-
-async function start(id: string, extra: Record<string, string> = {}): Promise<ServiceProcess> {
-  const p = await startServiceProcess({ env: envOf(id, extra) });
-  instances.push(p);
-  return p;
-}
-
-function stream(p: ServiceProcess, headers: Record<string, string> = {}): SseClient {
-  const c = new SseClient(`${p.url}/api/events/stream`, headers);
-  streams.push(c);
-  return c;
-}
-
-async function json<T>(res: Promise<Response>): Promise<T> {
-  const r = await res;
-  const body = (await r.json()) as T;
-  if (!r.ok) throw new Error(`${r.status}: ${JSON.stringify(body)}`);
-  return body;
-}
-
-const post = (p: ServiceProcess, route: string, body: unknown) =>
-  fetch(`${p.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-
-/** Publishes through the loopback-only internal bus route; resolves to the event id. */
-async function publish(p: ServiceProcess, summary: string): Promise<string> {
-  return (await json<{ id: string }>(post(p, '/api/internal/bus', { severity: 'info', scope: 'test/cluster', summary }))).id;
-}
-
-/** Whether a process exists (a zombie counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
+let cluster: Cluster;
+const start = (id: string, extra: Record<string, string> = {}) => cluster.start(id, extra);
+const stream = (p: Pick<ServiceProcess, 'url'>, headers: Record<string, string> = {}) => cluster.stream(p, headers);
 
 let a: ServiceProcess;
 let b: ServiceProcess;
 let c: ServiceProcess;
 
 beforeAll(async () => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-'));
-  store = path.join(tmp, 'store');
-  fs.cpSync(SAMPLE_STORE, store, { recursive: true });
-  pgServer = await startPostgres();
-  url = await pgServer.freshDatabase();
+  cluster = await startCluster();
   // Started together: the migrations run under the advisory lock, once.
   [a, b, c] = await Promise.all([start('a'), start('b'), start('c')]);
 }, 120_000);
 
 afterAll(async () => {
-  for (const s of streams) s.close();
-  await Promise.all(instances.map((p) => p.stop()));
-  for (const pgid of leftovers) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
-  await pgServer?.stop();
-  fs.rmSync(tmp, { recursive: true, force: true });
+  await cluster?.stop();
 }, 120_000);
 
 describe('three instances on one PostgreSQL', () => {
@@ -236,9 +156,9 @@ describe('three instances on one PostgreSQL', () => {
   });
 
   it('stops start-up on a refused login, naming CONSOLE_DATABASE_URL without its password', async () => {
-    const wrong = new URL(url);
+    const wrong = new URL(cluster.url);
     wrong.password = 'not-the-password';
-    const r = await failedStart({ env: envOf('x', { CONSOLE_DATABASE_URL: wrong.toString(), CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: '2000' }) });
+    const r = await failedStart({ env: cluster.envOf('x', { CONSOLE_DATABASE_URL: wrong.toString(), CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: '2000' }) });
     expect(r.code).not.toBe(0);
     expect(r.listened).toBe(false);
     expect(r.stderr).toMatch(/CONSOLE_DATABASE_URL=postgres:\/\/postgres:\*\*\*@/);
@@ -246,7 +166,7 @@ describe('three instances on one PostgreSQL', () => {
   });
 
   it('refuses a second process under a live instance’s id, naming CONSOLE_INSTANCE_ID', async () => {
-    const r = await failedStart({ env: envOf('a') });
+    const r = await failedStart({ env: cluster.envOf('a') });
     expect(r.code).not.toBe(0);
     expect(r.listened).toBe(false);
     expect(r.stderr).toMatch(/CONSOLE_INSTANCE_ID/);
@@ -275,7 +195,7 @@ describe('three instances on one PostgreSQL', () => {
     const jobOnA = await json<{ state: string; pid: number; instanceId: string }>(fetch(`${a.url}/api/jobs/${proposalId}`));
     expect(jobOnA).toMatchObject({ state: 'running', instanceId: 'e' });
     // The job's process group outlives its killed instance (until that instance starts again).
-    leftovers.push(jobOnA.pid);
+    cluster.leftovers.push(jobOnA.pid);
     e.child.kill('SIGKILL');
     await e.exited;
     const lost = await waitFor(async () => {
@@ -299,7 +219,7 @@ describe('three instances on one PostgreSQL', () => {
     const x = await start('x1');
     const { proposalId } = await json<{ proposalId: string }>(post(x, '/api/proposals/generate', { project: 'harbor-lights' }));
     await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((e) => e.summary.startsWith('ready ')) ? true : undefined), 'the job running');
-    leftovers.push((await json<{ pid: number }>(fetch(`${a.url}/api/jobs/${proposalId}`))).pid);
+    cluster.leftovers.push((await json<{ pid: number }>(fetch(`${a.url}/api/jobs/${proposalId}`))).pid);
     x.child.kill('SIGSTOP');
     try {
       const r = await post(a, `/api/jobs/${proposalId}/cancel`, {});
@@ -366,7 +286,7 @@ describe('three instances on one PostgreSQL', () => {
       }
     });
     await waitFor(() => (acknowledged.length >= 5 ? true : undefined), 'writes before the outage');
-    await pgServer.pause();
+    await cluster.pg.pause();
     try {
       const refused = await fetch(`${a.url}/api/proposals`);
       expect(refused.status).toBe(503);
@@ -384,7 +304,7 @@ describe('three instances on one PostgreSQL', () => {
       // The job goes on printing meanwhile: its lines are held by its instance.
       await new Promise((r) => setTimeout(r, 1000));
     } finally {
-      await pgServer.resume();
+      await cluster.pg.resume();
     }
     await waitFor(async () => ((await fetch(`${a.url}/api/ready`)).status === 200 ? true : undefined), 'readiness back');
     const before = acknowledged.length;

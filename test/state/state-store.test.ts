@@ -48,7 +48,7 @@ function barrier(n: number): () => Promise<void> {
   };
 }
 
-const ids = (rows: readonly { id: number | string }[]) => rows.map((r) => Number(r.id));
+const ids = (rows: readonly ({ id: number | string } | null)[]) => rows.map((r) => Number(r?.id));
 
 const pg = postgresBackend();
 const backends: Backend[] = [sqliteBackend(), pg];
@@ -100,13 +100,18 @@ describe.each(backends)('state store on $name', (backend) => {
     await s.memoryToggles.record({ entryId: 'e2', on: true, scope: 'engine/memory', extra: {}, at: T(3) });
     expect(await s.memoryToggles.all()).toEqual(new Map([['e1', false], ['e2', true]]));
     expect(await db.count('memory_toggle_log')).toBe(3);
+    // Each write of an entry's row moves its version (what a mirror compares).
+    expect((await s.memoryToggles.list()).sort((x, y) => x.entryId.localeCompare(y.entryId))).toEqual([
+      { entryId: 'e1', on: false, version: 2 },
+      { entryId: 'e2', on: true, version: 1 },
+    ]);
 
     const base = { projectId: 'p1', circled: false, rejected: false };
     await s.takeStates.upsert({ ...base, takeId: 't1', shotId: 's1', primary: true }, T(1));
     await s.takeStates.upsert({ ...base, takeId: 't2', shotId: 's1', primary: false, circled: true }, T(2));
     // One primary per shot, kept by the database.
     await expect(s.takeStates.upsert({ ...base, takeId: 't2', shotId: 's1', primary: true, circled: true }, T(3))).rejects.toThrow();
-    expect(await s.takeStates.clearOtherPrimaries('p1', 's1', 't2', T(3))).toEqual(['t1']);
+    expect((await s.takeStates.clearOtherPrimaries('p1', 's1', 't2', T(3))).map((r) => [r.takeId, r.primary, r.version])).toEqual([['t1', false, 2]]);
     expect(await s.takeStates.clearOtherPrimaries('p1', 's1', 't2', T(3))).toEqual([]);
     await s.takeStates.upsert({ ...base, takeId: 't2', shotId: 's1', primary: true, circled: true }, T(3));
     // A take keeps its first shot unless marked primary, when the file's shot wins.
@@ -115,10 +120,13 @@ describe.each(backends)('state store on $name', (backend) => {
     await s.takeStates.upsert({ ...base, takeId: 't3', shotId: 's3', primary: true }, T(5));
     const all = (await s.takeStates.all()).sort((x, y) => x.takeId.localeCompare(y.takeId));
     expect(all).toEqual([
-      { ...base, takeId: 't1', shotId: 's1', primary: false, rejected: true },
-      { ...base, takeId: 't2', shotId: 's1', primary: true, circled: true },
-      { ...base, takeId: 't3', shotId: 's3', primary: true },
+      { ...base, takeId: 't1', shotId: 's1', primary: false, rejected: true, version: 3 },
+      { ...base, takeId: 't2', shotId: 's1', primary: true, circled: true, version: 2 },
+      { ...base, takeId: 't3', shotId: 's3', primary: true, version: 2 },
     ]);
+    // lock: the row as committed, a blank one recorded first for a take that has none.
+    expect(await s.transaction((tx) => tx.takeStates.lock('p1', 't2', 's1', true, T(6)))).toEqual({ ...base, takeId: 't2', shotId: 's1', primary: true, circled: true, version: 2 });
+    expect(await s.transaction((tx) => tx.takeStates.lock('p1', 't4', 's4', false, T(6)))).toEqual({ ...base, takeId: 't4', shotId: 's4', primary: false, version: 1 });
     await s.takeStates.logAction({ projectId: 'p1', takeId: 't2', action: 'marked_primary', severity: 'success', onDisk: true, scope: 'engine', extra: {}, actedAt: T(3) });
     expect(await db.count('take_actions')).toBe(1);
   });
@@ -411,6 +419,46 @@ describe.each(backends)('state store on $name', (backend) => {
     expect(await b.jobs.running('dead')).toEqual([]);
     expect(ids2p(await b.jobs.running())).toEqual(['gen_alive']);
     expect(await a.jobs.countsByState()).toEqual({ lost: 6, running: 1 });
+  });
+
+  it('a job’s final state commits with its event, only over running; an event whose job ended is dropped', async () => {
+    const s = await db.open();
+    await s.jobs.insert(job('gen_ok', 'a', 1));
+    await s.jobs.insert(job('gen_gone', 'a', 2));
+    const end = (state: string, endedAt: string) => ({ state, endedAt, rc: state === 'lost' ? null : 0, signal: null, stdoutLines: 3, stderrLines: 1, exitReason: state === 'lost' ? 'lost' : 'exited', exitDetail: null });
+    // gen_gone ended already (marked lost by another instance): its exit must not overwrite that.
+    const [lost] = await s.events.append([{ ...draft(1, 'failure', 'engine/generation'), guard: { job: 'gen_gone', end: end('lost', T(3)) } }]);
+    expect(lost).not.toBeNull();
+    expect((await s.jobs.get('gen_gone'))?.state).toBe('lost');
+    const made = await s.events.append([
+      { ...draft(2, 'info', 'engine/generation'), guard: { job: 'gen_ok' } },
+      { ...draft(3, 'success', 'engine/generation'), guard: { job: 'gen_ok', end: end('exited ok', T(4)) } },
+      { ...draft(4, 'success', 'engine/generation'), guard: { job: 'gen_gone', end: end('exited ok', T(4)) } },
+      draft(5),
+    ]);
+    expect(made.map((e) => e === null)).toEqual([false, false, true, false]);
+    expect(await s.jobs.get('gen_ok')).toEqual(expect.objectContaining({ state: 'exited ok', endedAt: T(4), rc: 0, stdoutLines: 3, stderrLines: 1, exitReason: 'exited' }));
+    expect(await s.jobs.get('gen_gone')).toEqual(expect.objectContaining({ state: 'lost', endedAt: T(3), exitReason: 'lost' }));
+    // Stored as returned: the dropped one is nowhere.
+    expect(ids(await s.events.after(0, 10, NO_FILTER))).toEqual(ids([lost!, ...made.filter((e) => e !== null)]));
+    // A job's line after it was marked lost: dropped on PostgreSQL (fencing); one instance on
+    // SQLite has nobody to fence it, and stores what its own supervisor publishes.
+    const [late] = await s.events.append([{ ...draft(6, 'info', 'engine/generation'), guard: { job: 'gen_gone' } }]);
+    expect(late === null).toBe(backend.name === 'postgres');
+  });
+
+  it('lost once with its event: a judge and a restart marking one job at once store one lost event', async () => {
+    const a = await db.open();
+    const b = await db.open();
+    for (let i = 0; i < 5; i++) await a.jobs.insert(job(`gen_r${i}`, 'dead', i));
+    const lostEnd = { state: 'lost', endedAt: T(20), rc: null, signal: null, stdoutLines: 0, stderrLines: 0, exitReason: 'lost', exitDetail: null };
+    const mark = (s: StateStore, tag: string) =>
+      Promise.all(Array.from({ length: 5 }, (_, i) => s.events.append([{ ...draft(i, 'failure', 'engine/generation'), summary: `lost by ${tag}`, guard: { job: `gen_r${i}`, end: lostEnd } }])));
+    const [byA, byB] = await Promise.all([mark(a, 'a'), mark(b, 'b')]);
+    const stored = [...byA, ...byB].flat().filter((e) => e !== null);
+    expect(stored).toHaveLength(5);
+    expect(await a.jobs.countsByState()).toEqual({ lost: 5 });
+    expect(await b.events.count()).toBe(5);
   });
 
   it('migrations: two instances starting together on a new database both start, with one schema', async () => {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
+import { SqliteCommitter } from '../../src/console/commit.js';
 import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
 import { WORKER_FILES } from '../../src/main/paths.js';
 import { ProcTable } from '../../src/process/index.js';
@@ -48,7 +49,7 @@ afterAll(async () => {
 const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
 
 function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[3]> = {}): Supervisor {
-  return new Supervisor(bus, state, procs, {
+  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, {
     instanceId: 'local',
     dispatchCli: tool,
     childEnv: { PATH: process.env.PATH ?? '' },

@@ -124,7 +124,18 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
           database: z
             .union([
               z.object({ backend: z.literal('sqlite'), file: z.string(), binding: z.string(), checkpointFailures: z.number().int(), ...Reachable }),
-              z.object({ backend: z.literal('postgres'), url: z.string(), listening: z.boolean(), ...Reachable }),
+              z.object({
+                backend: z.literal('postgres'),
+                url: z.string(),
+                listening: z.boolean(),
+                sessionBounds: z
+                  .object({ lockTimeoutMs: z.number().int(), idleInTransactionTimeoutMs: z.number().int(), statementTimeoutMs: z.number().int() })
+                  .meta({
+                    description:
+                      'What every pooled session sets, from CONSOLE_INSTANCE_TIMEOUT_MS: `lock_timeout` and `idle_in_transaction_session_timeout` half of it, at least 1 s (a frozen peer holding a lock costs the others at most that), `statement_timeout` three times it, at least 30 s (a runaway statement).',
+                  }),
+                ...Reachable,
+              }),
             ])
             .meta({
               description:

@@ -43,7 +43,11 @@ export function takeRoutes(api: Api, { console: state }: AppDeps): void {
             action: z.string(),
             severity: Severity,
             onDisk: z.boolean(),
-            state: TakeStateSchema.meta({ description: 'The take’s recorded state after the action.' }),
+            state: TakeStateSchema.meta({ description: 'The take’s recorded state after this action, committed with it (another action may have followed it since).' }),
+            eventId: z
+              .string()
+              .regex(/^\d+$/)
+              .meta({ description: 'The id of the action’s event: the take’s actions replayed in event-id order give its recorded state.' }),
           })
           .meta({ id: 'TakeActionAnswer' }),
       },
@@ -64,7 +68,7 @@ export function takeRoutes(api: Api, { console: state }: AppDeps): void {
         ...(body.severity ? { severity: body.severity } : {}),
         ...(body.extra ? { extra: body.extra } : {}),
       });
-      res.json({ ok: true, takeId, action: r.action, severity: r.severity, onDisk: r.onDisk, state: r.state });
+      res.json({ ok: true, takeId, action: r.action, severity: r.severity, onDisk: r.onDisk, state: r.state, eventId: r.eventId });
     },
   });
 }

@@ -132,13 +132,22 @@ export function pgMemoryToggles(x: Exec): MemoryToggleStore {
   return {
     all: async () =>
       new Map((await x.q<{ entry_id: string; enabled: boolean }>('SELECT entry_id, enabled FROM memory_toggles')).rows.map((r) => [r.entry_id, r.enabled])),
+    list: async () =>
+      (await x.q<{ entry_id: string; enabled: boolean; version: number }>('SELECT entry_id, enabled, version FROM memory_toggles')).rows.map((r) => ({
+        entryId: r.entry_id,
+        on: r.enabled,
+        version: r.version,
+      })),
     record: (t) =>
       x.atomic(async (y) => {
-        await y.q(
-          `INSERT INTO memory_toggles (entry_id, enabled, updated_at) VALUES ($1, $2, $3)
-           ON CONFLICT (entry_id) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at`,
-          [t.entryId, t.on, t.at],
-        );
+        const { version } = (
+          await y.q<{ version: number }>(
+            `INSERT INTO memory_toggles (entry_id, enabled, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (entry_id) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at, version = memory_toggles.version + 1
+             RETURNING version`,
+            [t.entryId, t.on, t.at],
+          )
+        ).rows[0] as { version: number };
         await y.q('INSERT INTO memory_toggle_log (entry_id, enabled, scope, extra, toggled_at) VALUES ($1, $2, $3, $4, $5)', [
           t.entryId,
           t.on,
@@ -146,6 +155,7 @@ export function pgMemoryToggles(x: Exec): MemoryToggleStore {
           JSON.stringify(t.extra),
           t.at,
         ]);
+        return { entryId: t.entryId, on: t.on, version };
       }),
   };
 }
@@ -157,35 +167,66 @@ interface TakeRow {
   is_primary: boolean;
   circled: boolean;
   rejected: boolean;
+  version: number;
 }
 
-/** Take states and the action log on PostgreSQL. */
+const TAKE_COLS = 'project_id, take_id, shot_id, is_primary, circled, rejected, version';
+
+const takeFromRow = (r: TakeRow): TakeStateRecord => ({
+  projectId: r.project_id,
+  takeId: r.take_id,
+  shotId: r.shot_id,
+  primary: r.is_primary,
+  circled: r.circled,
+  rejected: r.rejected,
+  version: r.version,
+});
+
+/**
+ * Take states and the action log on PostgreSQL. An action reads its take's row `FOR UPDATE`
+ * (after recording a blank one when there is none, so that there is a row to lock), so two
+ * instances acting on one take at once are serialised and the second reads what the first wrote;
+ * marking primary first takes a transaction-scoped advisory lock on the shot, so two instances
+ * marking two takes of one shot primary at once cannot both find no other primary (the unique
+ * index would then refuse one).
+ */
 export function pgTakeStates(x: Exec): TakeStateStore {
   return {
-    all: async () =>
-      (await x.q<TakeRow>('SELECT project_id, take_id, shot_id, is_primary, circled, rejected FROM take_states')).rows.map(
-        (r): TakeStateRecord => ({ projectId: r.project_id, takeId: r.take_id, shotId: r.shot_id, primary: r.is_primary, circled: r.circled, rejected: r.rejected }),
-      ),
+    all: async () => (await x.q<TakeRow>(`SELECT ${TAKE_COLS} FROM take_states`)).rows.map(takeFromRow),
+    lock: async (projectId, takeId, shotId, lockShot, at) => {
+      // hashtextextended's 64 bits: two shots sharing a lock only wait for each other.
+      if (lockShot && shotId !== null) await x.q(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [JSON.stringify(['take-shot', projectId, shotId])]);
+      await x.q(
+        `INSERT INTO take_states (project_id, take_id, shot_id, is_primary, circled, rejected, updated_at) VALUES ($1, $2, $3, false, false, false, $4)
+         ON CONFLICT (project_id, take_id) DO NOTHING`,
+        [projectId, takeId, shotId, at],
+      );
+      return takeFromRow((await x.q<TakeRow>(`SELECT ${TAKE_COLS} FROM take_states WHERE project_id = $1 AND take_id = $2 FOR UPDATE`, [projectId, takeId])).rows[0] as TakeRow);
+    },
     clearOtherPrimaries: async (projectId, shotId, keepTakeId, at) =>
       (
-        await x.q<{ take_id: string }>(
-          `UPDATE take_states SET is_primary = false, updated_at = $1
-           WHERE project_id = $2 AND shot_id = $3 AND take_id <> $4 AND is_primary RETURNING take_id`,
+        await x.q<TakeRow>(
+          `UPDATE take_states SET is_primary = false, updated_at = $1, version = version + 1
+           WHERE project_id = $2 AND shot_id = $3 AND take_id <> $4 AND is_primary RETURNING ${TAKE_COLS}`,
           [at, projectId, shotId, keepTakeId],
         )
-      ).rows.map((r) => r.take_id),
+      ).rows.map(takeFromRow),
     // As on SQLite: a take keeps the shot it was first recorded with, unless marked primary.
-    upsert: async (s, at) => {
-      await x.q(
-        `INSERT INTO take_states (project_id, take_id, shot_id, is_primary, circled, rejected, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (project_id, take_id) DO UPDATE SET
-           shot_id = CASE WHEN $4 THEN coalesce(excluded.shot_id, take_states.shot_id) ELSE coalesce(take_states.shot_id, excluded.shot_id) END,
-           is_primary = excluded.is_primary, circled = excluded.circled, rejected = excluded.rejected,
-           updated_at = excluded.updated_at`,
-        [s.projectId, s.takeId, s.shotId, s.primary, s.circled, s.rejected, at],
-      );
-    },
+    upsert: async (s, at) =>
+      takeFromRow(
+        (
+          await x.q<TakeRow>(
+            `INSERT INTO take_states (project_id, take_id, shot_id, is_primary, circled, rejected, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (project_id, take_id) DO UPDATE SET
+               shot_id = CASE WHEN $4 THEN coalesce(excluded.shot_id, take_states.shot_id) ELSE coalesce(take_states.shot_id, excluded.shot_id) END,
+               is_primary = excluded.is_primary, circled = excluded.circled, rejected = excluded.rejected,
+               updated_at = excluded.updated_at, version = take_states.version + 1
+             RETURNING ${TAKE_COLS}`,
+            [s.projectId, s.takeId, s.shotId, s.primary, s.circled, s.rejected, at],
+          )
+        ).rows[0] as TakeRow,
+      ),
     logAction: async (a) => {
       await x.q(
         `INSERT INTO take_actions (project_id, take_id, action, severity, on_disk, scope, extra, acted_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,

@@ -45,7 +45,8 @@ export function pgFault(err: unknown): PgFaultError | undefined {
   const what = `${err.message}${code ? ` (${code})` : ''}`;
   // Class 08: connection exception; 57P01-03: the server is shutting down or starting;
   // 53300: too many connections.
-  if (NET_ERRNO.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300' || (code === '' && LOST_CONNECTION.test(err.message))) {
+  // 25P03/57P05: the server ended a session idle (in a transaction) past its time-out.
+  if (NET_ERRNO.has(code) || code.startsWith('08') || /^57P0[1235]$/.test(code) || code === '25P03' || code === '53300' || (code === '' && LOST_CONNECTION.test(err.message))) {
     return new PgFaultError('state_db_unreachable', `state database unreachable: nothing was stored, try again (${what})`, err, code);
   }
   if (code === '53100') return new PgFaultError('state_db_full', `state database full (no space left on its disk): nothing was stored (${what})`, err, code);

@@ -1,22 +1,25 @@
 /**
- * The global event log on PostgreSQL (issue 13, item 2; cluster.md, Events).
+ * The global event log on PostgreSQL (issue 13, item 2; cluster.md, Events and "Under faults").
  *
- * Ids come from the one-row `event_sequencer`: the transaction that stores events takes its
- * block of ids with `UPDATE event_sequencer SET last_id = last_id + n RETURNING last_id`. The
- * row stays locked until that transaction commits or rolls back, so the next writer, on any
- * connection of any instance, waits and then reads the committed value: ids are assigned in
- * commit order, without gaps (a rollback gives its ids back), and a reader that has seen id N
- * has seen every smaller id. The price is that event writers are serialised from their
- * append to their commit: a write appends its events last.
+ * Events are appended by the server-side function `console_append` (schema.ts, migration 3), in
+ * one statement: it locks the one-row `event_sequencer`, numbers the events after its last id,
+ * applies the job states they commit with (event.ts JobGuard), stores them and notifies. The
+ * sequencer row stays locked until the transaction ends, so writers of events are serialised
+ * and ids are assigned in commit order without gaps (a rollback gives its ids back): a reader
+ * that has seen id N has seen every smaller id. To keep that lock from waiting on a client, the
+ * function is either a statement of its own (autocommitted) or the last statement of a
+ * transaction, sent with its COMMIT in one round trip ({@link EventStore.appendOnCommit}): a
+ * paused or partitioned instance can never hold it (cluster.md: no instance can stall another).
  *
  * Retention as on SQLite (src/state/event-log.ts): at least `retention` newest events are kept
  * and at most a segment more. Ids have no gaps, so "the newest `retention`" is `id > last -
  * retention`; each time the ids cross a multiple of the segment size, the rows below that are
  * deleted in one statement, after the commit, outside the serialised section.
  */
+import pg from 'pg';
 import { proposalOf, type BusEvent } from '../../bus/event.js';
+import type { EventDraft, EventRow, EventStore } from '../state-store.js';
 import type { Exec } from './exec.js';
-import type { EventRow, EventStore } from '../state-store.js';
 
 /** The channel every append notifies, with the newest id it stored (cluster.md, Events: LISTEN/NOTIFY). */
 export const EVENTS_CHANNEL = 'console_events';
@@ -34,36 +37,34 @@ export function segmentSizeOf(retention: number): number {
  */
 export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   const segment = segmentSizeOf(retention);
+  /** The drafts as events with the ids the function gave them (null: dropped); retention once the ids cross a segment. */
+  const appended = (drafts: readonly EventDraft[], ids: readonly (string | null)[], committed = false): (BusEvent | null)[] => {
+    let first = 0;
+    let last = 0;
+    const events = drafts.map((d, i): BusEvent | null => {
+      const id = ids[i];
+      if (id == null) return null;
+      last = Number(id);
+      if (first === 0) first = last;
+      return { id, ts: d.ts, severity: d.severity, scope: d.scope, summary: d.summary, detail: d.detail, payload: d.payload };
+    });
+    if (last > 0 && Math.floor(last / segment) > Math.floor((first - 1) / segment)) {
+      if (committed) void pruneEvents(pool, last - retention).catch(() => undefined);
+      else x.afterCommit(() => pruneEvents(pool, last - retention));
+    }
+    return events;
+  };
   return {
     retention,
     append: async (drafts) => {
       if (drafts.length === 0) return [];
-      return x.atomic(async (y) => {
-        const n = drafts.length;
-        const last = (await y.q<{ last_id: number }>('UPDATE event_sequencer SET last_id = last_id + $1 WHERE id = 1 RETURNING last_id', [n])).rows[0]
-          ?.last_id as number;
-        const first = last - n + 1;
-        const events: BusEvent[] = drafts.map((d, i) => ({
-          id: String(first + i),
-          ts: d.ts,
-          severity: d.severity,
-          scope: d.scope,
-          summary: d.summary,
-          detail: d.detail,
-          payload: d.payload,
-        }));
-        await y.q('INSERT INTO events (id, severity, scope, proposal_id, data) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])', [
-          events.map((e) => e.id),
-          events.map((e) => e.severity),
-          events.map((e) => e.scope),
-          drafts.map((d) => proposalOf(d)),
-          events.map((e) => JSON.stringify(e)),
-        ]);
-        // Every instance's listener wakes once this commits (NOTIFY is sent at the commit).
-        await y.q('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(last)]);
-        if (Math.floor(last / segment) > Math.floor((first - 1) / segment)) y.afterCommit(() => pruneEvents(pool, last - retention));
-        return events;
-      });
+      const r = await x.q<{ ids: (string | null)[] }>(`SELECT console_append($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS ids`, appendArgs(drafts));
+      return appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids);
+    },
+    appendOnCommit: (drafts) => {
+      if (drafts.length === 0) return Promise.resolve([]);
+      const lists = appendArgs(drafts).map((list) => `ARRAY[${list.map((v) => (v === null ? 'NULL' : pg.escapeLiteral(v))).join(', ')}]::text[]`);
+      return x.onCommit(`SELECT console_append(${lists.join(', ')}) AS ids`).then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
     },
     after: async (sinceId, limit, filter, upTo = Number.MAX_SAFE_INTEGER) => {
       const params: unknown[] = [sinceId, upTo];
@@ -81,6 +82,29 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
     lastId: async () => (await x.q<{ last_id: number }>('SELECT last_id FROM event_sequencer WHERE id = 1')).rows[0]?.last_id ?? 0,
     count: async () => (await x.q<{ n: number }>('SELECT count(*) AS n FROM events')).rows[0]?.n ?? 0,
   };
+}
+
+/**
+ * The arguments of `console_append`, one array per column: severity, scope, proposal id, the
+ * event's JSON without its id (the function puts the id first: the same bytes JSON.stringify
+ * gives the event with its id), the guarded job, and its final state as JSON.
+ */
+function appendArgs(drafts: readonly EventDraft[]): (string | null)[][] {
+  const severity: string[] = [];
+  const scope: string[] = [];
+  const proposal: (string | null)[] = [];
+  const body: string[] = [];
+  const guard: (string | null)[] = [];
+  const end: (string | null)[] = [];
+  for (const d of drafts) {
+    severity.push(d.severity);
+    scope.push(d.scope);
+    proposal.push(proposalOf(d));
+    body.push(JSON.stringify({ ts: d.ts, severity: d.severity, scope: d.scope, summary: d.summary, detail: d.detail, payload: d.payload }));
+    guard.push(d.guard?.job ?? null);
+    end.push(d.guard?.end === undefined ? null : JSON.stringify(d.guard.end));
+  }
+  return [severity, scope, proposal, body, guard, end];
 }
 
 /** Deletes the events with ids up to `upTo` (retention); nothing when `upTo` < 1. */

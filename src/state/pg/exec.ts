@@ -19,6 +19,15 @@ export interface Exec {
    * failure is not the transaction's (it committed): `fn` must tolerate being skipped.
    */
   afterCommit(fn: () => Promise<void>): void;
+  /**
+   * Runs `sql` (no parameters: values inlined as literals) as the last statement of the
+   * enclosing transaction, sent with its COMMIT in one round trip, so whatever lock it takes is
+   * never held while the server waits for this client; alone when there is no transaction.
+   * At most once per transaction.
+   * @returns its result, once the transaction committed; rejects when it or the commit failed
+   *   (the transaction then rolled back). Never await it inside the transaction's function.
+   */
+  onCommit(sql: string): Promise<QueryResult>;
 }
 
 /** An Exec on the pool: each statement commits by itself. */
@@ -33,6 +42,7 @@ export function poolExec(pool: Pool): Exec {
     },
     atomic: (fn) => runTransaction(pool, fn),
     afterCommit: (fn) => void fn().catch(() => undefined),
+    onCommit: (sql) => x.q(sql),
   };
   return x;
 }
@@ -56,6 +66,7 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
   const onError = (err: Error) => void (broken = err);
   client.on('error', onError);
   const hooks: (() => Promise<void>)[] = [];
+  let last: { sql: string; resolve: (r: QueryResult) => void; reject: (err: unknown) => void } | undefined;
   let open = true;
   const q = async <R extends QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> => {
     if (!open) throw new Error('state store: a transaction was used after it ended');
@@ -71,16 +82,31 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
     },
     atomic: (inner) => inner(x),
     afterCommit: (hook) => void hooks.push(hook),
+    onCommit: (sql) => {
+      if (!open) return Promise.reject(new Error('state store: a transaction was used after it ended'));
+      if (last !== undefined) return Promise.reject(new Error('state store: a transaction has one last statement'));
+      const p = new Promise<QueryResult>((resolve, reject) => (last = { sql, resolve, reject }));
+      // Its failure is the transaction's, thrown by it: a caller that never awaits this is not told twice.
+      p.catch(() => undefined);
+      return p;
+    },
   };
   try {
     await q('BEGIN');
     const result = await fn(x);
-    await q('COMMIT');
+    if (last === undefined) await q('COMMIT');
+    else {
+      // One simple-protocol query, two statements: the server runs the COMMIT right after the
+      // last statement, whatever this process does meanwhile (it may be paused).
+      const results = (await client.query(`${last.sql};\nCOMMIT`)) as unknown as QueryResult[];
+      last.resolve(results[0] as QueryResult);
+    }
     open = false;
     for (const hook of hooks) await hook().catch(() => undefined);
     return result;
   } catch (err) {
     open = false;
+    last?.reject(asStateError(err));
     try {
       await client.query('ROLLBACK');
     } catch (rollbackErr) {

@@ -99,7 +99,7 @@ export function pgJobs(x: Exec): JobStore {
       const rows = (
         await x.q<{ source: string; n: number }>(
           `SELECT m[1] AS source, max(m[2]::bigint) AS n
-           FROM (SELECT regexp_match((data::json)->>'detail', '^' || $1 || ' (stdout|stderr) ([0-9]+)') AS m FROM events WHERE scope = 'engine/generation') t
+           FROM (SELECT regexp_match((data::json)->>'detail', '^' || $1 || ' (stdout|stderr) ([0-9]+)') AS m FROM events WHERE proposal_id = $1 AND scope = 'engine/generation') t
            WHERE m IS NOT NULL GROUP BY m[1]`,
           [proposalId],
         )
@@ -120,16 +120,25 @@ export function pgJobs(x: Exec): JobStore {
 /** Instances and heartbeats on PostgreSQL. */
 export function pgInstances(x: Exec): InstanceStore {
   return {
-    register: async (i) => {
-      await x.q(
-        `INSERT INTO instances (id, address, version, started_at, heartbeat_at, stream_clients) VALUES ($1, $2, $3, $4, $4, 0)
-         ON CONFLICT (id) DO UPDATE SET address = excluded.address, version = excluded.version,
-           started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stream_clients = 0`,
-        [i.id, i.address, i.version, i.startedAt],
-      );
-    },
-    heartbeat: async (id, at, streamClients) =>
-      (await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3', [at, streamClients, id])).rowCount === 1,
+    register: async (i) =>
+      (
+        (
+          await x.q<{ epoch: number }>(
+            `INSERT INTO instances (id, address, version, started_at, heartbeat_at, stream_clients) VALUES ($1, $2, $3, $4, $5, 0)
+             ON CONFLICT (id) DO UPDATE SET address = excluded.address, version = excluded.version,
+               started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stream_clients = 0, epoch = instances.epoch + 1
+             RETURNING epoch`,
+            [i.id, i.address, i.version, i.startedAt, i.heartbeatAt ?? i.startedAt],
+          )
+        ).rows[0] as { epoch: number }
+      ).epoch,
+    heartbeat: async (id, at, streamClients, epoch) =>
+      (
+        epoch === undefined
+          ? await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3', [at, streamClients, id])
+          : await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3 AND epoch = $4', [at, streamClients, id, epoch])
+      ).rowCount === 1,
+    judge: async (id, heartbeatAt) => (await x.q('UPDATE instances SET epoch = epoch + 1 WHERE id = $1 AND heartbeat_at = $2', [id, heartbeatAt])).rowCount === 1,
     get: async (id) => {
       const r = (await x.q('SELECT * FROM instances WHERE id = $1', [id])).rows[0];
       return r && instanceFromRow(r as Parameters<typeof instanceFromRow>[0]);

@@ -41,6 +41,33 @@ export interface PgStateStoreOptions {
   readonly onPoolError?: (err: Error) => void;
   /** The schema's migrations (tests give their own); default PG_MIGRATIONS. */
   readonly migrations?: readonly string[];
+  /**
+   * Bounds every pooled session sets (cluster.md, "Under faults": no instance can stall
+   * another), in ms: how long a statement waits for a lock (`lock_timeout`), how long a
+   * session may sit in an open transaction waiting for its client before the server ends it
+   * (`idle_in_transaction_session_timeout`), and how long a statement may run
+   * (`statement_timeout`). Default: {@link sessionBoundsFor} a 10 s instance timeout.
+   */
+  readonly sessionBounds?: SessionBounds;
+}
+
+/** The per-session bounds of the pool (PgStateStoreOptions.sessionBounds), ms. */
+export interface SessionBounds {
+  readonly lockTimeoutMs: number;
+  readonly idleInTransactionTimeoutMs: number;
+  readonly statementTimeoutMs: number;
+}
+
+/**
+ * The session bounds for an instance timeout (CONSOLE_INSTANCE_TIMEOUT_MS): a lock wait and a
+ * transaction left waiting by a frozen client end within half of it, so a peer that stopped
+ * while holding a lock every instance needs costs the others less than it takes to judge it
+ * dead (at least 1 s); a statement may run 30 s (three instance timeouts, when longer): only a
+ * runaway one is stopped.
+ */
+export function sessionBoundsFor(instanceTimeoutMs: number): SessionBounds {
+  const half = Math.max(1000, Math.floor(instanceTimeoutMs / 2));
+  return { lockTimeoutMs: half, idleInTransactionTimeoutMs: half, statementTimeoutMs: Math.max(30_000, 3 * instanceTimeoutMs) };
 }
 
 /** SQLSTATEs of a connection that will not succeed by waiting: bad password or role, no such database. */
@@ -69,11 +96,17 @@ export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgSta
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
     throw new StateDbError(`cannot open the PostgreSQL state database (${where}): the URL must start with postgres:// or postgresql://`);
   }
+  const bounds = opts.sessionBounds ?? sessionBoundsFor(10_000);
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: Math.max(1, opts.connectTimeoutMs),
     types,
+    // A peer that vanished without closing its connection (a machine down, a cable cut) is
+    // found by the kernel's probes instead of hanging a query for hours.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 5000,
+    options: `-c lock_timeout=${bounds.lockTimeoutMs} -c idle_in_transaction_session_timeout=${bounds.idleInTransactionTimeoutMs} -c statement_timeout=${bounds.statementTimeoutMs}`,
   });
   pool.on('error', (err) => opts.onPoolError?.(err));
   try {
@@ -89,7 +122,7 @@ export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgSta
       client.off('error', onError);
       client.release(broken);
     }
-    const store = new PgStateStore(pool, opts, version);
+    const store = new PgStateStore(pool, opts, version, bounds);
     // A bound lowered since the last start applies now, before the first request.
     const x = poolExec(pool);
     await trimClicks(x, opts.clicksMaxTotal);
@@ -173,6 +206,8 @@ export class PgStateStore implements StateStore {
     private readonly pool: pg.Pool,
     private readonly opts: PgStateStoreOptions,
     readonly schemaVersion: number,
+    /** The bounds every session of the pool sets (system status). */
+    readonly sessionBounds: SessionBounds = sessionBoundsFor(10_000),
   ) {
     this.exec = poolExec(pool);
     const repos = reposOver(this.exec, this.exec, opts);
