@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
-/** `npm run test:load`: the bounded load test, run by CI after the other tests. */
+/** `npm run test:load`: the bounded load test and the short fault-injection run of cluster mode, run by CI after the other tests. */
 export default defineConfig({
   test: {
     include: ['test/load/**/*.load.test.ts'],
     pool: 'forks',
+    // The storm and the fault-injection run each load the machine on purpose: one at a time.
+    fileParallelism: false,
     testTimeout: 110_000,
     hookTimeout: 60_000,
   },

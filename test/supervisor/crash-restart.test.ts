@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database, { type Db } from '../../src/state/sqlite/binding.js';
 import { afterEach, expect, it } from 'vitest';
-import { allEvents, waitFor, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
+import { allEvents, jobEventProblems, waitFor, waitForJobEvents, type EngineEvent, type JobView } from '../helpers/events.js';
 import { fixture, makeTempStore, startTestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 import {
@@ -136,6 +136,15 @@ async function round(point: CrashPoint): Promise<Round> {
   }));
   expect(before.maxStored).toBeGreaterThanOrEqual(maxSeen); // stored before delivered
   if (point !== 'during-shutdown') expect(before.running.sort()).toEqual([...ids].sort());
+  // A job's state agrees with its events as the crash left them: each job the database has
+  // ended has its exit event stored, with its rc (they commit together), and none still running has one.
+  const crashed = readDb(store.stateDir, (db) => ({
+    ended: db.prepare(`select proposal_id as id, rc from jobs where state != 'running' order by proposal_id`).all() as { id: string; rc: number | null }[],
+    exits: db
+      .prepare(`select json_extract(data, '$.payload.proposal_id') as id, json_extract(data, '$.payload.rc') as rc from events where json_extract(data, '$.summary') like 'dispatch_cli exited rc=%' order by id`)
+      .all() as { id: string; rc: number | null }[],
+  }));
+  expect(crashed.exits.sort((x, y) => x.id.localeCompare(y.id))).toEqual(crashed.ended);
 
   const second = await startServiceProcess(store, env, onCleanup);
 
@@ -148,6 +157,9 @@ async function round(point: CrashPoint): Promise<Round> {
   const lostEvents = generation.filter((e) => e.summary.startsWith('dispatch_cli lost'));
   expect(lostEvents.map((e) => e.payload.proposal_id).sort()).toEqual([...before.running].sort());
   for (const e of lostEvents) expect(e).toMatchObject({ severity: 'failure', scope: 'engine/generation' });
+  // Every job's state agrees with its events after the restart too.
+  const listed = (await request(second.url, 'GET', '/api/jobs?limit=100')).json as JobView[];
+  expect((await Promise.all(listed.map((j) => jobEventProblems(second.url, j)))).flat()).toEqual([]);
 
   // 2. No process of any job survives, whatever group or session it moved to.
   await waitFor(() => (alive.every(isGone) ? true : undefined), 'every process of the lost jobs to end', 15_000).catch(() => {

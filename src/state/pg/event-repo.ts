@@ -56,16 +56,23 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   };
   return {
     retention,
-    append: async (drafts) => {
+    append: async (drafts, retryAfter = null) => {
       if (drafts.length === 0) return [];
-      const r = await x.q<{ ids: (string | null)[] }>(`SELECT console_append($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS ids`, appendArgs(drafts));
+      const r = await x.q<{ ids: (string | null)[] }>(
+        `SELECT console_append($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint) AS ids`,
+        [...appendArgs(drafts), drafts.map((d) => d.token ?? null), retryAfter],
+      );
       return appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids);
     },
     appendOnCommit: (drafts) => {
       if (drafts.length === 0) return Promise.resolve([]);
       const lists = appendArgs(drafts).map((list) => `ARRAY[${list.map((v) => (v === null ? 'NULL' : pg.escapeLiteral(v))).join(', ')}]::text[]`);
-      return x.onCommit(`SELECT console_append(${lists.join(', ')}) AS ids`).then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
+      // A write's events are not retried (its answer says it failed): no tokens.
+      return x
+        .onCommit(`SELECT console_append(${lists.join(', ')}, NULL::bigint[], NULL) AS ids`)
+        .then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
     },
+    newSource: async () => (await x.q<{ n: number }>(`SELECT nextval('event_source_seq') AS n`)).rows[0]?.n as number,
     after: async (sinceId, limit, filter, upTo = Number.MAX_SAFE_INTEGER) => {
       const params: unknown[] = [sinceId, upTo];
       const where = filterSql(filter, params);

@@ -223,6 +223,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- version is newer than theirs: a refresh never moves them backwards.
   ALTER TABLE take_states ADD COLUMN version bigint NOT NULL DEFAULT 1;
   ALTER TABLE memory_toggles ADD COLUMN version bigint NOT NULL DEFAULT 1;
+  -- Each event an instance's bus appends carries a token unique to it (its source, from this
+  -- sequence at the bus's start, times 2^32, plus a count): an append that failed with its
+  -- outcome unknown (the connection lost around the commit) is retried without storing twice.
+  ALTER TABLE events ADD COLUMN token bigint;
+  CREATE SEQUENCE event_source_seq;
 
   -- Appends events, one element of each array per event (the event's JSON without its id in
   -- p_body), and returns their ids, NULL for an event dropped by its guard.
@@ -236,7 +241,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- recorded running (fencing: a job another instance marked lost gets nothing more). With
   -- p_end (a JSON final state), the job's state is written with the event, only over running;
   -- the job's later events in the same call are then dropped.
-  CREATE FUNCTION console_append(p_severity text[], p_scope text[], p_proposal text[], p_body text[], p_guard text[], p_end text[])
+  --
+  -- p_token: each event's token (or NULL). With p_retry_after (a retry of an append whose
+  -- outcome is unknown, made when the log's ids were past it), an event whose token is stored
+  -- already (with a greater id) is not stored again: its id is returned, its guard not applied.
+  CREATE FUNCTION console_append(p_severity text[], p_scope text[], p_proposal text[], p_body text[], p_guard text[], p_end text[], p_token bigint[], p_retry_after bigint)
   RETURNS bigint[] LANGUAGE plpgsql AS $fn$
   DECLARE
     v_n integer := coalesce(array_length(p_body, 1), 0);
@@ -245,11 +254,23 @@ export const PG_MIGRATIONS: readonly string[] = [
     v_live text[];
     v_ids bigint[] := '{}';
     v_end json;
+    v_done_tokens bigint[] := '{}';
+    v_done_ids bigint[] := '{}';
+    v_at integer;
   BEGIN
     SELECT last_id INTO v_last FROM event_sequencer WHERE id = 1 FOR UPDATE;
-    IF EXISTS (SELECT 1 FROM unnest(p_guard) g WHERE g IS NOT NULL) THEN
+    IF p_retry_after IS NOT NULL THEN
+      SELECT coalesce(array_agg(token), '{}'), coalesce(array_agg(id), '{}') INTO v_done_tokens, v_done_ids
+        FROM events WHERE id > p_retry_after AND token = ANY (p_token);
+    END IF;
+    IF cardinality(v_done_tokens) > 0 OR EXISTS (SELECT 1 FROM unnest(p_guard) g WHERE g IS NOT NULL) THEN
       SELECT coalesce(array_agg(proposal_id), '{}') INTO v_live FROM jobs WHERE proposal_id = ANY (p_guard) AND state = 'running';
       FOR i IN 1 .. v_n LOOP
+        v_at := array_position(v_done_tokens, p_token[i]);
+        IF v_at IS NOT NULL THEN
+          v_ids[i] := v_done_ids[v_at];
+          CONTINUE;
+        END IF;
         IF p_guard[i] IS NOT NULL AND NOT (p_guard[i] = ANY (v_live)) THEN
           v_ids[i] := NULL;
           CONTINUE;
@@ -271,9 +292,9 @@ export const PG_MIGRATIONS: readonly string[] = [
     END IF;
     IF v_kept > 0 THEN
       UPDATE event_sequencer SET last_id = v_last + v_kept WHERE id = 1;
-      INSERT INTO events (id, severity, scope, proposal_id, data)
-        SELECT t.id, p_severity[t.i], p_scope[t.i], p_proposal[t.i], '{"id":"' || t.id || '",' || substr(p_body[t.i], 2)
-        FROM unnest(v_ids) WITH ORDINALITY AS t(id, i) WHERE t.id IS NOT NULL;
+      INSERT INTO events (id, severity, scope, proposal_id, data, token)
+        SELECT t.id, p_severity[t.i], p_scope[t.i], p_proposal[t.i], '{"id":"' || t.id || '",' || substr(p_body[t.i], 2), p_token[t.i]
+        FROM unnest(v_ids) WITH ORDINALITY AS t(id, i) WHERE t.id > v_last;
       PERFORM pg_notify('console_events', (v_last + v_kept)::text);
     END IF;
     RETURN v_ids;
