@@ -23,6 +23,7 @@ import type { Api } from '../http/route.js';
 import { WriteProxy } from '../http/write-proxy.js';
 import type { AppDeps } from '../http/routes/deps.js';
 import { ServiceMetrics } from '../metrics/index.js';
+import { MetricsHistory } from '../metrics/history.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import type { Db } from '../state/db.js';
 import { ProcTable } from '../process/index.js';
@@ -35,6 +36,7 @@ import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 import { Readiness } from './readiness.js';
 import { wireCluster } from './cluster-wiring.js';
+import { figureSources } from './figure-sources.js';
 import type { StateBackend } from './backend.js';
 import { LOCAL_INSTANCE_ID, openStateBackend } from './state-backend.js';
 
@@ -109,7 +111,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       backend.kind === 'postgres'
         ? new Membership(backend.store, bus, {
             id: instanceId,
-            address: `http://${hostForUrl(config.host)}:${config.port}`,
+            // Where the others reach it (the history route reads each live instance's there).
+            address: config.cluster.instanceUrl ?? `http://${hostForUrl(config.host)}:${config.port}`,
             version: APP_VERSION,
             timeoutMs: config.cluster.instanceTimeoutMs,
             streamClients: () => sse.size,
@@ -197,6 +200,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const leftovers = await terminals.killLeftovers();
     if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
     const readiness = new Readiness({ dataDir: config.dataDir, dispatchCli: config.dispatchCli, stateDatabase: () => backend.readiness(), poolStats: () => pool.stats() });
+    // The last 15 minutes of the figures (the ops page's charts) and the same figures for Prometheus.
+    const figures = figureSources({ supervisor, bus, sse, pool, metrics });
+    metrics.observeFigures(figures);
+    metrics.observeReadiness(readiness);
+    if (membership) metrics.observeMembership(membership);
+    const history = new MetricsHistory(figures, { intervalMs: config.history.sampleMs });
+    cleanup.unshift(() => history.stop());
     // Cluster mode: another instance's console write changes the take states and toggles the
     // engine store's answers carry.
     backend.onConsoleChanged(() => {
@@ -229,6 +239,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       database: backend,
       membership,
       readiness,
+      history,
     };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
     const gate = new ShutdownGate();
@@ -246,6 +257,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         resolve();
       });
     });
+    history.start();
     const port = (server.address() as AddressInfo).port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
@@ -293,6 +305,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await bus.close();
         await backend.close();
         await procs.close(); // after the jobs and terminals ended (their sweeps are done) and the last checkpoint
+        history.stop();
         metrics.close();
         recorder?.close();
         log.info('stopped');
