@@ -27,6 +27,7 @@ import type { ClickRecord } from './clicks-repo.js';
 import type { DecisionRecord } from './decisions-repo.js';
 import type { EventRow } from './event-log.js';
 import type { JobRecord } from './jobs-repo.js';
+import type { JobPosition, JobQuery } from './job-query.js';
 import type { ProposalRecord } from './proposals-repo.js';
 import type { RecentRecord, SelectionRecord } from './selection-repo.js';
 import type { TakeActionRecord, TakeStateRecord } from './take-state-repo.js';
@@ -34,6 +35,7 @@ import type { PutOutcome, WorkspaceRecord, WorkspaceReport } from './workspace-r
 
 export type { ClickRecord, DecisionRecord, EventRow, JobRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
 export type { PutOutcome, WorkspaceRecord, WorkspaceReport };
+export type { JobPosition, JobQuery };
 
 /** Which back end a store is. */
 export type StateBackend = 'sqlite' | 'postgres';
@@ -177,6 +179,8 @@ export interface JobStore {
   get(proposalId: string): Promise<StoredJob | undefined>;
   /** Newest first, optionally only in `state`. */
   list(limit: number, state?: string): Promise<StoredJob[]>;
+  /** The jobs matching `q` (filters and a page), newest first: `GET /api/jobs` (job-query.ts). */
+  search(q: JobQuery): Promise<StoredJob[]>;
   /** Jobs recorded as running: all, or only those of `instanceId`. */
   running(instanceId?: string): Promise<StoredJob[]>;
   /**
