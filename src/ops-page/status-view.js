@@ -146,7 +146,7 @@ function group(key, title, judged, items) {
   return h(
     'section',
     { class: 'card group', dataset: { section: key, state: judged.state } },
-    h('header', {}, h('h2', {}, title), h('span', { class: 'state', dataset: { state: judged.state } }, judged.state)),
+    h('header', {}, h('h2', {}, title), h('span', { class: 'health', dataset: { state: judged.state } }, judged.state)),
     judged.reasons.length > 0 ? h('ul', { class: 'reasons' }, judged.reasons.map((r) => h('li', {}, r))) : null,
     h(
       'dl',

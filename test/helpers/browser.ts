@@ -32,9 +32,10 @@ export async function launchBrowser(): Promise<Browser> {
 /**
  * A page that records what the browser refused or failed on: Content-Security-Policy
  * violations, uncaught errors, failed requests (read `problems` at the end of a test).
+ * @param options.timezoneId the page's time zone (local times typed into the page are in it).
  */
-export async function openPage(browser: Browser): Promise<{ page: Page; problems: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+export async function openPage(browser: Browser, options: { readonly timezoneId?: string } = {}): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, ...options });
   const problems: string[] = [];
   page.on('console', (m: ConsoleMessage) => {
     if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`console: ${m.text()}`);

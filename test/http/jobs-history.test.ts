@@ -5,37 +5,16 @@
  * The jobs are written to the service's own state database, as its supervisor writes them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobsRepo } from '../../src/state/jobs-repo.js';
+import { newestFirst, seededJobs, seededStart as startOf, seedJobs, type SeededJob as Seeded } from '../helpers/job-history.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const N = 10_000;
-const STATES = ['exited ok', 'exited ok', 'exited failed', 'lost'] as const;
-const PROJECTS = ['harbor-lights', 'old-pilot', 'night-market', 'dry-dock'] as const;
-/** Job `i` started `i` minutes into 2026 (about a week for 10,000), every fifth at the same time as the one before. */
-const startOf = (i: number) => new Date(Date.UTC(2026, 0, 1) + (i - (i % 5 === 4 ? 1 : 0)) * 60_000).toISOString();
-const idOf = (i: number) => `gen_${i.toString(16).padStart(12, '0')}`;
-
-interface Seeded {
-  readonly proposalId: string;
-  readonly state: string;
-  readonly projectId: string;
-  readonly startedAt: string;
-}
-const seeded: Seeded[] = Array.from({ length: N }, (_, i) => ({ proposalId: idOf(i), state: STATES[i % 4] as string, projectId: PROJECTS[(i >> 2) % 4] as string, startedAt: startOf(i) }));
-const newestFirst = (a: Seeded, b: Seeded) => (a.startedAt === b.startedAt ? (a.proposalId < b.proposalId ? 1 : -1) : a.startedAt < b.startedAt ? 1 : -1);
+const seeded = seededJobs(N);
 
 let t: TestService;
 beforeAll(async () => {
   t = await startTestService();
-  const db = t.service.db;
-  if (db === null) throw new Error('the test service runs on SQLite');
-  const jobs = new JobsRepo(db);
-  db.transaction(() => {
-    for (const j of seeded) {
-      jobs.insert({ proposalId: j.proposalId, projectId: j.projectId, pid: 4000, argv: ['node', 'dispatch', '--project', j.projectId], state: 'running', startedAt: j.startedAt });
-      jobs.finish(j.proposalId, { state: j.state, endedAt: j.startedAt, rc: j.state === 'exited ok' ? 0 : 1, signal: null, stdoutLines: 3, stderrLines: 1, exitReason: j.state === 'lost' ? 'lost' : 'exited', exitDetail: null });
-    }
-  })();
+  seedJobs(t, seeded);
 });
 afterAll(() => t?.close());
 

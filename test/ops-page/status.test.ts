@@ -54,7 +54,7 @@ describe('the status view', () => {
     await page.goto(`${t.url}/#/status`);
     await page.waitForSelector('#status-overall[data-state="ok"]');
     for (const section of ['service', 'readiness', 'jobs', 'bus', 'workers', 'cache', 'database', 'fallbacks', 'writeProxy', 'guards', 'hosts', 'limits']) {
-      await page.waitForSelector(`.group[data-section="${section}"][data-state="ok"] .state[data-state="ok"]`);
+      await page.waitForSelector(`.group[data-section="${section}"][data-state="ok"] .health[data-state="ok"]`);
     }
     expect(await page.textContent('#status-overall')).toContain('All ok');
     const shown = await figures();
@@ -101,7 +101,7 @@ describe('the status view', () => {
       return s.bus.slowClientsDropped >= 1 ? true : undefined;
     }, 'the stalled client to be dropped', 120_000);
 
-    await page.waitForSelector('.group[data-section="bus"][data-state="degraded"] .state[data-state="degraded"]');
+    await page.waitForSelector('.group[data-section="bus"][data-state="degraded"] .health[data-state="degraded"]');
     await page.waitForSelector('#status-overall[data-state="degraded"]');
     expect(await page.textContent('.group[data-section="bus"] .reasons')).toMatch(/1 slow stream client dropped in the last 15 min/);
     expect(await page.textContent('#status-overall')).toMatch(/Degraded[\s\S]*Event bus and streams: 1 slow stream client dropped/);
@@ -125,7 +125,7 @@ describe('the status view', () => {
   });
 
   it('lays out without overflow or a figure broken over lines from 1024 to 1920 px', async () => {
-    const check = () => layoutProblems(page, '.status-view', ['.card', '.chart', '.overall', 'main'], ['.figure', '.state']);
+    const check = () => layoutProblems(page, '.status-view', ['.card', '.chart', '.overall', 'main'], ['.figure', '.health']);
     for (const width of [1024, 1280, 1440, 1920]) {
       await page.setViewportSize({ width, height: 900 });
       // Each chart takes its box's new width when the resize is observed: wait for that, then
