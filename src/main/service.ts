@@ -116,7 +116,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
             version: APP_VERSION,
             timeoutMs: config.cluster.instanceTimeoutMs,
             streamClients: () => sse.size,
-            onJudged: (dead, jobs, terminals) => log.warn({ instance: dead, jobs, terminals }, 'instance stopped beating: its running jobs were marked lost and its terminals ended'),
+            onJudged: (dead, jobs, terminals) => {
+              log.warn({ instance: dead, jobs, terminals }, 'instance stopped beating: its running jobs were marked lost and its terminals ended');
+              // Counted by the instance that marked them: the jobs-lost alert sees them once.
+              metrics.countLost(jobs);
+            },
             onConnection: (connected, err) =>
               connected ? log.warn({ instance: instanceId }, 'state database reachable again') : log.error({ instance: instanceId, err: (err as Error | undefined)?.message }, 'state database unreachable: heartbeats fail'),
           })
