@@ -108,6 +108,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
     cors({
       origin: [...deps.config.cors.origins],
       methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
+      // A console on another origin pages through the job history with these (GET /api/jobs).
+      exposedHeaders: ['X-Next-Cursor', 'Link'],
       credentials: false,
     }),
   );
