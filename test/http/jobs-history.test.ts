@@ -76,6 +76,13 @@ describe('GET /api/jobs with 10,000 jobs in the history', () => {
     }
   });
 
+  it('lets a console on an allowed origin read the next page’s cursor (CORS exposes it)', async () => {
+    const res = await t.get('/api/jobs?limit=10', { headers: { origin: 'http://localhost:5173' } });
+    expect(res.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+    expect(res.headers.get('access-control-expose-headers')?.split(/,\s*/)).toEqual(expect.arrayContaining(['X-Next-Cursor', 'Link']));
+    expect(res.headers.get('x-next-cursor')).not.toBeNull();
+  });
+
   it('a filter nothing matches answers an empty page, without a next cursor', async () => {
     const res = await t.get(`/api/jobs?projectId=none-such`);
     expect(await res.json()).toEqual([]);
