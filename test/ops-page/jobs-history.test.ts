@@ -9,6 +9,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+import { layoutProblems } from '../helpers/layout.js';
 import { newestFirst, seededJobs, seededStart, seedJobs } from '../helpers/job-history.js';
 import { fixture, publishOn, startTestService, type TestService } from '../helpers/service.js';
 
@@ -58,6 +59,12 @@ describe('the jobs view with 10,000 jobs in the history', () => {
     await waitRange('Page 3: jobs 201–300');
     expect((await rows()).map((r) => r.id)).toEqual(order.slice(2 * PAGE, 3 * PAGE).map((j) => j.proposalId));
     await screenshot(page, 'jobs-history');
+    // A page of the history fits from 1024 px: nothing wider than the window, no date broken over lines.
+    for (const width of [1024, 1920]) {
+      await page.setViewportSize({ width, height: 860 });
+      expect(await layoutProblems(page, '.jobs-view', ['main'], ['.badge', 'td.nowrap']), `at ${width} px`).toEqual([]);
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
   });
 
   it('filters by state and project, from the newest page again', async () => {
