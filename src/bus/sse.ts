@@ -60,6 +60,8 @@ export class SseHub {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private droppedSlow = 0;
+  /** Event frames handed to clients, live and replayed (one per event per client). */
+  private deliveredFrames = 0;
   /** The newest stored events, which replays read before the database. */
   private readonly recent: RecentEvents;
 
@@ -82,6 +84,8 @@ export class SseHub {
     this.recent.add(batch);
     if (this.live.size === 0) return;
     const byFilter = new Map<string, Buffer>();
+    // How many events each filter's buffer holds (for the delivered count).
+    const counts = new Map<string, number>();
     // Frames of this batch, built on first use and shared by every filter.
     const frames: (string | undefined)[] = new Array(batch.length);
     for (const client of this.live) {
@@ -90,17 +94,26 @@ export class SseHub {
       if (buf === undefined) {
         // Without a filter, the bytes the replay memory has just written (each event encoded once).
         buf = isEverything(client.filter) ? this.recent.lastFrames() ?? undefined : undefined;
+        let n = batch.length;
         if (buf === undefined) {
           let text = '';
+          n = 0;
           for (let i = 0; i < batch.length; i++) {
             const r = batch[i] as EventRow;
-            if (passes(client.filter, r.severity, r.scope, r.proposalId ?? null)) text += frames[i] ??= frameOf(r);
+            if (passes(client.filter, r.severity, r.scope, r.proposalId ?? null)) {
+              text += frames[i] ??= frameOf(r);
+              n++;
+            }
           }
           buf = Buffer.from(text, 'utf8');
         }
         byFilter.set(key, buf);
+        counts.set(key, n);
       }
-      if (buf.length > 0) client.receive(buf, batch);
+      if (buf.length > 0) {
+        client.receive(buf, batch);
+        this.deliveredFrames += counts.get(key) as number;
+      }
     }
   }
 
@@ -120,7 +133,7 @@ export class SseHub {
       this.clients.delete(client);
       this.live.delete(client);
       if (reason === 'slow') this.droppedSlow++;
-    });
+    }, (n) => (this.deliveredFrames += n));
     this.clients.add(client);
     // Everything published before is flushed first (stored, and framed for the clients before
     // it): this client receives exactly the events after headId live, and replays the others.
@@ -142,6 +155,14 @@ export class SseHub {
   /** Streams disconnected because they could not keep up. */
   get slowDrops(): number {
     return this.droppedSlow;
+  }
+
+  /**
+   * Event frames handed to stream clients since start-up, live and replayed: one per event per
+   * client (the figure "events delivered" of the history and `console_sse_events_delivered_total`).
+   */
+  get delivered(): number {
+    return this.deliveredFrames;
   }
 
   /** Ends every stream (after a final flush of the bus), e.g. on shutdown. */
@@ -172,6 +193,8 @@ class SseClient {
     readonly filter: EventFilter,
     private readonly options: SseOptions,
     private readonly onClose: (reason: SseCloseReason) => void,
+    /** Counts replayed frames (live ones are counted by the hub). */
+    private readonly onReplayed: (events: number) => void,
   ) {}
 
   /** @param headId the newest id when it joined the live set: older ones are replayed. */
@@ -197,6 +220,7 @@ class SseClient {
       const page = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, headId) ?? framesOf(await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId), cursor);
       if (page.count > 0) {
         cursor = page.lastId;
+        this.onReplayed(page.count);
         if (!this.res.write(page.frames)) await this.drained();
       }
       if (page.count < REPLAY_PAGE) break;

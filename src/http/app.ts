@@ -30,6 +30,7 @@ import { slashRoutes } from './routes/slash.js';
 import { terminalRoutes } from './routes/terminals.js';
 import { eventRoutes } from './routes/events.js';
 import { generationRoutes } from './routes/generation.js';
+import { historyRoutes } from './routes/history.js';
 import { jobRoutes } from './routes/jobs.js';
 import { memoryRoutes } from './routes/memory.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -100,13 +101,15 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
   chain.push(requestId());
   const log = opts.logger ? requestLog(opts.logger, routeOf) : null;
   if (log) chain.push(log);
-  chain.push(requestMetrics(deps.metrics.httpDuration, routeOf));
+  chain.push(requestMetrics(deps.metrics.httpDuration, routeOf, deps.metrics.readLatencyInterval.record));
   const hosts = hostCheck(hostPolicy(deps.config));
   if (hosts) chain.push(hosts);
   chain.push(
     cors({
       origin: [...deps.config.cors.origins],
       methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
+      // A console on another origin pages through the job history with these (GET /api/jobs).
+      exposedHeaders: ['X-Next-Cursor', 'Link'],
       credentials: false,
     }),
   );
@@ -119,6 +122,7 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
   chain.push(jsonBody(deps.config.http.maxBodyBytes));
 
   serviceRoutes(api, deps);
+  historyRoutes(api, deps);
   const document = openapiRoutes(api, deps);
   docsRoutes(api, assets);
   metricsRoutes(api, deps);

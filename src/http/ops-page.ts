@@ -1,7 +1,8 @@
 /**
  * The ops page (issue 14, item 1): static files served by the service itself at `GET /` and
  * `GET /ops/<file>`, from `src/ops-page/` as they are (no build step), with the API docs
- * viewer's files from the swagger-ui-dist package (item 7) under `/ops/vendor/`.
+ * viewer's files from the swagger-ui-dist package (item 7) and the charts' uPlot from the
+ * uplot package under `/ops/vendor/`.
  *
  * The page is open: it holds no data, and asks for the bearer token itself, which it sends on
  * every API call. So its middleware runs before the token check, and answers only GET and HEAD
@@ -27,6 +28,9 @@ export const OPS_ROUTE = '/ops/:file';
 /** The files of swagger-ui-dist that `/api/docs` loads, served under `/ops/vendor/`. */
 const VENDOR_FILES = ['swagger-ui-bundle.js', 'swagger-ui.css'] as const;
 
+/** The files of uPlot (the `uplot` package's `dist/`) that the status view's charts load, under `/ops/vendor/`. */
+const CHART_FILES = ['uPlot.esm.js', 'uPlot.min.css'] as const;
+
 /** The page's own file names: lower-case words, one extension. */
 const PAGE_FILE = /^[a-z0-9][a-z0-9-]*\.(?:html|js|css|svg|png)$/;
 
@@ -39,6 +43,8 @@ export function opsAssets(): StaticAssets {
   files.push(['/', path.join(OPS_PAGE_DIR, 'index.html')]);
   const swagger = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   for (const name of VENDOR_FILES) files.push([`${OPS_PREFIX}vendor/${name}`, path.join(swagger, name)]);
+  const uplot = path.join(path.dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
+  for (const name of CHART_FILES) files.push([`${OPS_PREFIX}vendor/${name}`, path.join(uplot, name)]);
   return new StaticAssets(files);
 }
 

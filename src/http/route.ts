@@ -21,7 +21,10 @@ export interface AnswerSpec {
   readonly description: string;
   readonly schema?: z.ZodType;
   readonly contentType?: string;
+  /** Headers always sent, by name: what each says. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Headers sent only in some answers (a next page's cursor), by name: what each says and when it comes. */
+  readonly optionalHeaders?: Readonly<Record<string, string>>;
 }
 
 /** Parsed inputs handed to a handler. */
@@ -422,15 +425,16 @@ export class Api {
             status,
             {
               description: a.description,
-              ...(a.headers
+              ...(a.headers || a.optionalHeaders
                 ? {
                     // A 503 covers several causes (a busy database or store read, which say
                     // when to retry, and the shutdown, which does not): its Retry-After is
-                    // optional. Other declared headers are always sent.
+                    // optional. Other declared headers are always sent, but the optional ones.
                     headers: z.object(
-                      Object.fromEntries(
-                        Object.entries(a.headers).map(([h, d]) => [h, status === '503' && h === 'Retry-After' ? z.string().optional().meta({ description: d }) : z.string().meta({ description: d })]),
-                      ),
+                      Object.fromEntries([
+                        ...Object.entries(a.headers ?? {}).map(([h, d]) => [h, status === '503' && h === 'Retry-After' ? z.string().optional().meta({ description: d }) : z.string().meta({ description: d })]),
+                        ...Object.entries(a.optionalHeaders ?? {}).map(([h, d]) => [h, z.string().optional().meta({ description: d })]),
+                      ]),
                     ),
                   }
                 : {}),
@@ -506,7 +510,7 @@ export class Api {
         Boolean(s.body),
         s.bodyOptional ?? null,
         s.localOnly ?? null,
-        Object.entries(s.answers).map(([k, a]) => [k, a.description, a.contentType ?? null, Object.keys(a.headers ?? {})]),
+        Object.entries(s.answers).map(([k, a]) => [k, a.description, a.contentType ?? null, Object.keys(a.headers ?? {}), Object.entries(a.optionalHeaders ?? {})]),
       ]),
     ]);
     return createHash('sha256').update(text).digest('hex').slice(0, 24);

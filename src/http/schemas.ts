@@ -187,13 +187,16 @@ export const GenerationAccepted = z
   })
   .meta({ id: 'GenerationAccepted' });
 
+/** A job's states: running, then one of the three ends. */
+export const JOB_STATES = ['running', 'exited ok', 'exited failed', 'lost'] as const;
+
 export const Job = z
   .object({
     proposalId: z.string(),
     projectId: z.string(),
     pid: z.number().int().nullable(),
     argv: z.array(z.string()),
-    state: z.enum(['running', 'exited ok', 'exited failed', 'lost']),
+    state: z.enum(JOB_STATES),
     startedAt: z.string(),
     endedAt: z.string().nullable(),
     rc: z.number().int().nullable(),
@@ -219,9 +222,61 @@ export const Job = z
   })
   .meta({ id: 'Job' });
 
+/** A time in a query: RFC 3339 with a zone (`Z` or an offset), normalised to UTC as jobs store it. */
+const QueryTime = (description: string) =>
+  z.iso
+    .datetime({ offset: true, message: 'must be an RFC 3339 date-time with a zone, e.g. 2026-11-23T22:00:00Z' })
+    .transform((s) => new Date(s).toISOString())
+    .optional()
+    .meta({ description });
+
+/** Where a page of `GET /api/jobs` starts: the last job of the previous page, as `X-Next-Cursor` carries it. */
+export interface JobsCursor {
+  readonly startedAt: string;
+  readonly proposalId: string;
+}
+
+/** Encodes the position of a job as an opaque cursor (base64url of its start time and id). */
+export function encodeJobsCursor(c: JobsCursor): string {
+  return Buffer.from(JSON.stringify([c.startedAt, c.proposalId]), 'utf8').toString('base64url');
+}
+
+/** Decodes a cursor; null when it is not one {@link encodeJobsCursor} made. */
+function decodeJobsCursor(s: string): JobsCursor | null {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0])) && isValidId(v[1])) {
+      return { startedAt: v[0], proposalId: v[1] };
+    }
+  } catch {
+    // reported below
+  }
+  return null;
+}
+
 export const JobsQuery = z.object({
-  state: z.enum(['running', 'exited ok', 'exited failed', 'lost']).optional(),
-  limit: QueryInt(1, 500, 100),
+  state: z
+    .union([z.enum(JOB_STATES), z.array(z.enum(JOB_STATES))])
+    .optional()
+    .transform((v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]))
+    .meta({ description: 'Only jobs in this state; repeatable for several (`?state=exited failed&state=lost`).' }),
+  projectId: QueryId('Only the jobs of this project.').optional(),
+  from: QueryTime('Only jobs started at or after this time (RFC 3339, e.g. `2026-11-23T22:00:00Z`).'),
+  to: QueryTime('Only jobs started before this time (RFC 3339).'),
+  cursor: z
+    .string()
+    .max(1024)
+    .transform((s, ctx) => {
+      const c = decodeJobsCursor(s);
+      if (c === null) {
+        ctx.addIssue({ code: 'custom', message: 'not a cursor of this list: pass the X-Next-Cursor of the previous page as it came', params: { type: 'cursor' } });
+        return z.NEVER;
+      }
+      return c;
+    })
+    .optional()
+    .meta({ description: 'The next page: the `X-Next-Cursor` header of the previous answer, with the same filters. Pages are keyed on the last job shown, so jobs started meanwhile shift nothing.' }),
+  limit: QueryInt(1, 500, 100).meta({ description: 'Jobs per page, 1..500, default 100.' }),
 });
 
 const loose = (id: string, description: string, shape: z.ZodRawShape = {}) =>

@@ -171,6 +171,17 @@ export interface Config {
     readonly heldEventsMax: number;
     /** CONSOLE_STORE_REVALIDATE_MS: how often the shared store folder is looked at for changes. */
     readonly storeRevalidateMs: number;
+    /**
+     * CONSOLE_INSTANCE_URL: where the other instances reach this one (its `address` in the
+     * instances table; the history route reads each live instance's history there); null:
+     * `http://<HOST>:<PORT>`.
+     */
+    readonly instanceUrl: string | null;
+  };
+  /** The in-memory history of the service's figures (src/metrics/history.ts). */
+  readonly history: {
+    /** CONSOLE_HISTORY_SAMPLE_MS: time between two samples; 15 minutes of them are kept. */
+    readonly sampleMs: number;
   };
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
@@ -388,6 +399,9 @@ const envSchema = z.object({
   CONSOLE_INSTANCE_TIMEOUT_MS: int(2000, 3_600_000).default(10_000),
   CONSOLE_HELD_EVENTS_MAX: int(1000, 100_000_000).default(100_000),
   CONSOLE_STORE_REVALIDATE_MS: int(100, 3_600_000).default(2000),
+  CONSOLE_INSTANCE_URL: url.optional(),
+  // At 100 ms the 15-minute window is 9,001 samples of 15 figures: about 1 MB, still bounded.
+  CONSOLE_HISTORY_SAMPLE_MS: int(100, 60_000).default(5000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),
   CONSOLE_RECORD_ANSWERS_DIR: z.string().trim().optional(),
@@ -490,7 +504,9 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       instanceTimeoutMs: e.CONSOLE_INSTANCE_TIMEOUT_MS,
       heldEventsMax: e.CONSOLE_HELD_EVENTS_MAX,
       storeRevalidateMs: e.CONSOLE_STORE_REVALIDATE_MS,
+      instanceUrl: e.CONSOLE_INSTANCE_URL ?? null,
     },
+    history: { sampleMs: e.CONSOLE_HISTORY_SAMPLE_MS },
     cors: { origins },
     allowedHosts: e.CONSOLE_ALLOWED_HOSTS,
     logLevel: e.LOG_LEVEL,

@@ -23,6 +23,7 @@ import type { Api } from '../http/route.js';
 import { WriteProxy } from '../http/write-proxy.js';
 import type { AppDeps } from '../http/routes/deps.js';
 import { ServiceMetrics } from '../metrics/index.js';
+import { MetricsHistory } from '../metrics/history.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import type { Db } from '../state/db.js';
 import { ProcTable } from '../process/index.js';
@@ -35,6 +36,7 @@ import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 import { Readiness } from './readiness.js';
 import { wireCluster } from './cluster-wiring.js';
+import { figureSources } from './figure-sources.js';
 import type { StateBackend } from './backend.js';
 import { LOCAL_INSTANCE_ID, openStateBackend } from './state-backend.js';
 
@@ -109,11 +111,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       backend.kind === 'postgres'
         ? new Membership(backend.store, bus, {
             id: instanceId,
-            address: `http://${hostForUrl(config.host)}:${config.port}`,
+            // Where the others reach it (the history route reads each live instance's there).
+            address: config.cluster.instanceUrl ?? `http://${hostForUrl(config.host)}:${config.port}`,
             version: APP_VERSION,
             timeoutMs: config.cluster.instanceTimeoutMs,
             streamClients: () => sse.size,
-            onJudged: (dead, jobs, terminals) => log.warn({ instance: dead, jobs, terminals }, 'instance stopped beating: its running jobs were marked lost and its terminals ended'),
+            onJudged: (dead, jobs, terminals) => {
+              log.warn({ instance: dead, jobs, terminals }, 'instance stopped beating: its running jobs were marked lost and its terminals ended');
+              // Counted by the instance that marked them: the jobs-lost alert sees them once.
+              metrics.countLost(jobs);
+            },
             onConnection: (connected, err) =>
               connected ? log.warn({ instance: instanceId }, 'state database reachable again') : log.error({ instance: instanceId, err: (err as Error | undefined)?.message }, 'state database unreachable: heartbeats fail'),
             // Set once the supervisor exists (below), before the heartbeats start.
@@ -201,6 +208,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const leftovers = await terminals.killLeftovers();
     if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
     const readiness = new Readiness({ dataDir: config.dataDir, dispatchCli: config.dispatchCli, stateDatabase: () => backend.readiness(), poolStats: () => pool.stats() });
+    // The last 15 minutes of the figures (the ops page's charts) and the same figures for Prometheus.
+    const figures = figureSources({ supervisor, bus, sse, pool, metrics });
+    metrics.observeFigures(figures);
+    metrics.observeReadiness(readiness);
+    if (membership) metrics.observeMembership(membership);
+    const history = new MetricsHistory(figures, { intervalMs: config.history.sampleMs });
+    cleanup.unshift(() => history.stop());
     // Cluster mode: another instance's console write changes the take states and toggles the
     // engine store's answers carry.
     backend.onConsoleChanged(() => {
@@ -233,6 +247,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       database: backend,
       membership,
       readiness,
+      history,
     };
     // Once the shutdown began, late requests get a 503 and answers close their connection.
     const gate = new ShutdownGate();
@@ -250,6 +265,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         resolve();
       });
     });
+    history.start();
     const port = (server.address() as AddressInfo).port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
@@ -297,6 +313,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await bus.close();
         await backend.close();
         await procs.close(); // after the jobs and terminals ended (their sweeps are done) and the last checkpoint
+        history.stop();
         metrics.close();
         recorder?.close();
         log.info('stopped');

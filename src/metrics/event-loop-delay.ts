@@ -11,13 +11,16 @@ import type { Histogram } from 'prom-client';
 /**
  * Starts sampling into `histogram` (seconds). The timer is unref'd: it never keeps the
  * process alive.
+ * @param also called with each delay too (seconds): the history's interval quantiles.
  * @returns a function that stops the sampling.
  */
-export function sampleEventLoopDelay(histogram: Histogram, intervalMs = 20): () => void {
+export function sampleEventLoopDelay(histogram: Histogram, intervalMs = 20, also?: (seconds: number) => void): () => void {
   let due = performance.now() + intervalMs;
   const timer = setInterval(() => {
     const now = performance.now();
-    histogram.observe(Math.max(0, now - due) / 1000);
+    const delay = Math.max(0, now - due) / 1000;
+    histogram.observe(delay);
+    also?.(delay);
     due = now + intervalMs;
   }, intervalMs);
   timer.unref();

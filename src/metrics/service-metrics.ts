@@ -8,6 +8,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { SEVERITIES, type Severity } from '../bus/event.js';
 import type { Supervisor } from '../supervisor/index.js';
 import { sampleEventLoopDelay } from './event-loop-delay.js';
+import type { FigureSources } from './history.js';
+import { IntervalRecorder } from './interval-quantiles.js';
 
 /** Outcome label of `console_jobs_exited_total`. */
 export type JobOutcome = 'ok' | 'failed' | 'lost';
@@ -47,6 +49,10 @@ export class ServiceMetrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   private readonly proxyRequests: Counter<'outcome'>;
   private readonly stopSampling: () => void;
+  /** The event-loop delays of the history's current interval (history.ts). */
+  readonly loopDelayInterval = new IntervalRecorder();
+  /** The read latencies of the history's current interval: GET answers, the event stream excepted. */
+  readonly readLatencyInterval = new IntervalRecorder();
 
   /**
    * @param instance cluster mode: the instance's id, carried by every metric as the `instance`
@@ -63,7 +69,7 @@ export class ServiceMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    this.stopSampling = sampleEventLoopDelay(loopDelay);
+    this.stopSampling = sampleEventLoopDelay(loopDelay, 20, this.loopDelayInterval.record);
     this.jobsStarted = new Counter({ name: 'console_jobs_started_total', help: 'Generation jobs started since the service started.', registers });
     this.jobsExited = new Counter({
       name: 'console_jobs_exited_total',
@@ -114,6 +120,11 @@ export class ServiceMetrics {
   /** Events published since start-up (GET /api/system-status, `events.publishedSinceStart`). */
   get eventsPublished(): number {
     return this.publishedTotal;
+  }
+
+  /** Events of one severity published since start-up (the history's fallbacks raised). */
+  publishedOf(severity: Severity): number {
+    return this.published[severity];
   }
 
   /** Reports {@link countEvent}'s counts at scrape time. */
@@ -178,6 +189,98 @@ export class ServiceMetrics {
       registers: [this.registry],
       collect() {
         this.set(hub.size);
+      },
+    });
+  }
+
+  /**
+   * Reports the history's counters as Prometheus families, read at scrape time from the same
+   * sources, so the dashboard (deploy/grafana) and the page's charts show the same figures:
+   * `console_job_output_lines_total`, `console_events_stored_total`,
+   * `console_sse_events_delivered_total`, `console_sse_slow_clients_dropped_total`,
+   * `console_sse_replay_pages_from_database_total`, `console_worker_pool_busy_seconds_total`
+   * and `console_worker_pool_threads`.
+   */
+  observeFigures(f: Pick<FigureSources, 'outputLines' | 'eventsStored' | 'eventsDelivered' | 'slowClientsDropped' | 'replayPagesFromDatabase' | 'poolBusyMs' | 'poolThreads'>): void {
+    const registers = [this.registry];
+    const fromTotal = (name: string, help: string, read: () => number, scale = 1): void => {
+      let reported = 0;
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const now = read();
+          if (now > reported) this.inc((now - reported) * scale);
+          reported = Math.max(reported, now);
+        },
+      });
+    };
+    fromTotal('console_job_output_lines_total', 'Output lines (stdout and stderr) of the generation jobs run here.', f.outputLines);
+    fromTotal('console_events_stored_total', 'Events published here and stored in the state database.', f.eventsStored);
+    fromTotal('console_sse_events_delivered_total', 'Event frames written to stream clients, live and replayed: one per event per client.', f.eventsDelivered);
+    fromTotal('console_sse_slow_clients_dropped_total', 'Stream clients disconnected because their unsent bytes passed CONSOLE_SSE_MAX_QUEUE_BYTES.', f.slowClientsDropped);
+    fromTotal('console_sse_replay_pages_from_database_total', 'Replay pages read from the state database: streams resumed from a point older than the replay memory (CONSOLE_SSE_REPLAY_MEMORY_BYTES).', f.replayPagesFromDatabase);
+    fromTotal('console_worker_pool_busy_seconds_total', 'Time the worker threads spent running tasks (store reads, synthesis), summed over threads; its rate over console_worker_pool_threads is the utilisation.', f.poolBusyMs, 1 / 1000);
+    new Gauge({
+      name: 'console_worker_pool_threads',
+      help: 'Worker threads of the pool (CONSOLE_WORKER_THREADS).',
+      registers,
+      collect() {
+        this.set(f.poolThreads());
+      },
+    });
+  }
+
+  /**
+   * Reports readiness at scrape time (`GET /api/ready`'s checks): `console_ready` (1 ready, 0
+   * not) and `console_readiness_check{check}` per check, so alerts see a failing readiness and
+   * an unreachable state database (`check="stateDatabase"`).
+   */
+  observeReadiness(readiness: { check(): Promise<{ readonly ready: boolean; readonly checks: readonly { readonly name: string; readonly ok: boolean }[] }> }): void {
+    let last: Promise<{ ready: boolean; checks: readonly { name: string; ok: boolean }[] }> | null = null;
+    // Both gauges are collected in one scrape: the checks run once for the two.
+    const report = () => (last ??= readiness.check().finally(() => setImmediate(() => (last = null))));
+    new Gauge({
+      name: 'console_ready',
+      help: 'Whether GET /api/ready answers 200 now: 1 when every check is ok, else 0.',
+      registers: [this.registry],
+      async collect() {
+        this.set((await report()).ready ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'console_readiness_check',
+      help: 'Each check of GET /api/ready now: 1 ok, 0 failing (store, dispatchTool, stateDatabase, workers).',
+      labelNames: ['check'],
+      registers: [this.registry],
+      async collect() {
+        for (const c of (await report()).checks) this.set({ check: c.name }, c.ok ? 1 : 0);
+      },
+    });
+  }
+
+  /**
+   * Cluster mode: reports each instance of the cluster as this one sees it at scrape time,
+   * `console_cluster_peer_up{peer}` (1 beating, 0 stopped; a dead instance stays listed for an
+   * hour), so an alert names a missing instance even when nothing scrapes it any more.
+   */
+  observeMembership(membership: { list(): Promise<readonly { readonly id: string; readonly alive: boolean }[]> }): void {
+    new Gauge({
+      name: 'console_cluster_peer_up',
+      help: 'Cluster mode: each instance sharing the state database, as this one sees it: 1 alive (heartbeat within CONSOLE_INSTANCE_TIMEOUT_MS), 0 stopped beating (listed for an hour).',
+      labelNames: ['peer'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        let instances: readonly { id: string; alive: boolean }[];
+        try {
+          instances = await membership.list();
+        } catch {
+          // The database away: nothing to say about the others (console_readiness_check says it).
+          return;
+        }
+        for (const i of instances) this.set({ peer: i.id }, i.alive ? 1 : 0);
       },
     });
   }

@@ -12,13 +12,15 @@ let prompt = async () => {
 /** The dialog's answer while it is open: every request refused meanwhile waits for it. */
 let asking = null;
 
-/** An answer other than 2xx: `status`, and the service's `detail` and `code`. */
+/** An answer other than 2xx: `status`, the service's `detail` and `code`, and the whole `body`. */
 export class ApiError extends Error {
   constructor(status, body) {
     const detail = body && typeof body === 'object' && 'detail' in body ? body.detail : body;
     super(typeof detail === 'string' ? detail : `HTTP ${status}: ${JSON.stringify(detail)}`);
     this.status = status;
     this.code = body?.code ?? null;
+    // GET /api/ready's 503 carries the checks beside its detail.
+    this.body = body;
   }
 }
 
@@ -67,7 +69,16 @@ async function authorizedFetch(url, init = {}) {
  * A JSON call. Resolves with the parsed body of a 2xx answer.
  * @throws ApiError for any other status.
  */
-export async function api(path, { method = 'GET', body, signal } = {}) {
+export async function api(path, options = {}) {
+  return (await apiAnswer(path, options)).body;
+}
+
+/**
+ * A JSON call that also gives the answer's headers (a list's `X-Next-Cursor`).
+ * Resolves with `{ body, headers }` for a 2xx answer.
+ * @throws ApiError for any other status.
+ */
+export async function apiAnswer(path, { method = 'GET', body, signal } = {}) {
   const init = { method, signal, headers: { accept: 'application/json' } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
@@ -82,7 +93,7 @@ export async function api(path, { method = 'GET', body, signal } = {}) {
     parsed = text;
   }
   if (!res.ok) throw new ApiError(res.status, parsed);
-  return parsed;
+  return { body: parsed, headers: res.headers };
 }
 
 /**

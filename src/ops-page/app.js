@@ -1,5 +1,6 @@
 // The ops page (issue 14, item 1): one event stream for the whole page, shared by the views,
-// a hash router (#/jobs, #/jobs/<id>, #/events, #/terminals, #/status) and the token dialog.
+// a hash router (#/jobs, #/jobs/<id>, #/events[?proposalId=<id>], #/terminals, #/status) and the
+// token dialog.
 import { forgetToken, hasToken, openStream, setTokenPrompt } from './api.js';
 import { h, replace } from './dom.js';
 import { eventsView } from './events-view.js';
@@ -74,7 +75,7 @@ openStream(
 const ROUTES = [
   [/^#\/jobs\/([^/]+)$/, (m) => jobView(decodeURIComponent(m[1]), hub), 'jobs'],
   [/^#\/jobs$/, () => jobsView(hub), 'jobs'],
-  [/^#\/events$/, () => eventsView(hub), 'events'],
+  [/^#\/events(?:\?(.*))?$/, (m) => eventsView(hub, new URLSearchParams(m[1] ?? '')), 'events'],
   [/^#\/terminals$/, () => terminalsView(hub), 'terminals'],
   [/^#\/status$/, () => statusView(hub), 'status'],
 ];

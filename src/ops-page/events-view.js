@@ -1,5 +1,6 @@
 // The event tail (issue 14, item 1): the newest events passing the severity and scope filters
-// (GET /api/events), then live ones from the page's stream, newest first. Rendering is batched
+// (GET /api/events), then live ones from the page's stream, newest first; opened from a job
+// (`#/events?proposalId=<id>`), only that job's events. Rendering is batched
 // per animation frame and the table keeps at most MAX_ROWS rows, so thousands of events a second
 // leave the page usable. Pause holds new events (the newest MAX_ROWS) until Resume.
 import { api } from './api.js';
@@ -11,7 +12,11 @@ export const MAX_ROWS = 500;
 /** Events read when the filters change. */
 const FIRST_PAGE = 200;
 
-export function eventsView(hub) {
+/** A job's line event names it at the start of its detail (`<proposal id> stdout line <n>`). */
+const aboutProposal = (e, id) => e.payload?.proposal_id === id || (e.detail ?? '').startsWith(`${id} `);
+
+/** @param query the hash's query: `proposalId` keeps one job's (or proposal's) events. */
+export function eventsView(hub, query = new URLSearchParams()) {
   let disposed = false;
   let paused = false;
   let loading = null;
@@ -23,7 +28,8 @@ export function eventsView(hub) {
   let held = [];
   let heldCount = 0;
   let seen = 0;
-  const filters = { severities: new Set(SEVERITIES), scopePrefix: '' };
+  const proposalId = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(query.get('proposalId') ?? '') ? query.get('proposalId') : null;
+  const filters = { severities: new Set(SEVERITIES), scopePrefix: '', proposalId };
 
   const checks = SEVERITIES.map((s) =>
     h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'severity', value: s, checked: true, onchange: onFilter }), ' ', badge(s, 'severity')),
@@ -34,13 +40,14 @@ export function eventsView(hub) {
   const body = h('tbody', { id: 'event-rows' });
   const element = h(
     'section',
-    { class: 'events-view' },
-    h('h1', {}, 'Events'),
+    { class: 'events-view', dataset: { proposal: proposalId ?? '' } },
+    h('h1', {}, 'Events', proposalId ? [' of ', h('a', { href: `#/jobs/${encodeURIComponent(proposalId)}`, class: 'mono', id: 'events-job' }, proposalId)] : ''),
+    proposalId ? h('p', { class: 'notice', id: 'events-scope' }, `Only the events about ${proposalId}: its spawn, output lines, exit or loss, and decisions on it. `, h('a', { href: '#/events' }, 'Show every event')) : '',
     h('form', { class: 'filters', onsubmit: (e) => e.preventDefault() }, h('span', {}, 'Severity'), checks, scope, pause, status),
     h('table', { class: 'events' }, h('thead', {}, h('tr', {}, ['id', 'Time', 'Severity', 'Scope', 'Summary', 'Detail'].map((t) => h('th', {}, t)))), body),
   );
 
-  const passes = (e) => filters.severities.has(e.severity) && e.scope.startsWith(filters.scopePrefix);
+  const passes = (e) => filters.severities.has(e.severity) && e.scope.startsWith(filters.scopePrefix) && (filters.proposalId === null || aboutProposal(e, filters.proposalId));
 
   function row(e) {
     return h(
@@ -106,6 +113,7 @@ export function eventsView(hub) {
     const params = new URLSearchParams({ limit: String(FIRST_PAGE) });
     for (const s of filters.severities) params.append('severities', s);
     if (filters.scopePrefix) params.set('scopePrefix', filters.scopePrefix);
+    if (filters.proposalId) params.set('proposalId', filters.proposalId);
     const mine = (loading = {});
     // While this read runs, live events wait: the read may or may not hold them.
     pending = [];

@@ -3,7 +3,7 @@
 // the last event read), and a cancel button.
 import { api, openStream } from './api.js';
 import { badge, fmtDuration, fmtTime, h, perFrame, replace } from './dom.js';
-import { outcomeOf } from './jobs-view.js';
+import { eventsLink, outcomeOf } from './jobs-view.js';
 
 /** Output lines kept on the page: the oldest go first past this. */
 const MAX_LINES = 5000;
@@ -30,7 +30,7 @@ export function jobView(id, hub) {
     h('p', {}, h('a', { href: '#/jobs' }, '← Jobs')),
     h('h1', {}, 'Job ', h('span', { class: 'mono' }, id)),
     header,
-    h('div', { class: 'actions' }, cancelButton),
+    h('div', { class: 'actions' }, cancelButton, h('a', { href: eventsLink(id), id: 'job-events-link', class: 'button-link' }, 'Its events in the event view')),
     message,
     h('h2', {}, 'Output'),
     earlier,

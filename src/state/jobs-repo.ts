@@ -4,6 +4,7 @@
  */
 import type { JobEnd } from '../bus/event.js';
 import type { Db } from './db.js';
+import { jobQueryWhere, type JobQuery } from './job-query.js';
 
 /** A job as stored and served by `GET /api/jobs`. Times are ISO-8601 UTC. */
 export interface JobRecord {
@@ -141,6 +142,15 @@ export class JobsRepo {
     return (this.db.prepare(`SELECT * FROM jobs WHERE state = 'running'`).all() as Row[]).map(fromRow);
   }
 
+  /**
+   * The jobs matching `q`, newest first (`GET /api/jobs` with filters and pages; job-query.ts).
+   * Walks the `started_at` index from the page's start and stops at the limit.
+   */
+  search(q: JobQuery): JobRecord[] {
+    const { sql, params } = jobSearchSql(q);
+    return (this.db.prepare(sql).all(...params) as Row[]).map(fromRow);
+  }
+
   /** Counts by state over the whole table. */
   countsByState(): Record<string, number> {
     const rows = this.db.prepare(`SELECT state, count(*) AS n FROM jobs GROUP BY state`).all() as {
@@ -149,4 +159,19 @@ export class JobsRepo {
     }[];
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
+}
+
+/** The statement of {@link JobsRepo.search} and its parameters (tests read its query plan). */
+export function jobSearchSql(q: JobQuery): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const where = jobQueryWhere(
+    q,
+    (v) => {
+      params.push(v);
+      return '?';
+    },
+    { unindexed: (c) => `+${c}`, byId: 'proposal_id' },
+  );
+  params.push(q.limit);
+  return { sql: `SELECT * FROM jobs ${where} ORDER BY started_at DESC, proposal_id DESC LIMIT ?`, params };
 }

@@ -251,6 +251,7 @@ export class SqliteStateStore implements StateStore {
             return r && withOwner([r])[0];
           }),
         list: (limit, state) => run(() => withOwner(s.jobs.list(limit, state))),
+        search: (q) => run(() => withOwner(s.jobs.search(q))),
         running: (instanceId) => run(() => (instanceId === undefined ? withOwner(s.jobs.running()) : byIds(s.owners.runningOf(instanceId)))),
         lostSince: (instanceId, since) => run(() => byIds(s.owners.lostSince(instanceId, since))),
         countsByState: () => run(() => s.jobs.countsByState()),

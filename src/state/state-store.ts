@@ -27,6 +27,7 @@ import type { ClickRecord } from './clicks-repo.js';
 import type { DecisionRecord } from './decisions-repo.js';
 import type { EventRow } from './event-log.js';
 import type { JobRecord } from './jobs-repo.js';
+import type { JobPosition, JobQuery } from './job-query.js';
 import type { MemoryToggleRecord } from './memory-toggles-repo.js';
 import type { ProposalRecord } from './proposals-repo.js';
 import type { RecentRecord, SelectionRecord } from './selection-repo.js';
@@ -35,6 +36,7 @@ import type { PutOutcome, WorkspaceRecord, WorkspaceReport } from './workspace-r
 
 export type { ClickRecord, DecisionRecord, EventRow, JobRecord, MemoryToggleRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
 export type { PutOutcome, WorkspaceRecord, WorkspaceReport };
+export type { JobPosition, JobQuery };
 
 /** Which back end a store is. */
 export type StateBackend = 'sqlite' | 'postgres';
@@ -181,6 +183,8 @@ export interface JobStore {
   get(proposalId: string): Promise<StoredJob | undefined>;
   /** Newest first, optionally only in `state`. */
   list(limit: number, state?: string): Promise<StoredJob[]>;
+  /** The jobs matching `q` (filters and a page), newest first: `GET /api/jobs` (job-query.ts). */
+  search(q: JobQuery): Promise<StoredJob[]>;
   /** Jobs recorded as running: all, or only those of `instanceId`. */
   running(instanceId?: string): Promise<StoredJob[]>;
   /**
@@ -214,9 +218,12 @@ export interface EventStore extends SharedEventLog {
    * event whose guard does not hold is dropped). Inside a transaction, the ids are the
    * transaction's until it commits; on PostgreSQL the sequencer is then held until the commit,
    * across the client's round trips: a write appends with {@link appendOnCommit} instead.
+   * @param retryAfter a retry of an append whose outcome is unknown (SharedEventLog.append):
+   *   events stored then, found by their token, are not stored again (PostgreSQL; SQLite's
+   *   failed transactions are rolled back for sure).
    * @returns the events with their ids, in order; null for an event dropped by its guard.
    */
-  append(drafts: readonly EventDraft[]): Promise<(BusEvent | null)[]>;
+  append(drafts: readonly EventDraft[], retryAfter?: number | null): Promise<(BusEvent | null)[]>;
   /**
    * {@link append} as the last statement of the enclosing transaction, sent with its commit (on
    * PostgreSQL, in one round trip: the sequencer is never held while the database waits for this

@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/jobs-repo.js';
-import type { StateCommitter, StateStore } from '../state/state-store.js';
+import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
 import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
 import { LineTurns } from './frame-lines.js';
@@ -331,6 +331,11 @@ export class Supervisor {
   /** Jobs newest first, running ones with live line counts. */
   async list(limit: number, state?: string): Promise<JobRecord[]> {
     return (await this.state.jobs.list(limit, state)).map((r) => this.live(r.proposalId) ?? this.served(r));
+  }
+
+  /** The jobs matching `q` (filters, a page), newest first, running ones with live line counts. */
+  async search(q: JobQuery): Promise<JobRecord[]> {
+    return (await this.state.jobs.search(q)).map((r) => this.live(r.proposalId) ?? this.served(r));
   }
 
   /** Jobs by state over the whole history in the state database. */

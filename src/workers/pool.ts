@@ -106,6 +106,15 @@ export class SynthesisPool implements SynthesisRunner {
     return this.pool.threads.map((t) => t.threadId);
   }
 
+  /**
+   * Time the threads spent running tasks since the pool started, in ms (summed over threads;
+   * Piscina's run-time histogram: its mean times its count, so an estimate). Its rate over the
+   * number of threads is the pool's utilisation over that time.
+   */
+  busyMs(): number {
+    return this.pool.utilization * this.pool.duration * this.pool.options.maxThreads;
+  }
+
   stats(): PoolStats {
     return {
       threads: this.pool.threads.length,

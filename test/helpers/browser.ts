@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwright-core';
+import { chromium, type Browser, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
@@ -32,9 +32,10 @@ export async function launchBrowser(): Promise<Browser> {
 /**
  * A page that records what the browser refused or failed on: Content-Security-Policy
  * violations, uncaught errors, failed requests (read `problems` at the end of a test).
+ * @param options.timezoneId the page's time zone (local times typed into the page are in it).
  */
-export async function openPage(browser: Browser): Promise<{ page: Page; problems: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+export async function openPage(browser: Browser, options: { readonly timezoneId?: string } = {}): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, ...options });
   const problems: string[] = [];
   page.on('console', (m: ConsoleMessage) => {
     if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`console: ${m.text()}`);
@@ -47,13 +48,17 @@ export async function openPage(browser: Browser): Promise<{ page: Page; problems
   return { page, problems };
 }
 
-/** Saves a screenshot of `page` as `<name>.png` in this run's temp folder (named on stdout); returns its path. */
-export async function screenshot(page: Page, name: string): Promise<string> {
+/**
+ * Saves a screenshot of `page` (or of one element of it, `of`) as `<name>.png` in this run's
+ * temp folder (named on stdout); returns its path.
+ */
+export async function screenshot(page: Page, name: string, of?: Locator): Promise<string> {
   if (screenshots === undefined) {
     screenshots = fs.mkdtempSync(path.join(os.tmpdir(), 'console-ops-page-'));
     console.log(`ops page screenshots: ${screenshots}`);
   }
   const file = path.join(screenshots, `${name}.png`);
-  await page.screenshot({ path: file });
+  if (of) await of.screenshot({ path: file });
+  else await page.screenshot({ path: file });
   return file;
 }

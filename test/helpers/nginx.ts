@@ -1,8 +1,10 @@
 /**
  * A real nginx balancing over service instances, for the cluster tests (issue 13, "How it is
- * tested"): Debian's nginx, which `.ci/run` installs when missing. One process (no master, no
- * daemon), its files in a temp folder, a port of its own on the loopback; the configuration is
- * the README's cluster example (`proxy_buffering off` for the event stream).
+ * tested"): Debian's nginx, which `.ci/run` installs when missing, run with the configuration the
+ * README documents, deploy/nginx/console-cluster.conf, so the documented file is the tested one.
+ * Only its paths (/tmp/cluster), its port (8430) and its upstream servers (127.0.0.1:8431-8433)
+ * are replaced; one process group in the foreground, its files in a temp folder, a port of its
+ * own on the loopback.
  *
  * Never skips: when nginx is not installed, {@link startNginx} throws, saying how to get it.
  */
@@ -13,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from './events.js';
 import { freePort } from './process.js';
+import { REPO_ROOT } from './service.js';
 
 export interface TestNginx {
   /** `http://127.0.0.1:<port>`. */
@@ -24,38 +27,35 @@ export interface TestNginx {
 
 const CANDIDATES = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'];
 
-/** The nginx configuration of a balancer over `upstreams` (`127.0.0.1:port` each), as the README shows it. */
+/** The README's nginx configuration for its local cluster. */
+export const CLUSTER_CONF = path.join(REPO_ROOT, 'deploy', 'nginx', 'console-cluster.conf');
+
+/** What the documented file holds that a test replaces: its folder, its port, its upstream servers. */
+export const DOCUMENTED = { dir: '/tmp/cluster', port: 8430, upstreams: ['127.0.0.1:8431', '127.0.0.1:8432', '127.0.0.1:8433'] } as const;
+
+/**
+ * The documented configuration with another folder, port and upstream servers (`host:port`
+ * each, keeping the documented server parameters). Rendering with {@link DOCUMENTED}'s values
+ * gives the file back unchanged.
+ * @throws Error when the file no longer has the parts replaced (its shape changed: fix both).
+ */
 export function balancerConfig(port: number, upstreams: readonly string[], dir: string): string {
-  return `daemon off;
-master_process off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream console {
-${upstreams.map((u) => `    server ${u} max_fails=1 fail_timeout=5s;`).join('\n')}
+  const text = fs.readFileSync(CLUSTER_CONF, 'utf8');
+  const upstream = /( *)upstream console \{\n((?:.*\n)*?)\1\}/.exec(text);
+  const listen = `listen 127.0.0.1:${DOCUMENTED.port};`;
+  if (upstream === null || !text.includes(listen) || !text.includes(`${DOCUMENTED.dir}/`)) {
+    throw new Error(`${CLUSTER_CONF} no longer has an "upstream console { … }" block, "${listen}" and paths under ${DOCUMENTED.dir}/: update test/helpers/nginx.ts with it`);
   }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://console;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $http_host;
-      proxy_buffering off;
-      proxy_read_timeout 1h;
-      proxy_next_upstream error timeout;
-    }
-  }
-}
-`;
+  const indent = upstream[1] as string;
+  const body = upstream[2] as string;
+  const servers = [...body.matchAll(/^( *)server (\S+)( [^;]*)?;$/gm)];
+  const first = servers[0];
+  if (first === undefined || servers.map((m) => m[2]).join(',') !== DOCUMENTED.upstreams.join(',')) throw new Error(`${CLUSTER_CONF}: the upstream's servers are not ${DOCUMENTED.upstreams.join(', ')}`);
+  // The block's own lines (comments) stay; its servers become the given ones, with the same parameters.
+  const kept = body.split('\n').filter((l) => !/^ *server /.test(l));
+  const lines = [...kept.slice(0, -1), ...upstreams.map((u) => `${first[1]}server ${u}${first[3] ?? ''};`)];
+  const block = `${indent}upstream console {\n${lines.join('\n')}\n${indent}}`;
+  return text.replace(upstream[0], block).replace(listen, `listen 127.0.0.1:${port};`).replaceAll(`${DOCUMENTED.dir}/`, `${dir}/`);
 }
 
 /**
@@ -69,7 +69,8 @@ export async function startNginx(upstreams: readonly string[]): Promise<TestNgin
   const port = await freePort();
   const conf = path.join(dir, 'nginx.conf');
   fs.writeFileSync(conf, balancerConfig(port, upstreams, dir));
-  const child: ChildProcess = spawn(bin, ['-p', dir, '-e', path.join(dir, 'error.log'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Its own process group: the master and its worker are stopped together.
+  const child: ChildProcess = spawn(bin, ['-p', `${dir}/`, '-e', path.join(dir, 'nginx-error.log'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const exited = once(child, 'exit');
@@ -77,7 +78,7 @@ export async function startNginx(upstreams: readonly string[]): Promise<TestNgin
   void exited.then(() => (gone = true));
   const errors = () => {
     try {
-      return fs.readFileSync(path.join(dir, 'error.log'), 'utf8') + stderr;
+      return fs.readFileSync(path.join(dir, 'nginx-error.log'), 'utf8') + stderr;
     } catch {
       return stderr;
     }
@@ -102,10 +103,19 @@ export async function startNginx(upstreams: readonly string[]): Promise<TestNgin
     errors,
     async stop() {
       if (!gone) {
-        child.kill('SIGQUIT');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        // SIGTERM: a fast shutdown (SIGQUIT would wait for the open event streams to end).
+        const group = (signal: NodeJS.Signals) => {
+          try {
+            process.kill(-(child.pid as number), signal);
+          } catch {
+            // gone already
+          }
+        };
+        group('SIGTERM');
+        const timer = setTimeout(() => group('SIGKILL'), 5000);
         await exited;
         clearTimeout(timer);
+        group('SIGKILL');
       }
       fs.rmSync(dir, { recursive: true, force: true });
     },

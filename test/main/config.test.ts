@@ -89,13 +89,22 @@ describe('readConfig', () => {
   });
 
   it('reads cluster mode’s variables: a blank CONSOLE_DATABASE_URL is unset; the URL is a secret, never shown nor handed to children (issue 13)', () => {
-    expect(readConfig({}).cluster).toEqual({ databaseUrl: null, connectTimeoutMs: 10_000, instanceId: null, instanceTimeoutMs: 10_000, heldEventsMax: 100_000, storeRevalidateMs: 2000 });
+    expect(readConfig({}).cluster).toEqual({ databaseUrl: null, connectTimeoutMs: 10_000, instanceId: null, instanceTimeoutMs: 10_000, heldEventsMax: 100_000, storeRevalidateMs: 2000, instanceUrl: null });
     expect(readConfig({ CONSOLE_DATABASE_URL: '  ', CONSOLE_INSTANCE_ID: ' ' }).cluster).toMatchObject({ databaseUrl: null, instanceId: null });
     const url = 'postgres://console:s3cret@db:5432/console';
     const c = readConfig({ CONSOLE_DATABASE_URL: ` ${url} `, CONSOLE_INSTANCE_ID: 'host-1:8431', PATH: '/bin' });
     expect(c.cluster).toMatchObject({ databaseUrl: url, instanceId: 'host-1:8431' });
     expect(c.nonDefault.CONSOLE_DATABASE_URL).toBe('(set)');
     expect(c.childEnv).not.toHaveProperty('CONSOLE_DATABASE_URL');
+  });
+
+  it('reads the history’s sampling interval and the URL other instances reach this one at', () => {
+    expect(readConfig({}).history).toEqual({ sampleMs: 5000 });
+    expect(readConfig({ CONSOLE_HISTORY_SAMPLE_MS: '250' }).history).toEqual({ sampleMs: 250 });
+    for (const bad of ['50', '60001', '5s']) expect(() => readConfig({ CONSOLE_HISTORY_SAMPLE_MS: bad })).toThrow(/CONSOLE_HISTORY_SAMPLE_MS/);
+    expect(readConfig({ CONSOLE_INSTANCE_URL: ' http://10.0.0.7:8431/ ' }).cluster.instanceUrl).toBe('http://10.0.0.7:8431');
+    expect(readConfig({ CONSOLE_INSTANCE_URL: '' }).cluster.instanceUrl).toBeNull();
+    for (const bad of ['ftp://x', 'http://u:p@x:1', 'not a url']) expect(() => readConfig({ CONSOLE_INSTANCE_URL: bad })).toThrow(/CONSOLE_INSTANCE_URL/);
   });
 
   it('hands children the service’s environment without its secrets (issue 10, item 8)', () => {

@@ -88,7 +88,7 @@ describe('the ops page', () => {
     await screenshot(page, 'job-page-cancelled');
     // Back on the jobs page, it is listed among the failed ones.
     await page.click('a[href="#/jobs"]');
-    await page.waitForSelector(`.job-group[data-state="exited failed"] tr[data-id="${jobId}"]`);
+    await page.waitForSelector(`#jobs-page tr[data-id="${jobId}"][data-state="exited failed"]`);
   });
 
   it('filters the event tail by severity and by scope, live too', async () => {

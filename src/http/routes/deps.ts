@@ -11,6 +11,7 @@ import type { GuardReport } from '../../main/guards.js';
 import type { Config } from '../../main/config.js';
 import type { Readiness } from '../../main/readiness.js';
 import type { ServiceMetrics } from '../../metrics/index.js';
+import type { MetricsHistory } from '../../metrics/history.js';
 import type { Supervisor } from '../../supervisor/index.js';
 import type { Terminals } from '../../terminals/index.js';
 import type { SynthesisPool } from '../../workers/pool.js';
@@ -41,4 +42,6 @@ export interface AppDeps {
   readonly writeProxy: WriteProxy;
   /** The checks of `GET /api/ready` (issue 14, item 3). */
   readonly readiness: Readiness;
+  /** The last 15 minutes of this instance's figures (`GET /api/system-status/history`). */
+  readonly history: MetricsHistory;
 }

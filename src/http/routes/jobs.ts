@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
-import { EngineEvent, ErrorBody, Job, JobEventsQuery, JobsQuery, PathId } from '../schemas.js';
+import { EngineEvent, encodeJobsCursor, ErrorBody, Job, JobEventsQuery, JobsQuery, PathId } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 import { EVENT_LIST_ORDER, filterOf, sendEventList } from './events.js';
 import { UnknownJobError } from '../../supervisor/index.js';
@@ -15,12 +15,43 @@ export function jobRoutes(api: Api, { supervisor, bus, cancels }: AppDeps): void
     path: '/api/jobs',
     operationId: 'listJobs',
     summary: 'List generation jobs',
-    description: 'Newest first; running jobs carry live line counts. States: `running`, `exited ok`, `exited failed`, `lost` (found running after the service itself died).',
+    description:
+      'The job history (the state database keeps CONSOLE_JOB_HISTORY finished jobs), newest first (by start time, then id); running jobs carry live line counts. States: `running`, `exited ok`, `exited failed`, `lost` (found running after the service itself died). Filters by state, project and start time; one page of `limit` jobs, and when there are more, `X-Next-Cursor` (and `Link: <…>; rel="next"`) for the next: pages are keyed on the last job shown, so each costs the same however deep, and jobs started meanwhile shift nothing.',
     tag: 'Generation',
     query: JobsQuery,
-    answers: { 200: { description: 'Jobs.', schema: z.array(Job) }, 422: { description: 'Bad filter.', schema: ErrorBody } },
-    handler: async ({ res, query }) => {
-      res.json(await supervisor.list(query.limit, query.state));
+    answers: {
+      200: {
+        description: 'One page of jobs.',
+        schema: z.array(Job),
+        optionalHeaders: {
+          'X-Next-Cursor': 'Only when more jobs match: pass it as `cursor`, with the same filters, for the next page.',
+          Link: 'Only when more jobs match: `<the next page’s path and query>; rel="next"` (RFC 8288).',
+        },
+      },
+      400: { description: 'Malformed `projectId` (`invalid_id`).', schema: ErrorBody },
+      422: { description: 'Unknown state, a time that is not RFC 3339, a cursor this list did not give, or limit outside 1..500.', schema: ErrorBody },
+    },
+    handler: async ({ req, res, query }) => {
+      if (query.projectId !== undefined) checkId('projectId', query.projectId);
+      // One more than the page: whether a next page exists, without a count.
+      const found = await supervisor.search({
+        states: query.state,
+        ...(query.projectId !== undefined ? { projectId: query.projectId } : {}),
+        ...(query.from !== undefined ? { from: query.from } : {}),
+        ...(query.to !== undefined ? { to: query.to } : {}),
+        ...(query.cursor !== undefined ? { after: query.cursor } : {}),
+        limit: query.limit + 1,
+      });
+      const page = found.slice(0, query.limit);
+      const last = page.at(-1);
+      if (found.length > query.limit && last !== undefined) {
+        const cursor = encodeJobsCursor(last);
+        const params = new URLSearchParams(req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1) : '');
+        params.set('cursor', cursor);
+        res.setHeader('X-Next-Cursor', cursor);
+        res.setHeader('Link', `</api/jobs?${params.toString()}>; rel="next"`);
+      }
+      res.json(page);
     },
   });
 

@@ -6,6 +6,7 @@
  * each job is marked, and its event emitted, exactly once.
  */
 import type { Exec } from './exec.js';
+import { jobQueryWhere, type JobQuery } from '../job-query.js';
 import { instanceFromRow } from '../instances-repo.js';
 import { terminalFromRow } from '../terminals-repo.js';
 import type { InstanceStore, JobStore, StoredJob, TerminalStore } from '../state-store.js';
@@ -85,6 +86,7 @@ export function pgJobs(x: Exec): JobStore {
       await x.q('UPDATE jobs SET cancel_requested = true WHERE proposal_id = $1', [id]);
     },
     get: async (id) => (await select('WHERE proposal_id = $1', [id]))[0],
+    search: (q) => pgSearchJobs(x, q),
     list: (limit, state) =>
       state === undefined
         ? select('ORDER BY started_at DESC, seq DESC LIMIT $1', [limit])
@@ -115,6 +117,25 @@ export function pgJobs(x: Exec): JobStore {
         ])
       ).rows.map(jobFromRow),
   };
+}
+
+/**
+ * The jobs matching `q`, newest first (`JobStore.search`; job-query.ts): the `started_at`
+ * index walked from the page's start; ids compared byte-wise (`COLLATE "C"`), as SQLite does.
+ */
+export async function pgSearchJobs(x: Exec, q: JobQuery): Promise<StoredJob[]> {
+  const params: unknown[] = [];
+  const where = jobQueryWhere(
+    q,
+    (v) => {
+      params.push(v);
+      return `$${params.length}`;
+    },
+    { unindexed: (c) => c, byId: 'proposal_id COLLATE "C"' },
+  );
+  params.push(q.limit);
+  const sql = `SELECT ${JOB_COLS} FROM jobs ${where} ORDER BY started_at DESC, proposal_id COLLATE "C" DESC LIMIT $${params.length}`;
+  return (await x.q<JobRow>(sql, params)).rows.map(jobFromRow);
 }
 
 /** Instances and heartbeats on PostgreSQL. */
