@@ -38,7 +38,9 @@ export async function openPage(browser: Browser, options: { readonly timezoneId?
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, ...options });
   const problems: string[] = [];
   page.on('console', (m: ConsoleMessage) => {
-    if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`console: ${m.text()}`);
+    // A failed load names its resource in the message's location, not in its text.
+    const where = m.location().url;
+    if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`console: ${m.text()}${where ? ` (${where})` : ''}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('requestfailed', (r) => {

@@ -71,6 +71,11 @@ export async function startCluster(defaults: Record<string, string> = {}, pgOpti
     start: async (id, extra = {}) => {
       const p = await startServiceProcess({ env: envOf(id, extra) });
       instances.push(p);
+      // Said when it happens: a test that kills an instance expects it; one that does not
+      // learns here why the instance stopped answering.
+      void p.exited.then(([code, signal]) => {
+        if (code !== 0) process.stderr.write(`cluster: instance ${id} exited (code ${code}, signal ${signal})${p.stderr() ? `: ${p.stderr().slice(-2000)}` : ''}\n`);
+      });
       return p;
     },
     stream: (p, headers = {}, query = '') => {

@@ -76,6 +76,7 @@ describe('POST /api/takes/{take_id}/action: events', () => {
       severity: 'fallback',
       onDisk: false,
       state: { primary: false, circled: false, rejected: false },
+      eventId: expect.stringMatching(/^\d+$/),
     });
     const events = await eventsAfter(svc, since);
     expect(events).toHaveLength(1);
