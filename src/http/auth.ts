@@ -65,6 +65,16 @@ export function bearerAuth(token: string | null, api: Pick<Api, 'match'>): Reque
   };
 }
 
+/**
+ * Whether a request may see what the open routes keep for the token's holders (readiness
+ * details): no token is configured (everything is open), or `Authorization: Bearer` carries it.
+ */
+export function holdsToken(token: string | null, req: Request): boolean {
+  if (token === null) return true;
+  const presented = presentedToken(req, null);
+  return presented !== undefined && timingSafeEqual(digest(presented), digest(token));
+}
+
 /** The token of the `Authorization: Bearer` header, else `?token=` on the event stream (GET, and HEAD of it). */
 function presentedToken(req: Request, route: RouteMatch | null): string | undefined {
   const header = req.get('authorization');

@@ -126,8 +126,9 @@ export class StaleRevisionError extends HttpError {
  */
 export class NotReadyError extends HttpError {
   override name = 'NotReadyError';
-  constructor(readonly checks: readonly { readonly name: string; readonly ok: boolean; readonly detail: string }[]) {
-    super('not_ready', `not ready: ${checks.filter((c) => !c.ok).map((c) => `${c.name} (${c.detail})`).join('; ')}`);
+  /** @param checks every check; those without `detail` (the caller has no token) are named alone. */
+  constructor(readonly checks: readonly { readonly name: string; readonly ok: boolean; readonly detail?: string }[]) {
+    super('not_ready', `not ready: ${checks.filter((c) => !c.ok).map((c) => (c.detail === undefined ? c.name : `${c.name} (${c.detail})`)).join('; ')}`);
   }
 }
 

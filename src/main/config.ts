@@ -61,6 +61,8 @@ export interface Config {
    * unset) leaves the API open.
    */
   readonly apiToken: string | null;
+  /** Values never written to a log or a message: the token, the database URL's credentials (secretsOf). */
+  readonly secrets: readonly string[];
   /** Per-project web terminals (api-decisions.md, "Service routes with partial shape": Terminal). */
   readonly terminals: {
     /** TTYD_BIN: an absolute path (when it named a path) or a program name looked up on PATH at each start. */
@@ -411,6 +413,29 @@ const envSchema = z.object({
 const SECRET_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'CONSOLE_DATABASE_URL'];
 
 /**
+ * The secret values of an environment, for the log scrubber (written nowhere, whatever message
+ * echoes them): CONSOLE_API_TOKEN, and the credentials of CONSOLE_DATABASE_URL (its password,
+ * and the values of query parameters named like one: `password`, `passfile`, `sslkey`,
+ * `sslpassword`…). Best effort on an environment that does not parse (start-up errors).
+ */
+export function secretsOf(env: NodeJS.ProcessEnv): string[] {
+  const out: string[] = [];
+  const token = env.CONSOLE_API_TOKEN?.trim();
+  if (token) out.push(token);
+  const url = env.CONSOLE_DATABASE_URL?.trim();
+  if (url) {
+    try {
+      const u = new URL(url);
+      out.push(decodeURIComponent(u.password));
+      for (const [k, v] of u.searchParams) if (/pass|key|secret|token/i.test(k)) out.push(v);
+    } catch {
+      // Not a URL: start-up says so, without repeating it.
+    }
+  }
+  return out.filter((x) => x.length > 0);
+}
+
+/**
  * The variables of `env` whose parsed value differs from the default's, with the value as
  * given (trimmed), a secret's replaced by `(set)`.
  */
@@ -461,6 +486,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     ttydHost,
     writeUpstream: e.SERVICE_WRITE_UPSTREAM ?? null,
     apiToken: e.CONSOLE_API_TOKEN ? e.CONSOLE_API_TOKEN : null,
+    secrets: secretsOf(env),
     terminals: {
       bin: e.TTYD_BIN.includes('/') ? abs(e.TTYD_BIN) : e.TTYD_BIN,
       command: e.TTYD_COMMAND,

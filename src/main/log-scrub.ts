@@ -32,7 +32,29 @@ const CREDENTIAL_KEYS = new Set([
 ]);
 
 /** Query parameter names (decoded, lower case) whose value is a credential. */
-const CREDENTIAL_PARAMS = new Set(['token', 'access_token', 'refresh_token', 'id_token', 'api_token', 'api_key', 'apikey', 'api-key', 'auth', 'password', 'passwd', 'pwd', 'secret', 'client_secret', 'signature', 'sig']);
+const CREDENTIAL_PARAMS = new Set([
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'api_token',
+  'api_key',
+  'apikey',
+  'api-key',
+  'auth',
+  'password',
+  'passwd',
+  'pwd',
+  'secret',
+  'client_secret',
+  'signature',
+  'sig',
+  // libpq's and node-postgres's connection parameters that hold or lead to a credential.
+  'passfile',
+  'sslpassword',
+  'sslkey',
+  'sslcert',
+]);
 
 /** A query parameter: its delimiter, name and value. */
 const QUERY_PARAM = /([?&;])([^=&#;\s"'<>\\]*)=([^&#;\s"'<>\\]*)/g;
@@ -67,6 +89,20 @@ export class Scrubber {
     if (this.secrets.some((re) => out.search(re) !== -1)) {
       out = out.replace(JSON_STRING, (literal) => this.secrets.reduce((lit, re) => lit.replace(re, REDACTED), literal));
     }
+    return out;
+  }
+
+  /**
+   * A plain message (a start-up error on stderr) with its credentials replaced: the same rules
+   * as {@link text}, the secrets replaced wherever they appear.
+   */
+  plain(s: string): string {
+    let out = s;
+    if (out.includes('?')) {
+      out = out.replace(QUERY_PARAM, (all, delim: string, name: string) => (CREDENTIAL_PARAMS.has(decodeName(name)) ? `${delim}${name}=${REDACTED}` : all));
+    }
+    if (out.includes('://')) out = out.replace(USERINFO, `$1${REDACTED}@`);
+    for (const re of this.secrets) out = out.replace(re, REDACTED);
     return out;
   }
 

@@ -4,7 +4,8 @@
  * configuration, a failing guard, an unusable state database) prints one message and exits
  * non-zero before anything is served.
  */
-import { readConfig } from './config.js';
+import { readConfig, secretsOf } from './config.js';
+import { Scrubber } from './log-scrub.js';
 import { startService, type ServiceOptions } from './service.js';
 
 /**
@@ -17,7 +18,9 @@ export async function runMain(opts: ServiceOptions = {}): Promise<void> {
     const config = readConfig(process.env);
     service = await startService(config, opts);
   } catch (err) {
-    process.stderr.write(`console-backend: ${err instanceof Error ? err.message : String(err)}\n`);
+    // Through the logs' scrubber: a driver's message may echo the database URL.
+    const message = new Scrubber(secretsOf(process.env)).plain(err instanceof Error ? err.message : String(err));
+    process.stderr.write(`console-backend: ${message}\n`);
     process.exit(1);
   }
   let signals = 0;

@@ -69,7 +69,7 @@ export interface Service {
  *   listen error (EADDRINUSE…).
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
-  const log = opts.logger ?? createLogger(config.logLevel, { secrets: [config.apiToken], format: config.logFormat });
+  const log = opts.logger ?? createLogger(config.logLevel, { secrets: config.secrets, format: config.logFormat });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
 
   if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {

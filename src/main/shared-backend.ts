@@ -8,7 +8,7 @@ import { ClusterBus } from '../bus/cluster-bus.js';
 import { SharedCommitter, WORKSPACE_REPORTS_KEPT } from '../console/index.js';
 import { EVENTS_CHANNEL } from '../state/pg/event-repo.js';
 import { PgListener } from '../state/pg/listener.js';
-import { openPgStateStore, redact, sessionBoundsFor, type PgStateStore } from '../state/pg/pg-state-store.js';
+import { describeDatabaseUrl, openPgStateStore, sessionBoundsFor, type PgStateStore } from '../state/pg/pg-state-store.js';
 import type { Config } from './config.js';
 import { outageCheck, type ReadinessCheck } from './readiness.js';
 import { CONSOLE_CHANNEL, storeStateLogger, type BackendHooks, type StateBackend } from './backend.js';
@@ -28,7 +28,7 @@ export async function openShared(config: Config, url: string, { metrics, log, in
     sessionBounds: sessionBoundsFor(config.cluster.instanceTimeoutMs),
     onPoolError: (err) => log.warn({ err: err.message }, 'a pooled connection to the state database failed: it is replaced'),
   });
-  const where = { database: redact(url) };
+  const where = { database: describeDatabaseUrl(url) };
   let bus: ClusterBus;
   try {
     bus = await ClusterBus.open(store.events, {

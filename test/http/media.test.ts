@@ -53,7 +53,9 @@ describe('GET /api/media/{project_id}/{file}', () => {
     expect(res.headers.get('etag')).toMatch(/^W\/"[0-9a-f]+-[0-9a-f]+"$/);
     expect(res.headers.get('last-modified')).toBe(fs.statSync(path.join(t.dataDir, 'projects', P, 'media', 'clip.webm')).mtime.toUTCString());
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(res.headers.get('content-security-policy')).toBeNull();
+    // Inert everywhere: every media answer carries the sandbox (media-inert.test.ts).
+    expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; style-src 'unsafe-inline'; sandbox");
+    expect(res.headers.get('content-disposition')).toBeNull();
   });
 
   it('answers a byte range with 206, Content-Range and exactly those bytes', async () => {

@@ -10,6 +10,14 @@
  * blocking; anything else (a link out of the store, a pipe, a device) is a 404 naming only the
  * file. `send` then reads that very file through `/proc/self/fd/<fd>`, so it cannot be swapped
  * between the check and the read.
+ *
+ * Every answer is inert in the service's origin: whoever supplies a project folder (or a tool
+ * that writes media) must not get a page or a script of this origin out of it. Only the media
+ * types of {@link INERT_TYPES} are served as themselves; anything else (HTML, XML, XHTML,
+ * scripts, style sheets, PDF…) as `application/octet-stream` with `Content-Disposition:
+ * attachment`; and every answer carries {@link MEDIA_CSP} (a sandbox without script) and
+ * `X-Content-Type-Options: nosniff`, so not even an allowed type (SVG) runs anything when it is
+ * opened as a document.
  */
 import path from 'node:path';
 import type { Response } from 'express';
@@ -22,13 +30,46 @@ import { ErrorBody, PathId } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 
 /**
- * SVG can carry script: served as an image in a sandbox with nothing else allowed, so opening
- * it directly runs nothing in this origin.
+ * The policy of every media answer: a sandbox, nothing loaded, no script (SVG keeps its inline
+ * styles). Opened as a document, no media file runs anything in this origin.
  */
-export const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+export const MEDIA_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+
+/**
+ * The media types served as themselves, by extension (lower case): images, video, audio and
+ * plain text, which a browser shows and never runs (SVG is scriptable as a document, and gets
+ * MEDIA_CSP's sandbox like every answer).
+ */
+export const INERT_TYPES: Readonly<Record<string, string>> = Object.freeze({
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.avif': 'image/avif',
+  '.bmp': 'image/bmp',
+  '.ico': 'image/x-icon',
+  '.svg': 'image/svg+xml',
+  '.webm': 'video/webm',
+  '.mp4': 'video/mp4',
+  '.m4v': 'video/mp4',
+  '.mov': 'video/quicktime',
+  '.mkv': 'video/x-matroska',
+  '.ogv': 'video/ogg',
+  '.mp3': 'audio/mpeg',
+  '.wav': 'audio/wav',
+  '.ogg': 'audio/ogg',
+  '.oga': 'audio/ogg',
+  '.opus': 'audio/ogg',
+  '.m4a': 'audio/mp4',
+  '.aac': 'audio/aac',
+  '.flac': 'audio/flac',
+  '.txt': 'text/plain; charset=utf-8',
+  '.vtt': 'text/vtt; charset=utf-8',
+});
 
 /** Headers `send` sets for a file, removed again when an error answer (JSON) replaces it. */
-const FILE_HEADERS = ['Content-Type', 'Content-Length', 'Content-Range', 'ETag', 'Last-Modified', 'Accept-Ranges', 'Cache-Control', 'Content-Security-Policy'];
+const FILE_HEADERS = ['Content-Type', 'Content-Length', 'Content-Range', 'ETag', 'Last-Modified', 'Accept-Ranges', 'Cache-Control', 'Content-Security-Policy', 'Content-Disposition'];
 
 export function mediaRoutes(api: Api, { store }: AppDeps): void {
   api.route({
@@ -37,15 +78,20 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
     operationId: 'getMedia',
     summary: 'A media file of a project',
     description:
-      'The file `projects/<project_id>/media/<file>` of the engine store. `Range: bytes=…` (one range) answers 206 with `Content-Range`; an unsatisfiable range 416 with `Content-Range: bytes */<size>`. `If-None-Match` / `If-Modified-Since` answer 304. Served with `X-Content-Type-Options: nosniff`; SVG also with a sandboxing `Content-Security-Policy`.',
+      'The file `projects/<project_id>/media/<file>` of the engine store. `Range: bytes=…` (one range) answers 206 with `Content-Range`; an unsatisfiable range 416 with `Content-Range: bytes */<size>`. `If-None-Match` / `If-Modified-Since` answer 304. Every answer is inert in this origin: images (png, jpeg, gif, webp, avif, bmp, ico, svg), video (webm, mp4, m4v, mov, mkv, ogv), audio (mp3, wav, ogg, oga, opus, m4a, aac, flac) and plain text (txt, vtt) are served as their type; any other file (HTML, XML, scripts, style sheets, PDF…) as `application/octet-stream` with `Content-Disposition: attachment`; all with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: default-src \'none\'; style-src \'unsafe-inline\'; sandbox`.',
     tag: 'Engine',
     params: z.object({ projectId: PathId('Project id'), file: PathId('File name inside the project’s `media/` folder') }),
     answers: {
       200: {
-        description: 'The file; `Content-Type` from its extension (image/png, image/svg+xml, video/webm, video/mp4, image/gif, image/jpeg…).',
+        description: 'The file; `Content-Type` from its extension for the inert types (image/png, image/svg+xml, video/webm, video/mp4, audio/mpeg, text/plain…), else `application/octet-stream` as an attachment.',
         contentType: '*/*',
         schema: z.string().meta({ format: 'binary' }),
-        headers: { ETag: 'Weak validator from size and modification time.', 'Last-Modified': 'Modification time.', 'Accept-Ranges': '`bytes`' },
+        headers: {
+          ETag: 'Weak validator from size and modification time.',
+          'Last-Modified': 'Modification time.',
+          'Accept-Ranges': '`bytes`',
+          'Content-Security-Policy': "`default-src 'none'; style-src 'unsafe-inline'; sandbox`: nothing runs when the file is opened as a document.",
+        },
       },
       206: {
         description: 'The requested byte range.',
@@ -73,9 +119,16 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
       const { handle, stats, path: reopen } = opened.value;
       try {
         res.setHeader('X-Content-Type-Options', 'nosniff');
-        // `send` takes the type from the extension of the path it is given, which is not the file's name.
-        res.type(path.extname(file) || 'application/octet-stream');
-        if (path.extname(file).toLowerCase() === '.svg') res.setHeader('Content-Security-Policy', SVG_CSP);
+        res.setHeader('Content-Security-Policy', MEDIA_CSP);
+        // `send` takes the type from the extension of the path it is given, which is not the
+        // file's name; only inert types are served as themselves.
+        const inert = INERT_TYPES[path.extname(file).toLowerCase()];
+        if (inert !== undefined) res.setHeader('Content-Type', inert);
+        else {
+          // attachment() sets a type from the extension too: the generic type is set after it.
+          res.attachment(file);
+          res.setHeader('Content-Type', 'application/octet-stream');
+        }
         // The app turns generated ETags off (app.set('etag', false)), which res.sendFile follows;
         // set the validator `send` would compute (the `etag` package's stat form), and `send`
         // uses it for If-None-Match and If-Range.

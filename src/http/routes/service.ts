@@ -9,6 +9,7 @@ import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
 import { ErrorBody, Job } from '../schemas.js';
+import { holdsToken } from '../auth.js';
 import type { AppDeps } from './deps.js';
 
 /** How many recent jobs the system status lists. */
@@ -32,7 +33,13 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
     .object({
       name: z.enum(READINESS_CHECKS),
       ok: z.boolean(),
-      detail: z.string().meta({ description: 'What was found; what is wrong when `ok` is false.' }),
+      detail: z
+        .string()
+        .optional()
+        .meta({
+          description:
+            'What was found; what is wrong when `ok` is false. Only with the token (or when CONSOLE_API_TOKEN is unset): it names paths and the database, which an open route does not tell.',
+        }),
     })
     .meta({ id: 'ReadinessCheck' });
   api.route({
@@ -41,7 +48,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
     operationId: 'ready',
     summary: 'Readiness',
     description:
-      'Whether this instance can do its work now, for a balancer to poll (every second is fine: no check scans the store). Checks: `store` (CONSOLE_DATA_DIR is a folder this process can read), `dispatchTool` (DISPATCH_CLI is a file), `stateDatabase` (its write lock can be taken without waiting, and events are being stored), `workers` (the worker pool has threads). `/api/health` says the process is alive; this says what it needs is there. Open without the token.',
+      'Whether this instance can do its work now, for a balancer to poll (every second is fine: no check scans the store). Checks: `store` (CONSOLE_DATA_DIR is a folder this process can read), `dispatchTool` (DISPATCH_CLI is a file), `stateDatabase` (its write lock can be taken without waiting, and events are being stored), `workers` (the worker pool has threads). `/api/health` says the process is alive; this says what it needs is there. Open without the token, which then gives `ready` and each check’s name and result only (and the failing checks’ names in `detail`); with the token, each check’s `detail` too.',
     tag: 'Service',
     answers: {
       200: { description: 'Ready: every check is ok.', schema: z.object({ ready: z.literal(true), checks: z.array(Check) }) },
@@ -53,10 +60,12 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
         ]),
       },
     },
-    handler: async ({ res }) => {
+    handler: async ({ req, res }) => {
       const report = await deps.readiness.check();
-      if (!report.ready) throw new NotReadyError(report.checks);
-      res.json(report);
+      // Without the token, nothing that describes the installation (paths, the database, errors).
+      const checks = holdsToken(deps.config.apiToken, req) ? report.checks : report.checks.map(({ name, ok }) => ({ name, ok }));
+      if (!report.ready) throw new NotReadyError(checks);
+      res.json({ ...report, checks });
     },
   });
 

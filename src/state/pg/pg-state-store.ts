@@ -81,12 +81,12 @@ const types = {
 
 /**
  * Opens the PostgreSQL state store: connects, migrates, applies the bounds.
- * @throws StateDbError (`state_db_open_failed`) naming CONSOLE_DATABASE_URL (without its
- *   password) and the cause: a URL that is not a PostgreSQL URL, a refused login, a missing
+ * @throws StateDbError (`state_db_open_failed`) naming CONSOLE_DATABASE_URL (as host:port/database:
+ *   no credential) and the cause: a URL that is not a PostgreSQL URL, a refused login, a missing
  *   database, a server still unreachable after `connectTimeoutMs`, a schema newer than this code.
  */
 export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgStateStore> {
-  const where = `CONSOLE_DATABASE_URL=${redact(opts.url)}`;
+  const where = `CONSOLE_DATABASE_URL (${describeDatabaseUrl(opts.url)})`;
   let url: URL;
   try {
     url = new URL(opts.url);
@@ -155,12 +155,17 @@ async function connectWithin(pool: pg.Pool, timeoutMs: number, where: string): P
   }
 }
 
-/** The URL with its password replaced by `***`, for messages. */
-export function redact(raw: string): string {
+/**
+ * Where a database URL points, for messages, the status and the logs: `host:port/database`
+ * only. A URL carries credentials in more places than its password (`?password=`,
+ * `?passfile=`, `?sslkey=`, `?sslpassword=`… as libpq and node-postgres read them): none of it
+ * is ever shown, nor the user.
+ */
+export function describeDatabaseUrl(raw: string): string {
   try {
     const u = new URL(raw);
-    if (u.password) u.password = '***';
-    return u.toString();
+    const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+    return `${u.hostname || 'localhost'}:${u.port || '5432'}/${database}`;
   } catch {
     return '(not a URL)';
   }
