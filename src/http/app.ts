@@ -12,6 +12,7 @@ import { errorMiddleware, type ServerFault } from './error-middleware.js';
 import { HttpError, MethodNotAllowedError, ValidationError } from './errors.js';
 import { hostCheck, hostPolicy } from './host-check.js';
 import { inSequence, runLayer } from './in-sequence.js';
+import { originCheck } from './origin-check.js';
 import { opsAssets, opsPage } from './ops-page.js';
 import { bodyShapeError } from './json-depth.js';
 import { requestId, requestIdOf } from './request-id.js';
@@ -113,6 +114,8 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
       credentials: false,
     }),
   );
+  // After CORS (a refused cross-site write is readable by nobody it was not meant for anyway).
+  chain.push(originCheck(deps.config.cors.origins));
   // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
   if (opts.gate) chain.push(opts.gate);
   const assets = opsAssets();

@@ -45,6 +45,7 @@ export type HttpErrorCode =
   | 'report_too_large'
   | 'media_not_found'
   | 'media_forbidden'
+  | 'cross_site_request'
   | 'range_not_satisfiable'
   | 'precondition_failed'
   | 'not_ready'
@@ -174,6 +175,11 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   },
   not_loopback: { status: 403, means: '`POST /api/internal/bus` from a caller that is not a direct loopback peer (another address, or through a proxy).' },
   media_forbidden: { status: 403, means: 'The media file may not be served.' },
+  cross_site_request: {
+    status: 403,
+    unrouted: true,
+    means: 'A POST, PUT or DELETE from a browser page of another site: its `Origin` is neither this service’s own (the request’s `Host`) nor an allowed CORS origin (`Origin: null` included).',
+  },
   // 404, 405
   route_not_found: { status: 404, unrouted: true, means: 'No operation has this path, whatever the method.' },
   project_not_found: { status: 404, means: 'No project has this id.' },

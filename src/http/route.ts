@@ -373,6 +373,13 @@ export class Api {
           'The service is shutting down (`shutting_down`); the connection is closed. In cluster mode, a read of console state, jobs or events while the PostgreSQL database cannot be reached (`state_db_unreachable`, with Retry-After).',
         schema: ErrorBody,
       };
+      if (s.method !== 'get') {
+        // Writes from a page of another site are refused before any operation runs (origin-check.ts).
+        answers[403] ??= {
+          description: 'A request from a browser page of another site (`cross_site_request`): its `Origin` is neither this service’s own nor an allowed CORS origin. Nothing was done.',
+          schema: ErrorBody,
+        };
+      }
       if (s.method !== 'get' && s.localOnly !== true) {
         // Only with SERVICE_WRITE_UPSTREAM set: this operation is forwarded (write-proxy.ts).
         answers[502] ??= { description: 'Only with SERVICE_WRITE_UPSTREAM set: the upstream could not be reached, or cut the connection before answering (`upstream_unreachable`).', schema: ErrorBody };

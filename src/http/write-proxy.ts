@@ -172,6 +172,9 @@ export class WriteProxy {
       // Set on the incoming headers, which http-proxy copies: a header set on the outgoing
       // request in its `proxyReq` event can come after a streamed body already sent them.
       req.headers.via = req.headers.via ? `${req.headers.via}, ${this.via}` : this.via;
+      // The front checked the browser's Origin (origin-check.ts); the upstream, reached under
+      // its own host name (changeOrigin), would take this front's origin for another site's.
+      delete req.headers.origin;
       // The client's address for the upstream (its own peer is this instance), after any
       // elements a proxy before this one added; the upstream never takes the request as
       // coming from its own machine (internal-bus.ts).

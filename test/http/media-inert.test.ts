@@ -81,21 +81,17 @@ describe('every media answer is inert', () => {
     // A page of this origin (one with no policy of its own: only the type of what is loaded
     // stands in the way) that loads them as scripts and a style sheet.
     await page.goto(`${t.url}/api/health`);
-    const loaded = await page.evaluate(async (base) => {
-      const load = (tag: 'script' | 'link', src: string) =>
-        new Promise<string>((resolve) => {
-          const el = document.createElement(tag);
-          if (el instanceof HTMLScriptElement) el.src = src;
-          else if (el instanceof HTMLLinkElement) {
-            el.rel = 'stylesheet';
-            el.href = src;
-          }
-          el.onload = () => resolve('loaded');
-          el.onerror = () => resolve('refused');
-          document.head.append(el);
-        });
-      return Promise.all([load('script', `${base}/evil.js`), load('script', `${base}/evil.mjs`), load('script', `${base}/noextension`), load('link', `${base}/evil.css`)]);
-    }, `/api/media/${P}`);
+    const base = `/api/media/${P}`;
+    const tryLoad = (p: Promise<unknown>) => p.then(
+      () => 'loaded',
+      () => 'refused',
+    );
+    const loaded = await Promise.all([
+      tryLoad(page.addScriptTag({ url: `${base}/evil.js` })),
+      tryLoad(page.addScriptTag({ url: `${base}/evil.mjs`, type: 'module' })),
+      tryLoad(page.addScriptTag({ url: `${base}/noextension` })),
+      tryLoad(page.addStyleTag({ url: `${base}/evil.css` })),
+    ]);
     expect(loaded).toEqual(['refused', 'refused', 'refused', 'refused']);
     await page.waitForLoadState('networkidle');
     expect(await proposalsTitled('xss ')).toEqual([]);
