@@ -82,6 +82,8 @@ export class RecentEvents {
   private readonly pageBytes: number;
   /** Where the last batch's frames were written: page, start, end (until the next add). */
   private readonly lastBatch: [Page, number, number][] = [];
+  /** Where each event of the last batch ends in {@link lastFrames}' bytes. */
+  private readonly lastBatchEnds: number[] = [];
 
   /**
    * @param maxBytes bound on the pages held; 0 keeps none.
@@ -105,12 +107,14 @@ export class RecentEvents {
   /** Keeps a batch the bus delivered (stored, ids ascending), dropping the oldest pages past the bounds. */
   add(batch: readonly EventRow[]): void {
     this.lastBatch.length = 0;
+    this.lastBatchEnds.length = 0;
     if (this.maxBytes === 0) {
       const last = batch[batch.length - 1];
       if (last) this.floorId = last.id;
       return;
     }
     let written: [Page, number, number] | undefined;
+    let batchBytes = 0;
     for (const r of batch) {
       const id = r.id;
       let page = this.pages[this.pages.length - 1];
@@ -125,6 +129,7 @@ export class RecentEvents {
       }
       const { buf } = page;
       let at = page.used;
+      const frameStart = at;
       if (written === undefined || written[0] !== page) this.lastBatch.push((written = [page, at, at]));
       // `id: <id>\ndata: `, written here: cheaper than a string and a native call per event.
       buf[at++] = 0x69; // i
@@ -141,6 +146,7 @@ export class RecentEvents {
       buf[at++] = 10;
       page.used = at;
       written[2] = at;
+      this.lastBatchEnds.push((batchBytes += at - frameStart));
       const i = page.count++;
       if (i === page.ids.length) grow(page);
       page.ids[i] = r.id;
@@ -161,9 +167,15 @@ export class RecentEvents {
     }
   }
 
+  /** Where each event of the last batch ends in {@link lastFrames}' bytes (valid until the next add). */
+  lastFrameEnds(): readonly number[] {
+    return this.lastBatchEnds;
+  }
+
   /**
    * The frames of the batch last given to {@link add}, every event of it, as a new buffer (the
-   * pages are written again later); null when the memory keeps nothing (0 bytes).
+   * pages are written again later); null when the memory keeps nothing (0 bytes). Event `i` of
+   * the batch ends at {@link lastFrameEnds}()[i] in it.
    */
   lastFrames(): Buffer | null {
     if (this.maxBytes === 0) return null;

@@ -6,6 +6,14 @@
  * frames. Live frames that arrive during the replay are held and written after it, so there
  * is no gap and no duplicate. A client whose unsent bytes pass the configured bound is
  * disconnected: the bus and the other clients never wait for it, and it can resume.
+ *
+ * Bounds on what streams may take, whoever opens them: each batch of events is encoded once and
+ * every client, whatever its filter, is sent slices of that one buffer (so slow clients with
+ * distinct filters do not each hold a copy); the bytes queued for all clients together are
+ * bounded (CONSOLE_SSE_TOTAL_QUEUE_BYTES: past it, the clients with the most queued are
+ * dropped); open streams are bounded in all and per remote address (refused before they open,
+ * admit); replays that read the database run a few at a time and yield to the event loop
+ * between pages, so a burst of resumes from far back cannot hold the main thread.
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
@@ -23,6 +31,35 @@ export interface SseOptions {
   readonly retryMs: number;
   /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for replays (0: none). */
   readonly replayMemoryBytes: number;
+  /** CONSOLE_SSE_TOTAL_QUEUE_BYTES: bytes queued for all clients together. */
+  readonly totalQueueBytes: number;
+  /** Open streams in all (CONSOLE_SSE_MAX_STREAMS, within the descriptor limit). */
+  readonly maxStreams: number;
+  /** CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS (0: no bound). */
+  readonly maxStreamsPerAddress: number;
+  /** CONSOLE_SSE_MAX_DATABASE_REPLAYS: replays reading the database at once. */
+  readonly maxDatabaseReplays: number;
+}
+
+/** Why a stream is refused before it opens (SseHub.admit): the bound in all, or the address's. */
+export type SseRefusal = { readonly kind: 'total'; readonly max: number } | { readonly kind: 'address'; readonly max: number; readonly address: string };
+
+/** The streams' figures (system status `bus.streams`). */
+export interface SseStreamStats {
+  readonly open: number;
+  readonly maxStreams: number;
+  readonly maxStreamsPerAddress: number;
+  /** Streams refused since start-up: at the bound in all, and at an address's. */
+  readonly refusedTotal: number;
+  readonly refusedPerAddress: number;
+  /** Bytes queued for all clients now (counted per client), and the bound. */
+  readonly queuedBytes: number;
+  readonly totalQueueBytes: number;
+  /** Clients dropped to keep the total under its bound. */
+  readonly droppedOverTotal: number;
+  /** Replays reading the database now, and waiting their turn. */
+  readonly databaseReplays: number;
+  readonly databaseReplaysWaiting: number;
 }
 
 /** The headers of every stream answer (and of the answer to HEAD). */
@@ -60,6 +97,13 @@ export class SseHub {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private droppedSlow = 0;
+  private droppedOverTotal = 0;
+  private refusedTotal = 0;
+  private refusedPerAddress = 0;
+  /** Open streams by remote address. */
+  private readonly perAddress = new Map<string, number>();
+  /** Turns for replays that read the database. */
+  private readonly replays: Turns;
   /** Event frames handed to clients, live and replayed (one per event per client). */
   private deliveredFrames = 0;
   /** The newest stored events, which replays read before the database. */
@@ -75,6 +119,7 @@ export class SseHub {
       for (const c of this.clients) c.ping();
     }, options.heartbeatMs);
     this.heartbeat.unref();
+    this.replays = new Turns(options.maxDatabaseReplays);
     const sub = bus.subscribe((batch) => this.fanOut(batch));
     this.unsubscribe = sub.unsubscribe;
     this.recent = new RecentEvents(options.replayMemoryBytes, retention, sub.headId);
@@ -83,38 +128,92 @@ export class SseHub {
   private fanOut(batch: readonly EventRow[]): void {
     this.recent.add(batch);
     if (this.live.size === 0) return;
-    const byFilter = new Map<string, Buffer>();
-    // How many events each filter's buffer holds (for the delivered count).
-    const counts = new Map<string, number>();
-    // Frames of this batch, built on first use and shared by every filter.
-    const frames: (string | undefined)[] = new Array(batch.length);
+    // The batch's frames, encoded once for every client: the replay memory's bytes when it
+    // keeps them, else made here. Each filter gets slices of them, never a copy.
+    let shared: Buffer | undefined;
+    let ends: readonly number[] = [];
+    const byFilter = new Map<string, { readonly chunks: readonly Buffer[]; readonly count: number }>();
     for (const client of this.live) {
       const key = filterKey(client.filter);
-      let buf = byFilter.get(key);
-      if (buf === undefined) {
-        // Without a filter, the bytes the replay memory has just written (each event encoded once).
-        buf = isEverything(client.filter) ? this.recent.lastFrames() ?? undefined : undefined;
-        let n = batch.length;
-        if (buf === undefined) {
-          let text = '';
-          n = 0;
-          for (let i = 0; i < batch.length; i++) {
-            const r = batch[i] as EventRow;
-            if (passes(client.filter, r.severity, r.scope, r.proposalId ?? null)) {
-              text += frames[i] ??= frameOf(r);
-              n++;
-            }
-          }
-          buf = Buffer.from(text, 'utf8');
-        }
-        byFilter.set(key, buf);
-        counts.set(key, n);
+      let out = byFilter.get(key);
+      if (out === undefined) {
+        if (shared === undefined) ({ shared, ends } = this.encode(batch));
+        out = isEverything(client.filter) ? { chunks: [shared], count: batch.length } : slicesFor(client.filter, batch, shared, ends);
+        byFilter.set(key, out);
       }
-      if (buf.length > 0) {
-        client.receive(buf, batch);
-        this.deliveredFrames += counts.get(key) as number;
+      if (out.count > 0) {
+        client.receive(out.chunks, batch);
+        this.deliveredFrames += out.count;
       }
     }
+    this.boundTotal();
+  }
+
+  /** The frames of `batch` back to back, and where each ends. */
+  private encode(batch: readonly EventRow[]): { shared: Buffer; ends: readonly number[] } {
+    const kept = this.recent.lastFrames();
+    if (kept !== null) return { shared: kept, ends: this.recent.lastFrameEnds() };
+    const ends: number[] = [];
+    let text = '';
+    let at = 0;
+    for (const r of batch) {
+      const frame = frameOf(r);
+      text += frame;
+      ends.push((at += Buffer.byteLength(frame)));
+    }
+    return { shared: Buffer.from(text, 'utf8'), ends };
+  }
+
+  /**
+   * Keeps the bytes queued for all clients within CONSOLE_SSE_TOTAL_QUEUE_BYTES: past it, the
+   * clients with the most queued (the slowest) are dropped, as a slow client is, until it holds.
+   */
+  private boundTotal(): void {
+    let total = 0;
+    for (const c of this.clients) total += c.queued;
+    if (total <= this.options.totalQueueBytes) return;
+    const bySize = [...this.clients].sort((a, b) => b.queued - a.queued);
+    for (const c of bySize) {
+      if (total <= this.options.totalQueueBytes) break;
+      total -= c.queued;
+      this.droppedOverTotal++;
+      c.close('slow');
+    }
+  }
+
+  /**
+   * Whether a stream from `address` may open now (a HEAD opens none): refused at the bound on
+   * streams in all, or on those of one address. Counted when refused.
+   */
+  admit(address: string): SseRefusal | null {
+    if (this.clients.size >= this.options.maxStreams) {
+      this.refusedTotal++;
+      return { kind: 'total', max: this.options.maxStreams };
+    }
+    const max = this.options.maxStreamsPerAddress;
+    if (max > 0 && (this.perAddress.get(address) ?? 0) >= max) {
+      this.refusedPerAddress++;
+      return { kind: 'address', max, address };
+    }
+    return null;
+  }
+
+  /** The streams' figures (system status `bus.streams`). */
+  streamStats(): SseStreamStats {
+    let queued = 0;
+    for (const c of this.clients) queued += c.queued;
+    return {
+      open: this.clients.size,
+      maxStreams: this.options.maxStreams,
+      maxStreamsPerAddress: this.options.maxStreamsPerAddress,
+      refusedTotal: this.refusedTotal,
+      refusedPerAddress: this.refusedPerAddress,
+      queuedBytes: queued,
+      totalQueueBytes: this.options.totalQueueBytes,
+      droppedOverTotal: this.droppedOverTotal,
+      databaseReplays: this.replays.busy,
+      databaseReplaysWaiting: this.replays.waiting,
+    };
   }
 
   /**
@@ -122,19 +221,33 @@ export class SseHub {
    * headers and no body at once, and is not a subscriber (issue 10, item 7): Node writes no
    * body for HEAD, so an endless stream would hold it forever without sending even the headers.
    * @param sinceId resume point: events with a greater id are replayed first; null for live only.
+   * @param address the client's remote address (counted against its bound; {@link admit} first).
    */
-  open(res: ServerResponse, filter: EventFilter, sinceId: number | null): void {
+  open(res: ServerResponse, filter: EventFilter, sinceId: number | null, address = ''): void {
     if (res.req.method === 'HEAD') {
       res.writeHead(200, STREAM_HEADERS);
       res.end();
       return;
     }
-    const client = new SseClient(res, this.bus, this.recent, filter, this.options, (reason) => {
-      this.clients.delete(client);
-      this.live.delete(client);
-      if (reason === 'slow') this.droppedSlow++;
-    }, (n) => (this.deliveredFrames += n));
+    const client = new SseClient(
+      res,
+      this.bus,
+      this.recent,
+      this.replays,
+      filter,
+      this.options,
+      (reason) => {
+        this.clients.delete(client);
+        this.live.delete(client);
+        const n = (this.perAddress.get(address) ?? 1) - 1;
+        if (n > 0) this.perAddress.set(address, n);
+        else this.perAddress.delete(address);
+        if (reason === 'slow') this.droppedSlow++;
+      },
+      (n) => (this.deliveredFrames += n),
+    );
     this.clients.add(client);
+    this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
     // Everything published before is flushed first (stored, and framed for the clients before
     // it): this client receives exactly the events after headId live, and replays the others.
     const headId = this.bus.flushedHead();
@@ -174,6 +287,54 @@ export class SseHub {
   }
 }
 
+/**
+ * The frames of `batch` (encoded in `shared`, event `i` ending at `ends[i]`) that pass `filter`,
+ * as slices of `shared`: one per run of consecutive passing events.
+ */
+function slicesFor(filter: EventFilter, batch: readonly EventRow[], shared: Buffer, ends: readonly number[]): { chunks: Buffer[]; count: number } {
+  const chunks: Buffer[] = [];
+  let count = 0;
+  let runStart = -1;
+  for (let i = 0; i < batch.length; i++) {
+    const r = batch[i] as EventRow;
+    const start = i === 0 ? 0 : (ends[i - 1] as number);
+    if (passes(filter, r.severity, r.scope, r.proposalId ?? null)) {
+      count++;
+      if (runStart < 0) runStart = start;
+    } else if (runStart >= 0) {
+      chunks.push(shared.subarray(runStart, start));
+      runStart = -1;
+    }
+  }
+  if (runStart >= 0) chunks.push(shared.subarray(runStart));
+  return { chunks, count };
+}
+
+/** At most `max` holders at once; the others wait in order (replays that read the database). */
+class Turns {
+  busy = 0;
+  private readonly queue: (() => void)[] = [];
+  constructor(private readonly max: number) {}
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves once a turn is free; call the function it resolves to once done (exactly once). */
+  async take(): Promise<() => void> {
+    if (this.busy >= this.max) await new Promise<void>((r) => this.queue.push(r));
+    else this.busy++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const next = this.queue.shift();
+      if (next) next();
+      else this.busy--;
+    };
+  }
+}
+
 class SseClient {
   private replaying = true;
   private held: Buffer[] = [];
@@ -190,6 +351,7 @@ class SseClient {
     private readonly res: ServerResponse,
     private readonly bus: Bus,
     private readonly recent: RecentEvents,
+    private readonly replays: Turns,
     readonly filter: EventFilter,
     private readonly options: SseOptions,
     private readonly onClose: (reason: SseCloseReason) => void,
@@ -212,18 +374,33 @@ class SseClient {
     this.replay(sinceId, headId).catch(() => this.close('client'));
   }
 
-  /** Writes stored events in (sinceId, headId], page by page, honouring socket back-pressure. */
+  /**
+   * Writes stored events in (sinceId, headId], page by page, honouring socket back-pressure and
+   * yielding to the event loop between pages; pages read from the database take a turn (Turns),
+   * so a burst of resumes from far back reads a few at a time.
+   */
   private async replay(sinceId: number, headId: number): Promise<void> {
     let cursor = sinceId;
-    while (!this.closed) {
-      // From memory while the resume point is recent enough; the database's pages are the same.
-      const page = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, headId) ?? framesOf(await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId), cursor);
-      if (page.count > 0) {
-        cursor = page.lastId;
-        this.onReplayed(page.count);
-        if (!this.res.write(page.frames)) await this.drained();
+    let turn: (() => void) | null = null;
+    try {
+      while (!this.closed) {
+        // From memory while the resume point is recent enough; the database's pages are the same.
+        let page: { readonly frames: Buffer | string; readonly count: number; readonly lastId: number } | null = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, headId);
+        if (page === null) {
+          turn ??= await this.replays.take();
+          if (this.closed) break;
+          page = framesOf(await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId), cursor);
+        }
+        if (page.count > 0) {
+          cursor = page.lastId;
+          this.onReplayed(page.count);
+          if (!this.res.write(page.frames)) await this.drained();
+        }
+        if (page.count < REPLAY_PAGE) break;
+        await new Promise((r) => setImmediate(r));
       }
-      if (page.count < REPLAY_PAGE) break;
+    } finally {
+      turn?.();
     }
     this.goLive();
   }
@@ -244,11 +421,19 @@ class SseClient {
     const held = this.held;
     this.held = [];
     this.heldBytes = 0;
-    if (held.length > 0) this.write(held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held));
+    if (held.length > 0) this.write(held);
   }
 
-  /** @param batch the stored rows `frames` were made of (this client's filter applied), ids ascending. */
-  receive(frames: Buffer, batch: readonly EventRow[]): void {
+  /** Bytes this client has not been sent yet: the socket's queue, and what is held during its replay. */
+  get queued(): number {
+    return this.closed ? 0 : this.res.writableLength + this.heldBytes;
+  }
+
+  /**
+   * @param chunks the frames for this client's filter: slices of the batch's one encoding.
+   * @param batch the stored rows they were made of, ids ascending.
+   */
+  receive(chunks: readonly Buffer[], batch: readonly EventRow[]): void {
     if (this.closed) return;
     if (this.floor > 0) {
       // Rare (a resume ahead of this instance's head): the shared frames are cut for this client.
@@ -259,24 +444,32 @@ class SseClient {
         let text = '';
         for (const r of batch) if (r.id > floor && passes(this.filter, r.severity, r.scope, r.proposalId ?? null)) text += frameOf(r);
         if (text === '') return;
-        frames = Buffer.from(text, 'utf8');
+        chunks = [Buffer.from(text, 'utf8')];
       }
     }
     if (this.replaying) {
-      this.held.push(frames);
-      this.heldBytes += frames.length;
+      for (const c of chunks) {
+        this.held.push(c);
+        this.heldBytes += c.length;
+      }
       if (this.heldBytes > this.options.maxQueueBytes) this.close('slow');
       return;
     }
-    this.write(frames);
+    this.write(chunks);
   }
 
   ping(): void {
     if (!this.closed && !this.replaying) this.write(': ping\n\n');
   }
 
-  private write(chunk: Buffer | string): void {
-    this.res.write(chunk);
+  /** Writes (several slices as one writev: nothing copied), then checks this client's queue. */
+  private write(chunk: string | readonly Buffer[]): void {
+    if (typeof chunk === 'string' || chunk.length === 1) this.res.write(typeof chunk === 'string' ? chunk : (chunk[0] as Buffer));
+    else {
+      this.res.cork();
+      for (const c of chunk) this.res.write(c);
+      this.res.uncork();
+    }
     // Node buffers what the socket has not taken; that buffer is this client's queue.
     if (this.res.writableLength > this.options.maxQueueBytes) this.close('slow');
   }

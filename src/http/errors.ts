@@ -45,6 +45,8 @@ export type HttpErrorCode =
   | 'report_too_large'
   | 'media_not_found'
   | 'media_forbidden'
+  | 'too_many_streams'
+  | 'too_many_streams_from_address'
   | 'cross_site_request'
   | 'range_not_satisfiable'
   | 'precondition_failed'
@@ -243,6 +245,8 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   instance_id_in_use: { status: 500, internal: true, means: 'Cluster mode: another live instance heartbeats under CONSOLE_INSTANCE_ID (stops start-up).' },
   // 502, 503, 504, 507, 508
   upstream_unreachable: { status: 502, means: 'SERVICE_WRITE_UPSTREAM could not be reached, or cut the connection before answering.' },
+  too_many_streams: { status: 503, means: 'The bound on open event streams in all is reached (CONSOLE_SSE_MAX_STREAMS, at most half the descriptor limit); the stream was not opened.', headers: retryAfter },
+  too_many_streams_from_address: { status: 429, means: 'This remote address has the most event streams open it may (CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS); the stream was not opened.', headers: retryAfter },
   job_capacity: { status: 503, means: 'The cap on running generation jobs (CONSOLE_MAX_RUNNING_JOBS) is reached; no process was started.', headers: retryAfter },
   store_read_timeout: { status: 503, means: 'Reading the store took longer than CONSOLE_STORE_READ_TIMEOUT_MS; nothing was cached.', headers: retryAfter },
   state_db_busy: { status: 503, means: 'The state database is busy: nothing was stored, try again.', headers: retryAfter },

@@ -119,6 +119,17 @@ export interface Config {
     readonly retryMs: number;
     /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for `Last-Event-ID` replays (0: none). */
     readonly replayMemoryBytes: number;
+    /**
+     * CONSOLE_SSE_TOTAL_QUEUE_BYTES: bytes queued for all stream clients together; past it the
+     * clients with the most queued are dropped (as slow) until it holds.
+     */
+    readonly totalQueueBytes: number;
+    /** CONSOLE_SSE_MAX_STREAMS: open streams in all (also bounded by half the descriptor limit); past it, 503. */
+    readonly maxStreams: number;
+    /** CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS: open streams of one remote address (0: no bound); past it, 429. */
+    readonly maxStreamsPerAddress: number;
+    /** CONSOLE_SSE_MAX_DATABASE_REPLAYS: replays reading the state database at once; others wait their turn. */
+    readonly maxDatabaseReplays: number;
   };
   readonly workers: {
     readonly threads: number;
@@ -373,6 +384,10 @@ const envSchema = z.object({
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_REPLAY_MEMORY_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_RETRY_MS: int(100, 600_000).default(2000),
+  CONSOLE_SSE_TOTAL_QUEUE_BYTES: int(1024 * 1024, 16 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  CONSOLE_SSE_MAX_STREAMS: int(1, 1_000_000).default(1000),
+  CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS: int(0, 1_000_000).default(200),
+  CONSOLE_SSE_MAX_DATABASE_REPLAYS: int(1, 1000).default(4),
   CONSOLE_WORKER_THREADS: int(1, 64).default(defaultThreads),
   CONSOLE_CACHE_MAX_BYTES: int(0, 8 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   CONSOLE_MAX_BODY_BYTES: int(1024, 256 * 1024 * 1024).default(1024 * 1024),
@@ -508,6 +523,10 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,
       maxQueueBytes: e.CONSOLE_SSE_MAX_QUEUE_BYTES,
       retryMs: e.CONSOLE_SSE_RETRY_MS,
+      totalQueueBytes: e.CONSOLE_SSE_TOTAL_QUEUE_BYTES,
+      maxStreams: e.CONSOLE_SSE_MAX_STREAMS,
+      maxStreamsPerAddress: e.CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS,
+      maxDatabaseReplays: e.CONSOLE_SSE_MAX_DATABASE_REPLAYS,
       replayMemoryBytes: e.CONSOLE_SSE_REPLAY_MEMORY_BYTES,
     },
     workers: { threads: e.CONSOLE_WORKER_THREADS },

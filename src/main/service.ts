@@ -32,6 +32,7 @@ import { TerminalManager, type TerminalInfo, type Terminals } from '../terminals
 import { SynthesisPool } from '../workers/pool.js';
 import { WORKER_FILES } from './paths.js';
 import { APP_VERSION, ConfigError, type Config } from './config.js';
+import { openDescriptors, raiseDescriptorLimit } from './descriptors.js';
 import { checkStartupGuards, utcDate } from './guards.js';
 import { createLogger, type Logger } from './logger.js';
 import { Readiness } from './readiness.js';
@@ -189,7 +190,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       else log.info({ job: summary(job), leftovers: { killed, passes, ms } }, 'job leftovers killed');
     });
 
-    const sse = new SseHub(bus, config.sse, config.events.retention);
+    // Streams are bounded well below the descriptors there are: each holds one, and jobs, workers
+    // and the database need theirs.
+    const descriptors = raiseDescriptorLimit();
+    if (descriptors.error !== null) log.warn({ soft: descriptors.soft, hard: descriptors.hard, err: descriptors.error }, 'the descriptor limit was not raised to its hard limit');
+    const maxStreams = Math.min(config.sse.maxStreams, Math.max(16, Math.floor(descriptors.soft / 2)));
+    const sse = new SseHub(bus, { ...config.sse, maxStreams }, config.events.retention);
     metrics.observeStreams(sse);
     const writeProxy = new WriteProxy(config.writeUpstream, { onOutcome: (outcome) => metrics.countProxied(outcome) });
     // Cluster mode records each terminal for every instance (set below, before any starts).
@@ -231,6 +237,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await backend.start();
     membership?.start();
     const deps: AppDeps = {
+      descriptors: () => ({ ...descriptors, open: openDescriptors() }),
       config,
       bus,
       sse,

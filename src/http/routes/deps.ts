@@ -44,4 +44,9 @@ export interface AppDeps {
   readonly readiness: Readiness;
   /** The last 15 minutes of this instance's figures (`GET /api/system-status/history`). */
   readonly history: MetricsHistory;
+  /**
+   * The descriptor limit (RLIMIT_NOFILE, raised to its hard limit at start-up) and the
+   * descriptors open now (system status `descriptors`).
+   */
+  readonly descriptors: () => { readonly soft: number; readonly hard: number; readonly raisedFrom: number | null; readonly error: string | null; readonly open: number | null };
 }

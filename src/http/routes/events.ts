@@ -7,9 +7,13 @@ import { z } from 'zod';
 import type { Bus } from '../../bus/bus.js';
 import type { EventFilter, Severity } from '../../bus/event.js';
 import { checkId } from '../../engine/ids.js';
+import { HttpError } from '../errors.js';
 import type { Api } from '../route.js';
 import { EngineEvent, ErrorBody, EventsQuery, StreamQuery } from '../schemas.js';
 import type { AppDeps } from './deps.js';
+
+/** Seconds a refused stream is told to wait: long enough for a burst of streams to close. */
+const STREAM_RETRY_AFTER_S = 5;
 
 /** What `GET /api/events` says about its order and cursor; the job's events route says the same. */
 export const EVENT_LIST_ORDER =
@@ -68,13 +72,33 @@ export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
       200: { description: 'An endless `text/event-stream`.', contentType: 'text/event-stream', schema: z.string() },
       400: { description: 'Malformed `proposalId` (`invalid_id`).', schema: ErrorBody },
       422: { description: 'Unknown severity or bad sinceId.', schema: ErrorBody },
+      429: {
+        description: 'This remote address has CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS streams open (`too_many_streams_from_address`, with Retry-After); behind a balancer every client has the balancer’s address: raise it, or set 0 for no bound.',
+        schema: ErrorBody,
+        headers: { 'Retry-After': 'Seconds to wait before trying again.' },
+      },
+      503: {
+        description:
+          'CONSOLE_SSE_MAX_STREAMS streams are open (at most half the descriptor limit: `too_many_streams`, with Retry-After); or the service is shutting down (`shutting_down`); or in cluster mode the database cannot be reached for a replay.',
+        schema: ErrorBody,
+      },
     },
     handler: async ({ req, res, query }) => {
+      // Refused before anything is written: the bounds on streams in all and per address.
+      if (req.method !== 'HEAD') {
+        const refused = sse.admit(req.socket.remoteAddress ?? '');
+        // A refused attempt keeps no connection (nor its descriptor) open.
+        if (refused !== null) res.setHeader('Connection', 'close');
+        if (refused?.kind === 'total') throw new HttpError('too_many_streams', `too many event streams open (${refused.max}); retry later`, { retryAfterSeconds: STREAM_RETRY_AFTER_S });
+        if (refused?.kind === 'address') {
+          throw new HttpError('too_many_streams_from_address', `too many event streams open from ${refused.address} (${refused.max}); retry later`, { retryAfterSeconds: STREAM_RETRY_AFTER_S });
+        }
+      }
       const filter = filterOf(query);
       const header = req.get('Last-Event-ID')?.trim();
       // The header wins: a reconnecting EventSource keeps its original URL but sends the newest id.
       const resume = header && /^\d{1,15}$/.test(header) ? header : query.sinceId;
-      sse.open(res, filter, resume === undefined ? null : Number(resume));
+      sse.open(res, filter, resume === undefined ? null : Number(resume), req.socket.remoteAddress ?? '');
     },
   });
 }

@@ -118,7 +118,33 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             replay: z
               .object({ maxBytes: z.number().int(), events: z.number().int(), bytes: z.number().int(), pagesFromMemory: z.number().int(), pagesFromDatabase: z.number().int() })
               .meta({ description: 'The newest events kept in memory for `Last-Event-ID` replays (CONSOLE_SSE_REPLAY_MEMORY_BYTES): how many, their bytes, and the replay pages read from memory and from the database (a resume point older than what is kept).' }),
+            streams: z
+              .object({
+                open: z.number().int(),
+                maxStreams: z.number().int(),
+                maxStreamsPerAddress: z.number().int(),
+                refusedTotal: z.number().int(),
+                refusedPerAddress: z.number().int(),
+                queuedBytes: z.number().int(),
+                totalQueueBytes: z.number().int(),
+                droppedOverTotal: z.number().int(),
+                databaseReplays: z.number().int(),
+                databaseReplaysWaiting: z.number().int(),
+              })
+              .meta({
+                description:
+                  'The event streams’ bounds and figures: open streams and the bound in all (CONSOLE_SSE_MAX_STREAMS, at most half the descriptor limit) and per remote address (CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS, 0: none), streams refused at each since start-up, the bytes queued for all clients now against CONSOLE_SSE_TOTAL_QUEUE_BYTES and the clients dropped to keep within it, and the replays reading the database now and waiting their turn (CONSOLE_SSE_MAX_DATABASE_REPLAYS).',
+              }),
           }),
+          descriptors: z
+            .object({
+              soft: z.number().meta({ description: 'The soft limit now (after start-up raised it).' }),
+              hard: z.number(),
+              raisedFrom: z.number().nullable().meta({ description: 'The soft limit before start-up raised it to the hard one; null when it was not raised.' }),
+              error: z.string().nullable().meta({ description: 'Why it could not be raised; null when it was, or needed not be.' }),
+              open: z.number().int().nullable().meta({ description: 'Descriptors open now.' }),
+            })
+            .meta({ description: 'The file descriptor limit (RLIMIT_NOFILE): the soft limit is raised to the hard one at start-up (with `prlimit`), and the event streams are bounded at half of it.' }),
           cache: z
             .looseObject({
               watchedDirectories: z.number().int().meta({ description: 'Store folders watched now: the root, projects/, memory/, and each project folder with its shots/ and takes/ (3 + 3 per project).' }),
@@ -226,6 +252,10 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_EVENT_BACKLOG_MAX: c.events.backlogMax,
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
     CONSOLE_SSE_REPLAY_MEMORY_BYTES: c.sse.replayMemoryBytes,
+    CONSOLE_SSE_TOTAL_QUEUE_BYTES: c.sse.totalQueueBytes,
+    CONSOLE_SSE_MAX_STREAMS: c.sse.maxStreams,
+    CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS: c.sse.maxStreamsPerAddress,
+    CONSOLE_SSE_MAX_DATABASE_REPLAYS: c.sse.maxDatabaseReplays,
     CONSOLE_CACHE_MAX_BYTES: c.cache.maxBytes,
     CONSOLE_CLICKS_PER_PROJECT: c.consoleState.clicksPerProject,
     CONSOLE_CLICKS_MAX_TOTAL: c.consoleState.clicksMaxTotal,
@@ -286,10 +316,12 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
       publishedSinceStart: d.metrics.eventsPublished,
       slowClientsDropped: d.sse.slowDrops,
       replay: d.sse.replayStats(),
+      streams: d.sse.streamStats(),
     },
     workers: d.pool.stats(),
     cache: d.store.stats(),
     // What it waits for when the database cannot be read: the error, and the events held meanwhile.
+    descriptors: d.descriptors(),
     database: { ...d.database.status(), reachable: db.error === null, ...(db.error === null ? {} : { error: db.error, heldEvents: d.bus.backlog }) },
     instance: d.membership?.id ?? null,
     instances: db.instances,
