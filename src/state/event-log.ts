@@ -11,13 +11,16 @@
  *
  * Each segment's runs table says where each proposal's events lie (see `proposalOf` in
  * src/bus/event.ts for which proposal an event is about), so one job's events are read from
- * their runs, not by a scan (issue 14, item 2; event-segments.ts).
+ * their runs, not by a scan (issue 14, item 2; event-segments.ts). Likewise each segment's
+ * events by severity and scope are known in memory (event-pairs.ts): reads filtered by them
+ * read the rows they return by id, not every row the filter skips.
  */
 import type { Statement } from './sqlite/binding.js';
 import type { Db } from './db.js';
 import type { EventFilter, Severity } from '../bus/event.js';
 import type { EventRow, EventStore } from '../bus/event-store.js';
 import { COLUMNS, createSegmentTable, ROW_PARAMS, runsOf, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
+import { EventPairs } from './event-pairs.js';
 
 export type { EventRow } from '../bus/event-store.js';
 
@@ -44,6 +47,10 @@ interface Segment {
   readonly insertOne: Statement<unknown[]>;
   readonly insertChunk: Statement<unknown[]>;
   readonly insertRun: Statement<unknown[]>;
+  /** Its events' ids by severity and scope (read again when rows are trimmed off it). */
+  pairs: EventPairs;
+  /** Rows by a JSON array of ids, ascending. */
+  readonly byIds: Statement<unknown[]>;
 }
 
 /** The SQLite event log: the bus's {@link EventStore}. */
@@ -125,7 +132,18 @@ export class EventLog implements EventStore {
       insertOne: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${ROW_PARAMS}`),
       insertChunk: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${Array(INSERT_CHUNK).fill(ROW_PARAMS).join(', ')}`),
       insertRun: this.db.prepare(`INSERT INTO ${runs} (proposal_id, last_id, first_id) VALUES (?, ?, ?)`),
+      pairs: this.pairsOf(table),
+      byIds: this.db.prepare(`SELECT id, severity, scope, data FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`),
     };
+  }
+
+  /** The pairs of a segment's stored rows, read once when the segment is opened (a scan of ids and two short columns). */
+  private pairsOf(table: string): EventPairs {
+    const pairs = new EventPairs();
+    for (const r of this.db.prepare(`SELECT id, severity, scope FROM ${table} ORDER BY id`).iterate() as Iterable<{ id: number; severity: Severity; scope: string }>) {
+      pairs.note(r.id, r.severity, r.scope);
+    }
+    return pairs;
   }
 
   private createSegment(n: number): Segment {
@@ -190,6 +208,7 @@ export class EventLog implements EventStore {
         oldest.count -= this.db.prepare(`DELETE FROM ${oldest.table} WHERE id <= ?`).run(cutoff.id).changes;
         this.db.prepare(`DELETE FROM ${oldest.runs} WHERE last_id <= ?`).run(cutoff.id);
         oldest.minId = cutoff.id + 1;
+        oldest.pairs = this.pairsOf(oldest.table);
       }
     }
   }
@@ -215,6 +234,12 @@ export class EventLog implements EventStore {
     for (; i < to; i++) {
       const r = rows[i] as EventRow;
       seg.insertOne.run(r.id, r.severity, r.scope, r.data);
+    }
+    // In memory as they are written: a transaction that rolls back makes the log reopen its
+    // segments (resync), which reads them again.
+    for (let k = from; k < to; k++) {
+      const r = rows[k] as EventRow;
+      seg.pairs.note(r.id, r.severity, r.scope);
     }
     this.insertRuns(seg, rows, from, to);
     if (seg.count === 0) seg.minId = (rows[from] as EventRow).id;
@@ -327,10 +352,16 @@ export class EventLog implements EventStore {
   after(sinceId: number, limit: number, filter: EventFilter, upTo: number = Number.MAX_SAFE_INTEGER): EventRow[] {
     const { sql, args } = where(filter);
     const out: EventRow[] = [];
+    const byPairs = filter.proposalId == null && (filter.severities !== null || filter.scopePrefix !== null);
     for (const seg of this.segments) {
       if (seg.count === 0 || seg.maxId <= sinceId || seg.minId > upTo) continue;
+      const ids = byPairs ? seg.pairs.after(filter, sinceId, upTo, limit - out.length) : null;
       const rows =
-        filter.proposalId == null
+        ids !== null
+          ? ids.length === 0
+            ? []
+            : seg.byIds.all(JSON.stringify(ids))
+          : filter.proposalId == null
           ? this.select(seg, `after${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`)
               .all(sinceId, upTo, ...args, limit - out.length)
           : // The proposal's runs that end after sinceId, in id order, and their rows.
@@ -349,9 +380,15 @@ export class EventLog implements EventStore {
   newest(limit: number, filter: EventFilter): EventRow[] {
     const { sql, args } = where(filter);
     const out: EventRow[] = [];
+    const byPairs = filter.proposalId == null && (filter.severities !== null || filter.scopePrefix !== null);
     for (let k = this.segments.length - 1; k >= 0 && out.length < limit; k--) {
       const seg = this.segments[k] as Segment;
       if (seg.count === 0) continue;
+      const ids = byPairs ? seg.pairs.newest(filter, limit - out.length) : null;
+      if (ids !== null) {
+        if (ids.length > 0) out.push(...(seg.byIds.all(JSON.stringify(ids)) as EventRow[]).reverse());
+        continue;
+      }
       const rows =
         filter.proposalId == null
           ? this.select(seg, `newest${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE 1${sql} ORDER BY id DESC LIMIT ?`)

@@ -109,6 +109,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     CONSOLE_CLICKS_PER_PROJECT: '1000000',
     CONSOLE_CLICKS_MAX_TOTAL: '1000000',
     CONSOLE_MAX_RUNNING_JOBS: '256',
+    // Every event of a long run is kept: the checks look acknowledged writes up in them.
+    CONSOLE_EVENT_RETENTION: '2000000',
     // Immediate stops of the database must not lose what it acknowledged.
   }, { durableCommits: true });
   const nodes: Node[] = ['n1', 'n2', 'n3'].map((id) => ({ id, proc: null, paused: false, down: true }));

@@ -9,7 +9,7 @@ import path from 'node:path';
 import Database from '../../src/state/sqlite/binding.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent } from '../../src/bus/event.js';
-import { NO_FILTER } from '../../src/bus/event.js';
+import { NO_FILTER, type EventFilter } from '../../src/bus/event.js';
 import { openStateDb, type Db } from '../../src/state/db.js';
 import { EventLog, type EventRow } from '../../src/state/event-log.js';
 import { allEvents } from '../helpers/events.js';
@@ -321,5 +321,88 @@ describe('event log: a caller transaction that rolls back', () => {
     expect(log.size).toBe(stored.length);
     expect((db.prepare('SELECT count(*) AS c FROM events').get() as { c: number }).c).toBe(stored.length);
     db.close();
+  });
+});
+
+describe('event log: reads filtered by severity and scope', () => {
+  const SEVERITIES = ['info', 'success', 'failure', 'warning', 'fallback'] as const;
+  const SCOPES = ['engine/generation', 'engine', 'engine/memory', 'chat/proposals', 'chat/slash', 'test/é/x', 'engine/generation2'];
+
+  /** A log of 200,000 events over four segments, and every row as JS keeps it, for comparison. */
+  function filled(): { log: EventLog; db: Db; rows: EventRow[]; statements: string[]; explain: (sql: string) => string[] } {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'event-pairs-'));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const db = openStateDb(path.join(dir, 'state.db'));
+    cleanups.push(() => db.close());
+    // Every statement the log prepares, to read the plans of those a read runs.
+    const statements: string[] = [];
+    const prepare = db.prepare.bind(db);
+    (db as { prepare: typeof db.prepare }).prepare = ((sql: string) => {
+      statements.push(sql);
+      return prepare(sql);
+    }) as typeof db.prepare;
+    const log = new EventLog(db, 200_000);
+    const rows: EventRow[] = [];
+    for (let b = 0; b < 400; b++) {
+      const batch: EventRow[] = [];
+      for (let i = 0; i < 500; i++) {
+        const id = log.takeId();
+        // Mostly one job's lines, the rest spread: rare pairs among frequent ones.
+        const k = id % 97;
+        const severity = k === 0 ? 'failure' : k < 3 ? 'warning' : k === 50 ? 'fallback' : 'info';
+        const scope = k < 90 ? 'engine/generation' : (SCOPES[k % SCOPES.length] as string);
+        batch.push({ id, severity, scope, data: JSON.stringify({ id: String(id), severity, scope }) });
+      }
+      log.append(batch);
+      rows.push(...batch);
+    }
+    // The plans are read with the database's own prepare: not counted.
+    const explain = (sql: string) => (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(sql.includes('?') ? ['[1]'] : [])) as { detail: string }[]).map((p) => p.detail);
+    return { log, db, rows, statements, explain };
+  }
+
+  it('answers exactly what a scan would, for matching, rare and empty filters, pages and the newest', () => {
+    const { log, rows } = filled();
+    const filters = [
+      { severities: ['failure'] as const, scopePrefix: null },
+      { severities: null, scopePrefix: 'chat/' },
+      { severities: null, scopePrefix: 'engine/generation' },
+      { severities: ['warning', 'fallback'] as const, scopePrefix: 'engine' },
+      { severities: null, scopePrefix: 'nothing/' },
+      { severities: ['success'] as const, scopePrefix: null },
+      { severities: null, scopePrefix: 'test/é' },
+    ].map((f): EventFilter => ({ ...f, severities: f.severities === null ? null : [...f.severities] }));
+    const pass = (f: EventFilter, r: EventRow) => (f.severities === null || f.severities.includes(r.severity)) && (f.scopePrefix === null || r.scope.startsWith(f.scopePrefix));
+    for (const f of filters) {
+      const all = rows.filter((r) => pass(f, r)).map((r) => r.id);
+      expect(log.newest(500, f).map((r) => r.id), JSON.stringify(f)).toEqual(all.slice(-500));
+      // Paged from the start and from the middle, within a bound.
+      for (const since of [0, rows[77_777]!.id]) {
+        const want = all.filter((id) => id > since).slice(0, 500);
+        expect(log.after(since, 500, f).map((r) => r.id), JSON.stringify({ f, since })).toEqual(want);
+      }
+      const upTo = rows[120_000]!.id;
+      expect(log.after(0, 10_000, f, upTo).map((r) => r.id)).toEqual(all.filter((id) => id <= upTo).slice(0, 10_000));
+    }
+  });
+
+  it('reads only the rows it returns: by id, never a range of the segments', () => {
+    const { log, statements, explain } = filled();
+    for (const f of [
+      { severities: null, scopePrefix: 'nothing/' },
+      { severities: ['failure' as const], scopePrefix: null },
+      { severities: ['success' as const], scopePrefix: 'chat/' },
+    ]) {
+      const before = statements.length;
+      log.after(0, 500, f);
+      log.newest(500, f);
+      // Statements are prepared once: the reads' are those of the segments' reads by id.
+      const used = before === statements.length ? statements.filter((s) => /json_each/.test(s)) : statements.slice(before);
+      expect(used.length).toBeGreaterThan(0);
+      for (const sql of used) {
+        const plan = explain(sql);
+        for (const step of plan.filter((d) => /event_segment_/.test(d))) expect(step, sql).toMatch(/USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+      }
+    }
   });
 });

@@ -282,6 +282,17 @@ describe.each(backends)('state store on $name', (backend) => {
     expect(ids(await s.events.newest(1, proposal1))).toEqual(ids(about).slice(1, 2));
   });
 
+  it('a scope prefix matches literally: its % and _ and \\ are no wildcards', async () => {
+    const s = await db.open();
+    const scopes = ['a_b/x', 'axb/y', 'a%c/z', 'abc/w', 'a\\b/v', 'a_b'];
+    await s.events.append(scopes.map((scope, i) => ({ ...draft(i), scope })));
+    const by = async (scopePrefix: string) => (await s.events.after(0, 100, { severities: null, scopePrefix })).map((r) => r.scope);
+    expect(await by('a_b')).toEqual(['a_b/x', 'a_b']);
+    expect(await by('a%')).toEqual(['a%c/z']);
+    expect(await by('a\\')).toEqual(['a\\b/v']);
+    expect((await s.events.newest(10, { severities: null, scopePrefix: 'a_' })).map((r) => r.scope)).toEqual(['a_b/x', 'a_b']);
+  });
+
   it('a write and its events commit together; a failure inside the transaction stores neither', async () => {
     const s = await db.open();
     const committed = await s.transaction(async (tx) => {

@@ -37,8 +37,11 @@ export function segmentSizeOf(retention: number): number {
  */
 export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   const segment = segmentSizeOf(retention);
-  /** The drafts as events with the ids the function gave them (null: dropped); retention once the ids cross a segment. */
-  const appended = (drafts: readonly EventDraft[], ids: readonly (string | null)[], committed = false): (BusEvent | null)[] => {
+  /**
+   * The drafts as events with the ids the function gave them (null: dropped); retention once the
+   * ids cross a segment: after the commit, awaited when the append committed by itself.
+   */
+  const appended = async (drafts: readonly EventDraft[], ids: readonly (string | null)[], committed = !x.inTransaction): Promise<(BusEvent | null)[]> => {
     let first = 0;
     let last = 0;
     const events = drafts.map((d, i): BusEvent | null => {
@@ -49,7 +52,8 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
       return { id, ts: d.ts, severity: d.severity, scope: d.scope, summary: d.summary, detail: d.detail, payload: d.payload };
     });
     if (last > 0 && Math.floor(last / segment) > Math.floor((first - 1) / segment)) {
-      if (committed) void pruneEvents(pool, last - retention).catch(() => undefined);
+      // A refused prune is caught up by the next crossing (it deletes every id below its cutoff).
+      if (committed) await pruneEvents(pool, last - retention).catch(() => undefined);
       else x.afterCommit(() => pruneEvents(pool, last - retention));
     }
     return events;
@@ -127,9 +131,9 @@ function filterSql(filter: { severities: readonly string[] | null; scopePrefix: 
     sql += ` AND severity = ANY($${params.length}::text[])`;
   }
   if (filter.scopePrefix !== null) {
-    // left() and char_length() count characters, as SQLite's substr() and length() do.
-    params.push(filter.scopePrefix);
-    sql += ` AND left(scope, char_length($${params.length}::text)) = $${params.length}::text`;
+    // A prefix LIKE (its wildcards escaped) can use the events_scope index (text_pattern_ops).
+    params.push(`${filter.scopePrefix.replace(/[\\%_]/g, '\\$&')}%`);
+    sql += ` AND scope LIKE $${params.length}::text ESCAPE '\\'`;
   }
   if (filter.proposalId != null) {
     params.push(filter.proposalId);

@@ -12,6 +12,8 @@ import { asStateError } from './errors.js';
 export interface Exec {
   /** One statement with `$n` parameters. @throws PgFaultError for a fault of the database. */
   q<R extends QueryResultRow = QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  /** Whether the statements run in an open transaction (else each commits by itself). */
+  readonly inTransaction: boolean;
   /** Runs `fn` in one transaction: a new one on the pool, or the enclosing transaction. */
   atomic<T>(fn: (x: Exec) => Promise<T>): Promise<T>;
   /**
@@ -40,6 +42,7 @@ export function poolExec(pool: Pool): Exec {
         throw asStateError(err);
       }
     },
+    inTransaction: false,
     atomic: (fn) => runTransaction(pool, fn),
     afterCommit: (fn) => void fn().catch(() => undefined),
     onCommit: (sql) => x.q(sql),
@@ -80,6 +83,7 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
         throw asStateError(err);
       }
     },
+    inTransaction: true,
     atomic: (inner) => inner(x),
     afterCommit: (hook) => void hooks.push(hook),
     onCommit: (sql) => {

@@ -301,6 +301,12 @@ export const PG_MIGRATIONS: readonly string[] = [
   END
   $fn$;
   `,
+  // 4: reads filtered by scope prefix or severity use an index (event-repo.ts filterSql): the
+  // database answers a filter matching few events, or none, without walking the log.
+  `
+  CREATE INDEX events_scope ON events (scope text_pattern_ops, id);
+  CREATE INDEX events_severity ON events (severity, id);
+  `,
 ];
 
 /** The schema version this code knows: the number of its migrations. */
