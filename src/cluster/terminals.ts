@@ -73,6 +73,7 @@ export class ClusterTerminals implements Terminals {
       endedAt: t.endedAt,
       rc: t.rc,
       signal: t.signal,
+      credential: t.credential,
     };
     const prev = this.writes.get(t.projectId) ?? Promise.resolve();
     const next = prev.then(() => this.store.terminals.put(rec)).catch((err: unknown) => this.options.onRecordFailed?.(err));
@@ -137,6 +138,7 @@ export class ClusterTerminals implements Terminals {
       endedAt: rec.endedAt,
       rc: rec.rc,
       signal: rec.signal,
+      credential: rec.credential ?? null,
     };
   }
 }

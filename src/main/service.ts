@@ -203,8 +203,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const terminals = new TerminalManager(bus, procs, {
       storeRoot: config.dataDir,
       ...config.terminals,
-      host: config.host,
-      urlHost: config.ttydHost ?? config.host,
+      // A terminal is a shell: it listens beyond loopback only when it asks for a credential,
+      // which the API hands out behind the token.
+      host: config.apiToken !== null ? config.host : '127.0.0.1',
+      credentials: config.apiToken !== null,
+      urlHost: config.ttydHost ?? (config.apiToken !== null ? config.host : '127.0.0.1'),
       env: config.childEnv,
       owner: config.stateDbPath,
       killGraceMs: config.jobs.killGraceMs,

@@ -54,7 +54,7 @@ export function terminalsView(hub) {
               h('td', {}, badge(t.state)),
               h('td', {}, t.pid ?? '—'),
               h('td', {}, t.port ?? '—'),
-              h('td', {}, t.state === 'running' ? h('a', { href: t.url, target: '_blank', rel: 'noopener noreferrer' }, t.url) : t.url),
+              h('td', {}, t.state === 'running' ? h('a', { href: withCredential(t.url, t.credential), target: '_blank', rel: 'noopener noreferrer' }, t.url) : t.url),
               h('td', {}, fmtTime(t.startedAt)),
               h('td', {}, fmtTime(t.endedAt)),
               h('td', {}, t.rc ?? '—'),
@@ -102,4 +102,17 @@ export function terminalsView(hub) {
       refresh.cancel();
     },
   };
+}
+
+/**
+ * The terminal's address with its credential (`user:password`, handed out by the API behind the
+ * token) as the URL's userinfo: the browser then opens it without asking.
+ */
+function withCredential(url, credential) {
+  if (!credential) return url;
+  const at = credential.indexOf(':');
+  const u = new URL(url);
+  u.username = credential.slice(0, at);
+  u.password = credential.slice(at + 1);
+  return u.toString();
 }

@@ -208,4 +208,9 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE memory_toggles ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
   ALTER TABLE instances ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;
   `,
+  // 8: a terminal's HTTP credential (`user:password`), handed out by the authenticated API of
+  // any instance when CONSOLE_API_TOKEN is set (src/terminals).
+  `
+  ALTER TABLE terminals ADD COLUMN credential TEXT;
+  `,
 ];

@@ -286,6 +286,8 @@ export interface TerminalRecord {
   readonly endedAt: string | null;
   readonly rc: number | null;
   readonly signal: string | null;
+  /** Its HTTP credential, `user:password` (with CONSOLE_API_TOKEN set); absent when none. */
+  readonly credential?: string | null;
 }
 
 /** The terminals of every instance, one per project. */

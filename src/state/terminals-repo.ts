@@ -16,6 +16,7 @@ interface Row {
   ended_at: string | null;
   rc: number | null;
   signal: string | null;
+  credential: string | null;
 }
 
 /** A stored row as a record (shared with the PostgreSQL back end, whose rows are the same). */
@@ -30,6 +31,7 @@ export const terminalFromRow = (r: Row): TerminalRecord => ({
   endedAt: r.ended_at,
   rc: r.rc,
   signal: r.signal,
+  ...(r.credential ? { credential: r.credential } : {}),
 });
 
 export class TerminalsRepo {
@@ -41,11 +43,11 @@ export class TerminalsRepo {
 
   constructor(db: Db) {
     this.putStmt = db.prepare(
-      `INSERT INTO terminals (project_id, instance_id, pid, port, url, state, started_at, ended_at, rc, signal)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO terminals (project_id, instance_id, pid, port, url, state, started_at, ended_at, rc, signal, credential)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (project_id) DO UPDATE SET instance_id = excluded.instance_id, pid = excluded.pid,
          port = excluded.port, url = excluded.url, state = excluded.state, started_at = excluded.started_at,
-         ended_at = excluded.ended_at, rc = excluded.rc, signal = excluded.signal`,
+         ended_at = excluded.ended_at, rc = excluded.rc, signal = excluded.signal, credential = excluded.credential`,
     );
     this.getStmt = db.prepare<[string], Row>('SELECT * FROM terminals WHERE project_id = ?');
     this.listStmt = db.prepare<[], Row>('SELECT * FROM terminals ORDER BY project_id');
@@ -58,7 +60,7 @@ export class TerminalsRepo {
   }
 
   put(t: TerminalRecord): void {
-    this.putStmt.run(t.projectId, t.instanceId, t.pid, t.port, t.url, t.state, t.startedAt, t.endedAt, t.rc, t.signal);
+    this.putStmt.run(t.projectId, t.instanceId, t.pid, t.port, t.url, t.state, t.startedAt, t.endedAt, t.rc, t.signal, t.credential ?? null);
   }
 
   get(projectId: string): TerminalRecord | undefined {

@@ -3,7 +3,7 @@
  * "Network and safety defaults").
  *
  * One `ttyd` per project, started without a shell from an argument array as
- *   `<TTYD_BIN> --port <p> [--interface <addr>] --writable --check-origin <command…>`
+ *   `<TTYD_BIN> --port <p> [--interface <addr>] [--credential <user:password>] --writable --check-origin <command…>`
  * with the project's directory of the engine store as working directory, as a managed process
  * (src/process: the leader of its own process group). Stop and shutdown kill its whole process
  * tree: the group, plus the descendants found by parent links (ttyd runs the command in a pty,
@@ -55,6 +55,11 @@ export interface TerminalInfo {
   /** Exit code; 128 + the signal number when a signal ended it; null while running. */
   readonly rc: number | null;
   readonly signal: string | null;
+  /**
+   * The HTTP credential the terminal asks for (`user:password`, random per terminal), when
+   * credentials are on; null otherwise. Handed out only by the authenticated API.
+   */
+  readonly credential: string | null;
 }
 
 export interface TerminalManagerOptions {
@@ -66,8 +71,13 @@ export interface TerminalManagerOptions {
   readonly command: readonly string[];
   readonly portFirst: number;
   readonly portLast: number;
-  /** The service's listen address (HOST): the terminals bind the same interface. */
+  /**
+   * The address the terminals listen on: loopback, unless credentials are on (then the
+   * service's HOST: service.ts decides).
+   */
   readonly host: string;
+  /** Each terminal asks for an HTTP credential of its own (CONSOLE_API_TOKEN set). */
+  readonly credentials?: boolean;
   /** Host name put in terminal URLs: TTYD_HOST when set, else HOST. */
   readonly urlHost: string;
   /** Environment of the terminal program (PATH is also where TTYD_BIN is looked up). */
@@ -134,6 +144,7 @@ class Terminal {
     readonly argv: readonly string[],
     readonly startedAt: string,
     readonly proc: ManagedProcess,
+    readonly credential: string | null,
   ) {}
 
   info(): TerminalInfo {
@@ -150,6 +161,7 @@ class Terminal {
       endedAt: this.endedAt,
       rc: this.rc,
       signal: this.signal,
+      credential: this.credential,
     };
   }
 }
@@ -272,10 +284,13 @@ export class TerminalManager implements Terminals {
   }
 
   private spawn(projectId: string, program: string, port: number, cwd: string): Terminal {
+    // A credential of its own: whoever reaches the port without it gets no shell.
+    const credential = this.options.credentials ? `${CREDENTIAL_USER}:${randomBytes(18).toString('base64url')}` : null;
     const args = [
       '--port',
       String(port),
       ...(this.iface !== null ? ['--interface', this.iface] : []),
+      ...(credential !== null ? ['--credential', credential] : []),
       '--writable',
       // Websocket connections only from ttyd's own page: another site cannot drive the shell.
       '--check-origin',
@@ -304,9 +319,11 @@ export class TerminalManager implements Terminals {
       urlOf(this.options.urlHost, port),
       cwd,
       this.options.command,
-      [program, ...args],
+      // Reported (status, events) without the credential's password.
+      [program, ...args.map((a) => (a === credential ? `${CREDENTIAL_USER}:${REDACTED_PASSWORD}` : a))],
       new Date().toISOString(),
       proc,
+      credential,
     );
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (s: string) => {
@@ -396,6 +413,12 @@ export const scopeOf = (projectId: string) => `terminal/${projectId}`;
 
 /** The environment variable that marks a terminal and its descendants with their service. */
 export const TERMINAL_MARK = 'CONSOLE_TERMINAL_OF';
+
+/** The user name of every terminal's credential. */
+const CREDENTIAL_USER = 'console';
+
+/** What stands for a credential's password where a terminal's argument list is shown. */
+const REDACTED_PASSWORD = '[REDACTED]';
 
 /** The environment variable that marks one terminal's tree (`term_<12 hex>`). */
 export const TERMINAL_ID = 'CONSOLE_TERMINAL_ID';

@@ -314,12 +314,45 @@ describe('stop escalation', () => {
 });
 
 describe('HOST 0.0.0.0', () => {
-  it('binds the terminal on every interface (no --interface)', async () => {
+  it('without CONSOLE_API_TOKEN: the terminal, a shell without a credential, still listens on loopback only', async () => {
     const t = await start({ HOST: '0.0.0.0' });
-    const term = (await J(startTerminal(t, A))) as Terminal;
-    expect(term.argv).not.toContain('--interface');
-    expect(term.url).toBe(`http://0.0.0.0:${term.port}/`);
-    expect((await standinInfo(term)).options.interface).toBeUndefined();
+    const term = (await J(startTerminal(t, A))) as Terminal & { credential: string | null };
+    expect(term.argv).toEqual(expect.arrayContaining(['--interface', '127.0.0.1']));
+    expect(term.argv).not.toContain('--credential');
+    expect(term.url).toBe(`http://127.0.0.1:${term.port}/`);
+    expect(term.credential).toBeNull();
+    expect((await standinInfo(term)).options.interface).toBe('127.0.0.1');
+  });
+});
+
+describe('CONSOLE_API_TOKEN set', () => {
+  const TOKEN = 'terminal-test-token';
+  const auth = { authorization: `Bearer ${TOKEN}` };
+
+  it('gives every terminal a credential of its own, handed out only behind the token; without it the terminal answers 401', async () => {
+    for (const host of ['127.0.0.1', '0.0.0.0']) {
+      const t = await start({ HOST: host, CONSOLE_API_TOKEN: TOKEN });
+      const res = await t.post('/api/ttyd/start', { projectId: A }, { headers: auth });
+      expect(res.status).toBe(201);
+      const term = (await J(res)) as Terminal & { credential: string };
+      expect(term.credential).toMatch(/^console:[A-Za-z0-9_-]{24}$/);
+      // On HOST's interface (every one for 0.0.0.0), since a credential now guards it.
+      if (host === '0.0.0.0') expect(term.argv).not.toContain('--interface');
+      else expect(term.argv).toEqual(expect.arrayContaining(['--interface', '127.0.0.1']));
+      // Its password is nowhere but in the credential: not in argv, events, the status without the token.
+      const password = term.credential.slice('console:'.length);
+      expect(term.argv).toEqual(expect.arrayContaining(['--credential', 'console:[REDACTED]']));
+      const base = `http://127.0.0.1:${term.port}`;
+      expect((await fetch(`${base}/`)).status).toBe(401);
+      expect((await fetch(`${base}/`, { headers: { authorization: `Basic ${Buffer.from('console:wrong').toString('base64')}` } })).status).toBe(401);
+      expect((await fetch(`${base}/`, { headers: { authorization: `Basic ${Buffer.from(term.credential).toString('base64')}` } })).status).toBe(200);
+      const events = await (await t.get('/api/events?scopePrefix=terminal/', { headers: auth })).text();
+      expect(events).toContain('"--credential"');
+      expect(events).not.toContain(password);
+      expect((await t.get('/api/ttyd/status')).status).toBe(401);
+      const status = (await J(t.get(`/api/ttyd/status?projectId=${A}`, { headers: auth }))) as { terminals: { credential: string }[] };
+      expect(status.terminals[0]?.credential).toBe(term.credential);
+    }
   });
 });
 

@@ -6,7 +6,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, openPage } from '../helpers/browser.js';
-import { startTestService, type TestService, publishOn } from '../helpers/service.js';
+import { fixture, startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 const TOKEN = 'ops-page-token-7f3a';
 
@@ -16,7 +16,16 @@ let page: Page;
 let problems: string[];
 
 beforeAll(async () => {
-  t = await startTestService({ env: { CONSOLE_API_TOKEN: TOKEN } });
+  const first = 20_000 + Math.floor(Math.random() * 500) * 20;
+  t = await startTestService({
+    env: {
+      CONSOLE_API_TOKEN: TOKEN,
+      TTYD_BIN: fixture('ttyd-standin.mjs'),
+      TTYD_COMMAND: JSON.stringify([process.execPath, fixture('forever.mjs')]),
+      CONSOLE_TTYD_PORTS: `${first}-${first + 9}`,
+      CONSOLE_TTYD_READY_MS: '60000',
+    },
+  });
   browser = await launchBrowser();
   ({ page, problems } = await openPage(browser));
 });
@@ -44,6 +53,25 @@ describe('the ops page with a token', () => {
     const published = publishOn(t, { severity: 'warning', scope: 'ops/token', summary: 'seen through the token' });
     await page.click('#nav a[data-view="events"]');
     await page.waitForSelector(`#event-rows tr[data-id="${published.id}"]`);
+  });
+
+  it('opens a terminal, which asks for its own credential, from its link on the page', async () => {
+    await page.click('#nav a[data-view="terminals"]');
+    await page.waitForSelector('section.terminals-view form.launch');
+    await page.click('section.terminals-view form.launch button[type="submit"]');
+    const link = await page.waitForSelector('section.terminals-view td a[href]');
+    // The link carries the credential the API handed out behind the token: the terminal opens.
+    const [tab] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+    await tab.waitForLoadState();
+    expect(await tab.textContent('body')).toContain('cwd:');
+    await tab.close();
+    // Without it, the same terminal refuses.
+    const href = (await link.getAttribute('href')) as string;
+    const bare = new URL(href);
+    bare.username = '';
+    bare.password = '';
+    expect((await fetch(bare.toString())).status).toBe(401);
+    await page.click('#nav a[data-view="events"]');
   });
 
   it('keeps the token for the tab: a reload does not ask again', async () => {

@@ -175,12 +175,12 @@ export function pgTerminals(x: Exec): TerminalStore {
   return {
     put: async (t) => {
       await x.q(
-        `INSERT INTO terminals (project_id, instance_id, pid, port, url, state, started_at, ended_at, rc, signal)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        `INSERT INTO terminals (project_id, instance_id, pid, port, url, state, started_at, ended_at, rc, signal, credential)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          ON CONFLICT (project_id) DO UPDATE SET instance_id = excluded.instance_id, pid = excluded.pid,
            port = excluded.port, url = excluded.url, state = excluded.state, started_at = excluded.started_at,
-           ended_at = excluded.ended_at, rc = excluded.rc, signal = excluded.signal`,
-        [t.projectId, t.instanceId, t.pid, t.port, t.url, t.state, t.startedAt, t.endedAt, t.rc, t.signal],
+           ended_at = excluded.ended_at, rc = excluded.rc, signal = excluded.signal, credential = excluded.credential`,
+        [t.projectId, t.instanceId, t.pid, t.port, t.url, t.state, t.startedAt, t.endedAt, t.rc, t.signal, t.credential ?? null],
       );
     },
     get: async (projectId) => {

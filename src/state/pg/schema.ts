@@ -306,6 +306,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX events_scope ON events (scope text_pattern_ops, id);
   CREATE INDEX events_severity ON events (severity, id);
+  -- A terminal's HTTP credential, as on SQLite (migration 8).
+  ALTER TABLE terminals ADD COLUMN credential text;
   `,
 ];
 
