@@ -29,8 +29,9 @@ afterAll(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
 
-async function ready(url: string): Promise<{ status: number; body: { ready: boolean; checks: Check[]; detail?: string; code?: string } }> {
-  const res = await fetch(`${url}/api/ready`);
+/** `GET /api/ready`, with the token unless `open` (then each check's name and result only). */
+async function ready(url: string, open = false): Promise<{ status: number; body: { ready: boolean; checks: Check[]; detail?: string; code?: string } }> {
+  const res = await fetch(`${url}/api/ready`, open ? {} : { headers: { authorization: `Bearer ${TOKEN}` } });
   return { status: res.status, body: (await res.json()) as never };
 }
 
@@ -43,7 +44,10 @@ describe('GET /api/ready on a running service', () => {
     cleanups.push(() => t.close());
   });
 
-  it('answers 200 with every check ok, without the token', async () => {
+  it('answers 200 with every check ok, without the token (names and results only) and with it (details too)', async () => {
+    const open = await ready(t.url, true);
+    expect(open.status).toBe(200);
+    expect(open.body).toEqual({ ready: true, checks: NAMES.map((name) => ({ name, ok: true })) });
     const r = await ready(t.url);
     expect(r.status).toBe(200);
     expect(r.body.ready).toBe(true);
@@ -62,6 +66,10 @@ describe('GET /api/ready on a running service', () => {
       expect(failing(r.body.checks)).toEqual(['store']);
       expect(r.body.checks[0]?.detail).toBe(`CONSOLE_DATA_DIR ${t.dataDir} does not exist`);
       expect(r.body.detail).toContain(`store (CONSOLE_DATA_DIR ${t.dataDir} does not exist)`);
+      // Without the token the failing check is named, and nothing of the installation.
+      const open = await ready(t.url, true);
+      expect(open.status).toBe(503);
+      expect(open.body).toEqual({ code: 'not_ready', ready: false, detail: 'not ready: store', checks: NAMES.map((name) => ({ name, ok: name !== 'store' })) });
     } finally {
       fs.renameSync(away, t.dataDir);
     }
