@@ -130,6 +130,12 @@ afterAll(async () => {
 /** What is wrong with one answer, or null. */
 function judge(r: AimedReq, res: RawRes): string | null {
   if (res.status >= 500) return `a ${res.status}`;
+  // A write from a page of another site is refused before its body is read (origin-check.ts),
+  // on every route: documented for every POST, PUT and DELETE.
+  const origin = Object.entries(r.headers ?? {}).find(([k]) => k.toLowerCase() === 'origin');
+  if (res.status === 403 && res.text.includes('"code":"cross_site_request"')) {
+    return origin !== undefined && !['GET', 'HEAD', 'OPTIONS'].includes(r.method.toUpperCase()) ? null : 'a cross_site_request refusal of a request without Origin, or of a read';
+  }
   // A body past the limit is a 413 on every route (the body is read before routing), unless the
   // request never got that far: a CORS preflight, or a request line the parser refused.
   if (/^over-limit|gzip-bomb/.test(r.kind) && res.status !== 413 && r.method !== 'OPTIONS' && res.status !== 431 && !/malformed HTTP request/.test(res.text)) {

@@ -135,8 +135,9 @@ describe('the token in children’s environment', () => {
     services.push(t);
     const res = await t.post('/api/ttyd/start', { projectId: 'harbor-lights' }, { headers: AUTH });
     expect(res.status).toBe(201);
-    const { port } = (await res.json()) as { port: number };
-    const info = (await (await fetch(`http://127.0.0.1:${port}/info`)).json()) as { env: Record<string, string> };
+    const { port, credential } = (await res.json()) as { port: number; credential: string };
+    // The terminal's own credential, as the API handed it out behind the token.
+    const info = (await (await fetch(`http://127.0.0.1:${port}/info`, { headers: { authorization: `Basic ${Buffer.from(credential).toString('base64')}` } })).json()) as { env: Record<string, string> };
     expect(Object.keys(info.env)).toEqual(expect.arrayContaining(['CONSOLE_TERMINAL_OF', 'PATH']));
     expect(info.env).not.toHaveProperty('CONSOLE_API_TOKEN');
     expect(Object.values(info.env).some((v) => v.includes(TOKEN))).toBe(false);

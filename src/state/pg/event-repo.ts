@@ -72,9 +72,13 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
       if (drafts.length === 0) return Promise.resolve([]);
       const lists = appendArgs(drafts).map((list) => `ARRAY[${list.map((v) => (v === null ? 'NULL' : pg.escapeLiteral(v))).join(', ')}]::text[]`);
       // A write's events are not retried (its answer says it failed): no tokens.
-      return x
+      const events = x
         .onCommit(`SELECT console_append(${lists.join(', ')}, NULL::bigint[], NULL) AS ids`)
         .then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
+      // The transaction throws the same failure: a caller that never awaits this (the
+      // transaction failed first) must not leave an unhandled rejection, which ends the process.
+      events.catch(() => undefined);
+      return events;
     },
     newSource: async () => (await x.q<{ n: number }>(`SELECT nextval('event_source_seq') AS n`)).rows[0]?.n as number,
     after: async (sinceId, limit, filter, upTo = Number.MAX_SAFE_INTEGER) => {
