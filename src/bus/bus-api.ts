@@ -11,8 +11,8 @@
  * Reads may be asynchronous (the cluster's are); callers await them.
  */
 import type { BusEvent, EventFilter, EventInput } from './event.js';
-import type { EventRow } from './event-store.js';
-import type { StoreOutage } from './store-outage.js';
+import type { EventRow } from './local-event-log.js';
+import type { StorageOutage } from './storage-outage.js';
 
 /**
  * A consumer of stored events (the event stream hub). Receives batches of stored rows, ids
@@ -47,7 +47,7 @@ export interface Bus {
   /** Events kept in the state database (approximate). */
   readonly storedCount: number;
   /** The current period of failing stores, or null when events are stored. */
-  readonly storeOutage: Readonly<StoreOutage> | null;
+  readonly storageOutage: Readonly<StorageOutage> | null;
   /** Stored events after `sinceId` (and at most `upTo`) passing `filter`, ascending, at most `limit`. */
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]>;
   /** The newest `limit` stored events passing `filter`, ascending. */

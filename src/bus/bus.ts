@@ -19,10 +19,10 @@
 import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
 import { EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
-import type { EventRow, EventStore } from './event-store.js';
-import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-outage.js';
+import type { EventRow, LocalEventLog } from './local-event-log.js';
+import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 
-export { STORE_OUTAGE_SCOPE, type StoreOutage, type StoreStateListener } from './store-outage.js';
+export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 
 export type { Bus, BusSubscriber } from './bus-api.js';
 
@@ -41,7 +41,7 @@ export interface EventBusOptions {
   /** Time between attempts to store held events (default 1000 ms). */
   readonly retryMs?: number;
   /** Told when storing starts failing, works again, or the bus closes with events unstored. */
-  readonly onStoreState?: StoreStateListener;
+  readonly onStorageState?: StorageStateListener;
   /** Counts published events (metrics). */
   readonly onCount?: PublishCounter;
   /**
@@ -62,7 +62,7 @@ export interface StagedEvents {
   readonly rows: readonly Pending[];
   /** Events queued before the write and stored with it. */
   readonly carried: readonly Pending[];
-  /** What the event log stored of them all, when it dropped some (EventStore.append). */
+  /** What the event log stored of them all, when it dropped some (LocalEventLog.append). */
   readonly kept: readonly Pending[] | null;
 }
 
@@ -82,23 +82,23 @@ export class EventBus implements Bus {
   private readonly json = new EventJson();
   private closed = false;
   /** The outage period, the bound on held events and the retry timer. */
-  private readonly retry: StoreRetry;
+  private readonly retry: StorageRetry;
   private readonly onCount: PublishCounter;
   /** Queued rows that carry a job guard (JobGuard): only then are stored batches searched for them. */
   private guarded = 0;
   private readonly fencedListeners: ((proposalId: string) => void)[] = [];
 
   constructor(
-    private readonly log: EventStore,
+    private readonly log: LocalEventLog,
     options: EventBusOptions = {},
   ) {
-    this.retry = new StoreRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.tryFlush(), options.onStoreState);
+    this.retry = new StorageRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.tryFlush(), options.onStorageState);
     this.onCount = options.onCount ?? (() => {});
     this.flushIntervalMs = options.flushIntervalMs ?? 0;
   }
 
   /** The current period of failing stores, or null when events are stored. */
-  get storeOutage(): Readonly<StoreOutage> | null {
+  get storageOutage(): Readonly<StorageOutage> | null {
     return this.retry.outage;
   }
 
@@ -312,7 +312,7 @@ export class EventBus implements Bus {
   }
 
   /**
-   * Delivers what the log stored of `batch` (`kept`, when it dropped rows: EventStore.append),
+   * Delivers what the log stored of `batch` (`kept`, when it dropped rows: LocalEventLog.append),
    * then tells the guarded rows' publishers whether theirs was stored, and the fenced listeners
    * of each job whose event was dropped.
    */

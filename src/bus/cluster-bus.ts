@@ -12,13 +12,13 @@
  *   ({@link ClusterBus.wake}, LISTEN/NOTIFY), and by a poll every `pollMs` in case a
  *   notification was missed while the listening connection was down.
  * - While the database refuses appends, events are held in memory (bounded, as on one
- *   instance: store-outage.ts) and appended in order once it is back; a publish that must be
+ *   instance: storage-outage.ts) and appended in order once it is back; a publish that must be
  *   stored before its answer is refused at once.
  */
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
-import type { EventRow } from './event-store.js';
-import { StoreRetry, type StoreOutage, type StoreStateListener } from './store-outage.js';
+import type { EventRow } from './local-event-log.js';
+import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 
 /**
  * An event to append: the event without its id, which the log assigns, the proposal it is
@@ -64,7 +64,7 @@ export interface ClusterBusOptions {
   readonly retryMs: number;
   /** Time between reads of the log when nothing woke the bus, ms. */
   readonly pollMs: number;
-  readonly onStoreState?: StoreStateListener;
+  readonly onStorageState?: StorageStateListener;
   /** Counts published events (metrics); -1 for one withdrawn. */
   readonly onCount?: (severity: Severity, delta: 1 | -1) => void;
 }
@@ -94,7 +94,7 @@ export class ClusterBus implements Bus {
   private reading = false;
   private readAgain = false;
   private readonly poll: NodeJS.Timeout;
-  private readonly retry: StoreRetry;
+  private readonly retry: StorageRetry;
   private readonly onCount: NonNullable<ClusterBusOptions['onCount']>;
   private stored = 0;
   private countedAt = 0;
@@ -115,7 +115,7 @@ export class ClusterBus implements Bus {
     private readonly options: ClusterBusOptions,
   ) {
     this.head = head;
-    this.retry = new StoreRetry(options.maxUnstored, options.retryMs, () => void this.append(), options.onStoreState);
+    this.retry = new StorageRetry(options.maxUnstored, options.retryMs, () => void this.append(), options.onStorageState);
     this.onCount = options.onCount ?? (() => {});
     this.poll = setInterval(() => this.wake(), options.pollMs);
     this.poll.unref();
@@ -133,7 +133,7 @@ export class ClusterBus implements Bus {
     return bus;
   }
 
-  get storeOutage(): Readonly<StoreOutage> | null {
+  get storageOutage(): Readonly<StorageOutage> | null {
     return this.retry.outage;
   }
 

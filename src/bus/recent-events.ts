@@ -22,7 +22,7 @@
  * its id and end offsets are typed arrays, reused with it.
  */
 import { passes, type EventFilter, type Severity } from './event.js';
-import type { EventRow } from './event-store.js';
+import type { EventRow } from './local-event-log.js';
 
 /** Bytes of one page: a sixteenth of the bound, within these limits; an event larger gets a page of its own. */
 const PAGE_MIN = 4 * 1024;

@@ -19,7 +19,7 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Bus } from './bus.js';
 import { filterKey, passes, type EventFilter } from './event.js';
-import type { EventRow } from './event-store.js';
+import type { EventRow } from './local-event-log.js';
 import { RecentEvents, type RecentEventsStats } from './recent-events.js';
 
 /** Rows per replay page: bounds the synchronous database read done per step. */

@@ -7,7 +7,7 @@
  * running (also when it ended before the owner acted), and, when the owner has not acknowledged
  * within 5 s, a 504 (`owner_not_acknowledged`).
  */
-import type { JobRecord } from '../state/jobs-repo.js';
+import type { JobRecord } from '../state/records.js';
 import type { StateStore } from '../state/state-store.js';
 import { JobNotRunningError, type Supervisor } from '../supervisor/index.js';
 import { OwnerRequests } from './owner-requests.js';

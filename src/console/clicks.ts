@@ -4,7 +4,7 @@
  * would drown the bus (the spec leaves their events unspecified).
  */
 import type { ClickRecord, ClickStore } from '../state/state-store.js';
-import { nowIso } from './commit.js';
+import { nowIso } from './now.js';
 
 export class ClickLog {
   constructor(private readonly repo: ClickStore) {}

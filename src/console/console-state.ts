@@ -5,7 +5,7 @@
  */
 import type { Registries } from '../registry/index.js';
 import { ClickLog } from './clicks.js';
-import type { StateCommitter } from './commit.js';
+import type { StateCommitter } from '../state/state-store.js';
 import { FallbackCounter } from './fallbacks.js';
 import { MemoryToggles } from './memory-toggles.js';
 import { ProposalDesk } from './proposals.js';

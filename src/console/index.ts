@@ -17,4 +17,5 @@ export { DECISION_SCOPE, LIFECYCLE_SCOPE, type DecideRequest, type DecideResult 
 export { TAKE_SCOPE, type TakeActionRequest, type TakeActionResult } from './take-states.js';
 export { RECENT_ITEMS_KEPT, RECENT_PROJECTS_KEPT, SELECTION_ITEMS } from './selection.js';
 export type { ReportOutcome } from './workspace.js';
-export { nowIso, SharedCommitter, SqliteCommitter, type StateCommitter, type StateWrite, type Written } from './commit.js';
+export { nowIso } from './now.js';
+export type { StateCommitter, StateWrite, Written } from '../state/state-store.js';

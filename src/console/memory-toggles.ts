@@ -5,7 +5,8 @@
  */
 import type { MemoryToggleSource } from '../engine/store.js';
 import type { MemoryToggleRecord } from '../state/state-store.js';
-import { nowIso, type StateCommitter } from './commit.js';
+import { nowIso } from './now.js';
+import type { StateCommitter } from '../state/state-store.js';
 import { memoryToggleEvent } from './memory-toggle.js';
 
 export class MemoryToggles implements MemoryToggleSource {

@@ -9,7 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ProposalKind } from '../registry/index.js';
 import type { DecisionRecord, ProposalRecord } from '../state/state-store.js';
-import { nowIso, type StateCommitter } from './commit.js';
+import { nowIso } from './now.js';
+import type { StateCommitter } from '../state/state-store.js';
 import { DecisionValueError, evaluateDecision, isDecision, type Decision } from './decision.js';
 import type { FallbackCounter } from './fallbacks.js';
 

@@ -4,7 +4,7 @@
  * selected item, as recently opened (in the same transaction).
  */
 import type { RecentRecord, SelectionRecord, StateStore } from '../state/state-store.js';
-import { nowIso } from './commit.js';
+import { nowIso } from './now.js';
 
 /** Selection members naming items, most specific first; the first present one becomes recent. */
 export const SELECTION_ITEMS = [

@@ -10,7 +10,8 @@ import { checkId } from '../engine/ids.js';
 import type { TakeStateSource } from '../engine/store.js';
 import type { TakeState, TakeStates } from '../engine/synthesize.js';
 import type { TakeStateRecord } from '../state/state-store.js';
-import { nowIso, type StateCommitter } from './commit.js';
+import { nowIso } from './now.js';
+import type { StateCommitter } from '../state/state-store.js';
 import type { FallbackCounter } from './fallbacks.js';
 import { evaluateTakeAction, nextTakeState, NO_TAKE_STATE } from './take-action.js';
 

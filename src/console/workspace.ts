@@ -4,7 +4,7 @@
  * read the current revision; and corrupt blobs reported by the console, kept for inspection.
  */
 import type { PutOutcome, WorkspaceRecord, WorkspaceReport, WorkspaceStore } from '../state/state-store.js';
-import { nowIso } from './commit.js';
+import { nowIso } from './now.js';
 
 /** Outcome of a report: stored (with its id), or refused because the blob is too large. */
 export type ReportOutcome =

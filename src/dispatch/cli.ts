@@ -11,7 +11,7 @@
  *
  * The store root is `CONSOLE_DATA_DIR` (the service passes it to the child), else the
  * repository's bundled `sample-store/`. This is the tool's only read of the environment:
- * it is a separate program from the service, so it cannot share `src/main/config.ts`.
+ * it is a separate program from the service, so it cannot share `src/config/config.ts`.
  */
 import { runDispatch } from './run-dispatch.js';
 import { resolveStoreRoot } from './resolve-store-root.js';

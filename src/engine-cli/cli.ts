@@ -5,7 +5,7 @@
  *   npm run engine -- migrate --project <id> [--dry-run] [--json]
  *
  * Built to dist/engine-cli/cli.js. The store is found with the service's own `readConfig`
- * (src/main/config.ts), so the CLI and the service always agree on where it is.
+ * (src/config/config.ts), so the CLI and the service always agree on where it is.
  */
 import { runEngine } from './run-engine.js';
 

@@ -4,7 +4,7 @@
  * migration refused, 2 usage error (bad command line, bad configuration, unknown project).
  */
 import fs from 'node:fs';
-import { ConfigError, readConfig } from '../main/config.js';
+import { ConfigError, readConfig } from '../config/config.js';
 import { storeAccess, type StoreAccess } from '../engine/read-store-file.js';
 import { applyFixes, diagnose, isProject, type DoctorReport } from './doctor.js';
 import { formatChanges, formatDoctorReport, formatMigration } from './format-report.js';

@@ -62,9 +62,9 @@ export type StoreRead<T> =
   | { readonly kind: 'absent' }
   | { readonly kind: 'problem'; readonly problem: StoreFileProblem };
 
-/** Default of CONSOLE_STORE_FILE_MAX_BYTES (src/main/config.ts). */
+/** Default of CONSOLE_STORE_FILE_MAX_BYTES (src/config/config.ts). */
 export const DEFAULT_STORE_FILE_MAX_BYTES = 4 * 1024 * 1024;
-/** Default of CONSOLE_STORE_JSON_MAX_DEPTH (src/main/config.ts). */
+/** Default of CONSOLE_STORE_JSON_MAX_DEPTH (src/config/config.ts). */
 export const DEFAULT_STORE_JSON_MAX_DEPTH = 64;
 
 const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW;

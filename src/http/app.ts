@@ -5,7 +5,7 @@
 import cors from 'cors';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
-import type { Logger } from '../main/logger.js';
+import type { Logger } from '../ops/logger.js';
 import { AnswerRecorder } from './answer-recorder.js';
 import { bearerAuth } from './auth.js';
 import { errorMiddleware, type ServerFault } from './error-middleware.js';
@@ -118,7 +118,7 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
   chain.push(originCheck(deps.config.cors.origins));
   // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
   if (opts.gate) chain.push(opts.gate);
-  const assets = opsAssets();
+  const assets = opsAssets(deps.config.opsPageDir);
   chain.push(opsPage(assets));
   if (deps.config.apiToken !== null) chain.push(bearerAuth(deps.config.apiToken, api));
   if (deps.config.writeUpstream !== null) chain.push(deps.writeProxy.middleware(api));

@@ -6,7 +6,7 @@
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { isServiceError, type ServiceErrorLike, type ServiceErrorOptions } from '../errors/index.js';
-import { stateDbFault } from '../state/errors.js';
+import { stateDbFault } from '../state/sqlite/errors.js';
 import { answerOf, HttpError, ValidationError, type ErrorAnswer } from './errors.js';
 import { addToRequestLine } from './request-log.js';
 

@@ -14,7 +14,7 @@ import type { ConsoleErrorCode } from '../console/decision.js';
 import type { EngineErrorCode } from '../engine/errors.js';
 import { ServiceError, type ServiceErrorLike } from '../errors/index.js';
 import type { ClusterErrorCode } from '../cluster/errors.js';
-import type { MainErrorCode } from '../main/config.js';
+import type { MainErrorCode } from '../config/config.js';
 import type { ProcessErrorCode } from '../process/errors.js';
 import type { StateErrorCode } from '../state/errors.js';
 import type { SupervisorErrorCode } from '../supervisor/errors.js';

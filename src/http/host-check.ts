@@ -10,7 +10,7 @@
 import net from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import { canonicalHost, type Config } from '../main/config.js';
+import { canonicalHost, type Config } from '../config/config.js';
 import { isLoopbackHost } from './auth.js';
 import { HttpError } from './errors.js';
 import { isLoopback } from './routes/internal-bus.js';

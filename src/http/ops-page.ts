@@ -13,11 +13,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
-import { REPO_ROOT } from '../main/config.js';
 import { PAGE_CSP, securityHeaders, StaticAssets } from './static-assets.js';
-
-/** Folder of the page's files (served as they are, from the source tree, also by a built service). */
-export const OPS_PAGE_DIR = path.join(REPO_ROOT, 'src', 'ops-page');
 
 /** Where the page's files are served. */
 export const OPS_PREFIX = '/ops/';
@@ -34,13 +30,13 @@ const CHART_FILES = ['uPlot.esm.js', 'uPlot.min.css'] as const;
 /** The page's own file names: lower-case words, one extension. */
 const PAGE_FILE = /^[a-z0-9][a-z0-9-]*\.(?:html|js|css|svg|png)$/;
 
-/** The static files of the page and the docs viewer. */
-export function opsAssets(): StaticAssets {
+/** The static files of the page (in `dir`, Config.opsPageDir) and the docs viewer. */
+export function opsAssets(dir: string): StaticAssets {
   const files: [string, string][] = [];
-  for (const name of fs.readdirSync(OPS_PAGE_DIR).sort()) {
-    if (PAGE_FILE.test(name) && fs.statSync(path.join(OPS_PAGE_DIR, name)).isFile()) files.push([`${OPS_PREFIX}${name}`, path.join(OPS_PAGE_DIR, name)]);
+  for (const name of fs.readdirSync(dir).sort()) {
+    if (PAGE_FILE.test(name) && fs.statSync(path.join(dir, name)).isFile()) files.push([`${OPS_PREFIX}${name}`, path.join(dir, name)]);
   }
-  files.push(['/', path.join(OPS_PAGE_DIR, 'index.html')]);
+  files.push(['/', path.join(dir, 'index.html')]);
   const swagger = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   for (const name of VENDOR_FILES) files.push([`${OPS_PREFIX}vendor/${name}`, path.join(swagger, name)]);
   const uplot = path.join(path.dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');

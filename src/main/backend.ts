@@ -1,23 +1,27 @@
 /**
- * What every state back end is (state-backend.ts chooses one: SQLite there, PostgreSQL in
- * shared-backend.ts): its interface, what the service hands it, and what both share. A module
- * of its own so that neither back end imports the other.
+ * What every state back end is (sqlite-backend.ts, postgres-backend.ts): its interface, what
+ * the service hands it, and what both share; and {@link openStateBackend}, which opens the one
+ * CONSOLE_DATABASE_URL selects.
  */
 import type { Bus } from '../bus/bus-api.js';
-import type { StoreStateListener } from '../bus/store-outage.js';
+import type { StorageStateListener } from '../bus/storage-outage.js';
 import type { StateCommitter } from '../console/index.js';
 import type { ServiceMetrics } from '../metrics/index.js';
 import type { ProcTable } from '../process/index.js';
-import type { Db } from '../state/db.js';
+import type { Db } from '../state/sqlite/db.js';
+import type { Config } from '../config/config.js';
 import type { PgStateStore } from '../state/pg/pg-state-store.js';
 import type { StateStore } from '../state/state-store.js';
-import type { Logger } from './logger.js';
-import type { ReadinessCheck } from './readiness.js';
+import type { Logger } from '../ops/logger.js';
+import type { ReadinessCheck } from '../ops/readiness.js';
+
+/** The instance id of the embedded SQLite database's one instance. */
+export const LOCAL_INSTANCE_ID = 'local';
 
 /** The channel a console write notifies once committed: the instances read their mirrors again. */
 export const CONSOLE_CHANNEL = 'console_state';
 
-/** What the service runs on: the state store, the bus and the committer of one back end (state-backend.ts says which). */
+/** What the service runs on: the state store, the bus and the committer of one back end, built together because each back end needs its own of all three. */
 export interface StateBackend {
   readonly kind: 'sqlite' | 'postgres';
   readonly store: StateStore;
@@ -52,9 +56,19 @@ export interface BackendHooks {
 }
 
 /** The log lines of a bus that cannot store its events (a full disk; the database away). */
-export function storeStateLogger(log: Logger, where: Record<string, unknown>): StoreStateListener {
+export function storageStateLogger(log: Logger, where: Record<string, unknown>): StorageStateListener {
   return (state, outage) =>
     state === 'recovered'
       ? log.warn({ outage, ...where }, 'state database stores events again')
       : log.error({ outage, ...where }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them');
+}
+
+/**
+ * Opens the back end CONSOLE_DATABASE_URL selects: SQLite when unset, PostgreSQL when set.
+ * @throws StateDbError naming the database (and CONSOLE_DATABASE_URL) when it cannot be opened.
+ */
+export async function openStateBackend(config: Config, hooks: BackendHooks): Promise<StateBackend> {
+  const url = config.cluster.databaseUrl;
+  if (url === null) return (await import('./sqlite-backend.js')).openSqliteBackend(config, hooks);
+  return (await import('./postgres-backend.js')).openPostgresBackend(config, url, hooks);
 }

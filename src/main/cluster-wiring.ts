@@ -12,8 +12,8 @@ import type { EngineStore } from '../engine/store.js';
 import type { PgStateStore } from '../state/pg/pg-state-store.js';
 import { GENERATION_SCOPE, type Supervisor } from '../supervisor/index.js';
 import type { TerminalInfo, TerminalManager, Terminals } from '../terminals/index.js';
-import type { Config } from './config.js';
-import type { Logger } from './logger.js';
+import type { Config } from '../config/config.js';
+import type { Logger } from '../ops/logger.js';
 import type { StateBackend } from './backend.js';
 
 /** The parts of one instance that cluster mode wires to the others. */

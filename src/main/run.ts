@@ -4,8 +4,8 @@
  * configuration, a failing guard, an unusable state database) prints one message and exits
  * non-zero before anything is served.
  */
-import { readConfig, secretsOf } from './config.js';
-import { Scrubber } from './log-scrub.js';
+import { readConfig, secretsOf } from '../config/config.js';
+import { Scrubber } from '../ops/log-scrub.js';
 import { startService, type ServiceOptions } from './service.js';
 
 /**

@@ -25,21 +25,20 @@ import type { AppDeps } from '../http/routes/deps.js';
 import { ServiceMetrics } from '../metrics/index.js';
 import { MetricsHistory } from '../metrics/history.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
-import type { Db } from '../state/db.js';
+import type { Db } from '../state/sqlite/db.js';
 import { ProcTable } from '../process/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager, type TerminalInfo, type Terminals } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
-import { WORKER_FILES } from './paths.js';
-import { APP_VERSION, ConfigError, type Config } from './config.js';
-import { openDescriptors, raiseDescriptorLimit } from './descriptors.js';
-import { checkStartupGuards, utcDate } from './guards.js';
-import { createLogger, type Logger } from './logger.js';
-import { Readiness } from './readiness.js';
+import { WORKER_FILES } from '../config/paths.js';
+import { APP_VERSION, ConfigError, type Config } from '../config/config.js';
+import { openDescriptors, raiseDescriptorLimit } from '../ops/descriptors.js';
+import { checkStartupGuards, utcDate } from '../ops/guards.js';
+import { createLogger, type Logger } from '../ops/logger.js';
+import { Readiness } from '../ops/readiness.js';
 import { wireCluster } from './cluster-wiring.js';
 import { figureSources } from './figure-sources.js';
-import type { StateBackend } from './backend.js';
-import { LOCAL_INSTANCE_ID, openStateBackend } from './state-backend.js';
+import { LOCAL_INSTANCE_ID, openStateBackend, type StateBackend } from './backend.js';
 
 export interface ServiceOptions {
   /** Registries checked by the start-up guards; tests inject their own. */

@@ -16,7 +16,7 @@ export class ProcTable {
   private readonly pool: Piscina;
 
   /**
-   * @param filename the compiled worker (src/main/paths.ts: WORKER_FILES.proc; vitest's
+   * @param filename the compiled worker (src/config/paths.ts: WORKER_FILES.proc; vitest's
    *   transform does not reach worker threads, so it is always dist/); tests may pass another.
    * @throws Error when the file does not exist (the service was not built).
    */
@@ -65,7 +65,7 @@ export class ProcTable {
    * Runs another housekeeping task on this thread, between the /proc tasks: the service keeps
    * one such thread (each costs about 11 MB), and the state database's WAL checkpoints run here
    * (src/state/checkpointer.ts).
-   * @param filename a compiled Piscina task module (src/main/paths.ts: WORKER_FILES).
+   * @param filename a compiled Piscina task module (src/config/paths.ts: WORKER_FILES).
    * @returns what the task returns.
    * @throws what the task throws; Piscina's error once the thread was closed.
    */

@@ -1,10 +1,8 @@
 /**
- * Errors of the state database (src/state), with their stable codes (issue 11, item 3). The
- * SQLite error codes are read here and nowhere else: {@link stateDbFault} turns a SqliteError
- * into the state layer's own error (the SqliteError as its `cause`), which the HTTP catalogue
- * maps to a status like any other.
+ * Errors of the state database, whichever back end (their codes are catalogued in
+ * src/http/errors.ts). Each back end turns its driver's faults into these codes:
+ * src/state/sqlite/errors.ts and src/state/pg/errors.ts.
  */
-import Database from './sqlite/binding.js';
 import { ServiceError } from '../errors/index.js';
 
 /** The codes of the state database's errors. */
@@ -12,45 +10,11 @@ export type StateErrorCode = 'state_db_open_failed' | 'state_db_full' | 'state_d
 
 /**
  * Thrown when the state database cannot be opened or migrated (code `state_db_open_failed`);
- * the message names the path. Stops start-up; never answered.
+ * the message names the path or the database. Stops start-up; never answered.
  */
 export class StateDbError extends ServiceError<'state_db_open_failed'> {
   override name = 'StateDbError';
   constructor(message: string, options: { readonly cause?: unknown } = {}) {
     super('state_db_open_failed', message, options);
   }
-}
-
-/**
- * The state database refused an operation while the service runs: a fault of the machine, not
- * of the request, and nothing was stored. `state_db_full` (its disk is full),
- * `state_db_busy` (locked: try again, `retryAfterSeconds` 1), `state_db_unavailable`
- * (read-only, failing or damaged). The message says what happened and that nothing was stored.
- */
-export class StateDbFaultError extends ServiceError<'state_db_full' | 'state_db_busy' | 'state_db_unavailable'> {
-  override name = 'StateDbFaultError';
-  /** The SQLite error code (`SQLITE_FULL`, `SQLITE_BUSY_SNAPSHOT`…). */
-  readonly sqliteCode: string;
-  constructor(code: 'state_db_full' | 'state_db_busy' | 'state_db_unavailable', message: string, cause: { code: string }) {
-    super(code, message, { cause, ...(code === 'state_db_busy' ? { retryAfterSeconds: 1 } : {}) });
-    this.sqliteCode = cause.code;
-  }
-}
-
-/**
- * The state layer's own error for a SqliteError that is a fault of the database (full, busy or
- * locked, read-only, failing, damaged), or undefined for anything else: any other SqliteError (a
- * constraint) is a bug, and not an error of the state database's.
- */
-export function stateDbFault(err: unknown): StateDbFaultError | undefined {
-  if (!(err instanceof Database.SqliteError)) return undefined;
-  const c = err.code;
-  if (c === 'SQLITE_FULL') return new StateDbFaultError('state_db_full', `state database full (no space left on its disk): nothing was stored (${err.message})`, err);
-  if (c.startsWith('SQLITE_BUSY') || c.startsWith('SQLITE_LOCKED')) {
-    return new StateDbFaultError('state_db_busy', `state database busy: nothing was stored, try again (${err.message})`, err);
-  }
-  if (/^SQLITE_(READONLY|IOERR|CANTOPEN|CORRUPT|NOTADB)/.test(c)) {
-    return new StateDbFaultError('state_db_unavailable', `state database unavailable: nothing was stored (${err.message}, ${c})`, err);
-  }
-  return undefined;
 }

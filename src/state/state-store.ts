@@ -23,18 +23,11 @@
  */
 import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
 import type { BusEvent, EventFilter, EventInput, JobEnd, Severity } from '../bus/event.js';
-import type { ClickRecord } from './clicks-repo.js';
-import type { DecisionRecord } from './decisions-repo.js';
-import type { EventRow } from './event-log.js';
-import type { JobRecord } from './jobs-repo.js';
+import type { EventRow } from '../bus/local-event-log.js';
 import type { JobPosition, JobQuery } from './job-query.js';
-import type { MemoryToggleRecord } from './memory-toggles-repo.js';
-import type { ProposalRecord } from './proposals-repo.js';
-import type { RecentRecord, SelectionRecord } from './selection-repo.js';
-import type { TakeActionRecord, TakeStateRecord } from './take-state-repo.js';
-import type { PutOutcome, WorkspaceRecord, WorkspaceReport } from './workspace-repo.js';
+import type { ClickRecord, DecisionRecord, InstanceRecord, JobRecord, MemoryToggleRecord, ProposalRecord, PutOutcome, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord, TerminalRecord, WorkspaceRecord, WorkspaceReport } from './records.js';
 
-export type { ClickRecord, DecisionRecord, EventRow, JobRecord, MemoryToggleRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
+export type { ClickRecord, DecisionRecord, EventRow, InstanceRecord, JobRecord, TerminalRecord, MemoryToggleRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
 export type { PutOutcome, WorkspaceRecord, WorkspaceReport };
 export type { JobPosition, JobQuery };
 
@@ -234,18 +227,6 @@ export interface EventStore extends SharedEventLog {
   appendOnCommit(drafts: readonly EventDraft[]): Promise<(BusEvent | null)[]>;
 }
 
-/** One instance of a cluster (cluster.md, Operations). */
-export interface InstanceRecord {
-  readonly id: string;
-  /** Where the instance is reached, `http://host:port`. */
-  readonly address: string;
-  readonly version: string;
-  readonly startedAt: string;
-  readonly heartbeatAt: string;
-  /** Its open event streams at its last heartbeat. */
-  readonly streamClients: number;
-}
-
 /**
  * The instances and their heartbeats. Each record has an epoch (cluster.md, "Under faults":
  * fencing): a new one at every registration and whenever another instance judges it dead, so a
@@ -271,23 +252,6 @@ export interface InstanceStore {
   list(): Promise<InstanceRecord[]>;
   /** Deletes instances whose heartbeat is older than `before`; resolves to how many. */
   prune(before: string): Promise<number>;
-}
-
-/** A terminal's record: where it runs and in what state (cluster.md, Terminals). */
-export interface TerminalRecord {
-  readonly projectId: string;
-  readonly instanceId: string;
-  readonly pid: number | null;
-  readonly port: number;
-  readonly url: string;
-  /** `running`, `exited` or `stopped`. */
-  readonly state: string;
-  readonly startedAt: string;
-  readonly endedAt: string | null;
-  readonly rc: number | null;
-  readonly signal: string | null;
-  /** Its HTTP credential, `user:password` (with CONSOLE_API_TOKEN set); absent when none. */
-  readonly credential?: string | null;
 }
 
 /** The terminals of every instance, one per project. */

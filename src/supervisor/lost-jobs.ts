@@ -8,7 +8,7 @@
  */
 import type { Bus } from '../bus/bus.js';
 import type { EventInput, JobEnd } from '../bus/event.js';
-import type { JobRecord } from '../state/jobs-repo.js';
+import type { JobRecord } from '../state/records.js';
 import type { JobStore } from '../state/state-store.js';
 import { sweepTree, type ProcTable, type SweepBounds } from '../process/index.js';
 import { transition } from './job-state.js';

@@ -3,7 +3,7 @@
  * its state and its live line counts, and the record they make.
  */
 import type { JobGuard } from '../bus/event.js';
-import type { JobRecord } from '../state/jobs-repo.js';
+import type { JobRecord } from '../state/records.js';
 import type { ManagedProcess } from '../process/index.js';
 import type { ExitReason, JobStatus } from './job-state.js';
 

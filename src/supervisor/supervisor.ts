@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
-import type { JobRecord } from '../state/jobs-repo.js';
+import type { JobRecord } from '../state/records.js';
 import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
 import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';

@@ -53,7 +53,7 @@ export class SynthesisPool implements SynthesisRunner {
 
   /**
    * @param threads number of worker threads, kept alive for the life of the service.
-   * @param files the compiled worker files: synthesis and store reads (src/main/paths.ts;
+   * @param files the compiled worker files: synthesis and store reads (src/config/paths.ts;
    *   tests may pass others).
    */
   constructor(threads: number, files: { readonly synthesis: string; readonly readStore: string }, opts: PoolOptions = {}) {

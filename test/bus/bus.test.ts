@@ -1,5 +1,5 @@
 /**
- * The event bus of the running service (src/bus/bus.ts, src/state/event-log.ts): the shape
+ * The event bus of the running service (src/bus/bus.ts, src/state/sqlite/event-log.ts): the shape
  * of what `publish` hands back, ids strictly increasing and never reused across restarts,
  * and the id reservation in `meta` that protects against reuse after a crash
  * (api-decisions.md, Events). Real server on port 0, real temp SQLite file.
@@ -144,7 +144,7 @@ describe('bus: ids across restarts', () => {
     expect(readIdState(file).reserved).toBeGreaterThanOrEqual(maxId(one));
     expect(readIdState(file).count).toBe(0); // not flushed yet: only the reservation is on disk
 
-    // Cross at least one reservation block (10,000 ids in src/state/event-log.ts), all in this tick.
+    // Cross at least one reservation block (10,000 ids in src/state/sqlite/event-log.ts), all in this tick.
     const many = publishMany(t, 12_000);
     expect(readIdState(file).reserved).toBeGreaterThanOrEqual(maxId(many));
     await new Promise((r) => setImmediate(r));

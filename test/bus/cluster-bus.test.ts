@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ClusterBus } from '../../src/bus/cluster-bus.js';
-import type { EventRow } from '../../src/bus/event-store.js';
+import type { EventRow } from '../../src/bus/local-event-log.js';
 import { EVENTS_CHANNEL } from '../../src/state/pg/event-repo.js';
 import { PgListener } from '../../src/state/pg/listener.js';
 import { openPgStateStore, type PgStateStore } from '../../src/state/pg/pg-state-store.js';
@@ -69,16 +69,16 @@ it('the database away: a stored publish is refused, the others are held and stor
   try {
     await expect(a.bus.publishStored({ severity: 'info', scope: 'test', summary: 'refused' })).rejects.toThrow();
     for (let i = 0; i < 50; i++) a.bus.publish({ severity: 'info', scope: 'test', summary: `held ${i}` });
-    await waitFor(() => (a.bus.storeOutage !== null ? true : undefined), 'the outage');
+    await waitFor(() => (a.bus.storageOutage !== null ? true : undefined), 'the outage');
     expect(a.bus.backlog).toBe(50);
   } finally {
     await server.resume();
   }
-  await waitFor(() => (a.bus.storeOutage === null && a.bus.backlog === 0 ? true : undefined), 'the held events stored', 20_000);
+  await waitFor(() => (a.bus.storageOutage === null && a.bus.backlog === 0 ? true : undefined), 'the held events stored', 20_000);
   const rows = await a.bus.readAfter(0, 100, { severities: null, scopePrefix: null });
   const summaries = rows.map((r) => JSON.parse(r.data).summary as string);
   expect(summaries.slice(0, 51)).toEqual(['before', ...Array.from({ length: 50 }, (_, i) => `held ${i}`)]);
-  // Then the report of the outage (store-outage.ts).
+  // Then the report of the outage (storage-outage.ts).
   expect(summaries[51]).toBe('events stored late: the state database could not store them for a while');
   await waitFor(() => (a.got.length === 52 ? true : undefined), 'delivered');
   expect(a.got).toEqual(Array.from({ length: 52 }, (_, i) => i + 1));

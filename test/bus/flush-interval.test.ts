@@ -11,9 +11,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { NO_FILTER } from '../../src/bus/event.js';
-import type { EventRow } from '../../src/bus/event-store.js';
-import { openStateDb, type Db } from '../../src/state/db.js';
-import { EventLog } from '../../src/state/event-log.js';
+import type { EventRow } from '../../src/bus/local-event-log.js';
+import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
+import { EventLog } from '../../src/state/sqlite/event-log.js';
 
 let dir: string | undefined;
 let db: Db | undefined;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { RecentEvents } from '../../src/bus/recent-events.js';
-import type { EventRow } from '../../src/bus/event-store.js';
+import type { EventRow } from '../../src/bus/local-event-log.js';
 import { NO_FILTER, type EventFilter, type Severity } from '../../src/bus/event.js';
 
 const row = (id: number, severity: Severity = 'info', scope = 'a/x', bytes = 100): EventRow => ({ id, severity, scope, proposalId: null, data: 'x'.repeat(bytes) });

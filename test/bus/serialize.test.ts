@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { NO_FILTER } from '../../src/bus/event.js';
-import { openStateDb, type Db } from '../../src/state/db.js';
-import { EventLog } from '../../src/state/event-log.js';
+import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
+import { EventLog } from '../../src/state/sqlite/event-log.js';
 
 let dir: string;
 let db: Db;

@@ -2,7 +2,7 @@
  * The console-state variables of the configuration (README, configuration table).
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfig } from '../../src/main/config.js';
+import { ConfigError, readConfig } from '../../src/config/config.js';
 
 describe('CONSOLE_CLICKS_PER_PROJECT, CONSOLE_CLICKS_MAX_TOTAL and CONSOLE_WORKSPACE_REPORT_MAX_BYTES', () => {
   it('default to 1000 clicks, 1,000,000 clicks and 256 KiB', () => {

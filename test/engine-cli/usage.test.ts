@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readConfig } from '../../src/main/config.js';
+import { readConfig } from '../../src/config/config.js';
 import { REPO_ROOT, makeTempStore } from '../helpers/service.js';
 import { changedFiles, runCli, snapshot } from './run-cli.js';
 

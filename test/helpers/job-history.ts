@@ -4,7 +4,7 @@
  * every fifth at the same start time as the one before (ties broken by id), in four states and
  * four projects of the sample store.
  */
-import { JobsRepo } from '../../src/state/jobs-repo.js';
+import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
 import type { TestService } from './service.js';
 
 export const SEEDED_STATES = ['exited ok', 'exited ok', 'exited failed', 'lost'] as const;

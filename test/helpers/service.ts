@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventBus } from '../../src/bus/bus.js';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
-import { readConfig, type Config } from '../../src/main/config.js';
+import { readConfig, type Config } from '../../src/config/config.js';
 import { startService, type Service, type ServiceOptions } from '../../src/main/service.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database, { type Db } from '../../src/state/sqlite/binding.js';
 import { openPgStateStore } from '../../src/state/pg/pg-state-store.js';
-import { openSqliteStateStore } from '../../src/state/sqlite-state-store.js';
+import { openSqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
 import type { StateBackend, StateStore } from '../../src/state/state-store.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 

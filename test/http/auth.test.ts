@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isLoopbackHost, isOpenRoute } from '../../src/http/auth.js';
 import type { RouteSpec } from '../../src/http/route.js';
-import { readConfig } from '../../src/main/config.js';
+import { readConfig } from '../../src/config/config.js';
 import { rawRequest } from '../helpers/raw.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 

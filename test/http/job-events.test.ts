@@ -6,7 +6,7 @@
  */
 import Database from '../../src/state/sqlite/binding.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStateDb } from '../../src/state/db.js';
+import { openStateDb } from '../../src/state/sqlite/db.js';
 import { allEvents, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
 import { fixture, makeTempStore, startTestService, type TestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';

@@ -4,8 +4,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openStateDb } from '../../src/state/db.js';
-import { JobsRepo } from '../../src/state/jobs-repo.js';
+import { openStateDb } from '../../src/state/sqlite/db.js';
+import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
 import { waitFor, waitForJobEvents } from '../helpers/events.js';
 import { SseClient } from '../helpers/sse.js';
 import { fixture, startTestService, type TestService } from '../helpers/service.js';

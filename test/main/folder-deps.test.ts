@@ -1,9 +1,9 @@
 /**
- * The folders' dependencies point one way (issue 11, item 4; README, "Architecture"): the
- * import statements of src/** make a graph of folders with no cycle, except the one the
- * README names (the HTTP app reads the configuration's types and the version from
- * src/main, which composes it); and no module outside src/main reaches into src/main for
- * its own location (paths.ts: the repository root, the worker files).
+ * The folders' dependencies point one way (ARCHITECTURE.md): the import statements of src/**
+ * make a graph of folders with no cycle; src/main, the composition root, is the top floor
+ * that no other folder imports; the configuration (src/config) is a leaf below everything
+ * but the error base class; the operations folder (src/ops: logger, guards, readiness) sits
+ * below the HTTP app and imports no folder of the service's own work.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -34,16 +34,12 @@ function imports(): [string, string][] {
 
 const folderOf = (file: string): string => file.split(path.sep)[0] as string;
 
-/** The one allowed edge back into the composition root: the app's configuration types and the reports main composes (guards, readiness). */
-const ALLOWED_INTO_MAIN = new Set(['main/config.ts', 'main/logger.ts', 'main/guards.ts', 'main/readiness.ts']);
-
 it('has no import cycle between source folders', () => {
   const edges = new Map<string, Set<string>>();
   for (const [from, to] of imports()) {
     const a = folderOf(from);
     const b = folderOf(to);
     if (a === b || b.endsWith('.ts')) continue;
-    if (b === 'main' && a === 'http' && ALLOWED_INTO_MAIN.has(to)) continue;
     if (!edges.has(a)) edges.set(a, new Set());
     edges.get(a)?.add(b);
   }
@@ -67,10 +63,16 @@ it('has no import cycle between source folders', () => {
   expect(edges.get('bus')?.has('state') ?? false).toBe(false);
 });
 
-it('reaches src/main only from src/main, the HTTP app (configuration types) and the engine CLI (its own configuration)', () => {
-  const outside = imports().filter(([from, to]) => folderOf(to) === 'main' && folderOf(from) !== 'main');
-  const wrong = outside.filter(([from, to]) => !((folderOf(from) === 'http' && ALLOWED_INTO_MAIN.has(to)) || (folderOf(from) === 'engine-cli' && to === path.join('main', 'config.ts'))));
-  expect(wrong).toEqual([]);
+it('imports src/main from src/main only: it is the top floor', () => {
+  const into = imports().filter(([from, to]) => folderOf(to) === 'main' && folderOf(from) !== 'main');
+  expect(into).toEqual([]);
+});
+
+it('keeps the configuration a leaf and the operations folder below the service’s work', () => {
+  const edges = (folder: string): string[] => [...new Set(imports().filter(([from, to]) => folderOf(from) === folder && folderOf(to) !== folder).map(([, to]) => folderOf(to)))].sort();
+  expect(edges('config')).toEqual(['errors']);
+  expect(edges('ops').filter((f) => !['config', 'errors', 'registry'].includes(f))).toEqual([]);
+  expect(edges('errors')).toEqual([]);
 });
 
 it('reads the version from package.json only', () => {

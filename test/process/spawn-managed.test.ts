@@ -11,7 +11,7 @@ import { ProcessSpawnError, ProcTable, spawnManaged } from '../../src/process/in
 import { readProc } from '../../src/process/proc-scan.js';
 import { fixture } from '../helpers/service.js';
 import { killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
-import { WORKER_FILES } from '../../src/main/paths.js';
+import { WORKER_FILES } from '../../src/config/paths.js';
 
 const procs = new ProcTable(WORKER_FILES.proc);
 afterAll(() => procs.close());

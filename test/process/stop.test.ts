@@ -7,7 +7,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ProcTable, spawnManaged } from '../../src/process/index.js';
 import { fixture } from '../helpers/service.js';
 import { gone, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
-import { WORKER_FILES } from '../../src/main/paths.js';
+import { WORKER_FILES } from '../../src/config/paths.js';
 
 const procs = new ProcTable(WORKER_FILES.proc);
 afterAll(() => procs.close());

@@ -1,9 +1,9 @@
 /**
  * The sweep's bounds are configuration (issue 10, item 5): CONSOLE_SWEEP_MAX_PASSES and
- * CONSOLE_SWEEP_MAX_MS, read once by src/main/config.ts, with defaults and checked ranges.
+ * CONSOLE_SWEEP_MAX_MS, read once by src/config/config.ts, with defaults and checked ranges.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfig } from '../../src/main/config.js';
+import { ConfigError, readConfig } from '../../src/config/config.js';
 
 describe('CONSOLE_SWEEP_MAX_PASSES and CONSOLE_SWEEP_MAX_MS', () => {
   it('default to 100 passes and 5000 ms', () => {

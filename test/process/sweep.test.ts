@@ -9,7 +9,7 @@ import { ProcTable, spawnManaged, sweepTree } from '../../src/process/index.js';
 import { treeProcesses } from '../../src/process/proc-scan.js';
 import { fixture } from '../helpers/service.js';
 import { gone, killMarked, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
-import { WORKER_FILES } from '../../src/main/paths.js';
+import { WORKER_FILES } from '../../src/config/paths.js';
 
 const procs = new ProcTable(WORKER_FILES.proc);
 afterAll(() => procs.close());

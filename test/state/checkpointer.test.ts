@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BACKSTOP_CHECKPOINT_PAGES } from '../../src/state/db.js';
+import { BACKSTOP_CHECKPOINT_PAGES } from '../../src/state/sqlite/db.js';
 import { waitFor } from '../helpers/events.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { WORKER_FILES } from '../../src/main/paths.js';
+import { WORKER_FILES } from '../../src/config/paths.js';
 
 let t: TestService | undefined;
 afterEach(async () => {
@@ -43,7 +43,7 @@ describe('WAL checkpoints', () => {
 
 describe('Checkpointer', () => {
   it('runs on the housekeeping thread, reports a database it cannot open, and still stops', async () => {
-    const { Checkpointer } = await import('../../src/state/checkpointer.js');
+    const { Checkpointer } = await import('../../src/state/sqlite/checkpointer.js');
     const { ProcTable } = await import('../../src/process/index.js');
     const procs = new ProcTable(WORKER_FILES.proc);
     try {
@@ -59,7 +59,7 @@ describe('Checkpointer', () => {
   });
 
   it('checkpoints a database on the thread, closes its connection at the stop, and counts a thread that is gone as a failure', async () => {
-    const { Checkpointer } = await import('../../src/state/checkpointer.js');
+    const { Checkpointer } = await import('../../src/state/sqlite/checkpointer.js');
     const { ProcTable } = await import('../../src/process/index.js');
     const Database = (await import('../../src/state/sqlite/binding.js')).default;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckpt-'));

@@ -1,5 +1,5 @@
 /**
- * Event persistence (src/state/event-log.ts): the retention bound, through the real service
+ * Event persistence (src/state/sqlite/event-log.ts): the retention bound, through the real service
  * (CONSOLE_EVENT_RETENTION, `GET /api/events`, `GET /api/system-status`), and the log's
  * reads and id reservation on a real SQLite file (api-decisions.md, Events).
  */
@@ -10,15 +10,15 @@ import Database from '../../src/state/sqlite/binding.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent } from '../../src/bus/event.js';
 import { NO_FILTER, type EventFilter } from '../../src/bus/event.js';
-import { openStateDb, type Db } from '../../src/state/db.js';
-import { EventLog, type EventRow } from '../../src/state/event-log.js';
+import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
+import { EventLog, type EventRow } from '../../src/state/sqlite/event-log.js';
 import { allEvents } from '../helpers/events.js';
 import { startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 const RETENTION = 100;
 /**
  * The most rows the table may hold with retention 100: retention runs once the count passes
- * `retention * (1 + RETENTION_SLACK) + 100` (RETENTION_SLACK = 0.05 in src/state/event-log.ts).
+ * `retention * (1 + RETENTION_SLACK) + 100` (RETENTION_SLACK = 0.05 in src/state/sqlite/event-log.ts).
  */
 const BOUND = Math.floor(RETENTION * 1.05) + 100;
 

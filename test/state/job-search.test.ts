@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Database from '../../src/state/sqlite/binding.js';
-import { jobSearchSql } from '../../src/state/jobs-repo.js';
+import { jobSearchSql } from '../../src/state/sqlite/jobs-repo.js';
 import type { JobQuery, StateStore, StoredJob } from '../../src/state/state-store.js';
 import { postgresBackend, sqliteBackend, type Backend } from '../helpers/state-backends.js';
 

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openStateDb, type Db } from '../../src/state/db.js';
-import { JobsRepo } from '../../src/state/jobs-repo.js';
+import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
+import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
 
 let dir: string;
 let db: Db;

@@ -19,10 +19,10 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { NO_FILTER, type EventInput } from '../../src/bus/event.js';
-import { SqliteCommitter } from '../../src/console/commit.js';
-import { openStateDb } from '../../src/state/db.js';
-import { EventLog } from '../../src/state/event-log.js';
-import { SqliteStateStore } from '../../src/state/sqlite-state-store.js';
+import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
+import { openStateDb } from '../../src/state/sqlite/db.js';
+import { EventLog } from '../../src/state/sqlite/event-log.js';
+import { SqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { WITHOUT_FILE_OVERRIDE } from '../helpers/process.js';
 import { fixture, SAMPLE_STORE, startTestService } from '../helpers/service.js';
@@ -312,7 +312,7 @@ describe('the event bus while the state database refuses writes', () => {
     });
     const states: string[] = [];
     const eventLog = new EventLog(db, 10_000);
-    const bus = new EventBus(eventLog, { maxUnstored, retryMs: 20, onStoreState: (s) => states.push(s) });
+    const bus = new EventBus(eventLog, { maxUnstored, retryMs: 20, onStorageState: (s) => states.push(s) });
     const committer = new SqliteCommitter(
       new SqliteStateStore(db, { instanceId: 'local', eventRetention: 10_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog }),
       bus,
@@ -335,13 +335,13 @@ describe('the event bus while the state database refuses writes', () => {
     for (let i = 0; i < 50; i++) bus.publish(ev(`held ${i}`)); // never throws at a producer
     await tick();
     expect(states).toEqual(['failing']);
-    expect(bus.storeOutage).toMatchObject({ held: 20, dropped: 30 });
+    expect(bus.storageOutage).toMatchObject({ held: 20, dropped: 30 });
     expect(() => bus.publishStored(ev('refused'))).toThrow(/readonly/);
     expect(got).toEqual([1]);
     expect(stored()).toEqual([1]);
 
     db.pragma('query_only = OFF');
-    await waitFor(() => (bus.storeOutage === null ? true : undefined), 'the retry to store the held events', 10_000);
+    await waitFor(() => (bus.storageOutage === null ? true : undefined), 'the retry to store the held events', 10_000);
     await tick();
     expect(states).toEqual(['failing', 'recovered']);
     // The newest 20 of the 50 held (ids 32..51), never the refused one (52), then the report.

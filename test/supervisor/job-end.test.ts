@@ -11,14 +11,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
-import type { EventRow, EventStore } from '../../src/bus/event-store.js';
-import { SqliteCommitter } from '../../src/console/commit.js';
-import { WORKER_FILES } from '../../src/main/paths.js';
+import type { EventRow, LocalEventLog } from '../../src/bus/local-event-log.js';
+import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
+import { WORKER_FILES } from '../../src/config/paths.js';
 import { ProcTable } from '../../src/process/index.js';
-import { openStateDb, type Db } from '../../src/state/db.js';
-import { EventLog } from '../../src/state/event-log.js';
-import { JobsRepo } from '../../src/state/jobs-repo.js';
-import { SqliteStateStore } from '../../src/state/sqlite-state-store.js';
+import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
+import { EventLog } from '../../src/state/sqlite/event-log.js';
+import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
+import { SqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
 import { Supervisor, type GenerationRequest } from '../../src/supervisor/index.js';
 import { waitFor } from '../helpers/events.js';
 import { fixture } from '../helpers/service.js';
@@ -36,7 +36,7 @@ beforeAll(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'job-end-'));
   db = openStateDb(path.join(tmp, 'state.db'));
   log = new EventLog(db, 100_000);
-  const refusable: EventStore = {
+  const refusable: LocalEventLog = {
     takeId: () => log.takeId(),
     append: (rows: readonly EventRow[]) => {
       if (refusing) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
@@ -122,7 +122,7 @@ it('marks a job of a previous run lost only with its lost event; a second recove
   void recovering.then(() => (recovered = true));
   try {
     // Wait until the bus tried (and failed) to store the lost event.
-    await waitFor(() => (bus.storeOutage !== null ? true : undefined), 'the refused store');
+    await waitFor(() => (bus.storageOutage !== null ? true : undefined), 'the refused store');
     expect(jobs.get(id)?.state).toBe('running');
     expect(recovered).toBe(false);
   } finally {

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfig } from '../../src/main/config.js';
+import { ConfigError, readConfig } from '../../src/config/config.js';
 
 const read = (env: Record<string, string>) => readConfig(env, '/srv/console');
 

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { SynthesisPool } from '../../src/workers/pool.js';
 import { fixture } from '../helpers/service.js';
-import { WORKER_FILES } from '../../src/main/paths.js';
+import { WORKER_FILES } from '../../src/config/paths.js';
 
 describe('SynthesisPool', () => {
   it.runIf(process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module'))(

@@ -3,7 +3,7 @@
  * the zod schemas that validate the requests (issue 4, item 7). Open without a token.
  */
 import { z } from 'zod';
-import { APP_VERSION, type Config } from '../../main/config.js';
+import { APP_VERSION, type Config } from '../../config/config.js';
 import { isOpenRoute, TOKEN_QUERY_ROUTE } from '../auth.js';
 import type { Api, DocumentOptions } from '../route.js';
 import { IDENTIFIER_RULE } from '../schemas.js';

@@ -3,8 +3,8 @@
  * api-decisions.md, "Service routes with partial shape"; issue 14, item 3).
  */
 import { z } from 'zod';
-import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../main/config.js';
-import { READINESS_CHECKS } from '../../main/readiness.js';
+import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../config/config.js';
+import { READINESS_CHECKS } from '../../ops/readiness.js';
 import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';

@@ -11,7 +11,7 @@
  * transaction, sent with its COMMIT in one round trip ({@link EventStore.appendOnCommit}): a
  * paused or partitioned instance can never hold it (cluster.md: no instance can stall another).
  *
- * Retention as on SQLite (src/state/event-log.ts): at least `retention` newest events are kept
+ * Retention as on SQLite (src/state/sqlite/event-log.ts): at least `retention` newest events are kept
  * and at most a segment more. Ids have no gaps, so "the newest `retention`" is `id > last -
  * retention`; each time the ids cross a multiple of the segment size, the rows below that are
  * deleted in one statement, after the commit, outside the serialised section.

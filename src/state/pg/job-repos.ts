@@ -7,8 +7,7 @@
  */
 import type { Exec } from './exec.js';
 import { jobQueryWhere, type JobQuery } from '../job-query.js';
-import { instanceFromRow } from '../instances-repo.js';
-import { terminalFromRow } from '../terminals-repo.js';
+import { instanceFromRow, terminalFromRow } from '../records.js';
 import type { InstanceStore, JobStore, StoredJob, TerminalStore } from '../state-store.js';
 
 interface JobRow {

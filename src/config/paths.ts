@@ -1,0 +1,37 @@
+/**
+ * Where the service's own files are (issue 11, item 4): the repository root, the compiled
+ * worker files and the version from package.json. Only the composition root (src/main) reads
+ * these and hands them to the modules that need them, so no module reaches back into
+ * src/main for its own location.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Repository root: this file is `src/config/paths.ts` or `dist/config/paths.js`. */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The compiled worker files (workers always run dist/: vitest's transform does not reach them). */
+export interface WorkerFiles {
+  /** Entity synthesis (src/workers/synthesize.ts). */
+  readonly synthesis: string;
+  /** Store reads (src/workers/read-store.ts). */
+  readonly readStore: string;
+  /** /proc scans and tree signals (src/process/proc-worker.ts). */
+  readonly proc: string;
+  /** WAL checkpoints of the state database, a task of the process worker's thread (src/state/sqlite/checkpoint-task.ts). */
+  readonly checkpoint: string;
+}
+
+export const WORKER_FILES: WorkerFiles = Object.freeze({
+  synthesis: path.join(REPO_ROOT, 'dist', 'workers', 'synthesize.js'),
+  readStore: path.join(REPO_ROOT, 'dist', 'workers', 'read-store.js'),
+  proc: path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js'),
+  checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'checkpoint-task.js'),
+});
+
+/**
+ * Application version (spec: Versioning, item 1): package.json's `version`, read once here,
+ * so the version is written in one place.
+ */
+export const APP_VERSION: string = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;

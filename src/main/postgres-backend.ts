@@ -1,0 +1,102 @@
+/**
+ * The PostgreSQL back end (CONSOLE_DATABASE_URL set; shared/design/cluster.md): the database
+ * shared by every instance, the cluster bus (ids from the database, delivery by reading the
+ * shared log), LISTEN/NOTIFY to wake it and to tell the instances that console state changed;
+ * the readiness check asks the database. Loaded only in cluster mode, so that `pg` is too: an
+ * instance on SQLite never pays for it (about 15 MB of memory).
+ */
+import { ClusterBus } from '../bus/cluster-bus.js';
+import { WORKSPACE_REPORTS_KEPT } from '../console/index.js';
+import { PgCommitter } from '../state/pg/committer.js';
+import { EVENTS_CHANNEL } from '../state/pg/event-repo.js';
+import { PgListener } from '../state/pg/listener.js';
+import { describeDatabaseUrl, openPgStateStore, sessionBoundsFor, type PgStateStore } from '../state/pg/pg-state-store.js';
+import type { Config } from '../config/config.js';
+import { outageCheck, type ReadinessCheck } from '../ops/readiness.js';
+import { CONSOLE_CHANNEL, storageStateLogger, type BackendHooks, type StateBackend } from './backend.js';
+
+/**
+ * Opens the shared PostgreSQL back end at `url` (CONSOLE_DATABASE_URL).
+ * @throws StateDbError naming the database when it cannot be opened.
+ */
+export async function openPostgresBackend(config: Config, url: string, { metrics, log, instanceId }: BackendHooks): Promise<StateBackend> {
+  const store = await openPgStateStore({
+    url,
+    connectTimeoutMs: config.cluster.connectTimeoutMs,
+    eventRetention: config.events.retention,
+    clicksPerProject: config.consoleState.clicksPerProject,
+    clicksMaxTotal: config.consoleState.clicksMaxTotal,
+    workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+    sessionBounds: sessionBoundsFor(config.cluster.instanceTimeoutMs),
+    onPoolError: (err) => log.warn({ err: err.message }, 'a pooled connection to the state database failed: it is replaced'),
+  });
+  const where = { database: describeDatabaseUrl(url) };
+  let bus: ClusterBus;
+  try {
+    bus = await ClusterBus.open(store.events, {
+      maxUnstored: config.cluster.heldEventsMax,
+      retryMs: 1000,
+      pollMs: 1000,
+      onCount: metrics.countEvent,
+      onStorageState: storageStateLogger(log, where),
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const consoleListeners: (() => void)[] = [];
+  const consoleChanged = () => {
+    for (const fn of consoleListeners) fn();
+  };
+  const channels: Record<string, (payload: string) => void> = { [EVENTS_CHANNEL]: () => bus.wake(), [CONSOLE_CHANNEL]: consoleChanged };
+  const listener = new PgListener({
+    url,
+    channels,
+    // Notifications sent while it was down are lost: what they would have said is read now.
+    onConnected: () => {
+      bus.wake();
+      consoleChanged();
+    },
+    onLost: (err) => log.warn({ err: err.message, ...where }, 'the connection listening for other instances was lost: it is opened again (the bus reads the log every second meanwhile)'),
+  });
+  const committer = new PgCommitter(store, bus, () => {
+    store.notify(CONSOLE_CHANNEL, instanceId).catch(() => {});
+  });
+  return {
+    kind: 'postgres',
+    store,
+    bus,
+    committer,
+    db: null,
+    shared: store,
+    readiness: async () => outageCheck(bus) ?? (await pingCheck(store, where.database)),
+    status: () => ({ backend: 'postgres', url: where.database, listening: listener.connected, sessionBounds: store.sessionBounds }),
+    onConsoleChanged: (fn) => void consoleListeners.push(fn),
+    listen: (channel, fn) => {
+      channels[channel] = fn;
+    },
+    start: () => listener.start(),
+    close: async () => {
+      await listener.close();
+      await store.close();
+    },
+  };
+}
+
+/** Asks the database for an answer within 2 s. */
+async function pingCheck(store: PgStateStore, where: string): Promise<ReadinessCheck> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      store.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer within 2000 ms')), 2000);
+      }),
+    ]);
+    return { name: 'stateDatabase', ok: true, detail: `${where} answers` };
+  } catch (err) {
+    return { name: 'stateDatabase', ok: false, detail: `${where} cannot be reached: ${(err as Error).message}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}

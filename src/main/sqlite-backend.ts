@@ -1,0 +1,84 @@
+/**
+ * The SQLite back end (CONSOLE_DATABASE_URL unset; shared/design/cluster.md, "Switching it
+ * on"): the embedded database of this instance. The bus hands ids out itself and stores once
+ * per event-loop turn, console writes stage their events on it, and the housekeeping thread
+ * (the process worker's) checkpoints the WAL.
+ */
+import { EventBus } from '../bus/bus.js';
+import { WORKSPACE_REPORTS_KEPT } from '../console/index.js';
+import { SqliteCommitter } from '../state/sqlite/committer.js';
+import { Checkpointer } from '../state/sqlite/checkpointer.js';
+import { openStateDb, type Db } from '../state/sqlite/db.js';
+import { SQLITE_BINDING } from '../state/sqlite/binding.js';
+import { EventLog } from '../state/sqlite/event-log.js';
+import { SqliteStateStore } from '../state/sqlite/sqlite-state-store.js';
+import { LOCAL_INSTANCE_ID, storageStateLogger, type BackendHooks, type StateBackend } from './backend.js';
+import type { Config } from '../config/config.js';
+import { WORKER_FILES } from '../config/paths.js';
+import { outageCheck, type EventStorage, type ReadinessCheck } from '../ops/readiness.js';
+
+/**
+ * Opens the embedded SQLite state database at CONSOLE_STATE_DIR with its bus and committer.
+ * @throws StateDbError naming the file when it cannot be opened or migrated.
+ */
+export function openSqliteBackend(config: Config, { metrics, log, housekeeping }: BackendHooks): StateBackend {
+  const db = openStateDb(config.stateDbPath);
+  try {
+    // One event log: the bus's and the state store's ids come from it.
+    const eventLog = new EventLog(db, config.events.retention);
+    const bus = new EventBus(eventLog, { flushIntervalMs: config.events.flushIntervalMs, onCount: metrics.countEvent, onStorageState: storageStateLogger(log, { stateDb: config.stateDbPath }) });
+    const store = new SqliteStateStore(db, {
+      instanceId: LOCAL_INSTANCE_ID,
+      eventRetention: config.events.retention,
+      clicksPerProject: config.consoleState.clicksPerProject,
+      clicksMaxTotal: config.consoleState.clicksMaxTotal,
+      workspaceReportsKept: WORKSPACE_REPORTS_KEPT,
+      eventLog,
+    });
+    const checkpointer = new Checkpointer(config.stateDbPath, (task) => housekeeping.runTask(WORKER_FILES.checkpoint, task));
+    return {
+      kind: 'sqlite',
+      store,
+      bus,
+      committer: new SqliteCommitter(store, bus),
+      db,
+      shared: null,
+      readiness: () => checkSqlite(db, bus),
+      status: () => ({ backend: 'sqlite', file: config.stateDbPath, binding: SQLITE_BINDING, checkpointFailures: checkpointer.failures }),
+      onConsoleChanged: () => {},
+      listen: () => {},
+      start: async () => {},
+      close: async () => {
+        await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
+        db.close();
+      },
+    };
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/**
+ * The embedded SQLite database's readiness: events are stored (`bus.storageOutage`), and the
+ * database takes a write now: its write lock taken without waiting (`BEGIN IMMEDIATE`, then
+ * `ROLLBACK`; refused while another process holds it or the database went read-only), so a poll
+ * never holds the event loop.
+ */
+function checkSqlite(db: Db, bus: EventStorage): ReadinessCheck {
+  const outage = outageCheck(bus);
+  if (outage) return outage;
+  if (!db.open) return { name: 'stateDatabase', ok: false, detail: `${db.name} is closed` };
+  const timeout = db.pragma('busy_timeout', { simple: true }) as number;
+  try {
+    db.pragma('busy_timeout = 0');
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+    return { name: 'stateDatabase', ok: true, detail: `${db.name} takes writes` };
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    return { name: 'stateDatabase', ok: false, detail: `${db.name} cannot be written now: ${(err as Error).message}` };
+  } finally {
+    db.pragma(`busy_timeout = ${timeout}`);
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * One write of the console's state on the embedded SQLite store: the database changes and the events they emit
+ * commit in a single transaction of the state store, so an acknowledged write has its event
+ * stored too, and a crash keeps both or neither (cluster.md: "A console write and its events
+ * still commit together or not at all").
+ */
+import type { EventBus, StagedEvents } from '../../bus/bus.js';
+import type { BusEvent } from '../../bus/event.js';
+import type { StateCommitter, StateStore, StateWrite } from '../state-store.js';
+
+/**
+ * The committer of the embedded SQLite store: the events are stored by the bus
+ * ({@link EventBus.stage}) inside the store's transaction, with the events others queued
+ * meanwhile, so the one event log of the process hands out ids in the order they are stored.
+ * The store's event log must be the bus's (SqliteStateStoreOptions.eventLog).
+ */
+export class SqliteCommitter implements StateCommitter {
+  constructor(
+    readonly store: StateStore,
+    private readonly bus: EventBus,
+  ) {}
+
+  async commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }> {
+    let staged: StagedEvents | undefined;
+    try {
+      const result = await this.store.transaction(async (tx) => {
+        const out = await write(tx);
+        staged = this.bus.stage(out.events);
+        return out.result;
+      });
+      this.bus.settle(staged as StagedEvents, true);
+      return { result, events: [...(staged as StagedEvents).events] };
+    } catch (err) {
+      if (staged) this.bus.settle(staged, false);
+      throw err;
+    }
+  }
+}

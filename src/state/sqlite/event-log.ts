@@ -1,0 +1,434 @@
+/**
+ * Persistence of bus events in the state database (api-decisions.md, Events): batched
+ * inserts, reads in ascending id order with the list filters, a retention bound, and an id
+ * reservation that keeps ids strictly increasing across restarts, crashes included.
+ *
+ * Events live in a ring of segment tables (`event_segment_<n>`): inserts go to the newest,
+ * and retention drops the oldest whole once the others still hold the bound. Deleting rows
+ * one by one cost as much as inserting them (and blocked the event loop for tens of ms per
+ * batch); dropping a table costs a tenth of that. The view `events` unites the segments for
+ * readers outside the service.
+ *
+ * Each segment's runs table says where each proposal's events lie (see `proposalOf` in
+ * src/bus/event.ts for which proposal an event is about), so one job's events are read from
+ * their runs, not by a scan (issue 14, item 2; event-segments.ts). Likewise each segment's
+ * events by severity and scope are known in memory (event-pairs.ts): reads filtered by them
+ * read the rows they return by id, not every row the filter skips.
+ */
+import type { Statement } from './binding.js';
+import type { Db } from './db.js';
+import type { EventFilter, Severity } from '../../bus/event.js';
+import type { EventRow, LocalEventLog } from '../../bus/local-event-log.js';
+import { COLUMNS, createSegmentTable, ROW_PARAMS, runsOf, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
+import { EventPairs } from './event-pairs.js';
+
+export type { EventRow } from '../../bus/local-event-log.js';
+
+/**
+ * Ids are handed out from blocks reserved in `meta` before use, so an id seen by a live
+ * client is never reused after a crash lost the unflushed tail (the price is a gap).
+ */
+const ID_BLOCK = 10_000;
+/** Rows per multi-row INSERT: fewer statement steps per event on the hot path. */
+const INSERT_CHUNK = 64;
+/** Segments hold a quarter of the retention bound each (within these limits). */
+const SEGMENTS_PER_RETENTION = 4;
+const SEGMENT_MIN = 100;
+const SEGMENT_MAX = 100_000;
+
+interface Segment {
+  readonly n: number;
+  readonly table: string;
+  /** Its runs table (event-segments.ts). */
+  readonly runs: string;
+  minId: number;
+  maxId: number;
+  count: number;
+  readonly insertOne: Statement<unknown[]>;
+  readonly insertChunk: Statement<unknown[]>;
+  readonly insertRun: Statement<unknown[]>;
+  /** Its events' ids by severity and scope (read again when rows are trimmed off it). */
+  pairs: EventPairs;
+  /** Rows by a JSON array of ids, ascending. */
+  readonly byIds: Statement<unknown[]>;
+}
+
+/** The SQLite event log: the bus's {@link LocalEventLog}. */
+export class EventLog implements LocalEventLog {
+  private nextId: number;
+  private reservedUpTo: number;
+  /** A reservation takeId could not store: stored by the next append. */
+  private reservationUnsaved = false;
+  /** Newest id handed out (or stored, after a restart); ids in a lost reservation never count. */
+  private lastId: number;
+  /** Oldest first; never empty. */
+  private readonly segments: Segment[];
+  /** Rows per segment. */
+  readonly segmentSize: number;
+  private readonly saveReservation;
+  private readonly appendTx;
+  private readonly finishJob;
+  private readonly selects = new Map<string, Statement<unknown[]>>();
+
+  /**
+   * @param retention number of newest events kept at least; at most one segment
+   *   (`segmentSize`) more are kept.
+   */
+  constructor(
+    private readonly db: Db,
+    readonly retention: number,
+  ) {
+    this.segmentSize = Math.min(SEGMENT_MAX, Math.max(SEGMENT_MIN, Math.ceil(retention / SEGMENTS_PER_RETENTION)));
+    this.segments = [];
+    upgradeSegments(db);
+    this.reload();
+
+    const reserved = Number(
+      (db.prepare(`SELECT value FROM meta WHERE key = 'event_id_reserved'`).get() as { value: string } | undefined)
+        ?.value ?? 0,
+    );
+    const maxId = Math.max(0, ...this.segments.map((s) => s.maxId));
+    this.reservedUpTo = Math.max(reserved, maxId);
+    this.nextId = this.reservedUpTo + 1;
+    this.lastId = maxId;
+    this.saveReservation = db.prepare(
+      `INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    );
+    this.finishJob = db.prepare(
+      `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ?, exit_reason = ?, exit_detail = ?
+       WHERE proposal_id = ? AND state = 'running'`,
+    );
+    this.appendTx = db.transaction((all: readonly EventRow[]): readonly EventRow[] | null => {
+      if (this.reservationUnsaved) this.saveReservation.run(String(this.reservedUpTo));
+      const rows = this.applyJobEnds(all);
+      let i = 0;
+      while (i < rows.length) {
+        let seg = this.segments[this.segments.length - 1] as Segment;
+        if (seg.count >= this.segmentSize) seg = this.rotate();
+        const take = Math.min(rows.length - i, this.segmentSize - seg.count);
+        this.insertInto(seg, rows, i, i + take);
+        i += take;
+      }
+      this.applyRetention();
+      return rows === all ? null : rows;
+    });
+  }
+
+  private openSegment(n: number): Segment {
+    const table = `${SEGMENT_PREFIX}${n}`;
+    const st = this.db.prepare(`SELECT min(id) AS lo, max(id) AS hi, count(*) AS c FROM ${table}`).get() as {
+      lo: number | null;
+      hi: number | null;
+      c: number;
+    };
+    const runs = runsOf(table);
+    return {
+      n,
+      table,
+      runs,
+      minId: st.lo ?? 0,
+      maxId: st.hi ?? 0,
+      count: st.c,
+      insertOne: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${ROW_PARAMS}`),
+      insertChunk: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${Array(INSERT_CHUNK).fill(ROW_PARAMS).join(', ')}`),
+      insertRun: this.db.prepare(`INSERT INTO ${runs} (proposal_id, last_id, first_id) VALUES (?, ?, ?)`),
+      pairs: this.pairsOf(table),
+      byIds: this.db.prepare(`SELECT id, severity, scope, data FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`),
+    };
+  }
+
+  /** The pairs of a segment's stored rows, read once when the segment is opened (a scan of ids and two short columns). */
+  private pairsOf(table: string): EventPairs {
+    const pairs = new EventPairs();
+    for (const r of this.db.prepare(`SELECT id, severity, scope FROM ${table} ORDER BY id`).iterate() as Iterable<{ id: number; severity: Severity; scope: string }>) {
+      pairs.note(r.id, r.severity, r.scope);
+    }
+    return pairs;
+  }
+
+  private createSegment(n: number): Segment {
+    createSegmentTable(this.db, n);
+    return this.openSegment(n);
+  }
+
+
+  /**
+   * Writes the final state of each row that carries one (a job's exit or lost event, JobGuard),
+   * only over `running`, in the append's transaction: a job's state commits with its event. A
+   * row whose job is no longer running is dropped.
+   * @returns `rows` itself when none was dropped (the hot path allocates nothing), else the kept rows.
+   */
+  private applyJobEnds(rows: readonly EventRow[]): readonly EventRow[] {
+    let kept: EventRow[] | null = null;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as EventRow;
+      const g = r.guard;
+      if (g?.end !== undefined) {
+        const e = g.end;
+        if (this.finishJob.run(e.state, e.endedAt, e.rc, e.signal, e.stdoutLines, e.stderrLines, e.exitReason, e.exitDetail, g.job).changes === 0) {
+          kept ??= rows.slice(0, i);
+          continue;
+        }
+      }
+      kept?.push(r);
+    }
+    return kept ?? rows;
+  }
+
+  /** Starts a new newest segment (inside the append transaction). */
+  private rotate(): Segment {
+    const last = this.segments[this.segments.length - 1] as Segment;
+    const seg = this.createSegment(last.n + 1);
+    this.segments.push(seg);
+    this.rebuildView();
+    return seg;
+  }
+
+  /** Drops the oldest segments while the others still hold `retention` events. */
+  private applyRetention(): void {
+    let total = this.size;
+    let dropped = false;
+    while (this.segments.length > 1 && total - (this.segments[0] as Segment).count >= this.retention) {
+      const oldest = this.segments.shift() as Segment;
+      total -= oldest.count;
+      this.db.exec(`DROP VIEW IF EXISTS events; DROP TABLE ${oldest.table}; DROP TABLE IF EXISTS ${oldest.runs}`);
+      for (const key of [...this.selects.keys()]) if (key.startsWith(`${oldest.table}|`)) this.selects.delete(key);
+      dropped = true;
+    }
+    if (dropped) this.rebuildView();
+    // Segments made under a larger bound (before a restart with a smaller one) can hold more
+    // than a segment: trim the oldest by rows, a one-off cost of lowering the bound.
+    const excess = total - this.retention - this.segmentSize;
+    if (excess > 0) {
+      const oldest = this.segments[0] as Segment;
+      const cutoff = this.db
+        .prepare(`SELECT id FROM ${oldest.table} ORDER BY id LIMIT 1 OFFSET ?`)
+        .get(total - this.retention - 1) as { id: number } | undefined;
+      if (cutoff) {
+        oldest.count -= this.db.prepare(`DELETE FROM ${oldest.table} WHERE id <= ?`).run(cutoff.id).changes;
+        this.db.prepare(`DELETE FROM ${oldest.runs} WHERE last_id <= ?`).run(cutoff.id);
+        oldest.minId = cutoff.id + 1;
+        oldest.pairs = this.pairsOf(oldest.table);
+      }
+    }
+  }
+
+  private rebuildView(): void {
+    const union = this.segments.map((s) => `SELECT ${COLUMNS} FROM ${s.table}`).join(' UNION ALL ');
+    this.db.exec(`DROP VIEW IF EXISTS events; CREATE VIEW events AS ${union}`);
+  }
+
+  private insertInto(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
+    let i = from;
+    const args: (string | number)[] = new Array(INSERT_CHUNK * 4);
+    for (; i + INSERT_CHUNK <= to; i += INSERT_CHUNK) {
+      for (let j = 0; j < INSERT_CHUNK; j++) {
+        const r = rows[i + j] as EventRow;
+        args[j * 4] = r.id;
+        args[j * 4 + 1] = r.severity;
+        args[j * 4 + 2] = r.scope;
+        args[j * 4 + 3] = r.data;
+      }
+      seg.insertChunk.run(args);
+    }
+    for (; i < to; i++) {
+      const r = rows[i] as EventRow;
+      seg.insertOne.run(r.id, r.severity, r.scope, r.data);
+    }
+    // In memory as they are written: a transaction that rolls back makes the log reopen its
+    // segments (resync), which reads them again.
+    for (let k = from; k < to; k++) {
+      const r = rows[k] as EventRow;
+      seg.pairs.note(r.id, r.severity, r.scope);
+    }
+    this.insertRuns(seg, rows, from, to);
+    if (seg.count === 0) seg.minId = (rows[from] as EventRow).id;
+    seg.count += to - from;
+    seg.maxId = Math.max(seg.maxId, (rows[to - 1] as EventRow).id);
+  }
+
+  /**
+   * The runs of `rows[from, to)`: each stretch of consecutive events about one proposal, its
+   * first and last id (event-segments.ts). A stretch ends at an event about another proposal
+   * or none, and at the end of the batch.
+   */
+  private insertRuns(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
+    let proposal: string | null = null;
+    let first = 0;
+    let last = 0;
+    for (let i = from; i < to; i++) {
+      const r = rows[i] as EventRow;
+      const p = r.proposalId ?? null;
+      if (p !== proposal) {
+        if (proposal !== null) seg.insertRun.run(proposal, last, first);
+        proposal = p;
+        first = r.id;
+      }
+      last = r.id;
+    }
+    if (proposal !== null) seg.insertRun.run(proposal, last, first);
+  }
+
+  /**
+   * Hands out the next event id (synchronous; reserves a new block in the database when needed).
+   * Never throws: a reservation the database cannot store now (disk full) is stored by the next
+   * append, in its transaction, so no event is ever stored beyond a stored reservation.
+   */
+  takeId(): number {
+    if (this.nextId > this.reservedUpTo) {
+      this.reservedUpTo = this.nextId + ID_BLOCK - 1;
+      try {
+        this.saveReservation.run(String(this.reservedUpTo));
+      } catch {
+        this.reservationUnsaved = true;
+      }
+    }
+    this.lastId = this.nextId++;
+    return this.lastId;
+  }
+
+  /** The newest event id: the last handed out, or after a restart the newest stored (0 when none). */
+  get lastIssuedId(): number {
+    return this.lastId;
+  }
+
+  /** Number of stored rows. */
+  get size(): number {
+    let n = 0;
+    for (const s of this.segments) n += s.count;
+    return n;
+  }
+
+  /**
+   * Writes `rows` (ascending ids) in one transaction, with the job final states they carry
+   * (applyJobEnds), then applies retention. When called
+   * inside a caller's transaction that later rolls back, what it did is undone but its
+   * in-memory view of the segments is not: a write that fails re-reads the segments from the
+   * database, and retries once when its segment table had vanished that way.
+   */
+  append(rows: readonly EventRow[]): readonly EventRow[] | null {
+    if (rows.length === 0) return null;
+    let kept: readonly EventRow[] | null;
+    try {
+      kept = this.appendTx(rows);
+    } catch (err) {
+      this.reload();
+      if (!/no such table/i.test((err as Error).message)) throw err;
+      kept = this.appendTx(rows);
+    }
+    // Stored with the rows (inside a caller's transaction, resync() undoes this on a rollback).
+    this.reservationUnsaved = false;
+    return kept;
+  }
+
+  /**
+   * Re-reads what the database holds after a transaction that stored events rolled back (the
+   * caller's, see EventBus.settle): the segments and their extents.
+   */
+  resync(): void {
+    this.reload();
+    // The reservation may have been stored by the rolled-back transaction: store it again.
+    this.reservationUnsaved = true;
+  }
+
+  /** Re-reads the segment tables and their extents from the database. */
+  private reload(): void {
+    this.segments.length = 0;
+    for (const n of segmentNumbers(this.db)) this.segments.push(this.openSegment(n));
+    if (this.segments.length === 0) this.segments.push(this.createSegment(1));
+    this.selects.clear();
+    try {
+      this.rebuildView();
+    } catch {
+      // The database refuses writes (the failure that brought us here, often): the view, for
+      // readers outside the service, is rebuilt at the next rotation or retention pass.
+    }
+  }
+
+  /**
+   * Events with `sinceId < id <= upTo` that pass `filter`, ascending, at most `limit`.
+   * @returns rows with the served JSON text.
+   */
+  after(sinceId: number, limit: number, filter: EventFilter, upTo: number = Number.MAX_SAFE_INTEGER): EventRow[] {
+    const { sql, args } = where(filter);
+    const out: EventRow[] = [];
+    const byPairs = filter.proposalId == null && (filter.severities !== null || filter.scopePrefix !== null);
+    for (const seg of this.segments) {
+      if (seg.count === 0 || seg.maxId <= sinceId || seg.minId > upTo) continue;
+      const ids = byPairs ? seg.pairs.after(filter, sinceId, upTo, limit - out.length) : null;
+      const rows =
+        ids !== null
+          ? ids.length === 0
+            ? []
+            : seg.byIds.all(JSON.stringify(ids))
+          : filter.proposalId == null
+          ? this.select(seg, `after${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`)
+              .all(sinceId, upTo, ...args, limit - out.length)
+          : // The proposal's runs that end after sinceId, in id order, and their rows.
+            this.select(seg, `after-runs${sql}`, () =>
+              `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
+               WHERE r.proposal_id = ? AND r.last_id > ? AND r.first_id <= ? AND e.id > ? AND e.id <= ?${sql}
+               ORDER BY r.last_id ASC, e.id ASC LIMIT ?`,
+            ).all(filter.proposalId, sinceId, upTo, sinceId, upTo, ...args, limit - out.length);
+      out.push(...(rows as EventRow[]));
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** The newest `limit` events that pass `filter`, in ascending id order. */
+  newest(limit: number, filter: EventFilter): EventRow[] {
+    const { sql, args } = where(filter);
+    const out: EventRow[] = [];
+    const byPairs = filter.proposalId == null && (filter.severities !== null || filter.scopePrefix !== null);
+    for (let k = this.segments.length - 1; k >= 0 && out.length < limit; k--) {
+      const seg = this.segments[k] as Segment;
+      if (seg.count === 0) continue;
+      const ids = byPairs ? seg.pairs.newest(filter, limit - out.length) : null;
+      if (ids !== null) {
+        if (ids.length > 0) out.push(...(seg.byIds.all(JSON.stringify(ids)) as EventRow[]).reverse());
+        continue;
+      }
+      const rows =
+        filter.proposalId == null
+          ? this.select(seg, `newest${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE 1${sql} ORDER BY id DESC LIMIT ?`)
+              .all(...args, limit - out.length)
+          : this.select(seg, `newest-runs${sql}`, () =>
+              `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
+               WHERE r.proposal_id = ?${sql} ORDER BY r.last_id DESC, e.id DESC LIMIT ?`,
+            ).all(filter.proposalId, ...args, limit - out.length);
+      out.push(...(rows as EventRow[]));
+    }
+    return out.reverse();
+  }
+
+  private select(seg: Segment, shape: string, build: () => string): Statement<unknown[]> {
+    const key = `${seg.table}|${shape}`;
+    let stmt = this.selects.get(key);
+    if (!stmt) {
+      stmt = this.db.prepare<unknown[]>(build());
+      this.selects.set(key, stmt);
+    }
+    return stmt;
+  }
+}
+
+/**
+ * The severity and scope filters' SQL, on the segment table aliased `e` in every read (the runs
+ * joins name two tables); the proposal filter is the join itself (after/newest).
+ */
+function where(filter: EventFilter): { sql: string; args: (string | number)[] } {
+  let sql = '';
+  const args: (string | number)[] = [];
+  if (filter.severities !== null) {
+    const sev = [...new Set(filter.severities)];
+    sql += ` AND e.severity IN (${sev.map(() => '?').join(', ')})`;
+    args.push(...sev);
+  }
+  if (filter.scopePrefix !== null) {
+    // length() and substr() both count code points, so non-ASCII prefixes match exactly.
+    sql += ' AND substr(e.scope, 1, length(?)) = ?';
+    args.push(filter.scopePrefix, filter.scopePrefix);
+  }
+  return { sql, args };
+}

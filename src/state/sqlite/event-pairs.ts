@@ -1,0 +1,94 @@
+/**
+ * Where a segment's events of each (severity, scope) pair are: their ids in ascending order,
+ * kept in memory beside the segment (event-log.ts). A read filtered by severities or a scope
+ * prefix then takes the ids it needs from the pairs that pass the filter and reads those rows by
+ * id, instead of scanning the segment: the main thread's time per read is bounded by the page
+ * asked for, not by how many events the filter skips (a filter matching nothing used to walk
+ * every retained row, 45–150 ms for 200,000).
+ *
+ * Memory: 8 bytes per event and one entry per distinct pair. Distinct pairs are few (scopes are
+ * channel names); a filter matching more than {@link MAX_PAIRS} of them is left to the scan,
+ * whose matches are then plentiful.
+ */
+import type { EventFilter, Severity } from '../../bus/event.js';
+
+/** Pairs a filtered read may merge; past it the read scans (event-log.ts). */
+export const MAX_PAIRS = 64;
+
+interface Pair {
+  readonly severity: Severity;
+  readonly scope: string;
+  /** Ascending. */
+  readonly ids: number[];
+}
+
+/** The pairs of one segment. */
+export class EventPairs {
+  private readonly pairs = new Map<string, Pair>();
+  /** The pair of the last event noted: runs of one job's lines share one. */
+  private last: Pair | undefined;
+
+  /** Notes a stored event (ids ascending across calls). */
+  note(id: number, severity: Severity, scope: string): void {
+    let p = this.last;
+    if (p === undefined || p.severity !== severity || p.scope !== scope) {
+      const key = `${severity}\u0000${scope}`;
+      p = this.pairs.get(key);
+      if (p === undefined) this.pairs.set(key, (p = { severity, scope, ids: [] }));
+      this.last = p;
+    }
+    p.ids.push(id);
+  }
+
+  /**
+   * The first `limit` ids in (`sinceId`, `upTo`] of events passing `filter`'s severities and
+   * scope prefix, ascending; null when more than {@link MAX_PAIRS} pairs pass (the caller scans).
+   */
+  after(filter: EventFilter, sinceId: number, upTo: number, limit: number): number[] | null {
+    const pairs = this.matching(filter);
+    if (pairs === null) return null;
+    const out: number[] = [];
+    for (const p of pairs) {
+      for (let i = firstAbove(p.ids, sinceId), n = 0; i < p.ids.length && n < limit; i++, n++) {
+        const id = p.ids[i] as number;
+        if (id > upTo) break;
+        out.push(id);
+      }
+    }
+    out.sort((a, b) => a - b);
+    return out.length > limit ? out.slice(0, limit) : out;
+  }
+
+  /** The newest `limit` ids of events passing `filter`, descending; null past {@link MAX_PAIRS} pairs. */
+  newest(filter: EventFilter, limit: number): number[] | null {
+    const pairs = this.matching(filter);
+    if (pairs === null) return null;
+    const out: number[] = [];
+    for (const p of pairs) for (let i = p.ids.length - 1, n = 0; i >= 0 && n < limit; i--, n++) out.push(p.ids[i] as number);
+    out.sort((a, b) => b - a);
+    return out.length > limit ? out.slice(0, limit) : out;
+  }
+
+  private matching(filter: EventFilter): Pair[] | null {
+    const out: Pair[] = [];
+    for (const p of this.pairs.values()) {
+      if (filter.severities !== null && !filter.severities.includes(p.severity)) continue;
+      if (filter.scopePrefix !== null && !p.scope.startsWith(filter.scopePrefix)) continue;
+      out.push(p);
+      if (out.length > MAX_PAIRS) return null;
+    }
+    return out;
+  }
+}
+
+/** Index of the first id greater than `id` in ascending `ids`. */
+function firstAbove(ids: readonly number[], id: number): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((ids[mid] as number) <= id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,137 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, readConfig, REPO_ROOT } from '../../src/config/config.js';
+
+describe('readConfig', () => {
+  it('applies the documented defaults', () => {
+    const c = readConfig({});
+    expect(c.port).toBe(8431);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.stateDir).toBe(path.join(REPO_ROOT, 'var'));
+    expect(c.dataDir).toBe(path.join(REPO_ROOT, 'var', 'sample-store'));
+    expect(c.sampleSeedDir).toBe(path.join(REPO_ROOT, 'sample-store'));
+    expect(c.dispatchCli).toBe(path.join(REPO_ROOT, 'dist', 'dispatch', 'cli.js'));
+    expect(c.ttydHost).toBeNull();
+    expect(c.writeUpstream).toBeNull();
+    expect(c.jobs.maxRunning).toBe(64);
+    expect(c.events.retention).toBe(200_000);
+    expect(c.events.flushIntervalMs).toBe(5);
+    expect(c.sse.heartbeatMs).toBeLessThanOrEqual(15_000);
+    expect(c.childEnv.CONSOLE_DATA_DIR).toBe(c.dataDir);
+  });
+
+  it('serves a given CONSOLE_DATA_DIR as is, with no sample seeding', () => {
+    const c = readConfig({ CONSOLE_DATA_DIR: 'store', CONSOLE_STATE_DIR: 'state' }, '/srv');
+    expect(c.dataDir).toBe('/srv/store');
+    expect(c.stateDir).toBe('/srv/state');
+    expect(c.sampleSeedDir).toBeNull();
+    expect(c.stateDbPath).toBe('/srv/state/console-state.db');
+  });
+
+  it('trims TTYD_HOST and treats blank as unset', () => {
+    expect(readConfig({ TTYD_HOST: '  mesh-host  ' }).ttydHost).toBe('mesh-host');
+    expect(readConfig({ TTYD_HOST: '   ' }).ttydHost).toBeNull();
+    expect(readConfig({ TTYD_HOST: '' }).ttydHost).toBeNull();
+  });
+
+  it('treats a blank SERVICE_WRITE_UPSTREAM as unset, like TTYD_HOST (issue 11, item 7)', () => {
+    expect(readConfig({ SERVICE_WRITE_UPSTREAM: '' }).writeUpstream).toBeNull();
+    expect(readConfig({ SERVICE_WRITE_UPSTREAM: '  ' }).writeUpstream).toBeNull();
+    expect(readConfig({ SERVICE_WRITE_UPSTREAM: ' http://up:8431/ ' }).writeUpstream).toBe('http://up:8431');
+  });
+
+  it('reads CONSOLE_RECORD_ANSWERS_DIR against the working folder, blank as unset, and keeps it from children (issue 11, item 9)', () => {
+    expect(readConfig({}).recordAnswersDir).toBeNull();
+    expect(readConfig({ CONSOLE_RECORD_ANSWERS_DIR: '  ' }).recordAnswersDir).toBeNull();
+    const c = readConfig({ CONSOLE_RECORD_ANSWERS_DIR: ' answers ' }, '/srv');
+    expect(c.recordAnswersDir).toBe('/srv/answers');
+    expect(c.childEnv).not.toHaveProperty('CONSOLE_RECORD_ANSWERS_DIR');
+  });
+
+  it('builds the CORS allow-list from loopback names, dev hosts and ports', () => {
+    const c = readConfig({ CONSOLE_CORS_DEV_HOSTS: 'dev-a.mesh, dev-b.mesh' });
+    expect(c.cors.origins).toHaveLength(12);
+    for (const h of ['localhost', '127.0.0.1', 'dev-a.mesh', 'dev-b.mesh']) {
+      for (const p of [5173, 5174, 5175]) expect(c.cors.origins).toContain(`http://${h}:${p}`);
+    }
+    expect(readConfig({ CONSOLE_CORS_PORTS: '3000' }).cors.origins).toEqual(['http://localhost:3000', 'http://127.0.0.1:3000']);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['CONSOLE_MAX_RUNNING_JOBS', '0'],
+    ['CONSOLE_EVENT_RETENTION', '1.5'],
+    ['SERVICE_WRITE_UPSTREAM', 'not a url'],
+    ['SERVICE_WRITE_UPSTREAM', 'ftp://x'],
+    ['SERVICE_WRITE_UPSTREAM', 'http://user:secret@upstream:8431'],
+    ['SERVICE_WRITE_UPSTREAM', 'https://token@upstream'],
+    ['CONSOLE_ALLOWED_HOSTS', 'user@console.example'],
+    ['CONSOLE_ALLOWED_HOSTS', 'console.example/path'],
+    ['CONSOLE_ALLOWED_HOSTS', 'console.example:99999'],
+    ['CONSOLE_ALLOWED_HOSTS', '*.example'],
+    ['CONSOLE_ALLOWED_HOSTS', '[::1'],
+    ['CONSOLE_ALLOWED_HOSTS', 'c%6Fnsole.example'],
+    ['LOG_LEVEL', 'loud'],
+    ['CONSOLE_CORS_DEV_HOSTS', 'evil host'],
+    ['CONSOLE_SSE_HEARTBEAT_MS', '60000'],
+    ['CONSOLE_EVENT_FLUSH_INTERVAL_MS', '-1'],
+    ['CONSOLE_EVENT_FLUSH_INTERVAL_MS', '1001'],
+    ['CONSOLE_INSTANCE_ID', 'two words'],
+    ['CONSOLE_INSTANCE_ID', '../etc'],
+    ['CONSOLE_INSTANCE_ID', 'x'.repeat(129)],
+    ['CONSOLE_INSTANCE_TIMEOUT_MS', '500'],
+    ['CONSOLE_STORE_REVALIDATE_MS', '0'],
+    ['CONSOLE_HELD_EVENTS_MAX', '10'],
+  ])('rejects %s=%j with a message naming the variable', (name, value) => {
+    expect(() => readConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => readConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('reads cluster mode’s variables: a blank CONSOLE_DATABASE_URL is unset; the URL is a secret, never shown nor handed to children (issue 13)', () => {
+    expect(readConfig({}).cluster).toEqual({ databaseUrl: null, connectTimeoutMs: 10_000, instanceId: null, instanceTimeoutMs: 10_000, heldEventsMax: 100_000, storeRevalidateMs: 2000, instanceUrl: null });
+    expect(readConfig({ CONSOLE_DATABASE_URL: '  ', CONSOLE_INSTANCE_ID: ' ' }).cluster).toMatchObject({ databaseUrl: null, instanceId: null });
+    const url = 'postgres://console:s3cret@db:5432/console';
+    const c = readConfig({ CONSOLE_DATABASE_URL: ` ${url} `, CONSOLE_INSTANCE_ID: 'host-1:8431', PATH: '/bin' });
+    expect(c.cluster).toMatchObject({ databaseUrl: url, instanceId: 'host-1:8431' });
+    expect(c.nonDefault.CONSOLE_DATABASE_URL).toBe('(set)');
+    expect(c.childEnv).not.toHaveProperty('CONSOLE_DATABASE_URL');
+  });
+
+  it('reads the history’s sampling interval and the URL other instances reach this one at', () => {
+    expect(readConfig({}).history).toEqual({ sampleMs: 5000 });
+    expect(readConfig({ CONSOLE_HISTORY_SAMPLE_MS: '250' }).history).toEqual({ sampleMs: 250 });
+    for (const bad of ['50', '60001', '5s']) expect(() => readConfig({ CONSOLE_HISTORY_SAMPLE_MS: bad })).toThrow(/CONSOLE_HISTORY_SAMPLE_MS/);
+    expect(readConfig({ CONSOLE_INSTANCE_URL: ' http://10.0.0.7:8431/ ' }).cluster.instanceUrl).toBe('http://10.0.0.7:8431');
+    expect(readConfig({ CONSOLE_INSTANCE_URL: '' }).cluster.instanceUrl).toBeNull();
+    for (const bad of ['ftp://x', 'http://u:p@x:1', 'not a url']) expect(() => readConfig({ CONSOLE_INSTANCE_URL: bad })).toThrow(/CONSOLE_INSTANCE_URL/);
+  });
+
+  it('hands children the service’s environment without its secrets (issue 10, item 8)', () => {
+    const c = readConfig({ CONSOLE_API_TOKEN: 'tok', SERVICE_WRITE_UPSTREAM: 'http://up:8431', HOME: '/home/x', PATH: '/bin' });
+    expect(c.apiToken).toBe('tok');
+    expect(c.writeUpstream).toBe('http://up:8431');
+    expect(c.childEnv).not.toHaveProperty('CONSOLE_API_TOKEN');
+    expect(c.childEnv).not.toHaveProperty('SERVICE_WRITE_UPSTREAM');
+    expect(c.childEnv).toMatchObject({ HOME: '/home/x', PATH: '/bin', CONSOLE_DATA_DIR: c.dataDir });
+  });
+
+  it('reads CONSOLE_ALLOWED_HOSTS into canonical hosts, with or without a port (issue 10, item 9)', () => {
+    expect(readConfig({}).allowedHosts).toEqual([]);
+    expect(readConfig({ CONSOLE_ALLOWED_HOSTS: ' ' }).allowedHosts).toEqual([]);
+    expect(
+      readConfig({ CONSOLE_ALLOWED_HOSTS: 'Console.Example, console.example.:8431,10.0.0.5,[0:0:0:0:0:0:0:5]:80, 0x7f.1, mesh-a, Compose_Service:8431' }).allowedHosts,
+    ).toEqual(['console.example', 'console.example:8431', '10.0.0.5', '[::5]:80', '127.0.0.1', 'mesh-a', 'compose_service:8431']);
+  });
+
+  it('names every bad variable at once', () => {
+    expect(() => readConfig({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
+  });
+
+  it('returns a frozen object', () => {
+    const c = readConfig({});
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.jobs)).toBe(true);
+    expect(Object.isFrozen(c.cors.origins)).toBe(true);
+  });
+});
