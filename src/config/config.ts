@@ -152,6 +152,12 @@ export interface Config {
     readonly jsonMaxDepth: number;
     /** CONSOLE_STORE_READ_TIMEOUT_MS: ceiling on one read of the store in the worker pool; past it, 503. */
     readonly readTimeoutMs: number;
+    /**
+     * CONSOLE_STORE_WATCH: whether the store folder is watched (inotify). Off for a network share,
+     * where the kernel hears no other machine's writes: the revalidation and the ends of jobs
+     * (cluster mode: of every instance's) tell the cache instead.
+     */
+    readonly watch: boolean;
   };
   /** The console's recorded state (issue: console state). */
   readonly consoleState: {
@@ -398,6 +404,7 @@ const envSchema = z.object({
   // At most 1000: answers are serialised recursively (JSON.stringify, postMessage) after the check.
   CONSOLE_STORE_JSON_MAX_DEPTH: int(2, 1000).default(64),
   CONSOLE_STORE_READ_TIMEOUT_MS: int(1, 600_000).default(30_000),
+  CONSOLE_STORE_WATCH: z.enum(['on', 'off']).default('on'),
   CONSOLE_CLICKS_PER_PROJECT: int(1, 10_000_000).default(1000),
   CONSOLE_CLICKS_MAX_TOTAL: int(1, 1_000_000_000).default(1_000_000),
   CONSOLE_WORKSPACE_REPORT_MAX_BYTES: int(1024, 256 * 1024 * 1024).default(256 * 1024),
@@ -539,6 +546,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       fileMaxBytes: e.CONSOLE_STORE_FILE_MAX_BYTES,
       jsonMaxDepth: e.CONSOLE_STORE_JSON_MAX_DEPTH,
       readTimeoutMs: e.CONSOLE_STORE_READ_TIMEOUT_MS,
+      watch: e.CONSOLE_STORE_WATCH === 'on',
     },
     consoleState: {
       clicksPerProject: e.CONSOLE_CLICKS_PER_PROJECT,

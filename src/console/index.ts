@@ -12,7 +12,7 @@ export {
   type DecisionOutcome,
 } from './decision.js';
 export { defaultTakeSeverity, evaluateTakeAction, nextTakeState, TAKE_ACTIONS, type TakeActionOutcome } from './take-action.js';
-export { MEMORY_SCOPE, memoryToggleEvent } from './memory-toggle.js';
+export { MEMORY_SCOPE, memoryToggleEvent } from './memory-toggles.js';
 export { DECISION_SCOPE, LIFECYCLE_SCOPE, type DecideRequest, type DecideResult } from './proposals.js';
 export { TAKE_SCOPE, type TakeActionRequest, type TakeActionResult } from './take-states.js';
 export { RECENT_ITEMS_KEPT, RECENT_PROJECTS_KEPT, SELECTION_ITEMS } from './selection.js';

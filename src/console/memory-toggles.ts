@@ -4,10 +4,27 @@
  * each entry as `enabled`.
  */
 import type { MemoryToggleSource } from '../engine/store.js';
-import type { MemoryToggleRecord } from '../state/state-store.js';
+import type { EventInput } from '../bus/event.js';
+import type { MemoryToggleRecord, StateCommitter } from '../state/state-store.js';
+import { withExtra } from './decision.js';
 import { nowIso } from './now.js';
-import type { StateCommitter } from '../state/state-store.js';
-import { memoryToggleEvent } from './memory-toggle.js';
+
+/** Default scope of memory toggle events. */
+export const MEMORY_SCOPE = 'engine/memory';
+
+/**
+ * Summary `Memory entry enabled: <id>` or `Memory entry disabled: <id>`, severity info,
+ * payload entry_id, on, then the extra members (which cannot replace those two), detail null.
+ */
+export function memoryToggleEvent(entryId: string, on: boolean, scope: string, extra?: Readonly<Record<string, unknown>>): EventInput {
+  return {
+    severity: 'info',
+    scope,
+    summary: `Memory entry ${on ? 'enabled' : 'disabled'}: ${entryId}`,
+    detail: null,
+    payload: withExtra({ entry_id: entryId, on }, extra),
+  };
+}
 
 export class MemoryToggles implements MemoryToggleSource {
   private changes = 0;

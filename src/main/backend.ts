@@ -7,7 +7,7 @@ import type { Bus } from '../bus/bus-api.js';
 import type { StorageStateListener } from '../bus/storage-outage.js';
 import type { StateCommitter } from '../console/index.js';
 import type { ServiceMetrics } from '../metrics/index.js';
-import type { ProcTable } from '../process/index.js';
+import type { HousekeepingThread } from '../process/index.js';
 import type { Db } from '../state/sqlite/db.js';
 import type { Config } from '../config/config.js';
 import type { PgStateStore } from '../state/pg/pg-state-store.js';
@@ -52,7 +52,7 @@ export interface BackendHooks {
   /** This instance's id (cluster mode). */
   readonly instanceId: string;
   /** The housekeeping thread (the process worker's): SQLite's WAL checkpoints run on it. Close it after the back end. */
-  readonly housekeeping: Pick<ProcTable, 'runTask'>;
+  readonly housekeeping: Pick<HousekeepingThread, 'runTask'>;
 }
 
 /** The log lines of a bus that cannot store its events (a full disk; the database away). */

@@ -1,16 +1,16 @@
 /**
  * What cluster mode adds to the composition root (shared/design/cluster.md), beside the shared
- * state store and bus of state-backend.ts: the revalidation of the shared store folder, the
+ * state store and bus of postgres-backend.ts: the revalidation of the shared store folder, the
  * engine store told of takes other instances' jobs wrote, cancels and terminal stops routed to
  * their owner, and terminals recorded for every instance.
  */
-import type { Bus } from '../bus/bus-api.js';
 import { RoutedCancels, type JobCanceller } from '../cluster/cancel-routing.js';
 import { ClusterTerminals } from '../cluster/terminals.js';
 import { StoreRevalidator } from '../engine/revalidator.js';
 import type { EngineStore } from '../engine/store.js';
+import { JOB_ENDED_CHANNEL, parseJobEnded } from '../state/pg/job-repos.js';
 import type { PgStateStore } from '../state/pg/pg-state-store.js';
-import { GENERATION_SCOPE, type Supervisor } from '../supervisor/index.js';
+import type { Supervisor } from '../supervisor/index.js';
 import type { TerminalInfo, TerminalManager, Terminals } from '../terminals/index.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../ops/logger.js';
@@ -22,7 +22,6 @@ export interface ClusterParts {
   readonly backend: StateBackend;
   readonly config: Config;
   readonly instanceId: string;
-  readonly bus: Bus;
   readonly store: EngineStore;
   readonly supervisor: Supervisor;
   readonly terminals: TerminalManager;
@@ -48,17 +47,10 @@ export function wireCluster(p: ClusterParts): ClusterWiring {
   const revalidator = new StoreRevalidator(p.config.dataDir, p.config.cluster.storeRevalidateMs, (c) => p.store.changed(c));
   revalidator.start();
   // What another instance's job wrote is not seen by this instance's watcher when the store is
-  // a network share: the project is read again once that job's exit event arrives.
-  p.bus.subscribe((batch) => {
-    for (const r of batch) {
-      if (r.scope !== GENERATION_SCOPE || !r.proposalId || p.supervisor.runsHere(r.proposalId) || !r.data.includes('"summary":"dispatch_cli exited')) continue;
-      void p.backend.store.jobs
-        .get(r.proposalId)
-        .then((job) => {
-          if (job && job.instanceId !== p.instanceId) p.store.invalidateProject(job.projectId);
-        })
-        .catch(() => {});
-    }
+  // a network share: the project is read again once that job ends (told by the database).
+  p.backend.listen(JOB_ENDED_CHANNEL, (payload) => {
+    const ended = parseJobEnded(payload);
+    if (ended && ended.instanceId !== p.instanceId) p.store.invalidateProject(ended.projectId);
   });
   // Cancels and terminal stops reach the instance that runs the job or terminal.
   const cancels = new RoutedCancels(p.supervisor, p.backend.store, p.instanceId, notify);

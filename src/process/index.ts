@@ -7,6 +7,6 @@ export { spawnManaged, ManagedProcess, type ManagedSpawnOptions, type ProcessEnd
 export { ProcessSpawnError, type ProcessErrorCode } from './errors.js';
 export { lowerPriority, type PriorityOutcome } from './lower-priority.js';
 export { exitFactsOf, type ExitFacts } from './exit-facts.js';
-export { ProcTable } from './proc-table.js';
+export { HousekeepingThread } from './housekeeping-thread.js';
 export { sweepTree, describeLeftovers, type SweepBounds, type SweepReport } from './sweep-tree.js';
 export type { ProcInfo, TreeTarget, DescribeResult } from './proc-task.js';

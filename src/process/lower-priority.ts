@@ -13,7 +13,7 @@
  *   so a refused one is tried again until it is taken or the process is gone.
  */
 import os from 'node:os';
-import type { ProcTable } from './proc-table.js';
+import type { HousekeepingThread } from './housekeeping-thread.js';
 
 /** What lowering one process's priority did. */
 export interface PriorityOutcome {
@@ -40,7 +40,7 @@ const GROUP_TRIES = 90;
  * @returns once both are settled (the group's after its retries).
  */
 export async function lowerPriority(
-  table: ProcTable,
+  table: HousekeepingThread,
   pid: number,
   nice: number,
   alive: () => boolean = () => true,

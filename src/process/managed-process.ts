@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { ProcessSpawnError } from './errors.js';
 import { exitFactsOf, type ExitFacts } from './exit-facts.js';
 import type { ProcInfo } from './proc-task.js';
-import type { ProcTable } from './proc-table.js';
+import type { HousekeepingThread } from './housekeeping-thread.js';
 import { sweepTree, type SweepBounds, type SweepReport } from './sweep-tree.js';
 
 /** How to start a managed process. */
@@ -37,7 +37,7 @@ export interface ProcessEnd {
  * Starts `file` with `args` as the leader of a new process group (and session).
  * @throws ProcessSpawnError when the operating system refuses it.
  */
-export function spawnManaged(table: ProcTable, file: string, args: readonly string[], opts: ManagedSpawnOptions): ManagedProcess {
+export function spawnManaged(table: HousekeepingThread, file: string, args: readonly string[], opts: ManagedSpawnOptions): ManagedProcess {
   let child: ChildProcess;
   try {
     child = spawn(file, args, {
@@ -86,7 +86,7 @@ export class ManagedProcess {
 
   /** Use {@link spawnManaged}. */
   constructor(
-    private readonly table: ProcTable,
+    private readonly table: HousekeepingThread,
     readonly child: ChildProcess,
     readonly pid: number,
     private readonly opts: ManagedSpawnOptions,

@@ -5,7 +5,7 @@
  * by its group, a parent link or the mark it inherited.
  */
 import type { ProcInfo, TreeTarget } from './proc-task.js';
-import type { ProcTable } from './proc-table.js';
+import type { HousekeepingThread } from './housekeeping-thread.js';
 
 /** How long a sweep keeps going (SweepBounds, set by CONSOLE_SWEEP_MAX_PASSES and _MS). */
 export interface SweepBounds {
@@ -41,7 +41,7 @@ const SETTLE_MS = 10;
  * @param target what leads to the tree; `known` is read, the caller keeps its own copy.
  * @returns the report; never rejects.
  */
-export async function sweepTree(table: ProcTable, target: TreeTarget, bounds: SweepBounds): Promise<SweepReport> {
+export async function sweepTree(table: HousekeepingThread, target: TreeTarget, bounds: SweepBounds): Promise<SweepReport> {
   const started = Date.now();
   const killed = new Set<string>(); // pid:startTime, so a reused pid counts as another process
   let known: readonly ProcInfo[] = target.known;

@@ -31,8 +31,8 @@ export type { ClickRecord, DecisionRecord, EventRow, InstanceRecord, JobRecord, 
 export type { PutOutcome, WorkspaceRecord, WorkspaceReport };
 export type { JobPosition, JobQuery };
 
-/** Which back end a store is. */
-export type StateBackend = 'sqlite' | 'postgres';
+/** Which back end a state store is (the service's StateBackend, src/main/backend.ts, wraps one). */
+export type BackendKind = 'sqlite' | 'postgres';
 
 /** A new pending proposal. */
 export interface NewProposal {
@@ -291,7 +291,7 @@ export type StateTx = Omit<StateRepos, 'clicks'>;
 
 /** The state store (issue 13, item 1). */
 export interface StateStore extends StateRepos {
-  readonly backend: StateBackend;
+  readonly backend: BackendKind;
   /** How many schema migrations the database holds. */
   readonly schemaVersion: number;
   /**

@@ -4,7 +4,7 @@
  * (src/process/lower-priority.ts), so that a storm of jobs cannot take the CPU the console's
  * answers need. Terminals keep the service's priority: a person types in them.
  */
-import { lowerPriority, type ProcTable } from '../process/index.js';
+import { lowerPriority, type HousekeepingThread } from '../process/index.js';
 
 /** Figures for the system status (`jobs.priority`). */
 export interface JobPriorityStats {
@@ -25,7 +25,7 @@ export class JobPriority {
    * @param nice CONSOLE_JOB_NICE, 0..19.
    */
   constructor(
-    private readonly procs: ProcTable,
+    private readonly procs: HousekeepingThread,
     readonly nice: number,
   ) {}
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import type { EventInput } from '../bus/event.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import type { StateCommitter, StateStore } from '../state/state-store.js';
-import { ProcessSpawnError, spawnManaged, type ManagedProcess, type ProcTable, type SweepBounds } from '../process/index.js';
+import { ProcessSpawnError, spawnManaged, type ManagedProcess, type HousekeepingThread, type SweepBounds } from '../process/index.js';
 import { SpawnError, ToolMissingError } from './errors.js';
 import { JOB_ENV, jobMark, type RunningJob } from './running-job.js';
 
@@ -52,7 +52,7 @@ export function requireTool(tool: string): void {
  * @throws SpawnError (cause: the ProcessSpawnError with its errno) when the OS refuses the
  *   process.
  */
-export function spawnTool(procs: ProcTable, options: LaunchOptions, proposalId: string, req: GenerationRequest): { argv: string[]; proc: ManagedProcess } {
+export function spawnTool(procs: HousekeepingThread, options: LaunchOptions, proposalId: string, req: GenerationRequest): { argv: string[]; proc: ManagedProcess } {
   const tool = options.dispatchCli;
   const argv = [process.execPath, tool, ...toolArgs(req)];
   try {

@@ -10,7 +10,7 @@ import type { Bus } from '../bus/bus.js';
 import type { EventInput, JobEnd } from '../bus/event.js';
 import type { JobRecord } from '../state/records.js';
 import type { JobStore } from '../state/state-store.js';
-import { sweepTree, type ProcTable, type SweepBounds } from '../process/index.js';
+import { sweepTree, type HousekeepingThread, type SweepBounds } from '../process/index.js';
 import { transition } from './job-state.js';
 import { GENERATION_SCOPE, jobMark } from './running-job.js';
 
@@ -22,7 +22,7 @@ import { GENERATION_SCOPE, jobMark } from './running-job.js';
  * @returns the lost jobs' records, in their new state.
  * @throws the state database's error (start-up stops).
  */
-export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: Bus, procs: ProcTable, sweep: SweepBounds, lostSince: string | null = null): Promise<JobRecord[]> {
+export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: Bus, procs: HousekeepingThread, sweep: SweepBounds, lostSince: string | null = null): Promise<JobRecord[]> {
   const lost: JobRecord[] = [];
   const boot = await procs.bootTimeMs();
   for (const { instanceId: _owner, ...rec } of await jobs.running(instanceId)) {
@@ -78,7 +78,7 @@ export function lostJobEvent(rec: Pick<JobRecord, 'proposalId' | 'pid'>, detail:
  * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
  * are. Its process group and the leader's tree are taken when they are still the job's.
  */
-async function killLostJob(procs: ProcTable, sweep: SweepBounds, rec: JobRecord, boot: number | null): Promise<number> {
+async function killLostJob(procs: HousekeepingThread, sweep: SweepBounds, rec: JobRecord, boot: number | null): Promise<number> {
   if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
   const leader = rec.pid !== null && (await groupOfJob(procs, rec.pid, rec.argv)) ? rec.pid : null;
   const swept = await sweepTree(procs, { root: leader, pgid: leader, mark: jobMark(rec.proposalId), known: [] }, sweep);
@@ -91,7 +91,7 @@ async function killLostJob(procs: ProcTable, sweep: SweepBounds, rec: JobRecord,
  * gone, a live group with its id can only hold the job's own processes (Linux does not hand
  * out a pid that is still some group's id).
  */
-async function groupOfJob(procs: ProcTable, pid: number, argv: readonly string[]): Promise<boolean> {
+async function groupOfJob(procs: HousekeepingThread, pid: number, argv: readonly string[]): Promise<boolean> {
   if (!groupAlive(pid)) return false;
   const { info, cmdline } = await procs.describe(pid);
   if (info === null || info.state === 'Z') return true;

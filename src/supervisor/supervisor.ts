@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/records.js';
 import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
-import { describeLeftovers, type ExitFacts, type ProcTable, type SweepBounds, type SweepReport } from '../process/index.js';
+import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SweepBounds, type SweepReport } from '../process/index.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
 import { LineTurns } from './frame-lines.js';
 import { JobPriority } from './job-priority.js';
@@ -98,7 +98,7 @@ export class Supervisor {
   constructor(
     private readonly bus: Bus,
     private readonly committer: StateCommitter,
-    private readonly procs: ProcTable,
+    private readonly procs: HousekeepingThread,
     private readonly options: SupervisorOptions,
   ) {
     this.state = committer.store;

@@ -27,7 +27,7 @@ import type { Bus } from '../bus/bus.js';
 import { unknownProject } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
 import { projectDir } from '../engine/project-file.js';
-import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ManagedProcess, type ProcessEnd, type ProcTable, type SweepBounds } from '../process/index.js';
+import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ManagedProcess, type ProcessEnd, type HousekeepingThread, type SweepBounds } from '../process/index.js';
 import { TerminalStartError } from './errors.js';
 import { findProgram } from './find-program.js';
 import { acceptsConnections, PortPool } from './port-pool.js';
@@ -181,7 +181,7 @@ export class TerminalManager implements Terminals {
   /** @param procs the process worker that scans and signals the terminals' trees. */
   constructor(
     private readonly bus: Bus,
-    private readonly procs: ProcTable,
+    private readonly procs: HousekeepingThread,
     private readonly options: TerminalManagerOptions,
   ) {
     this.mark = `${TERMINAL_MARK}=${options.owner}`;

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { alive, json, post, publish, startCluster, type Cluster } from '../helpers/cluster.js';
 import { startNginx } from '../helpers/nginx.js';
-import { fixture } from '../helpers/service.js';
+import { DISPATCH_TOOL, fixture } from '../helpers/service.js';
 import { failedStart, type ServiceProcess } from '../helpers/service-process.js';
 
 let cluster: Cluster;
@@ -113,6 +113,31 @@ describe('three instances on one PostgreSQL', () => {
     await json(post(a, '/api/takes/tk_0002/action', { projectId: 'harbor-lights', action: 'circled_toggled' }));
     for (const p of [b, c]) {
       await waitFor(async () => ((await takesOn(p)).find((t) => t.take_id === 'tk_0002')?.circled === !before!.circled ? true : undefined), `the toggled take on ${p.url}`);
+    }
+  });
+
+  it('reads a project again on every instance once a job of another instance ends, the store folder unwatched (a network share): told by the database, not by an event’s text', async () => {
+    // No watch and no revalidation within the test: only the job's end can tell `w2`.
+    const env = { CONSOLE_STORE_WATCH: 'off', CONSOLE_STORE_REVALIDATE_MS: '3600000', DISPATCH_CLI: DISPATCH_TOOL };
+    const [w1, w2] = await Promise.all([start('w1', env), start('w2', env)]);
+    type Take = { take_id: string };
+    const takesOn = (p: ServiceProcess) => json<Take[]>(fetch(`${p.url}/api/beats/b01/takes?projectId=harbor-lights`));
+    // Read (and cached) on both before the job.
+    const before = (await takesOn(w2)).map((t) => t.take_id);
+    expect((await takesOn(w1)).map((t) => t.take_id)).toEqual(before);
+    const { proposalId } = await json<{ proposalId: string }>(post(w1, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'sh010', model: 'studio-v9' }));
+    const job = await waitFor(async () => {
+      const j = await json<{ state: string }>(fetch(`${w2.url}/api/jobs/${proposalId}`));
+      return j.state !== 'running' ? j : undefined;
+    }, 'the job’s end');
+    expect(job.state).toBe('exited ok');
+    for (const p of [w1, w2]) {
+      const after = await waitFor(async () => {
+        const ids = (await takesOn(p)).map((t) => t.take_id);
+        return ids.length > before.length ? ids : undefined;
+      }, `the new take on ${p.url}`);
+      expect(after).toEqual(expect.arrayContaining(before));
+      expect(after).toHaveLength(before.length + 1);
     }
   });
 

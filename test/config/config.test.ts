@@ -82,6 +82,8 @@ describe('readConfig', () => {
     ['CONSOLE_INSTANCE_ID', 'x'.repeat(129)],
     ['CONSOLE_INSTANCE_TIMEOUT_MS', '500'],
     ['CONSOLE_STORE_REVALIDATE_MS', '0'],
+    ['CONSOLE_STORE_WATCH', 'no'],
+    ['CONSOLE_STORE_WATCH', 'OFF'],
     ['CONSOLE_HELD_EVENTS_MAX', '10'],
   ])('rejects %s=%j with a message naming the variable', (name, value) => {
     expect(() => readConfig({ [name]: value })).toThrow(ConfigError);
@@ -96,6 +98,12 @@ describe('readConfig', () => {
     expect(c.cluster).toMatchObject({ databaseUrl: url, instanceId: 'host-1:8431' });
     expect(c.nonDefault.CONSOLE_DATABASE_URL).toBe('(set)');
     expect(c.childEnv).not.toHaveProperty('CONSOLE_DATABASE_URL');
+  });
+
+  it('watches the store folder unless CONSOLE_STORE_WATCH=off (a network share)', () => {
+    expect(readConfig({}).store.watch).toBe(true);
+    expect(readConfig({ CONSOLE_STORE_WATCH: 'on' }).store.watch).toBe(true);
+    expect(readConfig({ CONSOLE_STORE_WATCH: 'off' }).store.watch).toBe(false);
   });
 
   it('reads the history’s sampling interval and the URL other instances reach this one at', () => {

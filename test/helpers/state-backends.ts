@@ -10,7 +10,7 @@ import path from 'node:path';
 import Database, { type Db } from '../../src/state/sqlite/binding.js';
 import { openPgStateStore } from '../../src/state/pg/pg-state-store.js';
 import { openSqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
-import type { StateBackend, StateStore } from '../../src/state/state-store.js';
+import type { BackendKind, StateStore } from '../../src/state/state-store.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 
 /** The bounds a store is opened with. */
@@ -43,7 +43,7 @@ export interface TestDb {
 }
 
 export interface Backend {
-  readonly name: StateBackend;
+  readonly name: BackendKind;
   /** Whether transactions of two stores on one database run at the same time (not SQLite's one connection). */
   readonly parallel: boolean;
   start(): Promise<void>;

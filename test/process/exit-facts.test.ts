@@ -4,12 +4,12 @@
  * from real fixture processes.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { exitFactsOf, ProcTable, spawnManaged } from '../../src/process/index.js';
+import { exitFactsOf, HousekeepingThread, spawnManaged } from '../../src/process/index.js';
 import { fixture } from '../helpers/service.js';
 import { killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 
-const procs = new ProcTable(WORKER_FILES.proc);
+const procs = new HousekeepingThread(WORKER_FILES.proc);
 afterAll(() => procs.close());
 // Whatever the outcome, no process of a test outlives it.
 afterEach(killTestProcesses);

@@ -7,13 +7,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ProcessSpawnError, ProcTable, spawnManaged } from '../../src/process/index.js';
+import { ProcessSpawnError, HousekeepingThread, spawnManaged } from '../../src/process/index.js';
 import { readProc } from '../../src/process/proc-scan.js';
 import { fixture } from '../helpers/service.js';
 import { killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 
-const procs = new ProcTable(WORKER_FILES.proc);
+const procs = new HousekeepingThread(WORKER_FILES.proc);
 afterAll(() => procs.close());
 // Whatever the outcome, no process of a test outlives it.
 afterEach(killTestProcesses);

@@ -4,12 +4,12 @@
  * sweep after its exit ends what the SIGTERM left. Real fixture processes.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ProcTable, spawnManaged } from '../../src/process/index.js';
+import { HousekeepingThread, spawnManaged } from '../../src/process/index.js';
 import { fixture } from '../helpers/service.js';
 import { gone, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 
-const procs = new ProcTable(WORKER_FILES.proc);
+const procs = new HousekeepingThread(WORKER_FILES.proc);
 afterAll(() => procs.close());
 // Whatever the outcome, no process of a test outlives it.
 afterEach(killTestProcesses);

@@ -5,13 +5,13 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ProcTable, spawnManaged, sweepTree } from '../../src/process/index.js';
+import { HousekeepingThread, spawnManaged, sweepTree } from '../../src/process/index.js';
 import { treeProcesses } from '../../src/process/proc-scan.js';
 import { fixture } from '../helpers/service.js';
 import { gone, killMarked, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 
-const procs = new ProcTable(WORKER_FILES.proc);
+const procs = new HousekeepingThread(WORKER_FILES.proc);
 afterAll(() => procs.close());
 /** Marks of processes a test started itself (not through testSpawnOptions). */
 const marks: string[] = [];
@@ -80,7 +80,7 @@ describe('sweepTree by a mark alone (start-up clean-up)', () => {
 
 describe('a process worker that fails', () => {
   it('still stops the process: its group is signalled from the main thread, and nothing rejects', async () => {
-    const broken = new ProcTable(fixture('proc-worker-broken.mjs'));
+    const broken = new HousekeepingThread(fixture('proc-worker-broken.mjs'));
     try {
       const p = spawnManaged(broken, process.execPath, [fixture('forever.mjs')], options());
       await lineStartingWith(p.child.stdout!, 'ready ');

@@ -44,8 +44,8 @@ describe('WAL checkpoints', () => {
 describe('Checkpointer', () => {
   it('runs on the housekeeping thread, reports a database it cannot open, and still stops', async () => {
     const { Checkpointer } = await import('../../src/state/sqlite/checkpointer.js');
-    const { ProcTable } = await import('../../src/process/index.js');
-    const procs = new ProcTable(WORKER_FILES.proc);
+    const { HousekeepingThread } = await import('../../src/process/index.js');
+    const procs = new HousekeepingThread(WORKER_FILES.proc);
     try {
       const c = new Checkpointer('/nonexistent-dir/state.db', (task) => procs.runTask(WORKER_FILES.checkpoint, task), 50);
       await waitFor(() => (c.failures > 0 ? true : undefined), 'the failure to be reported');
@@ -60,7 +60,7 @@ describe('Checkpointer', () => {
 
   it('checkpoints a database on the thread, closes its connection at the stop, and counts a thread that is gone as a failure', async () => {
     const { Checkpointer } = await import('../../src/state/sqlite/checkpointer.js');
-    const { ProcTable } = await import('../../src/process/index.js');
+    const { HousekeepingThread } = await import('../../src/process/index.js');
     const Database = (await import('../../src/state/sqlite/binding.js')).default;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckpt-'));
     const file = path.join(dir, 'state.db');
@@ -73,7 +73,7 @@ describe('Checkpointer', () => {
     const walBytes = () => fs.statSync(`${file}-wal`).size;
     const dbBytes = () => fs.statSync(file).size;
     const before = dbBytes();
-    const procs = new ProcTable(WORKER_FILES.proc);
+    const procs = new HousekeepingThread(WORKER_FILES.proc);
     let seen = 0;
     const c = new Checkpointer(file, (task) => procs.runTask(WORKER_FILES.checkpoint, task).then((r) => (seen++, r as never)), 20);
     try {

@@ -14,7 +14,7 @@ import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
 import type { EventRow, LocalEventLog } from '../../src/bus/local-event-log.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
-import { ProcTable } from '../../src/process/index.js';
+import { HousekeepingThread } from '../../src/process/index.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
@@ -28,7 +28,7 @@ let db: Db;
 let log: EventLog;
 let bus: EventBus;
 let state: SqliteStateStore;
-let procs: ProcTable;
+let procs: HousekeepingThread;
 /** While set, the event log refuses every append, as a full disk would. */
 let refusing = false;
 
@@ -54,7 +54,7 @@ beforeAll(() => {
   };
   bus = new EventBus(refusable, { retryMs: 20 });
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
-  procs = new ProcTable(WORKER_FILES.proc);
+  procs = new HousekeepingThread(WORKER_FILES.proc);
 });
 
 afterAll(async () => {

@@ -12,7 +12,7 @@ import { EventBus } from '../../src/bus/bus.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
-import { ProcTable } from '../../src/process/index.js';
+import { HousekeepingThread } from '../../src/process/index.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
@@ -26,7 +26,7 @@ let tmp: string;
 let db: Db;
 let bus: EventBus;
 let state: SqliteStateStore;
-let procs: ProcTable;
+let procs: HousekeepingThread;
 const events: BusEvent[] = [];
 
 beforeAll(() => {
@@ -36,7 +36,7 @@ beforeAll(() => {
   bus = new EventBus(eventLog, { retryMs: 20 });
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog });
   bus.subscribe((batch) => events.push(...batch.map((r) => JSON.parse(r.data) as BusEvent)));
-  procs = new ProcTable(WORKER_FILES.proc);
+  procs = new HousekeepingThread(WORKER_FILES.proc);
 });
 
 afterAll(async () => {

@@ -10,6 +10,26 @@ import { jobQueryWhere, type JobQuery } from '../job-query.js';
 import { instanceFromRow, terminalFromRow } from '../records.js';
 import type { InstanceStore, JobStore, StoredJob, TerminalStore } from '../state-store.js';
 
+/** The channel a job's end is told on (migration 5): its state left `running`, on any instance. */
+export const JOB_ENDED_CHANNEL = 'console_job_ended';
+
+/** A job's end as told on {@link JOB_ENDED_CHANNEL}. */
+export interface JobEnded {
+  readonly instanceId: string;
+  readonly projectId: string;
+  readonly proposalId: string;
+}
+
+/** A notification's payload on {@link JOB_ENDED_CHANNEL}, or null when it is not one. */
+export function parseJobEnded(payload: string): JobEnded | null {
+  try {
+    const v = JSON.parse(payload) as Partial<Record<keyof JobEnded, unknown>>;
+    return typeof v.instanceId === 'string' && typeof v.projectId === 'string' && typeof v.proposalId === 'string' ? { instanceId: v.instanceId, projectId: v.projectId, proposalId: v.proposalId } : null;
+  } catch {
+    return null;
+  }
+}
+
 interface JobRow {
   proposal_id: string;
   instance_id: string;

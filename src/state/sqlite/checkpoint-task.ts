@@ -1,6 +1,6 @@
 /**
  * The state database's WAL checkpoint, as a task of the service's housekeeping thread (the
- * process worker's, src/process/proc-table.ts: one thread for both, issue 11, P6; run by
+ * process worker's, src/process/housekeeping-thread.ts: one thread for both, issue 11, P6; run by
  * checkpointer.ts). The thread keeps its own connection to the database between tasks and runs
  * a PASSIVE checkpoint, which never waits for readers or writers: the main thread's commits go
  * on meanwhile, and the /proc tasks sharing the thread wait for the copy only.

@@ -9,7 +9,7 @@
  */
 import type { CheckpointResult, CheckpointTask } from './checkpoint-task.js';
 
-/** Runs a checkpoint task on the housekeeping thread (ProcTable.runTask with the compiled checkpoint-task.js). */
+/** Runs a checkpoint task on the housekeeping thread (HousekeepingThread.runTask with the compiled checkpoint-task.js). */
 export type CheckpointRunner = (task: CheckpointTask) => Promise<CheckpointResult>;
 
 export class Checkpointer {

@@ -2,7 +2,7 @@
  * The main thread's side of the process worker: one long-lived worker thread (a Piscina pool
  * of one) runs every `/proc` scan and the signals that follow it, and these async methods
  * hand it tasks (issue 10, item 5: killing a big tree never stalls the event loop). It is the
- * service's housekeeping thread: other short tasks run on it too ({@link ProcTable.runTask}). Where
+ * service's housekeeping thread: other short tasks run on it too ({@link HousekeepingThread.runTask}). Where
  * `/proc` is missing, tree-kill's `ps` walk and a signal to the group stand in.
  */
 import fs from 'node:fs';
@@ -12,7 +12,7 @@ import treeKill from 'tree-kill';
 import { NO_REQUIRE_ESM } from '../workers/pool.js';
 import type { DescribeResult, GroupNiceResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
 
-export class ProcTable {
+export class HousekeepingThread {
   private readonly pool: Piscina;
 
   /**
