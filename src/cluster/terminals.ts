@@ -9,7 +9,7 @@
 import { checkId } from '../engine/ids.js';
 import { projectDir } from '../engine/project-file.js';
 import type { StateStore, TerminalRecord } from '../state/state-store.js';
-import type { StartResult, StopResult, TerminalInfo, TerminalManager, Terminals } from '../terminals/index.js';
+import { KeyedQueue, type StartResult, type StopResult, type TerminalInfo, type TerminalManager, type Terminals } from '../terminals/index.js';
 import { OwnerRequests } from './owner-requests.js';
 
 /** Terminal stops routed to their owner: payload `<owner instance id> <project id>`. */
@@ -34,7 +34,7 @@ export interface ClusterTerminalsOptions {
 export class ClusterTerminals implements Terminals {
   readonly requests: OwnerRequests;
   /** Per project, the writes of its records, one after the other. */
-  private readonly writes = new Map<string, Promise<void>>();
+  private readonly writes = new KeyedQueue();
 
   constructor(
     private readonly local: TerminalManager,
@@ -54,7 +54,7 @@ export class ClusterTerminals implements Terminals {
           () => 'not_running' as const,
         );
         // Acknowledged once its record says so: the asker reads it next.
-        await this.writes.get(projectId);
+        await this.writes.settled(projectId);
         return outcome;
       },
     });
@@ -75,12 +75,7 @@ export class ClusterTerminals implements Terminals {
       signal: t.signal,
       credential: t.credential,
     };
-    const prev = this.writes.get(t.projectId) ?? Promise.resolve();
-    const next = prev.then(() => this.store.terminals.put(rec)).catch((err: unknown) => this.options.onRecordFailed?.(err));
-    this.writes.set(t.projectId, next);
-    void next.then(() => {
-      if (this.writes.get(t.projectId) === next) this.writes.delete(t.projectId);
-    });
+    this.writes.run(t.projectId, () => this.store.terminals.put(rec)).catch((err: unknown) => this.options.onRecordFailed?.(err));
   }
 
   async start(projectId: string): Promise<StartResult> {

@@ -9,7 +9,7 @@
 import { fixCli, missingFieldReason, type MissingCanonicalFieldDetail } from '../engine/errors.js';
 import { classifyProjectRead } from '../engine/project-file.js';
 import { parseShot, parseTake, type Parsed } from '../engine/project-index.js';
-import type { StoreRead } from '../engine/read-store-file.js';
+import type { StoreRead } from '../engine/store-read.js';
 import { parseMemoryEntry } from '../engine/store-reads.js';
 import { titleFromId, type Derivation, type EntityKind, type Finding } from './findings.js';
 

@@ -5,7 +5,9 @@
  */
 import path from 'node:path';
 import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
-import { checkStoreFileSync, parseStoreJson, readStoreJsonSync, DEFAULT_STORE_JSON_MAX_DEPTH, type StoreAccess, type StoreRead } from './read-store-file.js';
+import { checkStoreFileSync, readStoreJsonSync, DEFAULT_STORE_JSON_MAX_DEPTH, type StoreAccess } from './read-store-file.js';
+import { parseStoreJson } from './store-json.js';
+import type { StoreRead } from './store-read.js';
 
 export type ProjectStatus =
   | { readonly kind: 'ok'; readonly id: string; readonly project: Readonly<Record<string, unknown>> }

@@ -12,10 +12,9 @@ import {
   readFolderEntryJsonSync,
   readStoreJsonSync,
   type StoreAccess,
-  type StoreFileProblem,
   type StoreFolder,
-  type StoreRead,
 } from './read-store-file.js';
+import type { StoreFileProblem, StoreRead } from './store-read.js';
 
 export interface Shot {
   readonly shot_id: string;

@@ -16,8 +16,7 @@
  * - nothing is unbounded: a file larger than `CONSOLE_STORE_FILE_MAX_BYTES` is refused from
  *   its `fstat` size, before it is read, and reading stops past the bound if it grew; a JSON
  *   value nested deeper than `CONSOLE_STORE_JSON_MAX_DEPTH` is refused, found by a scan of the
- *   bytes before parsing (an iterative walk of the parsed value, as src/http/json-depth.ts does
- *   for request bodies, costs five times more on a big file, and the deep value is built first);
+ *   bytes before parsing (store-json.ts);
  * - nothing is quoted: a problem is described by what is wrong (not a regular file, too
  *   large, too deep, outside, invalid JSON at line L column C) and never carries the file's
  *   contents (V8's `JSON.parse` messages quote the text) nor a path beyond the store.
@@ -29,7 +28,9 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { printParseErrorCode, visit } from 'jsonc-parser';
+import { problem, type StoreFileProblem, type StoreRead } from './store-read.js';
+import { parseStoreJson } from './store-json.js';
+
 
 /**
  * Where and how store files are read: plain data, handed to the worker threads with each task.
@@ -42,25 +43,6 @@ export interface StoreAccess {
   /** CONSOLE_STORE_JSON_MAX_DEPTH: deeper JSON values are refused (`{}` and `[]` are level 1). */
   readonly maxDepth: number;
 }
-
-/** Why a store file cannot be used. Never holds the file's contents, nor a path beyond the store. */
-export interface StoreFileProblem {
-  /**
-   * `file`: the file itself cannot be used (not a regular file, outside its folder, too large,
-   * an I/O error); `content`: it was read, but is not usable JSON (syntax, depth).
-   */
-  readonly level: 'file' | 'content';
-  /** What is wrong, e.g. `not a regular file (a named pipe)`. */
-  readonly why: string;
-  /** What to do about it, e.g. `fix the JSON syntax`. */
-  readonly fix: string;
-}
-
-/** The outcome of a read: the value, no such file (or folder), or a problem. */
-export type StoreRead<T> =
-  | { readonly kind: 'ok'; readonly value: T }
-  | { readonly kind: 'absent' }
-  | { readonly kind: 'problem'; readonly problem: StoreFileProblem };
 
 /** Default of CONSOLE_STORE_FILE_MAX_BYTES (src/config/config.ts). */
 export const DEFAULT_STORE_FILE_MAX_BYTES = 4 * 1024 * 1024;
@@ -264,102 +246,6 @@ export async function openStoreFile(access: StoreAccess, rel: string, within: st
   }
 }
 
-/**
- * Parses the text of a store file: its JSON value, or a problem that gives the position of a
- * syntax error (never V8's message, which quotes the text) or of the first container past the
- * depth bound. The depth is checked on the bytes first, so a file nested 100,000 levels deep
- * is refused without building that structure.
- * @param text the file's bytes (UTF-8) or text.
- */
-export function parseStoreJson(text: Buffer | string, maxDepth: number): StoreRead<unknown> {
-  const bytes = typeof text === 'string' ? Buffer.from(text) : text;
-  const tooDeep = offsetPastDepth(bytes, maxDepth);
-  if (tooDeep !== -1) {
-    return problem('content', `nested deeper than ${maxDepth} levels at ${lineColumn(bytes, tooDeep)}, CONSOLE_STORE_JSON_MAX_DEPTH`, 'flatten it');
-  }
-  let s: string;
-  try {
-    s = typeof text === 'string' ? text : text.toString('utf8');
-  } catch {
-    // Past V8's longest string (some hundreds of MB), only with a raised byte bound.
-    return problem('file', 'too large to be read as text', 'make it smaller');
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(s);
-  } catch {
-    return problem('content', `invalid JSON ${syntaxErrorAt(s)}`, 'fix the JSON syntax');
-  }
-  // Valid JSON nests exactly as its brackets outside strings do: the scan above bounded it.
-  return { kind: 'ok', value };
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_ARRAY = 0x5b;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_ARRAY = 0x5d;
-const CLOSE_OBJECT = 0x7d;
-
-/**
- * The byte offset of the first `[` or `{` that opens level `max + 1`, or -1. Brackets inside
- * strings do not count. Works on UTF-8 bytes: no byte of a multi-byte character is ASCII.
- */
-export function offsetPastDepth(bytes: Uint8Array, max: number): number {
-  let depth = 0;
-  for (let i = 0; i < bytes.length; i++) {
-    const c = bytes[i] as number;
-    if (c === QUOTE) {
-      // Skip the string: to the next quote that no backslash escapes.
-      for (i++; i < bytes.length; i++) {
-        const d = bytes[i] as number;
-        if (d === BACKSLASH) i++;
-        else if (d === QUOTE) break;
-      }
-    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
-      if (++depth > max) return i;
-    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
-      depth--;
-    }
-  }
-  return -1;
-}
-
-/** `line L column C` of a byte offset, both 1-based, the column in characters. */
-function lineColumn(bytes: Buffer, offset: number): string {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = bytes.indexOf(0x0a); i !== -1 && i < offset; i = bytes.indexOf(0x0a, i + 1)) {
-    line++;
-    lineStart = i + 1;
-  }
-  return `line ${line} column ${bytes.toString('utf8', lineStart, offset).length + 1}`;
-}
-
-/** `at line L column C (what was expected)` for the first syntax error of `text`, both 1-based. */
-function syntaxErrorAt(text: string): string {
-  let at: { offset: number; code: string } | undefined;
-  visit(
-    text,
-    {
-      onError: (error, offset) => {
-        at ??= { offset, code: printParseErrorCode(error) };
-      },
-    },
-    { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false },
-  );
-  // JSON.parse refused it; jsonc-parser is laxer only on odd escapes: say where the text ends.
-  const offset = at?.offset ?? text.length;
-  let line = 1;
-  let lineStart = 0;
-  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
-    line++;
-    lineStart = i + 1;
-  }
-  const what = at ? `: ${at.code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase()}` : '';
-  return `at line ${line} column ${offset - lineStart + 1}${what}`;
-}
-
 interface Opened {
   readonly fd: number;
   readonly size: number;
@@ -500,8 +386,4 @@ function failure(err: unknown): StoreRead<never> {
     default:
       return problem('file', `not readable (${code ?? 'read error'})`, 'check the file and its disk');
   }
-}
-
-function problem(level: StoreFileProblem['level'], why: string, fix: string): StoreRead<never> {
-  return { kind: 'problem', problem: { level, why, fix } };
 }

@@ -10,7 +10,8 @@ import { fieldProblem, missingField, unreadableField, type MissingCanonicalField
 import { isValidId } from './ids.js';
 import { readProjectStatusSync } from './project-file.js';
 import { parsedOf, type Parsed } from './project-index.js';
-import { checkStoreFileSync, listStoreDirSync, readFolderEntryJsonSync, readStoreJsonSync, type StoreAccess, type StoreFileProblem } from './read-store-file.js';
+import { checkStoreFileSync, listStoreDirSync, readFolderEntryJsonSync, readStoreJsonSync, type StoreAccess } from './read-store-file.js';
+import type { StoreFileProblem } from './store-read.js';
 
 /**
  * A project: served (`Ok` says where its JSON bytes are), else why not (engine-format.md,

@@ -1,13 +1,6 @@
-export {
-  TerminalManager,
-  scopeOf as terminalScope,
-  type TerminalInfo,
-  type TerminalManagerOptions,
-  type Terminals,
-  type TerminalState,
-  type StartResult,
-  type StopResult,
-} from './terminal-manager.js';
+export { TerminalManager, type TerminalManagerOptions } from './terminal-manager.js';
+export { scopeOf as terminalScope, type StartResult, type StopResult, type TerminalInfo, type Terminals, type TerminalState } from './terminal.js';
+export { KeyedQueue } from './keyed-queue.js';
 export {
   TerminalNotRunningError,
   TerminalPortsExhaustedError,

@@ -30,37 +30,12 @@ import { projectDir } from '../engine/project-file.js';
 import { describeLeftovers, ProcessSpawnError, spawnManaged, sweepTree, type ManagedProcess, type ProcessEnd, type HousekeepingThread, type SweepBounds } from '../process/index.js';
 import { TerminalStartError } from './errors.js';
 import { findProgram } from './find-program.js';
+import { KeyedQueue } from './keyed-queue.js';
 import { acceptsConnections, PortPool } from './port-pool.js';
+import { interfaceFor, newCredential, shownArgv, terminalArgs, urlOf } from './terminal-launch.js';
+import { scopeOf, STDERR_TAIL_CHARS, Terminal, TERMINAL_ID, TERMINAL_MARK, type StartResult, type StopResult, type TerminalInfo, type Terminals } from './terminal.js';
 
-/** `running`; `exited` (died by itself); `stopped` (by a stop request or the shutdown). */
-export type TerminalState = 'running' | 'exited' | 'stopped';
-
-/** What status, context-window and start report about one terminal. */
-export interface TerminalInfo {
-  readonly projectId: string;
-  readonly state: TerminalState;
-  readonly pid: number;
-  readonly port: number;
-  /** `http://<TTYD_HOST or HOST>:<port>/` */
-  readonly url: string;
-  /** The project's directory in the engine store (absolute). */
-  readonly cwd: string;
-  /** The program the terminal runs, with its arguments (TTYD_COMMAND). */
-  readonly command: readonly string[];
-  /** The full argument list the terminal program was started with (resolved program first). */
-  readonly argv: readonly string[];
-  /** ISO-8601 UTC. */
-  readonly startedAt: string;
-  readonly endedAt: string | null;
-  /** Exit code; 128 + the signal number when a signal ended it; null while running. */
-  readonly rc: number | null;
-  readonly signal: string | null;
-  /**
-   * The HTTP credential the terminal asks for (`user:password`, random per terminal), when
-   * credentials are on; null otherwise. Handed out only by the authenticated API.
-   */
-  readonly credential: string | null;
-}
+export type { StartResult, StopResult, TerminalInfo, Terminals, TerminalState } from './terminal.js';
 
 export interface TerminalManagerOptions {
   /** Engine store root: a terminal's cwd is `<root>/projects/<projectId>`. */
@@ -97,79 +72,10 @@ export interface TerminalManagerOptions {
   readonly onRecord?: (t: TerminalInfo) => void;
 }
 
-/**
- * The terminals as the routes use them: this instance's {@link TerminalManager}, or in cluster
- * mode every instance's (src/cluster/terminals.ts). `get` and `list` may be asynchronous.
- */
-export interface Terminals {
-  start(projectId: string): Promise<StartResult>;
-  stop(projectId: string): Promise<StopResult>;
-  get(projectId: string): TerminalInfo | null | Promise<TerminalInfo | null>;
-  list(): TerminalInfo[] | Promise<TerminalInfo[]>;
-}
-
-/** Result of {@link TerminalManager.start}: `created` is false when one was already running. */
-export interface StartResult {
-  readonly created: boolean;
-  readonly terminal: TerminalInfo;
-}
-
-/** Result of {@link TerminalManager.stop}: `stopped` is false when none was running. */
-export interface StopResult {
-  readonly stopped: boolean;
-  readonly terminal: TerminalInfo | null;
-}
-
-const STDERR_TAIL_CHARS = 2000;
-const READY_POLL_MS = 50;
-
-class Terminal {
-  state: TerminalState = 'running';
-  endedAt: string | null = null;
-  rc: number | null = null;
-  signal: string | null = null;
-  stderrTail = '';
-  /** Set when we asked it to end (stop or shutdown), so its exit is a stop, not a death. */
-  stopReason: 'stop' | 'shutdown' | null = null;
-  killing: Promise<void> | undefined;
-  /** Resolves once its end is published (set when it starts). */
-  exited: Promise<void> = Promise.resolve();
-
-  constructor(
-    readonly projectId: string,
-    readonly port: number,
-    readonly url: string,
-    readonly cwd: string,
-    readonly command: readonly string[],
-    readonly argv: readonly string[],
-    readonly startedAt: string,
-    readonly proc: ManagedProcess,
-    readonly credential: string | null,
-  ) {}
-
-  info(): TerminalInfo {
-    return {
-      projectId: this.projectId,
-      state: this.state,
-      pid: this.proc.pid,
-      port: this.port,
-      url: this.url,
-      cwd: this.cwd,
-      command: this.command,
-      argv: this.argv,
-      startedAt: this.startedAt,
-      endedAt: this.endedAt,
-      rc: this.rc,
-      signal: this.signal,
-      credential: this.credential,
-    };
-  }
-}
-
 export class TerminalManager implements Terminals {
   private readonly terminals = new Map<string, Terminal>();
-  /** Per-project chains: starts and stops of one project run one after the other. */
-  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Starts and stops of one project run one after the other. */
+  private readonly queue = new KeyedQueue();
   private readonly ports: PortPool;
   /** `--interface` value, or null to bind every interface (HOST is a wildcard address). */
   private readonly iface: string | null;
@@ -199,7 +105,7 @@ export class TerminalManager implements Terminals {
   start(projectId: string): Promise<StartResult> {
     const id = checkId('project_id', projectId);
     const cwd = this.projectDirOf(id);
-    return this.serial(id, async () => {
+    return this.queue.run(id, async () => {
       if (this.stopping) throw new TerminalStartError('the service is shutting down');
       const current = this.terminals.get(id);
       if (current?.state === 'running') return { created: false, terminal: current.info() };
@@ -225,7 +131,7 @@ export class TerminalManager implements Terminals {
   stop(projectId: string): Promise<StopResult> {
     const id = checkId('project_id', projectId);
     this.projectDirOf(id);
-    return this.serial(id, async () => {
+    return this.queue.run(id, async () => {
       const t = this.terminals.get(id);
       if (!t || t.state !== 'running') return { stopped: false, terminal: t?.info() ?? null };
       await this.kill(t, 'stop');
@@ -285,17 +191,8 @@ export class TerminalManager implements Terminals {
 
   private spawn(projectId: string, program: string, port: number, cwd: string): Terminal {
     // A credential of its own: whoever reaches the port without it gets no shell.
-    const credential = this.options.credentials ? `${CREDENTIAL_USER}:${randomBytes(18).toString('base64url')}` : null;
-    const args = [
-      '--port',
-      String(port),
-      ...(this.iface !== null ? ['--interface', this.iface] : []),
-      ...(credential !== null ? ['--credential', credential] : []),
-      '--writable',
-      // Websocket connections only from ttyd's own page: another site cannot drive the shell.
-      '--check-origin',
-      ...this.options.command,
-    ];
+    const credential = this.options.credentials ? newCredential() : null;
+    const args = terminalArgs(port, this.iface, credential, this.options.command);
     // Its own mark, besides the service's: what its tree leaves running is found by it.
     const id = `term_${randomBytes(6).toString('hex')}`;
     let proc: ManagedProcess;
@@ -319,8 +216,7 @@ export class TerminalManager implements Terminals {
       urlOf(this.options.urlHost, port),
       cwd,
       this.options.command,
-      // Reported (status, events) without the credential's password.
-      [program, ...args.map((a) => (a === credential ? `${CREDENTIAL_USER}:${REDACTED_PASSWORD}` : a))],
+      shownArgv(program, args, credential),
       new Date().toISOString(),
       proc,
       credential,
@@ -395,44 +291,6 @@ export class TerminalManager implements Terminals {
       payload: { project_id: t.projectId, pid: t.proc.pid, port: t.port, rc: t.rc, signal: t.signal, reason: t.stopReason ?? 'exit' },
     });
   }
-
-  private serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.chains.set(id, tail);
-    void tail.then(() => {
-      if (this.chains.get(id) === tail) this.chains.delete(id);
-    });
-    return next;
-  }
-}
-
-/** Scope of a project's terminal events. */
-export const scopeOf = (projectId: string) => `terminal/${projectId}`;
-
-/** The environment variable that marks a terminal and its descendants with their service. */
-export const TERMINAL_MARK = 'CONSOLE_TERMINAL_OF';
-
-/** The user name of every terminal's credential. */
-const CREDENTIAL_USER = 'console';
-
-/** What stands for a credential's password where a terminal's argument list is shown. */
-const REDACTED_PASSWORD = '[REDACTED]';
-
-/** The environment variable that marks one terminal's tree (`term_<12 hex>`). */
-export const TERMINAL_ID = 'CONSOLE_TERMINAL_ID';
-
-/** The `--interface` for a listen address: null (all interfaces) for wildcards. */
-function interfaceFor(host: string): string | null {
-  const h = host.replace(/^\[|\]$/g, '');
-  if (h === '' || h === '0.0.0.0' || h === '::') return null;
-  return h === 'localhost' ? '127.0.0.1' : h;
-}
-
-function urlOf(host: string, port: number): string {
-  const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-  return `http://${h}:${port}/`;
 }
 
 function isDirectory(p: string): boolean {
@@ -442,5 +300,8 @@ function isDirectory(p: string): boolean {
     return false;
   }
 }
+
+
+const READY_POLL_MS = 50;
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -1,0 +1,92 @@
+/**
+ * How a route is declared (style.md, practice 3): once, with its zod schemas for the path,
+ * query and body and every answer it gives; the router (route.ts) serves it and the OpenAPI
+ * document (openapi-document.ts) describes it from the same declaration.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import type { HTTPMethod } from 'find-my-way';
+import type { z } from 'zod';
+
+export type Method = 'get' | 'post' | 'put' | 'delete';
+
+/** One documented answer. `schema` is the JSON body; `contentType` defaults to JSON. */
+export interface AnswerSpec {
+  readonly description: string;
+  readonly schema?: z.ZodType;
+  readonly contentType?: string;
+  /** Headers always sent, by name: what each says. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Headers sent only in some answers (a next page's cursor), by name: what each says and when it comes. */
+  readonly optionalHeaders?: Readonly<Record<string, string>>;
+}
+
+/** Parsed inputs handed to a handler. */
+export interface RouteInput<P, Q, B> {
+  readonly req: Request;
+  readonly res: Response;
+  readonly params: P;
+  readonly query: Q;
+  readonly body: B;
+}
+
+export interface RouteSpec<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
+  readonly method: Method;
+  /** Express path, e.g. `/api/projects/:projectId`. */
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly tag: string;
+  readonly params?: P;
+  readonly query?: Q;
+  readonly body?: B;
+  /** Whether the body is optional (default: required when `body` is given). */
+  readonly bodyOptional?: boolean;
+  readonly answers: Readonly<Record<number, AnswerSpec>>;
+  /**
+   * Checks that run before any input is validated (e.g. who may call the route); each either
+   * calls `next()` or passes an error to it.
+   */
+  readonly guards?: readonly RequestHandler[];
+  /**
+   * A mutation that always runs on this instance, also with SERVICE_WRITE_UPSTREAM set
+   * (issue 10, item 1): `POST /api/internal/bus`, whose guard judges the TCP peer, which a
+   * forwarded request would replace with this instance's own address.
+   */
+  readonly localOnly?: boolean;
+  readonly handler: (input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>) => unknown;
+}
+
+/**
+ * A request matched against the declared routes (issue 10, item 1): the one decision that the
+ * token check, the write proxy, the request log and the dispatcher all use, so that every
+ * spelling of a path that reaches a route is treated as that route everywhere.
+ */
+export interface RouteMatch {
+  /** The declared route (for HEAD, the GET route that answers it). */
+  readonly spec: RouteSpec;
+  /** Path parameters, percent-decoded as find-my-way decodes them; never empty. */
+  readonly params: Readonly<Record<string, string>>;
+}
+
+/**
+ * The path of a match in one spelling: the declared template with each parameter
+ * percent-encoded (`/api/takes/a%2Fb/action`). Every spelling the router takes for the same
+ * route and parameters gives the same canonical path, and the router matches it back to them.
+ * A parameter of dots only (`.`, `..`) is encoded too (`%2E%2E`): the path holds no
+ * dot-segment that a server or proxy on the way (RFC 3986, 5.2.4) would remove, turning it into
+ * another route.
+ */
+export function canonicalPath(m: RouteMatch): string {
+  return m.spec.path.replace(/:([A-Za-z_$][\w$]*)/g, (_, name: string) => {
+    const segment = encodeURIComponent(m.params[name] ?? '');
+    return segment === '.' || segment === '..' ? segment.replace(/\./g, '%2E') : segment;
+  });
+}
+
+/** The methods routes are declared with (GET routes also answer HEAD), in `Allow` order. */
+export const SERVED_METHODS: readonly HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'];
