@@ -8,31 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
+import { folderOf, imports, SRC } from '../helpers/folder-graph.js';
 import { REPO_ROOT } from '../helpers/service.js';
-
-const SRC = path.join(REPO_ROOT, 'src');
-
-/** Every relative import of src/**: [importing file, imported file], both relative to src. */
-function imports(): [string, string][] {
-  const out: [string, string][] = [];
-  const walk = (dir: string): void => {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (p.endsWith('.ts')) {
-        const text = fs.readFileSync(p, 'utf8');
-        for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"](\.[^'"]+)['"]/g)) {
-          const target = path.resolve(path.dirname(p), m[1] as string).replace(/\.js$/, '.ts');
-          out.push([path.relative(SRC, p), path.relative(SRC, target)]);
-        }
-      }
-    }
-  };
-  walk(SRC);
-  return out;
-}
-
-const folderOf = (file: string): string => file.split(path.sep)[0] as string;
 
 it('has no import cycle between source folders', () => {
   const edges = new Map<string, Set<string>>();
