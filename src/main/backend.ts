@@ -1,7 +1,7 @@
 /**
  * What every state back end is (sqlite-backend.ts, postgres-backend.ts): its interface, what
- * the service hands it, and what both share; and {@link openStateBackend}, which opens the one
- * CONSOLE_DATABASE_URL selects.
+ * the service hands it, and what both share. open-backend.ts opens the one CONSOLE_DATABASE_URL
+ * selects.
  */
 import type { Bus } from '../bus/bus-api.js';
 import type { StorageStateListener } from '../bus/storage-outage.js';
@@ -9,7 +9,6 @@ import type { StateCommitter } from '../console/index.js';
 import type { ServiceMetrics } from '../metrics/index.js';
 import type { HousekeepingThread } from '../process/index.js';
 import type { Db } from '../state/sqlite/db.js';
-import type { Config } from '../config/config.js';
 import type { PgStateStore } from '../state/pg/pg-state-store.js';
 import type { StateStore } from '../state/state-store.js';
 import type { Logger } from '../ops/logger.js';
@@ -61,14 +60,4 @@ export function storageStateLogger(log: Logger, where: Record<string, unknown>):
     state === 'recovered'
       ? log.warn({ outage, ...where }, 'state database stores events again')
       : log.error({ outage, ...where }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them');
-}
-
-/**
- * Opens the back end CONSOLE_DATABASE_URL selects: SQLite when unset, PostgreSQL when set.
- * @throws StateDbError naming the database (and CONSOLE_DATABASE_URL) when it cannot be opened.
- */
-export async function openStateBackend(config: Config, hooks: BackendHooks): Promise<StateBackend> {
-  const url = config.cluster.databaseUrl;
-  if (url === null) return (await import('./sqlite-backend.js')).openSqliteBackend(config, hooks);
-  return (await import('./postgres-backend.js')).openPostgresBackend(config, url, hooks);
 }

@@ -26,7 +26,8 @@ import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager, type TerminalInfo, type Terminals } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
-import { LOCAL_INSTANCE_ID, openStateBackend, type StateBackend } from './backend.js';
+import { LOCAL_INSTANCE_ID, type StateBackend } from './backend.js';
+import { openStateBackend } from './open-backend.js';
 import { wireCluster, type ClusterWiring } from './cluster-wiring.js';
 import { figureSources } from './figure-sources.js';
 
