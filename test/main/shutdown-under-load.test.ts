@@ -237,10 +237,8 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
   // Writers, two per kind, until the service is gone.
   const acked: Acked = { proposals: new Set(), decisions: new Map(), clicks: new Set(), takeActions: new Set(), workspaces: new Map(), total: 0, afterSignal: 0, inFlight: 0 };
   const lanes = (['decisions', 'clicks', 'takes', 'workspace'] as const).flatMap((lane) => [0, 1].map((w) => writer(svc.url, lane, w, acked)));
-  await (async () => {
-    const until = Date.now() + 30_000;
-    while (acked.total < 200 && Date.now() < until) await sleep(10);
-  })();
+  // However long 200 writes take on this machine (a ceiling, not a rate).
+  await waitFor(() => (acked.total >= 200 ? true : undefined), '200 acknowledged writes').catch(() => undefined);
   expect(acked.total).toBeGreaterThanOrEqual(200);
   const linesBefore = all.events.length;
 
@@ -359,7 +357,7 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
       `${acked.total} acknowledged writes all stored (${acked.inFlight} of them in flight at the signal, ${acked.afterSignal} sent after it); ` +
       `after the signal ${afterSignal.length} requests: ${tally.ok} 2xx, ${tally.refusedWith503} 503, ${tally.refused} refused, ${tally.backlog} reset in the listen backlog, ${tally.cut} cut, ${tally.hang} hung`,
   );
-}, 120_000);
+});
 
 /** Reads one HTTP/1.1 answer with a Content-Length from `socket`. */
 function readAnswer(socket: net.Socket): Promise<{ status: number; headers: Record<string, string>; body: any }> {

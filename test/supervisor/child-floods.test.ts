@@ -198,7 +198,7 @@ describe('child floods', () => {
     // Written earlier, the first burst could be done before the second tool started (seen on a
     // fresh clone, where npm ci had just loaded the machine: one run of everything).
     const waiting = (id: string) => stream.events.some((x) => x.event.detail?.startsWith(`${id} stderr line`) && x.event.summary === 'waiting for go');
-    await waitFor(() => (waiting(a.proposalId) && waiting(b.proposalId) ? true : undefined), 'both bursts waiting for the go', 60_000);
+    await waitFor(() => (waiting(a.proposalId) && waiting(b.proposalId) ? true : undefined), 'both bursts waiting for the go');
     fs.writeFileSync(path.join(svc.tmp, 'go'), '');
     try {
       await waitFor(

@@ -245,7 +245,7 @@ describe('dispatch tool faults', () => {
     const fds = await waitFor(() => {
       const now = svc.fds();
       return now.total === baseline.total ? now : undefined;
-    }, 'the descriptor count to return to its start', 15_000).catch(() => svc.fds());
+    }, 'the descriptor count to return to its start').catch(() => svc.fds());
     const left = markedProcesses(svc.mark, [svc.pid]);
     const running = (await get<Job[]>('/api/jobs?state=running')).body;
     console.log(
