@@ -22,7 +22,9 @@ let b: ServiceProcess;
 let c: ServiceProcess;
 
 beforeAll(async () => {
-  cluster = await startCluster();
+  // A kill grace never reached: a cancelled job ends by SIGTERM (rc 143) once it runs (Node's
+  // handler re-raises it), which on a loaded machine can take longer than the helper's 300 ms.
+  cluster = await startCluster({ CONSOLE_KILL_GRACE_MS: '60000' });
   // Started together: the migrations run under the advisory lock, once.
   [a, b, c] = await Promise.all([start('a'), start('b'), start('c')]);
 });
