@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { HOOK_TIMEOUT_MS } from './test/helpers/ceilings.js';
 
 /** `npm run test:load`: the bounded load test and the short fault-injection run of cluster mode, run by CI after the other tests. */
 export default defineConfig({
@@ -8,6 +9,7 @@ export default defineConfig({
     // The storm and the fault-injection run each load the machine on purpose: one at a time.
     fileParallelism: false,
     testTimeout: 110_000,
-    hookTimeout: 60_000,
+    // The hooks' waits are bounded by it (test/helpers/ceilings.ts).
+    hookTimeout: HOOK_TIMEOUT_MS,
   },
 });

@@ -10,17 +10,23 @@ import { stateDbFault } from '../state/sqlite/errors.js';
 import { answerOf, HttpError, ValidationError, type ErrorAnswer } from './errors.js';
 import { addToRequestLine } from './request-log.js';
 
+/** Errnos of the service's own resources running out, whatever call met them. */
+const SERVICE_RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM']);
+
 /**
  * Whether an error body-parser passes on as a 4xx is a fault of the request (issue 14, item 5):
  * its own typed errors (`entity.parse.failed`, `request.aborted`…), and errors of the request's
  * stream, which carry an errno: a body that does not decompress (zlib's `Z_DATA_ERROR`,
  * brotli's), a connection that ended under it (`ECONNRESET`). body-parser gives status 400 to
  * anything else it meets too (a module that cannot be loaded, a TypeError): those are faults of
- * the service.
+ * the service. So is an errno that names a file (the request's stream has none), or the
+ * service's own descriptors or memory running out: a module the parser loads on first use that
+ * could not be opened (EMFILE) was answered 400 with the module's path.
  */
 function isRequestFault(err: unknown): boolean {
-  const e = err as { type?: unknown; errno?: unknown } | null | undefined;
-  return typeof e?.type === 'string' || typeof e?.errno === 'number';
+  const e = err as { type?: unknown; errno?: unknown; path?: unknown; code?: unknown } | null | undefined;
+  if (typeof e?.type === 'string') return true;
+  return typeof e?.errno === 'number' && e.path === undefined && !SERVICE_RESOURCE_CODES.has(String(e.code));
 }
 
 /**

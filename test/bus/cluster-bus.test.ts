@@ -19,12 +19,12 @@ const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   server = await startPostgres();
-}, 60_000);
+});
 
 afterAll(async () => {
   for (const c of closers.reverse()) await c();
   await server?.stop();
-}, 60_000);
+});
 
 /** An instance's bus on `url`, woken by its own listener; `got` collects the ids delivered. */
 async function instance(url: string) {
@@ -74,7 +74,7 @@ it('the database away: a stored publish is refused, the others are held and stor
   } finally {
     await server.resume();
   }
-  await waitFor(() => (a.bus.storageOutage === null && a.bus.backlog === 0 ? true : undefined), 'the held events stored', 20_000);
+  await waitFor(() => (a.bus.storageOutage === null && a.bus.backlog === 0 ? true : undefined), 'the held events stored');
   const rows = await a.bus.readAfter(0, 100, { severities: null, scopePrefix: null });
   const summaries = rows.map((r) => JSON.parse(r.data).summary as string);
   expect(summaries.slice(0, 51)).toEqual(['before', ...Array.from({ length: 50 }, (_, i) => `held ${i}`)]);
@@ -82,4 +82,4 @@ it('the database away: a stored publish is refused, the others are held and stor
   expect(summaries[51]).toBe('events stored late: the state database could not store them for a while');
   await waitFor(() => (a.got.length === 52 ? true : undefined), 'delivered');
   expect(a.got).toEqual(Array.from({ length: 52 }, (_, i) => i + 1));
-}, 60_000);
+});

@@ -123,9 +123,9 @@ describe('slow clients', () => {
 
     const t0 = Date.now();
     const { proposalId } = await generate(svc.url, `burst:${FLOOD}`);
-    await waitFor(async () => ((await status(svc)).jobs.running === 0 ? true : undefined), 'the flood to end', 120_000);
+    await waitFor(async () => ((await status(svc)).jobs.running === 0 ? true : undefined), 'the flood to end');
     // Spawn, every line, exit: the reading client gets them all, in order.
-    await waitFor(() => (lastId >= head + FLOOD + 2 ? true : undefined), 'the reading client to get every event', 120_000);
+    await waitFor(() => (lastId >= head + FLOOD + 2 ? true : undefined), 'the reading client to get every event');
     const s = await waitFor(async () => {
       const st = await status(svc);
       return st.bus.subscribers === 1 ? st : undefined;
@@ -239,11 +239,11 @@ describe('dead clients', () => {
     const st = await waitFor(async () => {
       const x = await status(svc);
       return x.bus.subscribers === 0 ? x : undefined;
-    }, 'the subscriber count to return to 0', 15_000).catch(async () => status(svc));
+    }, 'the subscriber count to return to 0').catch(async () => status(svc));
     const after = await waitFor(() => {
       const fds = svc.fds();
       return fds.tcp === before.tcp && fds.total === before.total ? fds : undefined;
-    }, 'the socket count to return to its start', 15_000).catch(() => svc.fds());
+    }, 'the socket count to return to its start').catch(() => svc.fds());
     const snapAfter = await svc.snapshot();
     const handles = (s: typeof snapBefore) => Object.entries(s.resources).map(([k, v]) => `${k} ${v}`).join(', ');
     console.log(

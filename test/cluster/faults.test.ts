@@ -20,13 +20,13 @@ const proxies: PgProxy[] = [];
 beforeAll(async () => {
   cluster = await startCluster();
   [a, b] = await Promise.all([cluster.start('a'), cluster.start('b')]);
-}, 120_000);
+});
 
 afterAll(async () => {
   for (const p of proxies) p.thaw();
   await cluster?.stop();
   for (const p of proxies) await p.close();
-}, 120_000);
+});
 
 /** An instance whose database traffic goes through a proxy of its own. */
 async function proxied(id: string, extra: Record<string, string> = {}): Promise<{ p: ServiceProcess; proxy: PgProxy }> {
@@ -170,12 +170,12 @@ describe('a paused instance judged dead', () => {
     cluster.leftovers.push(pid);
     p.child.kill('SIGSTOP');
     try {
-      await waitFor(async () => ((await json<{ state: string }>(fetch(`${a.url}/api/jobs/${proposalId}`))).state === 'lost' ? true : undefined), 'a survivor to mark the job lost', 30_000);
+      await waitFor(async () => ((await json<{ state: string }>(fetch(`${a.url}/api/jobs/${proposalId}`))).state === 'lost' ? true : undefined), 'a survivor to mark the job lost');
     } finally {
       p.child.kill('SIGCONT');
     }
     // It learns it was judged: the job's process tree is killed, and it serves again.
-    await waitFor(() => (alive(pid) ? undefined : true), 'the lost job’s process killed by its own instance', 30_000);
+    await waitFor(() => (alive(pid) ? undefined : true), 'the lost job’s process killed by its own instance');
     await waitFor(async () => ((await fetch(`${p.url}/api/ready`)).status === 200 ? true : undefined), 'the paused instance ready again');
     // A marker published after all that: every event of the job is stored before it, on every instance.
     const marker = Number(await publish(p, 'after the resume'));

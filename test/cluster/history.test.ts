@@ -75,7 +75,7 @@ beforeAll(async () => {
     const s = await get<{ instances: { alive: boolean }[] }>(`${lb.url}/api/system-status`);
     return s.instances.filter((i) => i.alive).length === 3 ? true : undefined;
   }, 'three live instances');
-}, 180_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -90,7 +90,7 @@ afterAll(async () => {
   await Promise.all([...instances.values()].map((p) => p.stop()));
   await pg?.stop();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-}, 120_000);
+});
 
 describe('the history of a cluster', () => {
   it('answers, through nginx from whichever instance, every live instance’s history labelled with its id', async () => {

@@ -88,7 +88,7 @@ beforeAll(async () => {
     } catch {
       return undefined;
     }
-  }, 'Prometheus to be ready', 60_000);
+  }, 'Prometheus to be ready');
 
   // A small load until the test ends: a job every turn (300 lines each), reads, a stream client.
   stream = new SseClient(`${svc.url}/api/events/stream`, AUTH);
@@ -99,7 +99,7 @@ beforeAll(async () => {
       await new Promise((r) => setTimeout(r, 200));
     }
   })();
-}, 120_000);
+});
 
 afterAll(async () => {
   loading = false;
@@ -112,7 +112,7 @@ afterAll(async () => {
   }
   await svc?.stop();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-}, 60_000);
+});
 
 /** A Prometheus instant query's result. */
 async function query(expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]> {
@@ -139,7 +139,7 @@ describe('the Grafana dashboard on a real Prometheus', () => {
     await waitFor(async () => {
       const r = (await (await fetch(`${promUrl}/api/v1/targets`)).json()) as { data: { activeTargets: { health: string; labels: Record<string, string> }[] } };
       return r.data.activeTargets.some((x) => x.health === 'up' && x.labels.job === 'console-backend') ? true : undefined;
-    }, 'the service’s target to be up', 60_000);
+    }, 'the service’s target to be up');
     const pending = new Map(dashboard.panels.flatMap((p) => p.targets.map((t) => [`${p.title} ${t.refId}`, asQuery(t.expr)] as const)));
     const last = new Map<string, string>();
     await waitFor(
@@ -167,7 +167,7 @@ describe('the Grafana dashboard on a real Prometheus', () => {
       const r = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as { data: { groups: { rules: { name: string; health: string; lastError?: string; lastEvaluation: string }[] }[] } };
       const all = r.data.groups.flatMap((g) => g.rules);
       return all.length > 0 && all.every((x) => !x.lastEvaluation.startsWith('0001')) ? all : undefined;
-    }, 'the rules to be evaluated', 60_000);
+    }, 'the rules to be evaluated');
     expect(rules).toHaveLength(9);
     for (const r of rules) expect({ name: r.name, health: r.health, lastError: r.lastError ?? '' }).toEqual({ name: r.name, health: 'ok', lastError: '' });
   });

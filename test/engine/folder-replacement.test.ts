@@ -17,8 +17,6 @@ import { waitFor } from '../helpers/events.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const P = 'harbor-lights';
-/** Ceiling on each wait for a change to show (an edit missed by the watcher never shows). */
-const SHOWS_WITHIN_MS = 10_000;
 
 let t: TestService | undefined;
 afterEach(async () => {
@@ -40,9 +38,12 @@ const episodeIds = async (project = P): Promise<string[]> => ((await getJson(`/a
 const memoryIds = async (): Promise<string[]> => ((await getJson('/api/memory')) as { id: string }[]).map((m) => m.id);
 const projectIds = async (): Promise<string[]> => ((await getJson('/api/projects')) as { id: string }[]).map((p) => p.id);
 
-/** Polls until `probe` holds; fails past the ceiling naming what never showed. */
+/**
+ * Polls until `probe` holds; fails past the ceiling (waitFor's: an edit missed by the watcher
+ * never shows) naming what never showed.
+ */
 async function shows(what: string, probe: () => Promise<boolean>): Promise<void> {
-  await waitFor(async () => ((await probe()) ? true : undefined), what, SHOWS_WITHIN_MS);
+  await waitFor(async () => ((await probe()) ? true : undefined), what);
 }
 
 const readJson = (file: string): Record<string, unknown> => JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
@@ -134,7 +135,7 @@ async function expectWatchesMatchLayout(): Promise<void> {
     const st = await getJson('/api/system-status');
     const kernel = kernelWatchedInodes();
     return st.cache.watchedDirectories === expected.size && kernel.length === expected.size ? true : undefined;
-  }, 'the watches to settle', SHOWS_WITHIN_MS).catch(() => undefined);
+  }, 'the watches to settle').catch(() => undefined);
   const status = await getJson('/api/system-status');
   expect(status.cache.watchedDirectories).toBe(expected.size);
   expect(kernelWatchedInodes()).toEqual([...expected.values()].sort());

@@ -91,7 +91,7 @@ beforeAll(async () => {
   fs.symlinkSync('loop-entry', path.join(dataDir, 'projects', 'loop-entry'));
   fs.symlinkSync(P, path.join(dataDir, 'projects', 'alias'));
   t = await startTestService({ tmp, env: { CONSOLE_STORE_FILE_MAX_BYTES: String(TEST_MAX_BYTES) } });
-}, 120_000);
+});
 
 afterAll(async () => {
   await t?.close();

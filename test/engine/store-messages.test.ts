@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitCeilingMs } from '../helpers/ceilings.js';
 import { allEvents } from '../helpers/events.js';
 import { makeTempStore, startTestService, type TestService } from '../helpers/service.js';
 
@@ -115,7 +116,7 @@ describe('GET /api/memory with bad entry files', () => {
 
 /** Polls `GET /api/memory` until its ids satisfy `ok` (the store watcher sees the edit; the ceiling is a safety net). */
 async function waitForMemory(ok: (ids: string[]) => boolean): Promise<string[]> {
-  const until = Date.now() + 30_000;
+  const until = Date.now() + waitCeilingMs();
   for (;;) {
     const ids = ((await (await t.get('/api/memory')).json()) as { id: string }[]).map((m) => m.id);
     if (ok(ids)) return ids;

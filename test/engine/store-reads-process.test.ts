@@ -132,7 +132,7 @@ describe('named pipes in the store', () => {
     expect(code).toBe(0);
     // Ceiling: the grace plus room for a loaded machine; a read stuck on a pipe never ends.
     expect(stoppedMs).toBeLessThan(20_000);
-  }, 90_000);
+  });
 });
 
 describe('the read deadline (CONSOLE_STORE_READ_TIMEOUT_MS)', () => {
@@ -165,7 +165,7 @@ describe('the read deadline (CONSOLE_STORE_READ_TIMEOUT_MS)', () => {
     console.log(`store-reads: 150 MB take, deadline 1000 ms: 503 after ${slowMs} ms; another project served ${Date.now() - recovered} ms later; pool ${JSON.stringify(status.workers)}`);
     expect(status.workers.timedOut).toBeGreaterThanOrEqual(1);
     expect(status.workers.threads).toBe(1);
-  }, 120_000);
+  });
 });
 
 describe('big store files and the event loop', () => {

@@ -2,6 +2,8 @@
  * Reading bus events in tests: `GET /api/events` pages, and waiting (polling, with a ceiling
  * that is a safety net, never an assertion) until a condition holds.
  */
+import { waitCeilingMs } from './ceilings.js';
+
 export interface EngineEvent {
   id: string;
   ts: string;
@@ -26,8 +28,11 @@ export async function allEvents(url: string, query = '', sinceId = '0'): Promise
   }
 }
 
-/** Polls `probe` until it returns a value other than undefined. */
-export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ceilingMs = 30_000): Promise<T> {
+/**
+ * Polls `probe` until it returns a value other than undefined.
+ * @param ceilingMs a safety net; by default the wait lasts as long as its test may ({@link waitCeilingMs}).
+ */
+export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, ceilingMs = waitCeilingMs()): Promise<T> {
   const until = Date.now() + ceilingMs;
   for (;;) {
     const v = await probe();

@@ -2,6 +2,7 @@
  * A Server-Sent Events client for tests: reads the response body as a stream and parses
  * frames (`id:`, `data:`, `retry:`, comments) as they arrive.
  */
+import { waitCeilingMs } from './ceilings.js';
 import type { EngineEvent } from './events.js';
 
 export interface SseFrame {
@@ -68,8 +69,8 @@ export class SseClient {
     for (const fn of w) fn();
   }
 
-  /** Resolves once `predicate` holds (checked on every frame) or the stream ended. */
-  async until(predicate: (c: SseClient) => boolean, what = 'stream condition', ceilingMs = 30_000): Promise<void> {
+  /** Resolves once `predicate` holds (checked on every frame); throws once the stream ended. `ceilingMs` as waitFor's (events.ts). */
+  async until(predicate: (c: SseClient) => boolean, what = 'stream condition', ceilingMs = waitCeilingMs()): Promise<void> {
     const deadline = Date.now() + ceilingMs;
     while (!predicate(this)) {
       if (this.ended) throw new Error(`stream ended before ${what}`);

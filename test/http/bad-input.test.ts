@@ -119,7 +119,7 @@ beforeAll(async () => {
   // Start-up is over: this lookup (a 404) marks the point in the trace after which the service
   // only does what requests make it do.
   expect((await fetch(`${svc.url}/api/media/harbor-lights/${STARTUP_MARKER}`)).status).toBe(404);
-}, 120_000);
+});
 
 afterAll(async () => {
   client?.close();

@@ -4,21 +4,31 @@
  * `Last-Event-ID` resume), with real child processes and a real state database; and the
  * upgrade of a state database whose events were stored before the filter existed.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import Database from '../../src/state/sqlite/binding.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStateDb } from '../../src/state/sqlite/db.js';
-import { allEvents, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
+import { allEvents, waitFor, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
 import { fixture, makeTempStore, startTestService, type TestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 
 const PROJECT = 'harbor-lights';
 const LINES = 12;
+const HOLD_AFTER = LINES / 2;
 
 let t: TestService;
+/** The file that lets the jobs print their second half (ev-lines.mjs, EV_GO). */
+let go: string;
 beforeAll(async () => {
-  // Each job prints LINES lines, one every 100 ms (over a second): two jobs run side by side, lines interleaved.
+  // Each job prints LINES lines, one every 100 ms, and holds after the first half until `go`
+  // exists: two jobs run side by side, their lines interleaved, however slowly each starts (on
+  // a loaded machine the second one once started after the first had ended).
+  const { tmp } = makeTempStore('sample');
+  go = path.join(tmp, 'go');
   t = await startTestService({
-    env: { DISPATCH_CLI: fixture('ev-lines.mjs'), EV_LINES: String(LINES), EV_BATCH: '1', EV_INTERVAL_MS: '100' },
+    tmp,
+    env: { DISPATCH_CLI: fixture('ev-lines.mjs'), EV_LINES: String(LINES), EV_BATCH: '1', EV_INTERVAL_MS: '100', EV_GO: go, EV_HOLD_AFTER: String(HOLD_AFTER) },
   });
 });
 afterAll(async () => {
@@ -59,6 +69,12 @@ describe('a job’s events', () => {
     // From the start (sinceId=0: replay, then live), while A and B run side by side.
     const sse = new SseClient(`${t.url}/api/events/stream?proposalId=${a}&sinceId=0`);
     b = await generate();
+    await waitFor(async () => {
+      const held = (id: string) => (e: EngineEvent) => e.detail === `${id} stdout line ${HOLD_AFTER}`;
+      const evs = await allEvents(t.url, 'scopePrefix=engine/generation');
+      return evs.some(held(a)) && evs.some(held(b)) ? true : undefined;
+    }, 'both jobs holding after their first half');
+    fs.writeFileSync(go, '');
     await sse.until((c) => c.events.some(isExit), `exit of ${a} on its stream`);
     streamed = [...sse.events];
     sse.close();
@@ -74,7 +90,7 @@ describe('a job’s events', () => {
       'dispatch_cli exited rc=0',
     ]);
     expect(evs).toEqual(mineA);
-    // The two jobs ran at once: B's lines sit between A's ids, and are left out.
+    // The two jobs ran at once (each held until both had started): B's lines sit between A's ids, and are left out.
     const bLines = (await allEvents(t.url, 'scopePrefix=engine/generation')).filter((e) => e.detail?.startsWith(`${b} `));
     expect(bLines).toHaveLength(LINES);
     const first = Number(evs[0]!.id);

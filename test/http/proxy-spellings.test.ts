@@ -53,7 +53,7 @@ beforeAll(async () => {
   front = await startTestService({ env: { ...env, SERVICE_WRITE_UPSTREAM: upstreamUrl } });
   plain = await startTestService({ env });
   routes = front.service.api.routes;
-}, 60_000);
+});
 
 afterAll(async () => {
   await front?.close();
@@ -187,5 +187,5 @@ describe('the internal bus behind the write proxy', () => {
       await viaFront.close();
       await upstream.close();
     }
-  }, 120_000);
+  });
 });

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
+import { waitCeilingMs } from '../helpers/ceilings.js';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { fixture, startTestService, type TestService, type TestServiceOptions, publishOn } from '../helpers/service.js';
 import { rawExchange } from '../helpers/raw.js';
@@ -59,7 +60,7 @@ async function busStatus(t: TestService): Promise<{ subscribers: number; slowCli
 }
 
 /** Resolves with `p`, or rejects after a ceiling (a safety net, never an assertion on time). */
-async function within<T>(p: Promise<T>, what: string, ceilingMs = 30_000): Promise<T> {
+async function within<T>(p: Promise<T>, what: string, ceilingMs = waitCeilingMs()): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
@@ -388,7 +389,7 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
 
     const live = await open(t, '', { 'x-test-name': 'live' });
     const resumed = await open(t, '', { 'x-test-name': 'resumed', 'Last-Event-ID': '0' });
-    await resumed.until((x) => x.events.length >= initial.length, 'the replay', 60_000);
+    await resumed.until((x) => x.events.length >= initial.length, 'the replay');
     const last = publishMany(t, 1)[0] as BusEvent;
     await resumed.until((x) => x.events.at(-1)?.id === last.id, 'a live event after the replay');
     await live.until((x) => x.events.at(-1)?.id === last.id, 'the live event on the live-only stream');
@@ -529,7 +530,7 @@ describe('event stream: slow clients during a replay', () => {
     expect(ids(received)).toEqual(ids(all.slice(0, received.length)));
 
     const resumed = await open(t, '', { 'Last-Event-ID': received.at(-1)?.id ?? '0' });
-    await resumed.until((x) => x.events.at(-1)?.id === all.at(-1)?.id, 'the rest of the events', 60_000);
+    await resumed.until((x) => x.events.at(-1)?.id === all.at(-1)?.id, 'the rest of the events');
     expect(ids([...received, ...resumed.events])).toEqual(ids(all));
   });
 });
@@ -567,7 +568,7 @@ describe('event stream: HEAD (issue 10, item 7)', () => {
     ] as const) {
       // With `Connection: close`, the exchange ends only when the service ends the answer; the
       // ceiling guards that it does at all (an endless HEAD answer sends not even its headers).
-      const head = await within(rawExchange(t.url, `HEAD ${target} HTTP/1.1\r\nHost: 127.0.0.1${headers}`), `the HEAD answer for ${target}`, 10_000);
+      const head = await within(rawExchange(t.url, `HEAD ${target} HTTP/1.1\r\nHost: 127.0.0.1${headers}`), `the HEAD answer for ${target}`);
       expect({ target, status: head.status }).toEqual({ target, status: 200 });
       expect(head.headers['content-type']).toBe(get.headers?.get('content-type'));
       expect(head.headers['cache-control']).toBe('no-cache');
@@ -576,7 +577,7 @@ describe('event stream: HEAD (issue 10, item 7)', () => {
     }
     // Several on one keep-alive connection: each answer ends, so the next one is served.
     for (let i = 0; i < 3; i++) {
-      const res = await within(fetch(streamUrl(t), { method: 'HEAD' }), 'a keep-alive HEAD answer', 10_000);
+      const res = await within(fetch(streamUrl(t), { method: 'HEAD' }), 'a keep-alive HEAD answer');
       expect(res.status).toBe(200);
       expect(await res.text()).toBe('');
     }

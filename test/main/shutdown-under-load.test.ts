@@ -32,8 +32,15 @@ const JOBS = 16;
 const PROJECT = 'harbor-lights';
 const SCOPE = 'shutdown/test';
 const TAKES = ['tk_0001', 'tk_0002', 'tk_0003', 'tk_0004', 'tk_0005', 'tk_0006', 'tk_0007', 'tk_0008'];
+/**
+ * The kill grace: the service's default. The trees that honour SIGTERM end by it (rc 143) only
+ * once they run (Node's handler re-raises it): at the lowest CPU priority on a loaded machine
+ * that took longer than a short grace (300 ms in jobs.test.ts), and the SIGKILL came first.
+ * Those that ignore it wait it out.
+ */
+const KILL_GRACE_MS = 5000;
 /** Ceiling on the shutdown: far above what it takes (about the kill grace), never a measure. */
-const SHUTDOWN_CEILING_MS = 30_000;
+const SHUTDOWN_CEILING_MS = KILL_GRACE_MS + 55_000;
 /** A request unanswered after this long counts as a hang. */
 const HANG_MS = 15_000;
 
@@ -195,7 +202,7 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
       REL_C_TOKEN: token,
       REL_C_BATCH: '5',
       REL_C_INTERVAL_MS: '10',
-      CONSOLE_KILL_GRACE_MS: '1000',
+      CONSOLE_KILL_GRACE_MS: String(KILL_GRACE_MS),
       CONSOLE_CLICKS_PER_PROJECT: '1000000',
       // The stalled client stays connected until the signal: it is not dropped as slow first.
       CONSOLE_SSE_MAX_QUEUE_BYTES: String(256 * 1024 * 1024),
@@ -237,10 +244,8 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
   // Writers, two per kind, until the service is gone.
   const acked: Acked = { proposals: new Set(), decisions: new Map(), clicks: new Set(), takeActions: new Set(), workspaces: new Map(), total: 0, afterSignal: 0, inFlight: 0 };
   const lanes = (['decisions', 'clicks', 'takes', 'workspace'] as const).flatMap((lane) => [0, 1].map((w) => writer(svc.url, lane, w, acked)));
-  await (async () => {
-    const until = Date.now() + 30_000;
-    while (acked.total < 200 && Date.now() < until) await sleep(10);
-  })();
+  // However long 200 writes take on this machine (a ceiling, not a rate).
+  await waitFor(() => (acked.total >= 200 ? true : undefined), '200 acknowledged writes').catch(() => undefined);
   expect(acked.total).toBeGreaterThanOrEqual(200);
   const linesBefore = all.events.length;
 
@@ -359,7 +364,7 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
       `${acked.total} acknowledged writes all stored (${acked.inFlight} of them in flight at the signal, ${acked.afterSignal} sent after it); ` +
       `after the signal ${afterSignal.length} requests: ${tally.ok} 2xx, ${tally.refusedWith503} 503, ${tally.refused} refused, ${tally.backlog} reset in the listen backlog, ${tally.cut} cut, ${tally.hang} hung`,
   );
-}, 120_000);
+});
 
 /** Reads one HTTP/1.1 answer with a Content-Length from `socket`. */
 function readAnswer(socket: net.Socket): Promise<{ status: number; headers: Record<string, string>; body: any }> {

@@ -15,9 +15,13 @@ import { fixture, makeTempStore, startTestService, type TestService } from '../h
 const PROJECT = 'harbor-lights';
 const TOOL = fixture('gen-grandchild.mjs');
 
-/** The compiled service on `store`, with the grandchild tool and a short kill grace. */
+/**
+ * The compiled service on `store`, with the grandchild tool and a kill grace never reached: the
+ * jobs end by SIGTERM once they run (Node's handler re-raises it), which on a loaded machine
+ * took longer than a short grace, and the SIGKILL came first (rc 137).
+ */
 const startServiceProcess = (store: { dataDir: string; stateDir: string }) =>
-  startProcess(store, { DISPATCH_CLI: TOOL, CONSOLE_KILL_GRACE_MS: '500' }, (fn) => cleanups.push(fn));
+  startProcess(store, { DISPATCH_CLI: TOOL, CONSOLE_KILL_GRACE_MS: '60000' }, (fn) => cleanups.push(fn));
 
 /** Cleanup registered by each test: service processes, in-process services, stray pids, temp dirs. */
 const cleanups: (() => unknown)[] = [];

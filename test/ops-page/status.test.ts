@@ -99,7 +99,7 @@ describe('the status view', () => {
       await new Promise((r) => setImmediate(r));
       const s = (await (await t.get('/api/system-status')).json()) as { bus: { slowClientsDropped: number } };
       return s.bus.slowClientsDropped >= 1 ? true : undefined;
-    }, 'the stalled client to be dropped', 120_000);
+    }, 'the stalled client to be dropped');
 
     await page.waitForSelector('.group[data-section="bus"][data-state="degraded"] .health[data-state="degraded"]');
     await page.waitForSelector('#status-overall[data-state="degraded"]');
@@ -130,7 +130,7 @@ describe('the status view', () => {
       await page.setViewportSize({ width, height: 900 });
       // Each chart takes its box's new width when the resize is observed: wait for that, then
       // say what still overflows, if anything does.
-      const found = await waitFor(async () => ((await check()).length === 0 ? [] : undefined), `a layout without overflow at ${width} px`, 10_000).catch(check);
+      const found = await waitFor(async () => ((await check()).length === 0 ? [] : undefined), `a layout without overflow at ${width} px`).catch(check);
       expect(found, `at ${width} px`).toEqual([]);
     }
     await page.setViewportSize({ width: 1280, height: 860 });

@@ -26,7 +26,7 @@ describe('spawnManaged', () => {
     const info = readProc(p.pid);
     expect(info?.pgid).toBe(p.pid);
     expect(info?.pgid).not.toBe(readProc(process.pid)?.pgid);
-    p.stop(5000);
+    p.stop(60_000); // the grace is never reached: SIGTERM ends it
     expect((await p.ended).exit.signal).toBe('SIGTERM');
   });
 

@@ -68,7 +68,7 @@ describe.each(backends)('the job history’s query on $name', (backend) => {
         await store.jobs.finish(j.id, { state: j.state, endedAt: j.startedAt, rc: j.state === 'exited ok' ? 0 : 1, signal: null, stdoutLines: 1, stderrLines: 0, exitReason: j.state === 'lost' ? 'lost' : 'exited', exitDetail: null });
       }
     }
-  }, 120_000);
+  });
   afterAll(() => store?.close());
 
   it('answers newest first, ties of one start time by id, with the limit', async () => {

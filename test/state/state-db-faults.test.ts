@@ -341,7 +341,7 @@ describe('the event bus while the state database refuses writes', () => {
     expect(stored()).toEqual([1]);
 
     db.pragma('query_only = OFF');
-    await waitFor(() => (bus.storageOutage === null ? true : undefined), 'the retry to store the held events', 10_000);
+    await waitFor(() => (bus.storageOutage === null ? true : undefined), 'the retry to store the held events');
     await tick();
     expect(states).toEqual(['failing', 'recovered']);
     // The newest 20 of the 50 held (ids 32..51), never the refused one (52), then the report.

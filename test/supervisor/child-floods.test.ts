@@ -20,6 +20,12 @@ const PAD = 'abcdefghijklmnopqrstuvwxyz0123456789';
 /** Ceilings: far above what a healthy service shows, low enough to catch a stall or a leak. */
 const LOOP_P99_CEILING_MS = 1000;
 const RSS_CEILING = 512 * 1048576;
+/**
+ * Time-out of the floods: hundreds of thousands of lines written, stored and read back take what
+ * the machine gives them (the million lines took 110 s beside two CPU-bound processes on 2
+ * cores); only a hang should reach it.
+ */
+const FLOOD_TIMEOUT_MS = 600_000;
 
 let svc: ServiceProcess;
 beforeAll(async () => {
@@ -113,7 +119,7 @@ describe('child floods', () => {
     );
   });
 
-  it(`${FLOOD_LINES.toLocaleString('en')} lines at ${FLOOD_RATE.toLocaleString('en')}/s: every line in order, another job's lines on time, the loop and memory bounded`, async () => {
+  it(`${FLOOD_LINES.toLocaleString('en')} lines at ${FLOOD_RATE.toLocaleString('en')}/s: every line in order, another job's lines on time, the loop and memory bounded`, { timeout: FLOOD_TIMEOUT_MS }, async () => {
     // The other job writes on stderr (warning events): a stream of warnings and exits sees it alone.
     const stream = new StampedStream(`${svc.url}/api/events/stream?severities=warning&severities=success&severities=failure`);
     await waitFor(() => (stream.subscribed ? true : undefined), 'the stream to open');
@@ -181,7 +187,7 @@ describe('child floods', () => {
         `RSS ${MB(rssBefore)} MB before, max ${MB(rssMax)} MB`,
     );
   });
-  it('children writing as fast as the pipe takes it: every line in order, and each job gets its turn', async () => {
+  it('children writing as fast as the pipe takes it: every line in order, and each job gets its turn', { timeout: FLOOD_TIMEOUT_MS }, async () => {
     const BURST = 300_000;
     const rss = sampleMax(() => svc.rss());
     const stream = new StampedStream(`${svc.url}/api/events/stream?severities=warning&severities=success&severities=failure`);
@@ -198,7 +204,7 @@ describe('child floods', () => {
     // Written earlier, the first burst could be done before the second tool started (seen on a
     // fresh clone, where npm ci had just loaded the machine: one run of everything).
     const waiting = (id: string) => stream.events.some((x) => x.event.detail?.startsWith(`${id} stderr line`) && x.event.summary === 'waiting for go');
-    await waitFor(() => (waiting(a.proposalId) && waiting(b.proposalId) ? true : undefined), 'both bursts waiting for the go', 60_000);
+    await waitFor(() => (waiting(a.proposalId) && waiting(b.proposalId) ? true : undefined), 'both bursts waiting for the go');
     fs.writeFileSync(path.join(svc.tmp, 'go'), '');
     try {
       await waitFor(

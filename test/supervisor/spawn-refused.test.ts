@@ -39,6 +39,12 @@ describe('a refused spawn', () => {
     const generate = () => fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ project: 'harbor-lights' }) });
     // The connection is open before the limit falls (the request needs no new descriptor).
     expect((await fetch(`${svc.url}/api/health`)).status).toBe(200);
+    // So are the modules a request with a body loads on first use (the body parser's encodings):
+    // the limit leaves one descriptor free and they are read one at a time, but on a loaded
+    // machine a file the service had open in passing held it then, and the request failed on a
+    // module (EMFILE) before any spawn. A body that fails validation loads them, starting nothing.
+    const unstarted = await fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(unstarted.status, await unstarted.clone().text()).toBe(422);
 
     const held = fs.readdirSync(`/proc/${pid}/fd`).length;
     execFileSync('prlimit', ['--pid', String(pid), `--nofile=${held + 1}:${limits.hard}`]);
@@ -48,7 +54,7 @@ describe('a refused spawn', () => {
     } finally {
       execFileSync('prlimit', ['--pid', String(pid), `--nofile=${limits.soft}:${limits.hard}`]);
     }
-    expect(res.status).toBe(500);
+    expect(res.status, await res.clone().text()).toBe(500);
     const body = (await res.json()) as { detail: string; code: string };
     expect(body).toEqual({ code: 'spawn_failed', detail: 'the operating system refused to start the dispatch tool (EMFILE)' });
 

@@ -95,7 +95,9 @@ it('refuses a missing tool before anything starts, and unknown or finished jobs 
 });
 
 it('cancels a running job: SIGTERM to its tree, the exit as a failure with cancelRequested', async () => {
-  const sup = supervisor(fixture('forever.mjs'));
+  // A grace never reached: the job ends by SIGTERM once it runs (Node's handler re-raises it),
+  // which on a loaded machine took longer than 500 ms, and the SIGKILL came first.
+  const sup = supervisor(fixture('forever.mjs'), { killGraceMs: 60_000 });
   const job = await sup.start(REQ);
   await waitFor(() => (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready ')) ? true : (bus.flush(), undefined)), 'the tool ready');
   expect(await sup.cancel(job.proposalId)).toMatchObject({ state: 'running', cancelRequested: true });
