@@ -92,7 +92,7 @@ export class EventBus implements Bus {
     private readonly log: LocalEventLog,
     options: EventBusOptions = {},
   ) {
-    this.retry = new StorageRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.tryFlush(), options.onStorageState);
+    this.retry = new StorageRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.retryStore(), options.onStorageState);
     this.onCount = options.onCount ?? (() => {});
     this.flushIntervalMs = options.flushIntervalMs ?? 0;
   }
@@ -333,6 +333,15 @@ export class EventBus implements Bus {
 
   onFenced(fn: (proposalId: string) => void): void {
     this.fencedListeners.push(fn);
+  }
+
+  /** The retry timer's attempt: what is held, or the period's report when nothing is. */
+  private retryStore(): void {
+    if (this.pending.length === 0) {
+      const report = this.retry.attemptReport();
+      if (report) this.publish(report);
+    }
+    this.tryFlush();
   }
 
   /** {@link flush} for callers that go on whatever happens: a failure is held and retried. */

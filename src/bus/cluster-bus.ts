@@ -115,7 +115,7 @@ export class ClusterBus implements Bus {
     private readonly options: ClusterBusOptions,
   ) {
     this.head = head;
-    this.retry = new StorageRetry(options.maxUnstored, options.retryMs, () => void this.append(), options.onStorageState);
+    this.retry = new StorageRetry(options.maxUnstored, options.retryMs, () => this.retryAppend(), options.onStorageState);
     this.onCount = options.onCount ?? (() => {});
     this.poll = setInterval(() => this.wake(), options.pollMs);
     this.poll.unref();
@@ -158,6 +158,15 @@ export class ClusterBus implements Bus {
     // While appends fail only the retry timer tries, except for a publish that waits for its answer.
     if (now || this.closed) void this.append();
     else if (this.retry.outage === null) this.scheduleFlush();
+  }
+
+  /** The retry timer's attempt: what is held, or the period's report when nothing is. */
+  private retryAppend(): void {
+    if (this.pending.length === 0) {
+      const report = this.retry.attemptReport();
+      if (report) this.pending.push({ draft: eventDraft(report, this.nextToken()) });
+    }
+    void this.append();
   }
 
   private scheduleFlush(): void {

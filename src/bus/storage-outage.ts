@@ -48,6 +48,8 @@ export class StorageRetry {
   private period: StorageOutage | null = null;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The period's report is queued as the retry's attempt ({@link attemptReport}). */
+  private reportQueued = false;
 
   /**
    * @param maxUnstored bound on the events held while they cannot be stored (the oldest go past it).
@@ -79,6 +81,8 @@ export class StorageRetry {
     if (excess > 0) {
       held.splice(0, excess);
       outage.dropped += excess;
+      // A queued report may be among the dropped: the end of the period reports it again.
+      this.reportQueued = false;
     }
     outage.held = held.length;
     outage.heldMax = Math.max(outage.heldMax, outage.held);
@@ -92,7 +96,23 @@ export class StorageRetry {
     }
   }
 
-  /** Storing works again: ends the period. @returns the event that reports it (to publish), or null when there was none. */
+  /**
+   * For a retry that finds nothing held (the events that failed were refused stored publishes,
+   * withdrawn): the period's report, to store as the attempt. Without it the period would never
+   * end, and events published later would wait for a timer that is no longer set.
+   * @returns the report to publish, or null when there is no period or its report is queued.
+   */
+  attemptReport(): EventInput | null {
+    if (this.period === null || this.reportQueued) return null;
+    this.reportQueued = true;
+    return outageEvent(this.period, new Date().toISOString());
+  }
+
+  /**
+   * Storing works again: ends the period.
+   * @returns the event that reports it (to publish), or null when there was no period or its
+   *   report was stored as the attempt ({@link attemptReport}).
+   */
   recovered(): EventInput | null {
     const outage = this.period;
     if (outage === null) return null;
@@ -100,7 +120,9 @@ export class StorageRetry {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.listener?.('recovered', outage);
-    return outageEvent(outage, new Date().toISOString());
+    const reported = this.reportQueued;
+    this.reportQueued = false;
+    return reported ? null : outageEvent(outage, new Date().toISOString());
   }
 
   /** No more attempts; reports events still held (`closed-unstored`). */

@@ -83,3 +83,24 @@ it('the database away: a stored publish is refused, the others are held and stor
   await waitFor(() => (a.got.length === 52 ? true : undefined), 'delivered');
   expect(a.got).toEqual(Array.from({ length: 52 }, (_, i) => i + 1));
 });
+
+it('the database away while nothing but a stored publish was queued: once it is back the outage ends, and later publishes are stored', async () => {
+  const url = await server.freshDatabase();
+  const a = await instance(url);
+  await a.bus.publishStored({ severity: 'info', scope: 'test', summary: 'before' });
+  await server.pause();
+  try {
+    // The only event that failed is withdrawn with its refusal: nothing is held.
+    await expect(a.bus.publishStored({ severity: 'info', scope: 'test', summary: 'refused' })).rejects.toThrow();
+    expect(a.bus.storageOutage).not.toBeNull();
+    expect(a.bus.backlog).toBe(0);
+  } finally {
+    await server.resume();
+  }
+  // The retry stores the outage's report: that is its attempt, and its success ends the outage.
+  await waitFor(() => (a.bus.storageOutage === null ? true : undefined), 'the end of the outage');
+  a.bus.publish({ severity: 'info', scope: 'test', summary: 'after' });
+  await waitFor(() => (a.got.length === 3 ? true : undefined), 'the report and the later publish delivered');
+  const rows = await a.bus.readAfter(0, 100, { severities: null, scopePrefix: null });
+  expect(rows.map((r) => JSON.parse(r.data).summary as string)).toEqual(['before', 'events stored late: the state database could not store them for a while', 'after']);
+});

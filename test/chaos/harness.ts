@@ -383,10 +383,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       if (n.proc === null || n.proc.child.exitCode !== null || n.proc.child.signalCode !== null) await startNode(n);
     }
     const urls = () => nodes.map((n) => n.proc!.url);
-    for (const url of urls()) {
-      await waitFor(async () => ((await fetch(`${url}/api/ready`).catch(() => null))?.status === 200 ? true : undefined), `${url} ready`, 120_000).catch(() =>
-        violations.push(`5. ${url} not ready`),
-      );
+    for (const n of nodes) {
+      const url = n.proc!.url;
+      let last = '';
+      await waitFor(
+        async () => {
+          const r = await fetch(`${url}/api/ready`).catch((err: Error) => err);
+          if (r instanceof Error) last = r.message;
+          else if (r.status === 200) return true;
+          else last = `${r.status} ${await r.text()}`;
+          return undefined;
+        },
+        `${url} ready`,
+        120_000,
+      ).catch(() => violations.push(`5. ${n.id} (${url}) not ready: ${last}; its stderr ends: ${n.proc!.stderr().slice(-1500)}`));
     }
     // Every accepted job in a final state (short jobs end, long ones end or are lost).
     await waitFor(

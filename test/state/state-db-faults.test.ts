@@ -351,6 +351,24 @@ describe('the event bus while the state database refuses writes', () => {
     expect(stored()).toEqual(got);
   });
 
+  it('a refused stored publish with nothing else queued: once writes work again the outage ends with its report, and later publishes are stored', async () => {
+    const { db, bus, states, got, stored } = busOn(20);
+    bus.publishStored(ev('before'));
+    db.pragma('query_only = ON');
+    // The only event that failed is withdrawn with its refusal: nothing is held.
+    expect(() => bus.publishStored(ev('refused'))).toThrow(/readonly/);
+    expect(bus.storageOutage).toMatchObject({ held: 0 });
+    db.pragma('query_only = OFF');
+    // The retry stores the outage's report: that is its attempt, and its success ends the outage.
+    await waitFor(() => (bus.storageOutage === null ? true : undefined), 'the end of the outage');
+    expect(states).toEqual(['failing', 'recovered']);
+    bus.publish(ev('after'));
+    await waitFor(() => (got.length === 3 ? true : undefined), 'the later publish stored and delivered');
+    const summaries = (db.prepare('SELECT data FROM events ORDER BY id').all() as { data: string }[]).map((r) => JSON.parse(r.data).summary as string);
+    expect(summaries).toEqual(['before', 'events stored late: the state database could not store them for a while', 'after']);
+    expect(stored()).toEqual(got);
+  });
+
   it('a console write rolled back at its commit delivers none of its events; events queued before it are stored and delivered once', async () => {
     const { db, bus, committer, got, stored } = busOn(1000);
     db.exec('CREATE TABLE t_parent (id INTEGER PRIMARY KEY); CREATE TABLE t_child (p INTEGER REFERENCES t_parent (id))');
