@@ -40,15 +40,15 @@ export interface Config {
   readonly ttydHost: string | null;
   /** SERVICE_WRITE_UPSTREAM (never with credentials), or null when mutations run locally. */
   readonly writeUpstream: string | null;
-  /** CONSOLE_API_TOKEN, required by every route but health, readiness, config and the OpenAPI document (api-decisions.md, "Network and safety defaults"); null leaves the API open. */
+  /** CONSOLE_API_TOKEN, required by all routes but health, readiness, config and OpenAPI (api-decisions.md, "Network and safety defaults"); null: open. */
   readonly apiToken: string | null;
   /** Values never written to a log or message (secretsOf). */
   readonly secrets: readonly string[];
   readonly terminals: {
-  /** TTYD_BIN: an absolute path, or a program name looked up on PATH at each start. */
+    /** TTYD_BIN: an absolute path, or a program name looked up on PATH at each start. */
     readonly bin: string;
     readonly command: readonly string[];
-  /** CONSOLE_TTYD_PORTS, inclusive. */
+    /** CONSOLE_TTYD_PORTS, inclusive. */
     readonly portFirst: number;
     readonly portLast: number;
     readonly readyTimeoutMs: number;
