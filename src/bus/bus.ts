@@ -1,20 +1,10 @@
 /**
- * The in-process event bus (spec: What the service does, item 3; api-decisions.md, Events).
- *
- * `publish` is synchronous: it assigns `id` and `ts`, serialises the event once and queues
- * it. At the end of the event-loop turn the queue is flushed: written to the event store in
- * one transaction, then handed to subscribers as one batch of stored rows (the event stream,
- * sse.ts, builds its frames from them). Producers never wait for a subscriber. Flushes are at
- * least `flushIntervalMs` apart (issue 12, P7): while 64 jobs print a few lines each per turn,
- * a flush per turn cost a transaction and a socket write per stream client for a handful of
- * events, and those writes took most of the main thread; a burst of 512 events flushes at once.
- *
- * When the state database cannot store events (disk full, read-only, I/O errors), nothing is
- * delivered that is not stored, and nothing is lost silently: queued events are held in memory
- * (at most `maxUnstored`, the oldest dropped past it and counted) and stored by a retry every
- * `retryMs`; producers never see the error, except those that store an event before they
- * answer ({@link EventBus.publishStored}, {@link EventBus.stage}), which get it. Once storing
- * works again, an event in scope `service/state` tells what happened.
+ * The in-process event bus on SQLite (api-decisions.md, Events). `publish` assigns `id` and `ts` and
+ * queues; the queue is stored in one transaction, then delivered as one batch. Flushes are at least
+ * `flushIntervalMs` apart: a flush per turn while many jobs print costs a transaction and a socket write
+ * per stream client for a handful of events. While the database refuses events nothing unstored is
+ * delivered: events are held (bounded), retried every `retryMs`, and an event in `service/state` reports
+ * the outage once storing works again.
  */
 import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
 import { EventJson } from './event-json.js';
@@ -26,65 +16,44 @@ export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } f
 
 export type { Bus, BusSubscriber } from './bus-api.js';
 
-/**
- * Told of every event counted as published (`+1`), and of one withdrawn before it was stored
- * (`-1`, {@link EventBus.publishStored}): the metrics count them (src/metrics). Must be cheap.
- */
+/** Told of each event counted as published (+1) or withdrawn before storing (-1), for the metrics. Must be cheap. */
 export type PublishCounter = (severity: Severity, delta: 1 | -1) => void;
 
-/** Queued events that trigger a flush before the end of the event-loop turn. */
 const FLUSH_BATCH = 512;
 
 export interface EventBusOptions {
-  /** Bound on the events held in memory while they cannot be stored (default 100,000). */
   readonly maxUnstored?: number;
-  /** Time between attempts to store held events (default 1000 ms). */
   readonly retryMs?: number;
-  /** Told when storing starts failing, works again, or the bus closes with events unstored. */
   readonly onStorageState?: StorageStateListener;
-  /** Counts published events (metrics). */
   readonly onCount?: PublishCounter;
-  /**
-   * CONSOLE_EVENT_FLUSH_INTERVAL_MS: least time between two flushes of a small queue, in ms
-   * (default 0: at the end of every event-loop turn). A flush after a quiet period is never
-   * delayed: it happens at the end of the turn that published.
-   */
+    /** Least time between flushes of a small queue, ms (default 0); a flush after a quiet period is never delayed. */
   readonly flushIntervalMs?: number;
 }
 
-/**
- * Events of one write stored inside the caller's transaction ({@link EventBus.stage}), to be
- * settled once that transaction committed or rolled back.
- */
+/** Events of one write stored inside the caller's transaction ({@link EventBus.stage}), settled once it ends. */
 export interface StagedEvents {
-  /** The write's own events, with their ids. */
   readonly events: readonly BusEvent[];
   readonly rows: readonly Pending[];
-  /** Events queued before the write and stored with it. */
   readonly carried: readonly Pending[];
-  /** What the event log stored of them all, when it dropped some (LocalEventLog.append). */
+  /** What the log stored of them all, when it dropped some (LocalEventLog.append). */
   readonly kept: readonly Pending[] | null;
 }
 
 const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** A queued event: its row, as it will be stored. */
 export type Pending = EventRow;
 
-/** The bus on the embedded SQLite state database (see the module's comment). */
 export class EventBus implements Bus {
   private pending: Pending[] = [];
   private flushScheduled = false;
-  /** performance.now() of the last flush that stored something. */
   private lastFlushAt = -Infinity;
   private readonly flushIntervalMs: number;
   private readonly subscribers = new Set<BusSubscriber>();
   private readonly json = new EventJson();
   private closed = false;
-  /** The outage period, the bound on held events and the retry timer. */
   private readonly retry: StorageRetry;
   private readonly onCount: PublishCounter;
-  /** Queued rows that carry a job guard (JobGuard): only then are stored batches searched for them. */
+  /** Queued rows carrying a job guard: only then are stored batches searched for them. */
   private guarded = 0;
   private readonly fencedListeners: ((proposalId: string) => void)[] = [];
 
@@ -97,14 +66,12 @@ export class EventBus implements Bus {
     this.flushIntervalMs = options.flushIntervalMs ?? 0;
   }
 
-  /** The current period of failing stores, or null when events are stored. */
   get storageOutage(): Readonly<StorageOutage> | null {
     return this.retry.outage;
   }
 
   /**
-   * Publishes one event. Synchronous and cheap: callable from any code on the main thread.
-   * Never throws for the state database: an event it cannot store yet is held and retried.
+   * Publishes one event; see {@link Bus.publish}.
    * @returns the event as it will be stored, with its `id` (decimal string) and `ts`.
    */
   publish(input: EventInput): BusEvent {
@@ -112,10 +79,8 @@ export class EventBus implements Bus {
     this.pending.push(row);
     this.onCount(row.severity, 1);
     if (this.closed || this.pending.length >= FLUSH_BATCH) {
-      // Late events during shutdown (job exits) are stored at once; and a turn that brings
-      // thousands of lines flushes every FLUSH_BATCH of them, so they die young instead of
-      // surviving into the old generation while the turn goes on. While stores fail, only the
-      // retry timer tries.
+        // Late events during shutdown are stored at once; a huge turn flushes every FLUSH_BATCH so
+        // the rows die young instead of reaching the old generation. While stores fail only the retry tries.
       if (this.retry.outage === null || this.closed) this.tryFlush();
     } else {
       this.scheduleFlush();
@@ -123,7 +88,6 @@ export class EventBus implements Bus {
     return event;
   }
 
-  /** A flush at the end of this event-loop turn, or `flushIntervalMs` after the last one. */
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
@@ -133,10 +97,8 @@ export class EventBus implements Bus {
   }
 
   /**
-   * Publishes one event and stores it before returning: for answers that carry the event's id.
-   * @throws the state database's error when it cannot be stored; the event is then withdrawn
-   *   (never stored nor delivered; its id is not reused), and the events queued before it stay
-   *   held for the retry.
+   * Publishes one event and stores it before returning.
+   * @throws the state database's error; the event is withdrawn (its id never reused) and events queued before it stay held.
    */
   publishStored(input: EventInput): BusEvent {
     const event = this.publish(input);
@@ -157,11 +119,9 @@ export class EventBus implements Bus {
   }
 
   /**
-   * Stores `inputs` as events inside the caller's open transaction, with every queued event
-   * (ids stay in stored order), and delivers nothing yet: a write and its events commit
-   * together (console/commit.ts). Call {@link settle} once the transaction ended.
-   * @throws the state database's error (the queued events are queued again; the caller's
-   *   transaction must roll back).
+   * Stores `inputs` inside the caller's open transaction, after every queued event (ids stay in stored
+   * order), delivering nothing yet, so a write and its events commit together. Call {@link settle} after.
+   * @throws the state database's error (queued events are queued again; the caller must roll back).
    */
   stage(inputs: readonly EventInput[]): StagedEvents {
     const carried = this.pending;
@@ -181,14 +141,12 @@ export class EventBus implements Bus {
   }
 
   /**
-   * Ends a {@link stage}: committed, its events are counted and delivered (the carried ones
-   * first); rolled back, the carried events are queued again, the write's own are gone (their
-   * ids never reused), and the event log re-reads what the database holds.
+   * Ends a {@link stage}: committed, events are counted and delivered (carried ones first); rolled back, the
+   * carried events are queued again, the write's own are gone, and the log re-reads the database.
    */
   settle(staged: StagedEvents, committed: boolean): void {
     if (!committed) {
       this.log.resync();
-      // The write's own events are gone with its transaction (the carried ones are queued again).
       for (const r of staged.rows) {
         if (r.guard === undefined) continue;
         this.guarded--;
@@ -224,55 +182,42 @@ export class EventBus implements Bus {
   }
 
   /**
-   * Adds a subscriber. Everything published before this call is flushed first (stored, and
-   * delivered to earlier subscribers), so the new subscriber receives exactly the events with
-   * an id greater than {@link lastId} at the time of the call: callers replay up to that id
-   * from the database and lose or duplicate nothing.
-   * @returns the head id and a function that removes the subscriber.
+   * Adds a subscriber after flushing what was published, so it receives exactly the events after the
+   * returned `headId`: callers replay up to it from the database and lose or duplicate nothing.
    */
   subscribe(sub: BusSubscriber): { headId: number; unsubscribe: () => void } {
-    // Events that cannot be stored now reach the subscriber when they are: after its replay,
-    // whose stored events all have smaller ids.
+    // Events not storable now reach the subscriber once stored: after its replay, whose ids are all smaller.
     this.tryFlush();
     this.subscribers.add(sub);
     return { headId: this.lastId, unsubscribe: () => this.subscribers.delete(sub) };
   }
 
-  /** Id of the newest published event (0 when none). */
   get lastId(): number {
     return this.log.lastIssuedId;
   }
 
-  /**
-   * Flushes what is queued and returns the newest id handed out: a consumer that is already
-   * subscribed and starts reading now gets every event with a greater id from its
-   * subscription, and replays the others from the store (sse.ts).
-   */
+  /** Flushes, then returns the newest id handed out: what a subscribed consumer's replay ends at (sse.ts). */
   flushedHead(): number {
     this.tryFlush();
     return this.lastId;
   }
 
-  /**
-   * Events published and not stored yet: queued for the next store, or held while the state
-   * database refuses them. The supervisor holds the jobs' output past a bound (issue 12).
-   */
+  /** Events published and not stored yet (queued, or held while the database refuses them). */
   get backlog(): number {
     return this.pending.length;
   }
 
-  /** Events currently kept in the state database (approximate between retention passes). */
   get storedCount(): number {
     return this.log.size + this.pending.length;
   }
 
-  /** Stored events after `sinceId` (and at most `upTo`), ascending; flushes first (reads go on while stores fail). */
+  /** See {@link Bus.readAfter}; flushes first. */
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] {
     this.tryFlush();
     return this.log.after(sinceId, limit, filter, upTo);
   }
 
-  /** The newest `limit` stored events passing `filter`, ascending; flushes first (reads go on while stores fail). */
+  /** See {@link Bus.readNewest}; flushes first. */
   readNewest(limit: number, filter: EventFilter): EventRow[] {
     this.tryFlush();
     return this.log.newest(limit, filter);
@@ -284,15 +229,14 @@ export class EventBus implements Bus {
   };
 
   /**
-   * Writes queued events to the database and delivers them to subscribers, now.
-   * @throws the state database's error; nothing is delivered then, and the events stay queued
-   *   (held, retried every `retryMs`).
+   * Stores queued events and delivers them, now.
+   * @throws the state database's error; nothing is delivered and the events stay held for the retry.
    */
   flush(): void {
     this.store(0);
   }
 
-  /** {@link flush}; `spare` newest queued events do not count against the bound on failure. */
+  /** {@link flush}; the `spare` newest queued events do not count against the bound on failure. */
   private store(spare: number): void {
     const batch = this.pending;
     if (batch.length === 0) return;
@@ -311,11 +255,7 @@ export class EventBus implements Bus {
     this.stored(batch, kept);
   }
 
-  /**
-   * Delivers what the log stored of `batch` (`kept`, when it dropped rows: LocalEventLog.append),
-   * then tells the guarded rows' publishers whether theirs was stored, and the fenced listeners
-   * of each job whose event was dropped.
-   */
+  /** Delivers what the log kept of `batch`, then settles guarded rows and tells fenced listeners of dropped jobs' events. */
   private stored(batch: readonly Pending[], kept: readonly Pending[] | null): void {
     const delivered = kept ?? batch;
     if (delivered.length > 0) this.deliver(delivered);
@@ -344,16 +284,13 @@ export class EventBus implements Bus {
     this.tryFlush();
   }
 
-  /** {@link flush} for callers that go on whatever happens: a failure is held and retried. */
   private tryFlush(): void {
     try {
       this.flush();
     } catch {
-      // Held: storeFailed scheduled the next attempt.
     }
   }
 
-  /** Storing works again (when it had failed): says so with an event, and to the listener. */
   private storeRecovered(): void {
     const report = this.retry.recovered();
     if (report) this.publish(report);
@@ -363,10 +300,7 @@ export class EventBus implements Bus {
     for (const sub of this.subscribers) sub(batch);
   }
 
-  /**
-   * Flushes and stops scheduling; later publishes are stored synchronously. Events that cannot
-   * be stored by then are reported to the listener (`closed-unstored`), not thrown.
-   */
+  /** Flushes and stops scheduling; later publishes store synchronously. Unstorable events go to the listener (`closed-unstored`). */
   close(): void {
     this.tryFlush();
     this.closed = true;

@@ -1,30 +1,17 @@
 /**
- * The event bus of cluster mode (shared/design/cluster.md, Events): several instances store
- * their events in one PostgreSQL event log and every instance streams every instance's events.
- *
- * - `publish` queues the event; once per event-loop turn the queue is appended to the shared
- *   log in one transaction, which is where ids are assigned (in commit order, across instances).
- *   Appends of one instance run one at a time, so its events keep their publish order.
- * - Delivery reads the log: the bus keeps the id up to which it has delivered (its head) and,
- *   when woken, reads what follows and hands it to subscribers, in id order with no gap. Its
- *   own appends whose ids follow the head directly are delivered without being read back. It is
- *   woken by its own appends, by the database's notifications of other instances' appends
- *   ({@link ClusterBus.wake}, LISTEN/NOTIFY), and by a poll every `pollMs` in case a
- *   notification was missed while the listening connection was down.
- * - While the database refuses appends, events are held in memory (bounded, as on one
- *   instance: storage-outage.ts) and appended in order once it is back; a publish that must be
- *   stored before its answer is refused at once.
+ * The event bus of cluster mode (cluster.md, Events). Once per turn the queue is appended to the shared
+ * log in one transaction, which assigns ids in commit order; appends run one at a time, so an instance's
+ * events keep their publish order. Delivery reads the log after the head, in id order with no gap; own
+ * appends that directly follow the head are delivered without reading back. Woken by own appends,
+ * NOTIFY ({@link ClusterBus.wake}) and a `pollMs` poll for notifications missed while listening was down.
+ * While the database refuses appends, events are held (storage-outage.ts) and appended in order later.
  */
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 
-/**
- * An event to append: the event without its id, which the log assigns, the proposal it is
- * about (absent: `payload.proposal_id` when a string, event.ts proposalOf), and the job state it
- * commits with (event.ts JobGuard).
- */
+/** An event to append, without its id (the log assigns it), with its proposal and the job state it commits with (event.ts JobGuard). */
 export type SharedEventDraft = Omit<BusEvent, 'id'> & {
   readonly proposalId?: string;
   readonly guard?: JobGuard;
@@ -32,64 +19,47 @@ export type SharedEventDraft = Omit<BusEvent, 'id'> & {
   readonly token?: number;
 };
 
-/**
- * The shared event log as the cluster bus uses it (the state store's EventStore implements it,
- * src/state/state-store.ts). Every method rejects with the database's error when it is away.
- */
+/** The shared event log (the state store's EventStore). Every method rejects with the database's error when it is away. */
 export interface SharedEventLog {
   /**
-   * Appends events in one transaction with the job states they carry; resolves to them with
-   * their ids, in order, null for one dropped by its guard (its job no longer running).
-   * @param retryAfter set when some of `drafts` were in an append whose outcome is unknown (the
-   *   connection was lost around its commit), to an id the log had reached before that append:
-   *   those stored then (found by their token) are not stored again; their ids are returned.
+   * Appends events in one transaction with their job states; resolves to them with ids, null for one its guard dropped.
+   * @param retryAfter set when some drafts were in an append of unknown outcome (connection lost around its
+   *   commit): an id the log had reached before it; drafts stored then (found by token) are not stored again.
    */
   append(drafts: readonly SharedEventDraft[], retryAfter?: number | null): Promise<(BusEvent | null)[]>;
   /** A number no other bus got (the source part of its events' tokens). */
   newSource(): Promise<number>;
-  /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
-  /** The newest `limit` passing `filter`, ascending. */
   newest(limit: number, filter: EventFilter): Promise<EventRow[]>;
-  /** The newest id handed out and committed (0 when none). */
   lastId(): Promise<number>;
-  /** Rows stored now. */
   count(): Promise<number>;
 }
 
 export interface ClusterBusOptions {
-  /** Bound on the events held in memory while they cannot be stored. */
   readonly maxUnstored: number;
-  /** Time between attempts to store held events, and between reads after a failed one, ms. */
   readonly retryMs: number;
-  /** Time between reads of the log when nothing woke the bus, ms. */
   readonly pollMs: number;
   readonly onStorageState?: StorageStateListener;
-  /** Counts published events (metrics); -1 for one withdrawn. */
   readonly onCount?: (severity: Severity, delta: 1 | -1) => void;
 }
 
-/** Events appended in one transaction at most. */
 const APPEND_BATCH = 2000;
-/** Rows read from the log at once for delivery. */
 const READ_PAGE = 2000;
-/** How often the count of stored events is refreshed, ms (system status). */
+  /** System status's stored count is refreshed this often, ms. */
 const COUNT_EVERY_MS = 5000;
 
 interface Queued {
   readonly draft: SharedEventDraft;
-  /** Set for {@link ClusterBus.publishStored}: told when it is stored or refused. */
   readonly settle?: (event: BusEvent | null, err?: unknown) => void;
 }
 
-/** The bus of one instance of a cluster (see the module's comment). */
 export class ClusterBus implements Bus {
   private pending: Queued[] = [];
   private appending: Promise<void> | null = null;
   private flushScheduled = false;
   private readonly subscribers = new Set<BusSubscriber>();
   private readonly fencedListeners: ((proposalId: string) => void)[] = [];
-  /** The newest id delivered to subscribers: every smaller id has been. */
+  /** The newest id delivered: every smaller one has been. */
   private head: number;
   private reading = false;
   private readAgain = false;
@@ -99,14 +69,10 @@ export class ClusterBus implements Bus {
   private stored = 0;
   private countedAt = 0;
   private closed = false;
-  /** This bus's source number and count: its events' tokens (SharedEventDraft.token). */
+  /** Source number and count: this bus's event tokens (SharedEventDraft.token). */
   private source = 0;
   private count = 0;
-  /**
-   * Set while events of an append whose outcome is unknown wait in the queue: an id the log had
-   * reached before that append (SharedEventLog.append's `retryAfter`), and the last such
-   * event's token; cleared once the log confirmed them.
-   */
+  /** While events of an unknown-outcome append wait: the log's id before it and the last such token. */
   private unknownOutcome: { after: number; upTo: number } | null = null;
 
   private constructor(
@@ -121,10 +87,7 @@ export class ClusterBus implements Bus {
     this.poll.unref();
   }
 
-  /**
-   * Starts delivering after the newest event stored now.
-   * @throws the database's error when it cannot be read.
-   */
+  /** Starts delivering after the newest stored event. @throws the database's error. */
   static async open(log: SharedEventLog, options: ClusterBusOptions): Promise<ClusterBus> {
     const bus = new ClusterBus(log, await log.lastId(), options);
     bus.source = await log.newSource();
@@ -147,7 +110,7 @@ export class ClusterBus implements Bus {
     });
   }
 
-  /** The next token: the source in the high bits, a count below (2^32 events a start). */
+  /** Source in the high bits, a count below (2^32 events a start). */
   private nextToken(): number {
     return this.source * 0x1_0000_0000 + ++this.count;
   }
@@ -178,11 +141,10 @@ export class ClusterBus implements Bus {
     });
   }
 
-  /** Appends what is queued, one transaction at a time; resolves when the queue is empty or an append failed. */
+  /** Appends what is queued, one transaction at a time. */
   private append(): Promise<void> {
     this.appending ??= this.appendQueued().finally(() => {
       this.appending = null;
-      // Queued during the last append (or a publish that waits) and not taken by it.
       if (this.pending.length > 0 && this.retry.outage === null) this.scheduleFlush();
     });
     return this.appending;
@@ -191,7 +153,6 @@ export class ClusterBus implements Bus {
   private async appendQueued(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending.slice(0, APPEND_BATCH);
-      // Every id the log holds now and later is above the head: what this append stores too.
       const headBefore = this.head;
       let events: (BusEvent | null)[];
       try {
@@ -200,12 +161,10 @@ export class ClusterBus implements Bus {
           this.unknownOutcome?.after ?? null,
         );
       } catch (err) {
-        // It may have committed all the same (the connection lost around the commit): the retry
-        // looks its events up instead of storing them again.
+          // It may have committed anyway (connection lost around the commit): the retry looks its events up.
         const lastToken = batch[batch.length - 1]?.draft.token ?? 0;
         this.unknownOutcome = { after: Math.min(this.unknownOutcome?.after ?? headBefore, headBefore), upTo: Math.max(this.unknownOutcome?.upTo ?? 0, lastToken) };
-        // Publishes waiting for their answer (in this batch or queued behind it) are refused and
-        // withdrawn; the others are held.
+          // Publishes waiting for their answer are refused and withdrawn; the others are held.
         const waiting = new Set(this.pending.filter((q) => q.settle));
         if (waiting.size > 0) {
           this.pending = this.pending.filter((q) => !waiting.has(q));
@@ -237,8 +196,7 @@ export class ClusterBus implements Bus {
       for (const job of fenced) for (const fn of this.fencedListeners) fn(job);
       const report = this.retry.recovered();
       if (report) this.pending.push({ draft: eventDraft(report, this.nextToken()) });
-      // Its ids follow the head: nothing of another instance came between, so the rows are
-      // delivered as they are, without reading them back. Otherwise the log is read.
+        // Ids that follow the head mean nothing of another instance came between: deliver without reading back.
       if (rows.length > 0 && !this.deliver(rows)) this.wake();
     }
   }
@@ -247,7 +205,7 @@ export class ClusterBus implements Bus {
     this.fencedListeners.push(fn);
   }
 
-  /** Reads and delivers what the log holds after the head: the bus's own appends and every other instance's. */
+  /** Reads and delivers what the log holds after the head. */
   wake(): void {
     if (this.closed) return;
     if (this.reading) {
@@ -267,7 +225,7 @@ export class ClusterBus implements Bus {
         for (;;) {
           const rows = await this.log.after(this.head, READ_PAGE, NO_FILTER);
           if (rows.length === 0) break;
-          // Read from the log, the rows are what follows the head, even past a gap (retention).
+          // Read from the log, the rows follow the head even past a gap (retention).
           this.deliver(rows, true);
           if (rows.length < READ_PAGE) break;
         }
@@ -282,10 +240,9 @@ export class ClusterBus implements Bus {
   }
 
   /**
-   * Hands rows to the subscribers when they continue the head with no gap, skipping those
-   * delivered already (an append's own rows and a read of the log may overlap).
-   * @param read the rows were read from the log after the head: nothing comes between.
-   * @returns false when the rows do not continue the head (what comes between must be read).
+   * Hands rows continuing the head to subscribers, skipping those delivered already (own appends and reads overlap).
+   * @param read the rows were read after the head: nothing comes between.
+   * @returns false when the rows do not continue the head.
    */
   private deliver(rows: readonly EventRow[], read = false): boolean {
     let from = 0;
@@ -331,10 +288,7 @@ export class ClusterBus implements Bus {
     if (this.retry.outage === null) void this.append();
   }
 
-  /**
-   * Appends what is queued (one attempt when the database is away), delivers what was stored,
-   * and stops; events still unstored are reported to the listener (`closed-unstored`).
-   */
+  /** Appends what is queued (one attempt if the database is away), delivers, stops; unstored events go to the listener. */
   async close(): Promise<void> {
     await this.appending;
     if (this.pending.length > 0) await this.append();
@@ -348,7 +302,7 @@ export class ClusterBus implements Bus {
 
 const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** An event to append to the shared log, stamped now, with its bus's `token` (SharedEventDraft.token) when given. */
+/** An event to append, stamped now, with its bus's `token` when given. */
 export function eventDraft(input: EventInput, token?: number): SharedEventDraft {
   const proposalId = proposalOf(input);
   return {

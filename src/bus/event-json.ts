@@ -1,10 +1,6 @@
-/**
- * The JSON text of a published event (spec: Resources, "Engine event"): made once per event
- * on the per-line hot path, stored as is and sent as is (`GET /api/events`, the stream).
- */
+// The JSON text of a published event, made once per event on the per-line hot path and stored and sent as is.
 import type { BusEvent } from './event.js';
 
-/** Serialises events and stamps their time, with the caches the hot path needs. */
 export class EventJson {
   private lastTsMs = -1;
   private lastTs = '';
@@ -22,11 +18,7 @@ export class EventJson {
     return this.lastTs;
   }
 
-  /**
-   * The event's JSON, members in the documented order. Assembled by hand around
-   * JSON.stringify of the variable parts: the same text as JSON.stringify(event), in a
-   * fraction of the time.
-   */
+  /** The event's JSON in the documented member order, assembled by hand: JSON.stringify(event)'s text in a fraction of the time. */
   serialize(e: BusEvent): string {
     let payload: string;
     if (e.payload === this.lastPayload) {

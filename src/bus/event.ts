@@ -1,6 +1,4 @@
-/**
- * Engine event types (spec: Resources, "Engine event"; api-decisions.md, Events).
- */
+// Engine event types (spec: Resources, "Engine event"; api-decisions.md, Events).
 
 /** EventSeverity: exactly these five values (api-decisions.md). */
 export const SEVERITIES = ['info', 'success', 'failure', 'warning', 'fallback'] as const;
@@ -15,23 +13,15 @@ export interface EventInput {
   readonly detail?: string | null;
   readonly payload?: Readonly<Record<string, unknown>>;
   /**
-   * The proposal (generation job) the event is about, when its payload does not say it as
-   * `proposal_id` (a job's line events, whose payload the spec fixes to `{ source }`). Stored as
-   * the event log's runs for the `proposalId` filter (issue 14, item 2; SQLite: event-segments.ts,
-   * PostgreSQL: an indexed column); never served.
+   * The proposal the event is about when its payload has no `proposal_id` (a job's line events, payload
+   * fixed to `{ source }`); stored for the `proposalId` filter, never served.
    */
   readonly proposalId?: string;
-  /**
-   * The job state the event commits with (shared/design/cluster.md, "Under faults"): the event
-   * log applies it in the transaction that stores the event, or drops the event. Never served.
-   */
+  /** The job state the event commits with, or the event is dropped (cluster.md, "Under faults"). Never served. */
   readonly guard?: JobGuard;
 }
 
-/**
- * How a generation job ended: its final state, written with its exit or lost event. Times are
- * ISO-8601 UTC; line counts are the job's stdout and stderr lines.
- */
+/** How a generation job ended, written with its exit or lost event. Times ISO-8601 UTC. */
 export interface JobEnd {
   /** `exited ok`, `exited failed` or `lost`. */
   readonly state: string;
@@ -42,34 +32,23 @@ export interface JobEnd {
   readonly stderrLines: number;
   /** Why it ended: `exited`, `cancelled`, `shutdown`, `lost` or `spawn failed`. */
   readonly exitReason: string;
-  /** For a failure, the tool's last stderr line. */
   readonly exitDetail: string | null;
 }
 
 /**
- * What an event about a job commits with, so that a job's state and its events never disagree
- * (shared/design/cluster.md, "Under faults": a state change commits with its events; fencing).
- *
- * - With `end`: the job's final state is written in the transaction that stores the event, and
- *   only over `running` (a job marked `lost` stays lost). When the job is no longer running, the
- *   event is dropped: neither stored nor delivered.
- * - Without `end` (a line or leftovers event), on PostgreSQL: the event is stored only while the
- *   job is recorded `running`. A job another instance marked `lost` gets nothing more stored,
- *   and the bus reports it fenced (Bus.onFenced). One instance on SQLite has nobody to fence it:
- *   there such events are stored unchecked.
+ * What an event about a job commits with, so a job's state and its events never disagree (cluster.md,
+ * "Under faults"). With `end`, the final state is written with the event, only over `running` (lost stays
+ * lost), else the event is dropped. Without `end`, on PostgreSQL the event is stored only while the job is
+ * `running`, and the bus reports it fenced otherwise; SQLite's single instance has nobody to fence it.
  */
 export interface JobGuard {
-  /** The job's proposal id. */
   readonly job: string;
   readonly end?: JobEnd;
   /** Told once the event was stored (true) or dropped (false); never when the bus closes with it unstored. Must not throw. */
   readonly settled?: (stored: boolean) => void;
 }
 
-/**
- * The proposal an event is about: `input.proposalId`, else the payload's `proposal_id` when it
- * is a string (spawn, exit, leftovers, lost, proposal and decision events), else null.
- */
+/** The proposal an event is about: `input.proposalId`, else a string `payload.proposal_id`, else null. */
 export function proposalOf(input: EventInput): string | null {
   if (input.proposalId !== undefined) return input.proposalId;
   const p = input.payload?.proposal_id;
@@ -79,7 +58,6 @@ export function proposalOf(input: EventInput): string | null {
 /** A published event, as stored and served. `id` is decimal digits, strictly increasing. */
 export interface BusEvent {
   readonly id: string;
-  /** ISO-8601 UTC with milliseconds. */
   readonly ts: string;
   readonly severity: Severity;
   readonly scope: string;
@@ -92,7 +70,7 @@ export interface BusEvent {
 export interface EventFilter {
   readonly severities: readonly Severity[] | null;
   readonly scopePrefix: string | null;
-  /** Only events about this proposal ({@link proposalOf}); absent or null: any (issue 14, item 2). */
+  /** Only events about this proposal ({@link proposalOf}); absent or null: any. */
   readonly proposalId?: string | null;
 }
 
@@ -108,6 +86,5 @@ export function passes(filter: EventFilter, severity: Severity, scope: string, p
 /** A stable key for a filter, so subscribers with equal filters can share one frame batch. */
 export function filterKey(filter: EventFilter): string {
   const sev = filter.severities === null ? '*' : [...new Set(filter.severities)].sort().join(',');
-  // Proposal ids are identifiers (no `|`); the scope prefix, any text, comes last.
   return `${sev}|${filter.proposalId ?? ''}|${filter.scopePrefix ?? ''}`;
 }

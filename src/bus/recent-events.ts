@@ -1,25 +1,11 @@
 /**
- * The newest stored events, kept in memory for the replays of the event stream (issue 12, P7;
- * api-decisions.md, Events: `Last-Event-ID` resume). A stream client dropped as slow under a
- * generation storm reconnects with `Last-Event-ID` tens of thousands of events behind; read
- * from SQLite on the main thread, those replays took a quarter of it (bench/RESULTS.md). Kept
- * here, a replay page is a binary search and a filtered slice.
- *
- * What it guarantees: every event stored with an id greater than {@link floor}, up to the
- * newest one delivered, is kept, in id order; the events the bus delivers are exactly the
- * stored ones (bus.ts), so a page from here equals the database's page. Older events are
- * dropped first, a page at a time, past `maxBytes` or `maxEvents` (the retention: nothing the
- * database no longer holds is replayed), and {@link floor} moves up with them.
- *
- * The events' frames (`id: <id>\ndata: <JSON>\n\n`, what a stream client is sent) are kept as
- * UTF-8 in fixed pages outside the JavaScript heap: the memory is what the bound says, and the
- * garbage collector neither scans it nor grows the heap for it. A replay page is then a copy of
- * bytes, and the fan-out sends a batch to the clients without a filter as the bytes written
- * here ({@link lastFrames}): each event is encoded once for both (issue 11, P3).
- * A dropped page is written again as the next new one (up to {@link SPARE_PAGES} wait): a page
- * left to the collector stays allocated until a full collection finds it, and under a steady
- * stream the dead ones added 40 MB to the service's memory over an 8 MiB bound (issue 11, P6);
- * its id and end offsets are typed arrays, reused with it.
+ * The newest stored events in memory, for event stream replays (api-decisions.md, Events: `Last-Event-ID`):
+ * clients dropped as slow reconnect far behind, and replaying from SQLite on the main thread took a
+ * quarter of it (bench/RESULTS.md). Every stored event after {@link floor}, up to the newest delivered, is
+ * kept in id order, so a page here equals the database's; oldest pages go first past the bounds.
+ * Frames are UTF-8 in fixed pages outside the JS heap, so memory is what the bound says and each event is
+ * encoded once for replay and fan-out ({@link lastFrames}). Dropped pages are reused (up to
+ * {@link SPARE_PAGES}): left to the collector they stayed allocated and added tens of MB over the bound.
  */
 import { passes, type EventFilter, type Severity } from './event.js';
 import type { EventRow } from './local-event-log.js';
@@ -27,38 +13,28 @@ import type { EventRow } from './local-event-log.js';
 /** Bytes of one page: a sixteenth of the bound, within these limits; an event larger gets a page of its own. */
 const PAGE_MIN = 4 * 1024;
 const PAGE_MAX = 256 * 1024;
-/** Dropped pages kept for reuse; the memory held is at most the bound plus these and the newest page. */
+/** Dropped pages kept for reuse; memory held is at most the bound plus these and the newest page. */
 const SPARE_PAGES = 2;
-/** `\ndata: ` in a frame, as bytes. */
 const DATA_FIELD = [0x0a, 0x64, 0x61, 0x74, 0x61, 0x3a, 0x20];
 /** The most bytes a frame adds to an event's JSON: `id: ` + 16 digits + `\ndata: ` + `\n\n`. */
 const FRAME_BYTES = 4 + 16 + DATA_FIELD.length + 2;
 
-/** Figures for the system status (`bus.replay`). */
 export interface RecentEventsStats {
-  /** CONSOLE_SSE_REPLAY_MEMORY_BYTES. */
   readonly maxBytes: number;
   readonly events: number;
-  /** Bytes of the pages held. */
   readonly bytes: number;
   /** Replay pages served from memory, and from the database (a resume point older than the memory). */
   readonly pagesFromMemory: number;
   readonly pagesFromDatabase: number;
 }
 
-/** Frames of events out of the memory, back to back: `count` of them, the last one's id `lastId`. */
 export interface ReplayFrames {
   readonly frames: Buffer;
   readonly count: number;
   readonly lastId: number;
 }
 
-/**
- * One page: the events' frames back to back, and each event's id, end offset and filter fields,
- * `count` of them. The arrays are written by index and kept when the page is reused, so that a
- * steady stream allocates nothing here: pages that were garbage went to the old generation
- * and grew the heap by 20 MB under P6 (issue 11).
- */
+/** One page: frames back to back and each event's id, end offset and filter fields; arrays are reused with the page so a steady stream allocates nothing. */
 interface Page {
   readonly buf: Buffer;
   used: number;
@@ -72,7 +48,7 @@ interface Page {
 
 export class RecentEvents {
   private readonly pages: Page[] = [];
-  /** Dropped pages, written again as new ones (nothing of them is referenced elsewhere: readers get copies). */
+  /** Dropped pages, reused (readers only ever get copies). */
   private readonly spares: Page[] = [];
   private events = 0;
   private bytes = 0;
@@ -80,16 +56,10 @@ export class RecentEvents {
   private fromMemory = 0;
   private fromDatabase = 0;
   private readonly pageBytes: number;
-  /** Where the last batch's frames were written: page, start, end (until the next add). */
   private readonly lastBatch: [Page, number, number][] = [];
-  /** Where each event of the last batch ends in {@link lastFrames}' bytes. */
   private readonly lastBatchEnds: number[] = [];
 
-  /**
-   * @param maxBytes bound on the pages held; 0 keeps none.
-   * @param maxEvents bound on the events kept (CONSOLE_EVENT_RETENTION).
-   * @param floorId the newest id stored before the first batch this will be given.
-   */
+  /** @param floorId the newest id stored before the first batch this will be given. */
   constructor(
     readonly maxBytes: number,
     private readonly maxEvents: number,
@@ -99,12 +69,11 @@ export class RecentEvents {
     this.pageBytes = Math.min(PAGE_MAX, Math.max(PAGE_MIN, Math.floor(maxBytes / 16)));
   }
 
-  /** Every stored event with a greater id (up to the newest delivered) is kept. */
+  /** Every stored event with a greater id, up to the newest delivered, is kept. */
   get floor(): number {
     return this.floorId;
   }
 
-  /** Keeps a batch the bus delivered (stored, ids ascending), dropping the oldest pages past the bounds. */
   add(batch: readonly EventRow[]): void {
     this.lastBatch.length = 0;
     this.lastBatchEnds.length = 0;
@@ -118,9 +87,7 @@ export class RecentEvents {
     for (const r of batch) {
       const id = r.id;
       let page = this.pages[this.pages.length - 1];
-      // UTF-8 takes at most 3 bytes per UTF-16 unit: an event that surely fits is written without
-      // measuring it first (one pass over its JSON instead of two). The frame adds at most
-      // FRAME_BYTES around it (ids are safe integers: 16 digits at most).
+        // UTF-8 takes at most 3 bytes per UTF-16 unit: an event that surely fits is not measured first.
       const room = page === undefined ? 0 : page.buf.length - page.used - FRAME_BYTES;
       if (page === undefined || (r.data.length * 3 > room && Buffer.byteLength(r.data) > room)) {
         page = this.newPage(FRAME_BYTES + Buffer.byteLength(r.data));
@@ -131,7 +98,7 @@ export class RecentEvents {
       let at = page.used;
       const frameStart = at;
       if (written === undefined || written[0] !== page) this.lastBatch.push((written = [page, at, at]));
-      // `id: <id>\ndata: `, written here: cheaper than a string and a native call per event.
+        // Written by hand: cheaper than a string and a native call per event.
       buf[at++] = 0x69; // i
       buf[at++] = 0x64; // d
       buf[at++] = 0x3a; // :
@@ -156,8 +123,8 @@ export class RecentEvents {
       page.proposals[i] = r.proposalId ?? null;
       this.events++;
     }
-    // The newest page always stays: the bound is exceeded by at most its sixteenth. A dropped
-    // page is written again only by a later add, so the last batch's bytes stay intact until then.
+      // The newest page always stays (the bound is exceeded by at most a sixteenth); a dropped page is
+      // rewritten only by a later add, so the last batch's bytes stay intact until then.
     while (this.pages.length > 1 && (this.bytes > this.maxBytes || this.events > this.maxEvents)) {
       const old = this.pages.shift() as Page;
       this.bytes -= old.buf.length;
@@ -167,16 +134,11 @@ export class RecentEvents {
     }
   }
 
-  /** Where each event of the last batch ends in {@link lastFrames}' bytes (valid until the next add). */
   lastFrameEnds(): readonly number[] {
     return this.lastBatchEnds;
   }
 
-  /**
-   * The frames of the batch last given to {@link add}, every event of it, as a new buffer (the
-   * pages are written again later); null when the memory keeps nothing (0 bytes). Event `i` of
-   * the batch ends at {@link lastFrameEnds}()[i] in it.
-   */
+  /** The last batch's frames as a new buffer (pages get rewritten), event `i` ending at {@link lastFrameEnds}()[i]; null when nothing is kept. */
   lastFrames(): Buffer | null {
     if (this.maxBytes === 0) return null;
     const parts = this.lastBatch;
@@ -189,7 +151,6 @@ export class RecentEvents {
     return Buffer.concat(parts.map(([page, start, end]) => page.buf.subarray(start, end)));
   }
 
-  /** A page for an event of `len` bytes: a spare when it fits one, else a new one (outside the pool and the heap). */
   private newPage(len: number): Page {
     const spare = len <= this.pageBytes ? this.spares.pop() : undefined;
     if (spare !== undefined) {
@@ -210,18 +171,13 @@ export class RecentEvents {
     };
   }
 
-  /**
-   * The frames of the kept events with `sinceId < id <= upTo` that pass `filter`, ascending, at
-   * most `limit`: all of them when fewer come back. Null when `sinceId` is below {@link floor}:
-   * some of them are no longer kept (read the database then).
-   */
+  /** Kept frames with `sinceId < id <= upTo` passing `filter`, at most `limit`; null when `sinceId` is below {@link floor} (read the database). */
   framesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): ReplayFrames | null {
     if (sinceId < this.floorId) {
       this.fromDatabase++;
       return null;
     }
     this.fromMemory++;
-    // Byte ranges to copy; neighbours in one page are joined (a page without a filter is one range).
     const parts: Buffer[] = [];
     let count = 0;
     let lastId = sinceId;
@@ -266,7 +222,6 @@ export class RecentEvents {
   }
 }
 
-/** Doubles a page's slots for ids and ends (a page of events smaller than 64 bytes on average). */
 function grow(page: Page): void {
   const ids = new Float64Array(page.ids.length * 2);
   ids.set(page.ids);

@@ -1,19 +1,9 @@
 /**
- * Server-Sent Events delivery of bus events (api-decisions.md, "Event stream").
- *
- * Each client first gets a `retry:` line, then, when it resumes (`Last-Event-ID` or
- * `sinceId`), every stored event after that id in pages from the database, then live
- * frames. Live frames that arrive during the replay are held and written after it, so there
- * is no gap and no duplicate. A client whose unsent bytes pass the configured bound is
- * disconnected: the bus and the other clients never wait for it, and it can resume.
- *
- * Bounds on what streams may take, whoever opens them: each batch of events is encoded once and
- * every client, whatever its filter, is sent slices of that one buffer (so slow clients with
- * distinct filters do not each hold a copy); the bytes queued for all clients together are
- * bounded (CONSOLE_SSE_TOTAL_QUEUE_BYTES: past it, the clients with the most queued are
- * dropped); open streams are bounded in all and per remote address (refused before they open,
- * admit); replays that read the database run a few at a time and yield to the event loop
- * between pages, so a burst of resumes from far back cannot hold the main thread.
+ * Server-Sent Events delivery of bus events (api-decisions.md, "Event stream"): a `retry:` line, a replay
+ * after `Last-Event-ID`/`sinceId`, then live frames; live frames arriving during the replay are held, so
+ * there is no gap and no duplicate. A client past its queue bound is disconnected (it can resume): the bus
+ * never waits for it. Each batch is encoded once and sliced per filter, the total queued bytes and open
+ * streams are bounded, and database replays run a few at a time, so a burst of resumes cannot hold the main thread.
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
@@ -22,47 +12,36 @@ import { filterKey, passes, type EventFilter } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import { RecentEvents, type RecentEventsStats } from './recent-events.js';
 
-/** Rows per replay page: bounds the synchronous database read done per step. */
+/** Rows per replay page: bounds the synchronous database read per step. */
 const REPLAY_PAGE = 500;
 
 export interface SseOptions {
   readonly heartbeatMs: number;
   readonly maxQueueBytes: number;
   readonly retryMs: number;
-  /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for replays (0: none). */
   readonly replayMemoryBytes: number;
-  /** CONSOLE_SSE_TOTAL_QUEUE_BYTES: bytes queued for all clients together. */
   readonly totalQueueBytes: number;
-  /** Open streams in all (CONSOLE_SSE_MAX_STREAMS, within the descriptor limit). */
+  /** CONSOLE_SSE_MAX_STREAMS, within the descriptor limit. */
   readonly maxStreams: number;
-  /** CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS (0: no bound). */
   readonly maxStreamsPerAddress: number;
-  /** CONSOLE_SSE_MAX_DATABASE_REPLAYS: replays reading the database at once. */
   readonly maxDatabaseReplays: number;
 }
 
-/** Why a stream is refused before it opens (SseHub.admit): the bound in all, or the address's. */
 export type SseRefusal = { readonly kind: 'total'; readonly max: number } | { readonly kind: 'address'; readonly max: number; readonly address: string };
 
-/** The streams' figures (system status `bus.streams`). */
 export interface SseStreamStats {
   readonly open: number;
   readonly maxStreams: number;
   readonly maxStreamsPerAddress: number;
-  /** Streams refused since start-up: at the bound in all, and at an address's. */
   readonly refusedTotal: number;
   readonly refusedPerAddress: number;
-  /** Bytes queued for all clients now (counted per client), and the bound. */
   readonly queuedBytes: number;
   readonly totalQueueBytes: number;
-  /** Clients dropped to keep the total under its bound. */
   readonly droppedOverTotal: number;
-  /** Replays reading the database now, and waiting their turn. */
   readonly databaseReplays: number;
   readonly databaseReplaysWaiting: number;
 }
 
-/** The headers of every stream answer (and of the answer to HEAD). */
 const STREAM_HEADERS = {
   'Content-Type': 'text/event-stream',
   'Cache-Control': 'no-cache',
@@ -70,10 +49,9 @@ const STREAM_HEADERS = {
   Connection: 'keep-alive',
 } as const;
 
-/** Why a client went away, for logs and metrics. */
 export type SseCloseReason = 'client' | 'slow' | 'shutdown';
 
-/** The frame of one stored event (`id: …\ndata: …\n\n`); the replay memory writes the same bytes. */
+/** One stored event's frame; the replay memory writes the same bytes. */
 const frameOf = (r: EventRow): string => `id: ${r.id}\ndata: ${r.data}\n\n`;
 
 /** A replay page read from the database, framed (`sinceId` is the cursor it was read after). */

@@ -1,11 +1,6 @@
 /**
- * Cancel from any instance (shared/design/cluster.md, Jobs): a job runs on the instance that
- * received its request, and only that instance can signal its process group. A cancel sent to
- * another instance is recorded on the job, then routed to the owner through the database
- * (owner-requests.ts); the owner cancels as on one instance and acknowledges once it signalled
- * the process group. The answer is the one instance's: 202 with the job, 409 when it is not
- * running (also when it ended before the owner acted), and, when the owner has not acknowledged
- * within 5 s, a 504 (`owner_not_acknowledged`).
+ * Cancel from any instance (cluster.md, Jobs): only the instance that runs a job can signal its process
+ * group, so a cancel elsewhere is recorded on the job and routed to the owner (owner-requests.ts).
  */
 import type { JobRecord } from '../state/records.js';
 import type { StateStore } from '../state/state-store.js';
@@ -19,21 +14,14 @@ export const CANCEL_ACK_CHANNEL = 'console_cancel_ack';
 
 /** What the cancel route calls: the supervisor on one instance, {@link RoutedCancels} in a cluster. */
 export interface JobCanceller {
-  /**
-   * Cancels a running job.
-   * @throws UnknownJobError, JobNotRunningError; in a cluster OwnerNotAcknowledgedError.
-   */
+  /** @throws UnknownJobError, JobNotRunningError; in a cluster OwnerNotAcknowledgedError (504 after 5 s). */
   cancel(proposalId: string): Promise<JobRecord>;
 }
 
-/** Cancels of a cluster instance (see the module's comment). */
 export class RoutedCancels implements JobCanceller {
   readonly requests: OwnerRequests;
 
-  /**
-   * @param self this instance's id.
-   * @param notify sends a notification to every instance.
-   */
+  /** @param notify sends a notification to every instance. */
   constructor(
     private readonly supervisor: Supervisor,
     private readonly store: StateStore,
@@ -63,7 +51,6 @@ export class RoutedCancels implements JobCanceller {
     if (!stored || stored.state !== 'running' || stored.instanceId === this.self) return this.supervisor.cancel(proposalId);
     await this.store.jobs.markCancelRequested(proposalId);
     const outcome = await this.requests.ask(stored.instanceId, proposalId);
-    // Served with its instance, as cluster mode serves jobs.
     const now = (await this.store.jobs.get(proposalId)) ?? stored;
     if (outcome === 'not_running') throw new JobNotRunningError(now.state === 'running' ? stored : now);
     return { ...now, cancelRequested: true };

@@ -1,18 +1,9 @@
-/**
- * Errors of cluster mode (shared/design/cluster.md), each with its stable code; the HTTP
- * catalogue (src/http/errors.ts) maps them to statuses.
- */
+// Errors of cluster mode (cluster.md); src/http/errors.ts maps their codes to statuses.
 import { ServiceError } from '../errors/index.js';
 
-/** The codes of cluster mode's errors. */
 export type ClusterErrorCode = 'owner_not_acknowledged' | 'instance_id_in_use';
 
-/**
- * A request routed to the instance that runs a job or a terminal (a cancel, a terminal stop)
- * was not acknowledged within the wait (code `owner_not_acknowledged`): that instance did not
- * signal the process group in time (cluster.md, Jobs: "if the owner has not acted within 5 s,
- * 504"). A cancel stays recorded on the job.
- */
+/** The owner of a job or terminal did not acknowledge a routed cancel or stop in time (cluster.md, Jobs: 504); a cancel stays recorded. */
 export class OwnerNotAcknowledgedError extends ServiceError<'owner_not_acknowledged'> {
   override name = 'OwnerNotAcknowledgedError';
   constructor(what: string, key: string, owner: string, waitedMs: number) {

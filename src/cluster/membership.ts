@@ -1,23 +1,9 @@
 /**
- * The instances of a cluster (shared/design/cluster.md, "Switching it on", Jobs, Operations):
- * this instance's record and heartbeat, the refusal of a second process under one id, and the
- * judgement of dead instances, whose running jobs are marked `lost` exactly once, by one
- * survivor, and whose terminals are ended.
- *
- * - Heartbeat: every `heartbeatMs` (1 s) the instance moves its `heartbeat_at` and records its
- *   open streams, under its epoch.
- * - Dead: an instance whose heartbeat is older than `timeoutMs`. Staleness is only judged
- *   while this instance has itself been connected for a whole timeout, so after a database
- *   outage every instance gets a full timeout to beat again before it can be judged. The judge
- *   starts a new epoch of the dead instance's record.
- * - Exactly once: each running job of a dead instance is marked `lost` with its
- *   `dispatch_cli lost pid=N` event in one transaction, only over `running` (supervisor's
- *   publishLost): of any number of survivors judging at once (and the dead instance's own
- *   restart), one marks it, with one event.
- * - Fencing: an instance that was only slow (paused, partitioned) finds at its next heartbeat
- *   that its epoch moved on: it fences its jobs that were marked lost (kills their trees,
- *   publishes nothing more for them) and registers again, under a new epoch.
- * - Listed: a dead instance stays in the list (`alive: false`) for an hour, then is pruned.
+ * Cluster membership (cluster.md, Jobs, Operations): heartbeats under an epoch, refusal of a second process
+ * under one id, and judgement of dead instances. Staleness is judged only after this instance has been
+ * connected for a whole timeout, so after an outage everyone gets a full timeout to beat again. A dead
+ * instance's running jobs are marked `lost` in one transaction over `running` (publishLost), so of any
+ * number of judges one marks each; a merely slow instance finds its epoch moved and fences those jobs.
  */
 import type { Bus } from '../bus/bus-api.js';
 import type { InstanceRecord, StateStore } from '../state/state-store.js';
@@ -27,49 +13,33 @@ import { InstanceIdInUseError } from './errors.js';
 /** An instance as the system status lists it (cluster.md, Operations). */
 export interface InstanceView extends InstanceRecord {
   readonly alive: boolean;
-  /** Its jobs the database records as running. */
   readonly runningJobs: number;
 }
 
 export interface MembershipOptions {
   readonly id: string;
-  /** `http://host:port`: where the instance is reached. */
   readonly address: string;
   readonly version: string;
-  /** CONSOLE_INSTANCE_TIMEOUT_MS. */
   readonly timeoutMs: number;
-  /** Time between heartbeats, ms (default 1000). */
   readonly heartbeatMs?: number;
-  /** This instance's open event streams, recorded with each heartbeat. */
   readonly streamClients: () => number;
-  /** Told of the jobs and terminals this instance marked for a dead instance (the log says so). */
   readonly onJudged?: (deadId: string, jobs: number, terminals: number) => void;
-  /** Told when a heartbeat fails and when they work again (the log says so). */
   readonly onConnection?: (connected: boolean, err?: unknown) => void;
-  /**
-   * Called when this instance finds it was judged dead (its epoch moved on), before it registers
-   * again: fences its jobs marked lost meanwhile; resolves to how many it fenced.
-   */
+    /** Called when this instance finds it was judged dead, before it registers again: fences its jobs marked lost; resolves to how many. */
   readonly onFenced?: () => Promise<number>;
-  /** Told once this instance registered again after it was judged dead (the log says so). */
   readonly onRejoined?: (fencedJobs: number) => void;
 }
 
-/** How long a dead instance stays listed, ms. */
 const LISTED_DEAD_MS = 3_600_000;
 
-/** This instance's membership of the cluster (see the module's comment). */
 export class Membership {
   private timer: NodeJS.Timeout | undefined;
-  /** Since when heartbeats succeed without a failure in between (ms), or null after a failure. */
   private connectedSince: number | null = null;
   private beating: Promise<void> | null = null;
   private judging: Promise<void> | null = null;
   private readonly heartbeatMs: number;
   private readonly startedAt = new Date().toISOString();
-  /** This instance's epoch (a new one at each registration). */
   private epoch = 0;
-  /** Set after a rejoin: the next heartbeat fences once more. */
   private recheck = false;
 
   constructor(
@@ -85,11 +55,9 @@ export class Membership {
   }
 
   /**
-   * Registers this instance. When its id is recorded with a recent heartbeat, waits up to two
-   * heartbeat intervals: a heartbeat that moves meanwhile belongs to a live process, and this
-   * start is refused; one that does not is a crashed run of this instance, whose id it takes over.
-   * @returns when the id's earlier run started (its jobs since then may have been marked lost
-   *   by another instance), or null for a new id.
+   * Registers this instance. An id with a recent heartbeat is watched for two intervals: if it moves, a live
+   * process holds it and this start is refused; if not, it was a crashed run, taken over.
+   * @returns when the id's earlier run started (its jobs since may have been marked lost), or null for a new id.
    * @throws InstanceIdInUseError; the state store's errors.
    */
   async join(): Promise<string | null> {
@@ -104,7 +72,7 @@ export class Membership {
     return before?.startedAt ?? null;
   }
 
-  /** Registers under a new epoch, with a heartbeat of now (not of the start: the join may have waited). */
+  /** A heartbeat of now, not of the start: the join may have waited. */
   private async register(): Promise<void> {
     this.epoch = await this.store.instances.register({
       id: this.opts.id,
@@ -115,7 +83,6 @@ export class Membership {
     });
   }
 
-  /** Starts the heartbeat and the judgement of dead instances. */
   start(): void {
     this.timer = setInterval(() => {
       this.beating ??= this.beat().finally(() => {
@@ -130,11 +97,10 @@ export class Membership {
     try {
       const current = await this.store.instances.heartbeat(this.opts.id, new Date(now).toISOString(), this.opts.streamClients(), this.epoch);
       if (!current) {
-        // Judged dead while it could not beat (paused, partitioned), or pruned after a long
-        // outage: what was marked lost meanwhile is fenced before this instance rejoins.
+        // Judged dead while it could not beat: what was marked lost meanwhile is fenced before it rejoins.
         const fenced = (await this.opts.onFenced?.()) ?? 0;
         await this.register();
-        // A judge that started its epoch just before may still be marking: looked at once more.
+        // A judge that started its epoch just before may still be marking: look once more.
         this.recheck = true;
         this.opts.onRejoined?.(fenced);
       } else if (this.recheck) {
@@ -159,18 +125,14 @@ export class Membership {
       });
   }
 
-  /**
-   * Marks the running jobs and terminals of every dead instance (a new epoch of its record
-   * first, so that it learns it was judged); prunes those dead for an hour.
-   */
+  /** Marks the running jobs and terminals of every dead instance; prunes those dead for an hour. */
   private async judge(now: number): Promise<void> {
     const endedAt = new Date(now).toISOString();
     for (const i of await this.store.instances.list()) {
       if (i.id === this.opts.id || now - Date.parse(i.heartbeatAt) <= this.opts.timeoutMs) continue;
       const running = await this.store.jobs.running(i.id);
       if (running.length === 0 && !(await this.store.terminals.list()).some((t) => t.instanceId === i.id && t.state === 'running')) continue;
-      // A new epoch first, so that the instance, if it was only paused, learns it was judged;
-      // unless it beat meanwhile: alive after all.
+        // A new epoch first, so a merely paused instance learns it was judged; skipped if it beat meanwhile.
       if (!(await this.store.instances.judge(i.id, i.heartbeatAt))) continue;
       let jobs = 0;
       for (const job of running) {

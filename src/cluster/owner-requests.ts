@@ -1,27 +1,18 @@
 /**
- * Requests to the instance that owns a job or a terminal (shared/design/cluster.md: "the owner
- * is told through the database"): only that instance can signal the process group. The asking
- * instance notifies `<owner> <key>` on a request channel; every instance listens, and the owner
- * carries the request out and acknowledges `<key> done|not_running` on the answer channel. The
- * asker waits at most `waitMs` (5 s) for it.
- *
- * Keys are checked identifiers (proposal or project ids) and instance ids match
- * CONSOLE_INSTANCE_ID's pattern: neither holds a space.
+ * Requests to the instance that owns a job or terminal (cluster.md: "the owner is told through the database"):
+ * notify `<owner> <key>`, the owner acknowledges `<key> done|not_running`, the asker waits `waitMs` (5 s).
+ * Neither keys (checked ids) nor instance ids hold a space.
  */
 import { OwnerNotAcknowledgedError } from './errors.js';
 
-/** What the owner did: carried the request out, or found nothing running under the key. */
 export type OwnerOutcome = 'done' | 'not_running';
 
 export interface OwnerRequestsOptions {
-  /** This instance's id. */
   readonly self: string;
   /** What is asked (`cancel`, `terminal stop`): named in the 504's detail. */
   readonly what: string;
-  /** The request channel and the answer channel (plain identifiers). */
   readonly channel: string;
   readonly ackChannel: string;
-  /** Sends a notification to every instance. */
   readonly notify: (channel: string, payload: string) => Promise<void>;
   /** The owner's side: carries a request for `key` out. Must not throw. */
   readonly handle: (key: string) => Promise<OwnerOutcome>;
@@ -29,7 +20,6 @@ export interface OwnerRequestsOptions {
   readonly waitMs?: number;
 }
 
-/** Both sides of one kind of owner request (see the module's comment). */
 export class OwnerRequests {
   private readonly waiting = new Map<string, Set<(o: OwnerOutcome) => void>>();
   private readonly waitMs: number;
@@ -38,7 +28,6 @@ export class OwnerRequests {
     this.waitMs = options.waitMs ?? 5000;
   }
 
-  /** The channels to listen on, with their handlers. */
   channels(): Record<string, (payload: string) => void> {
     return { [this.options.channel]: (p) => this.onRequest(p), [this.options.ackChannel]: (p) => this.onAck(p) };
   }

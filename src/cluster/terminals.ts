@@ -1,10 +1,6 @@
 /**
- * Terminals in cluster mode (shared/design/cluster.md, Terminals): a terminal runs on the
- * instance that started it and is reached at that instance's host; its record (instance, port,
- * URL, state) is in the database, so the status is global and a stop sent to any instance
- * reaches the owner (owner-requests.ts; 504 `owner_not_acknowledged` when it does not act
- * within 5 s). A start for a project whose terminal runs on another instance answers that
- * terminal (`created: false`), as a second start does on one instance.
+ * Terminals in cluster mode (cluster.md, Terminals): each runs on the instance that started it; its record
+ * in the database makes the status global and lets a stop reach the owner (owner-requests.ts).
  */
 import { checkId } from '../engine/ids.js';
 import { projectDir } from '../engine/project-file.js';
@@ -18,22 +14,16 @@ export const TERMINAL_STOP_CHANNEL = 'console_terminal_stop';
 export const TERMINAL_STOP_ACK_CHANNEL = 'console_terminal_stop_ack';
 
 export interface ClusterTerminalsOptions {
-  /** This instance's id. */
   readonly self: string;
-  /** Sends a notification to every instance. */
   readonly notify: (channel: string, payload: string) => Promise<void>;
   /** CONSOLE_DATA_DIR: a terminal's cwd is its project's folder there (the same on every instance). */
   readonly storeRoot: string;
-  /** TTYD_COMMAND (the same on every instance). */
   readonly command: readonly string[];
-  /** Told when a record could not be written (the database away). */
   readonly onRecordFailed?: (err: unknown) => void;
 }
 
-/** Every instance's terminals (see the module's comment). */
 export class ClusterTerminals implements Terminals {
   readonly requests: OwnerRequests;
-  /** Per project, the writes of its records, one after the other. */
   private readonly writes = new KeyedQueue();
 
   constructor(
@@ -60,7 +50,6 @@ export class ClusterTerminals implements Terminals {
     });
   }
 
-  /** Records a terminal of this instance as it starts or ends (TerminalManagerOptions.onRecord). */
   record(t: TerminalInfo): void {
     const rec: TerminalRecord = {
       projectId: t.projectId,
@@ -111,13 +100,11 @@ export class ClusterTerminals implements Terminals {
     return [...out.values()].sort((a, b) => a.projectId.localeCompare(b.projectId));
   }
 
-  /** The record of the project's terminal when it runs on another instance, or null. */
   private async runningElsewhere(projectId: string): Promise<TerminalRecord | null> {
     const rec = await this.store.terminals.get(projectId);
     return rec && rec.state === 'running' && rec.instanceId !== this.options.self ? rec : null;
   }
 
-  /** Another instance's record as the routes show a terminal. */
   private infoOf(rec: TerminalRecord): TerminalInfo {
     return {
       projectId: rec.projectId,

@@ -1,9 +1,5 @@
-/**
- * The service's configuration: the only module that reads environment variables
- * (style.md, practice 1). `readConfig` parses an environment object once with zod
- * and returns a deep-frozen {@link Config}; a bad value throws {@link ConfigError}
- * naming the variable, and start-up stops with that message.
- */
+// The service's configuration, the only module that reads the environment (style.md, practice 1):
+// parsed once with zod into a deep-frozen {@link Config}; a bad value throws {@link ConfigError}.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ServiceError } from '../errors/index.js';
@@ -13,13 +9,13 @@ import { REPO_ROOT } from './paths.js';
 export { canonicalHost, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './env.js';
 export { APP_VERSION, REPO_ROOT } from './paths.js';
 
-/** The bundled sample engine store, served (through a working copy) when CONSOLE_DATA_DIR is unset. */
+/** The bundled sample store, served through a working copy when CONSOLE_DATA_DIR is unset. */
 export const SAMPLE_STORE_DIR = path.join(REPO_ROOT, 'sample-store');
 
-/** `GET /api/config` schema version (spec: Versioning, item 2). */
+/** `GET /api/config` schema version (spec: Versioning). */
 export const CONFIG_SCHEMA_VERSION = 1;
 
-/** The codes of start-up errors (src/main): they stop start-up and are never answered. */
+/** Codes of start-up errors: they stop start-up and are never answered. */
 export type MainErrorCode = 'config_invalid' | 'startup_guard_failed';
 
 /** Thrown when an environment variable has a bad value (code `config_invalid`); the message names the variable. */
@@ -30,211 +26,136 @@ export class ConfigError extends ServiceError<'config_invalid'> {
   }
 }
 
-/** Fully resolved service configuration. All paths are absolute; all durations are milliseconds. */
+/** The resolved configuration. Paths are absolute; durations are milliseconds. */
 export interface Config {
   readonly port: number;
   readonly host: string;
-  /** Engine store root read by the service and written by the dispatch tool. */
   readonly dataDir: string;
-  /** When the data dir is the default working copy, the bundled store it is seeded from; else null. */
   readonly sampleSeedDir: string | null;
-  /** The ops page's own files (src/ops-page/, served as they are, also by a built service). */
   readonly opsPageDir: string;
-  /** Folder of the state database (`console-state.db`). */
   readonly stateDir: string;
   readonly stateDbPath: string;
-  /** The dispatch tool file started as `<node> <dispatchCli> …`. */
   readonly dispatchCli: string;
-  /** TTYD_HOST trimmed; null when unset or blank (spec: Service routes, `/api/config`). */
+  /** TTYD_HOST trimmed; null when unset or blank (spec: Service routes). */
   readonly ttydHost: string | null;
-  /** SERVICE_WRITE_UPSTREAM as a URL string (never with credentials), or null when mutations run locally. */
+  /** SERVICE_WRITE_UPSTREAM (never with credentials), or null when mutations run locally. */
   readonly writeUpstream: string | null;
-  /**
-   * CONSOLE_API_TOKEN: the bearer token every route but health, readiness, config and the OpenAPI
-   * document requires (api-decisions.md, "Network and safety defaults"); null (blank or
-   * unset) leaves the API open.
-   */
+  /** CONSOLE_API_TOKEN, required by all routes but health, readiness, config and OpenAPI (api-decisions.md, "Network and safety defaults"); null: open. */
   readonly apiToken: string | null;
-  /** Values never written to a log or a message: the token, the database URL's credentials (secretsOf). */
+  /** Values never written to a log or message (secretsOf). */
   readonly secrets: readonly string[];
-  /** Per-project web terminals (api-decisions.md, "Service routes with partial shape": Terminal). */
   readonly terminals: {
-    /** TTYD_BIN: an absolute path (when it named a path) or a program name looked up on PATH at each start. */
+    /** TTYD_BIN: an absolute path, or a program name looked up on PATH at each start. */
     readonly bin: string;
-    /** TTYD_COMMAND as an argument list: the program (and its arguments) the terminal runs. */
     readonly command: readonly string[];
-    /** CONSOLE_TTYD_PORTS: inclusive range of ports handed to terminals. */
+    /** CONSOLE_TTYD_PORTS, inclusive. */
     readonly portFirst: number;
     readonly portLast: number;
-    /** Ceiling on the wait for a new terminal to accept connections before start answers. */
     readonly readyTimeoutMs: number;
   };
   readonly jobs: {
-    /** Cap on concurrently running generation jobs; past it the generation routes answer 503. */
+    /** Past it the generation routes answer 503. */
     readonly maxRunning: number;
-    /** Seconds advertised in `Retry-After` on a 503 from the job cap. */
     readonly retryAfterSeconds: number;
-    /** Time between SIGTERM and SIGKILL when a job is cancelled or the service stops. */
     readonly killGraceMs: number;
-    /** Bound on one output line in bytes; longer lines are cut to it. */
+    /** Longer output lines are cut to it, bytes. */
     readonly lineMaxBytes: number;
-    /** Finished jobs kept in the state database (and listed by `GET /api/jobs`). */
     readonly historySize: number;
-    /** CONSOLE_JOB_NICE: nice value of every job (and of its autogroup), 0..19; 0 leaves them at the service's. */
+    /** CONSOLE_JOB_NICE, 0..19; 0 leaves jobs at the service's. */
     readonly nice: number;
   };
-  /** Managed child processes: jobs and terminals (src/process; issue 10, item 5). */
   readonly processes: {
-    /** Most kill passes of the sweep of what a job's or terminal's tree left running. */
     readonly sweepMaxPasses: number;
-    /** Time after which that sweep starts no new pass, in ms. */
     readonly sweepMaxMs: number;
   };
   readonly events: {
-    /** Number of newest events kept in the state database. */
     readonly retention: number;
-    /**
-     * CONSOLE_EVENT_BACKLOG_MAX: events published and not yet stored at which the jobs' output
-     * pipes are no longer read (backpressure, issue 12); reading resumes at half of it.
-     */
+    /** Events published but not stored at which job output stops being read (backpressure); reading resumes at half. */
     readonly backlogMax: number;
-    /**
-     * CONSOLE_EVENT_FLUSH_INTERVAL_MS: least time between two flushes of the bus (stores and
-     * stream writes) while events keep coming, in ms; 0 flushes at the end of every turn.
-     * The SQLite bus's only: cluster mode appends at the end of every turn.
-     */
+    /** Least time between two bus flushes while events keep coming (0: every turn); the SQLite bus's only. */
     readonly flushIntervalMs: number;
   };
   readonly sse: {
     readonly heartbeatMs: number;
-    /** A client whose unsent bytes pass this bound is disconnected. */
     readonly maxQueueBytes: number;
-    /** `retry:` hint sent first on every stream. */
     readonly retryMs: number;
-    /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for `Last-Event-ID` replays (0: none). */
+    /** Newest events kept in memory for `Last-Event-ID` replays (0: none). */
     readonly replayMemoryBytes: number;
-    /**
-     * CONSOLE_SSE_TOTAL_QUEUE_BYTES: bytes queued for all stream clients together; past it the
-     * clients with the most queued are dropped (as slow) until it holds.
-     */
+    /** Bytes queued for all stream clients together; past it the most-queued clients are dropped as slow. */
     readonly totalQueueBytes: number;
-    /** CONSOLE_SSE_MAX_STREAMS: open streams in all (also bounded by half the descriptor limit); past it, 503. */
+    /** Open streams in all (also at most half the descriptor limit); past it, 503. */
     readonly maxStreams: number;
-    /** CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS: open streams of one remote address (0: no bound); past it, 429. */
+    /** Per remote address (0: no bound); past it, 429. */
     readonly maxStreamsPerAddress: number;
-    /** CONSOLE_SSE_MAX_DATABASE_REPLAYS: replays reading the state database at once; others wait their turn. */
+    /** Replays reading the state database at once; others wait. */
     readonly maxDatabaseReplays: number;
   };
   readonly workers: {
     readonly threads: number;
   };
   readonly cache: {
-    /** Bound on the bytes of synthesised responses kept in memory. */
     readonly maxBytes: number;
   };
   readonly http: {
-    /** Request bodies above this size answer 413. */
     readonly maxBodyBytes: number;
   };
-  /** How store files are read (issue 10, items 2 and 3; src/engine/read-store-file.ts). */
+  /** How store files are read (src/engine/read-store-file.ts). */
   readonly store: {
-    /** CONSOLE_STORE_FILE_MAX_BYTES: a store file (project, shot, take, memory entry) larger than this is a 422, never read. */
+      /** A larger store file is a 422, never read. */
     readonly fileMaxBytes: number;
-    /** CONSOLE_STORE_JSON_MAX_DEPTH: a store file nesting objects and arrays deeper than this is a 422. */
     readonly jsonMaxDepth: number;
-    /** CONSOLE_STORE_READ_TIMEOUT_MS: ceiling on one read of the store in the worker pool; past it, 503. */
+      /** Ceiling on one store read in the worker pool; past it, 503. */
     readonly readTimeoutMs: number;
-    /**
-     * CONSOLE_STORE_WATCH: whether the store folder is watched (inotify). Off for a network share,
-     * where the kernel hears no other machine's writes: the revalidation and the ends of jobs
-     * (cluster mode: of every instance's) tell the cache instead.
-     */
+      /** Inotify watch; off on a network share, where the kernel hears no other machine's writes. */
     readonly watch: boolean;
   };
-  /** The console's recorded state (issue: console state). */
   readonly consoleState: {
-    /** Clicks kept per project (ring buffer); the oldest are evicted past it. */
     readonly clicksPerProject: number;
-    /** Clicks kept in all, every project together (issue 10, item 10); the oldest are dropped past it. */
     readonly clicksMaxTotal: number;
-    /** Bound on the JSON size of one corrupt workspace blob report; past it, 413. */
+      /** One corrupt workspace blob report's JSON size; past it, 413. */
     readonly workspaceReportMaxBytes: number;
   };
   readonly cors: {
-    /** Exact origins allowed to call cross-origin (spec: Cross-cutting behaviour, item 1). */
+      /** Exact origins allowed cross-origin (spec: Cross-cutting behaviour). */
     readonly origins: readonly string[];
   };
-  /**
-   * CONSOLE_ALLOWED_HOSTS (issue 10, item 9): `Host` values served besides the loopback names,
-   * each a lower-case host name, IPv4 address or bracketed IPv6 address (canonical form, no
-   * trailing dot), alone (any port) or with `:port` (that port only). Empty when unset.
-   */
+  /** CONSOLE_ALLOWED_HOSTS: `Host` values served besides loopback, canonical (canonicalHost), alone (any port) or with `:port`. */
   readonly allowedHosts: readonly string[];
-  /** Cluster mode (shared/design/cluster.md): several instances on one PostgreSQL. */
+  /** Cluster mode (cluster.md). */
   readonly cluster: {
-    /** CONSOLE_DATABASE_URL: the PostgreSQL state store; null (unset or blank): the embedded SQLite database. */
+      /** The PostgreSQL state store; null: the embedded SQLite database. */
     readonly databaseUrl: string | null;
-    /** CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: how long start-up waits for an unreachable server. */
     readonly connectTimeoutMs: number;
-    /** CONSOLE_INSTANCE_ID; null: `<host name>:<port>`, known once the service listens. */
+      /** Null: `<host name>:<port>`, known once the service listens. */
     readonly instanceId: string | null;
-    /** CONSOLE_INSTANCE_TIMEOUT_MS: an instance whose heartbeat is older is dead. */
     readonly instanceTimeoutMs: number;
-    /** CONSOLE_HELD_EVENTS_MAX: events held in memory while the database is away. */
     readonly heldEventsMax: number;
-    /** CONSOLE_STORE_REVALIDATE_MS: how often the shared store folder is looked at for changes. */
     readonly storeRevalidateMs: number;
-    /**
-     * CONSOLE_INSTANCE_URL: where the other instances reach this one (its `address` in the
-     * instances table; the history route reads each live instance's history there); null:
-     * `http://<HOST>:<PORT>`.
-     */
+      /** Where other instances reach this one (the history route reads there); null: `http://<HOST>:<PORT>`. */
     readonly instanceUrl: string | null;
   };
-  /** The in-memory history of the service's figures (src/metrics/history.ts). */
   readonly history: {
-    /** CONSOLE_HISTORY_SAMPLE_MS: time between two samples; 15 minutes of them are kept. */
+      /** 15 minutes of samples are kept. */
     readonly sampleMs: number;
   };
-  /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
-  /** LOG_FORMAT: `json` (one JSON object a line) or `pretty` (pino-pretty, for people). */
   readonly logFormat: LogFormat;
-  /**
-   * The variables set to something else than their default, by name, as given (trimmed); a
-   * secret's value is never kept (`(set)`). The start-up log line lists them (issue 14, item 5).
-   */
+  /** Variables not at their default, as given (trimmed), secrets as `(set)`; listed in the start-up log line. */
   readonly nonDefault: Readonly<Record<string, string>>;
-  /**
-   * CONSOLE_RECORD_ANSWERS_DIR: a folder where every answer is recorded for checking against the
-   * OpenAPI document (src/http/answer-recorder.ts; the test suite sets it); null (unset or
-   * blank): nothing is recorded, and nothing runs per request for it.
-   */
+  /** Folder where every answer is recorded to check it against the OpenAPI document (tests); null: nothing runs per request. */
   readonly recordAnswersDir: string | null;
-  /**
-   * Environment of the dispatch tool and of terminals: the service's own, without
-   * {@link SERVICE_ONLY_VARIABLES} (its token), plus CONSOLE_DATA_DIR.
-   */
+  /** The dispatch tool's and terminals' environment: the service's without {@link SERVICE_ONLY_VARIABLES}, plus CONSOLE_DATA_DIR. */
   readonly childEnv: Readonly<Record<string, string>>;
 }
 
-/**
- * Variables of the service never handed to a child (dispatch tool, terminal), whose
- * environment any code it runs can read (issue 10, item 8): its secret, CONSOLE_API_TOKEN, and
- * SERVICE_WRITE_UPSTREAM, which carries no credential (refused above) but means nothing to a
- * child and names where this service's writes go; CONSOLE_RECORD_ANSWERS_DIR, this service's
- * own recording of its answers.
- */
+/** Variables never handed to a child, whose environment any code it runs can read: secrets, and what only this service uses. */
 export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'SERVICE_WRITE_UPSTREAM', 'CONSOLE_RECORD_ANSWERS_DIR', 'CONSOLE_DATABASE_URL'];
 
-/** Variables whose value is never shown, not even in the start-up line. */
 const SECRET_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'CONSOLE_DATABASE_URL'];
 
 /**
- * The secret values of an environment, for the log scrubber (written nowhere, whatever message
- * echoes them): CONSOLE_API_TOKEN, and the credentials of CONSOLE_DATABASE_URL (its password,
- * and the values of query parameters named like one: `password`, `passfile`, `sslkey`,
- * `sslpassword`…). Best effort on an environment that does not parse (start-up errors).
+ * Secret values of an environment for the log scrubber: CONSOLE_API_TOKEN and CONSOLE_DATABASE_URL's credentials
+ * (password, parameters named like one). Best effort on an environment that does not parse.
  */
 export function secretsOf(env: NodeJS.ProcessEnv): string[] {
   const out: string[] = [];
@@ -253,10 +174,7 @@ export function secretsOf(env: NodeJS.ProcessEnv): string[] {
   return out.filter((x) => x.length > 0);
 }
 
-/**
- * The variables of `env` whose parsed value differs from the default's, with the value as
- * given (trimmed), a secret's replaced by `(set)`.
- */
+/** Variables whose parsed value differs from the default's, as given (trimmed), secrets as `(set)`. */
 function nonDefaultSettings(env: NodeJS.ProcessEnv, parsed: Record<string, unknown>): Record<string, string> {
   const defaults = envSchema.parse({}) as Record<string, unknown>;
   const out: Record<string, string> = {};

@@ -1,8 +1,4 @@
-/**
- * Every environment variable the service reads, with its default and its check (zod): the
- * schema config.ts parses the environment with, once. Documented in README's configuration
- * table.
- */
+// Every environment variable the service reads, with its default and its zod check; README's configuration table documents them.
 import net from 'node:net';
 import os from 'node:os';
 import { z } from 'zod';
@@ -85,7 +81,6 @@ export function canonicalHost(entry: string): { host: string; port: number | nul
   return { host, port };
 }
 
-/** CONSOLE_ALLOWED_HOSTS: comma-separated hosts, each `name` or `name:port`. */
 function parseAllowedHosts(s: string, ctx: z.RefinementCtx): string[] {
   const out: string[] = [];
   for (const entry of splitCsv(s)) {

@@ -1,9 +1,5 @@
-/**
- * Where the service's own files are (issue 11, item 4): the repository root, the compiled
- * worker files and the version from package.json. Only the composition root (src/main) reads
- * these and hands them to the modules that need them, so no module reaches back into
- * src/main for its own location.
- */
+// Where the service's own files are. Only src/main reads these and hands them on, so no module reaches
+// back into src/main for its location.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,13 +9,10 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 
 /** The compiled worker files (workers always run dist/: vitest's transform does not reach them). */
 export interface WorkerFiles {
-  /** Entity synthesis (src/workers/synthesize.ts). */
   readonly synthesis: string;
-  /** Store reads (src/workers/read-store.ts). */
   readonly readStore: string;
-  /** /proc scans and tree signals (src/process/proc-worker.ts). */
   readonly proc: string;
-  /** WAL checkpoints of the state database, a task of the process worker's thread (src/state/sqlite/checkpoint-task.ts). */
+  /** WAL checkpoints, a task of the process worker's thread (src/state/sqlite/checkpoint-task.ts). */
   readonly checkpoint: string;
 }
 
@@ -30,8 +23,5 @@ export const WORKER_FILES: WorkerFiles = Object.freeze({
   checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'checkpoint-task.js'),
 });
 
-/**
- * Application version (spec: Versioning, item 1): package.json's `version`, read once here,
- * so the version is written in one place.
- */
+/** Application version (spec: Versioning): package.json's `version`, written in one place. */
 export const APP_VERSION: string = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;

@@ -1,33 +1,24 @@
-/**
- * Clicks (api-decisions.md, "Service routes with partial shape", Clicks): appended to a
- * persisted ring buffer per project. Clicks emit no event: they are high-rate telemetry and
- * would drown the bus (the spec leaves their events unspecified).
- */
+// Clicks (api-decisions.md, "Service routes with partial shape", Clicks), a persisted ring buffer per
+// project. They emit no event: high-rate telemetry would drown the bus.
 import type { ClickRecord, ClickStore } from '../state/state-store.js';
 import { nowIso } from './now.js';
 
 export class ClickLog {
   constructor(private readonly repo: ClickStore) {}
 
-  /** Clicks kept per project. */
   get ringSize(): number {
     return this.repo.ringSize;
   }
 
-  /** Clicks kept in all projects together. */
   get maxTotal(): number {
     return this.repo.maxTotal;
   }
 
-  /** Clicks stored now, of all projects (at most {@link maxTotal}). */
   size(): Promise<number> {
     return this.repo.size();
   }
 
-  /**
-   * Appends a click (one transaction with the eviction of the project's oldest past the ring
-   * and of the oldest of all past the total). The caller checks that the project exists.
-   */
+  /** Appends a click, evicting past the ring and the total in the same transaction; the caller checks the project exists. */
   append(c: { projectId: string; target: string; x?: number; y?: number; meta?: Readonly<Record<string, unknown>> }): Promise<ClickRecord> {
     return this.repo.append({
       projectId: c.projectId,

@@ -1,8 +1,4 @@
-/**
- * The console's recorded state (issue: console state), built once by the composition root:
- * proposals and decisions, take actions and states, memory toggles, fallback counts, clicks,
- * workspace state, selection and recent items, all in the state database.
- */
+// The console's recorded state in the state database, built once by the composition root.
 import type { Registries } from '../registry/index.js';
 import { ClickLog } from './clicks.js';
 import type { StateCommitter } from '../state/state-store.js';
@@ -13,15 +9,13 @@ import { Selections } from './selection.js';
 import { TakeStateBook, type TakeFileReader } from './take-states.js';
 import { WorkspaceStates } from './workspace.js';
 
-/** Corrupt-blob reports kept per workspace id (the state store's `workspaceReportsKept`). */
+/** Corrupt-blob reports kept per workspace id. */
 export const WORKSPACE_REPORTS_KEPT = 20;
 
 export interface ConsoleStateOptions {
-  /** Reads a take file of the store for take actions (EngineStore.readTakeFile). */
+  /** Reads a store take file for take actions (EngineStore.readTakeFile). */
   readonly readTakeFile: TakeFileReader;
-  /** The registries the start-up guards checked: proposal kinds and sanctioned fallbacks. */
   readonly registries: Registries;
-  /** Bound on a reported workspace blob, bytes of JSON. */
   readonly workspaceReportMaxBytes: number;
 }
 
@@ -29,9 +23,8 @@ export class ConsoleState {
   private constructor(
     readonly fallbacks: FallbackCounter,
     readonly proposals: ProposalDesk,
-    /** Also the engine store's take-state source. */
+  /** Also the engine store's take-state source (as `memory` is its memory-toggle source). */
     readonly takes: TakeStateBook,
-    /** Also the engine store's memory-toggle source. */
     readonly memory: MemoryToggles,
     readonly clicks: ClickLog,
     readonly workspace: WorkspaceStates,
@@ -39,9 +32,8 @@ export class ConsoleState {
   ) {}
 
   /**
-   * Reads the take states and memory toggles again, which feed the engine store's answers
-   * (cluster mode: another instance changed them). Calls made while one runs share it, then
-   * run once more, so the last change is always read.
+   * Reads the take states and memory toggles again (cluster mode: another instance changed them). Calls
+   * while one runs share it and trigger one more pass, so the last change is always read.
    */
   reload(): Promise<void> {
     if (this.reloading) {
@@ -65,8 +57,7 @@ export class ConsoleState {
   private reloadAgain = false;
 
   /**
-   * Loads the recorded take states and toggles from the state store (migrated, with its bounds
-   * on clicks and workspace reports) and builds the console's services over it.
+   * Loads the recorded take states and toggles and builds the console's services over them.
    * @throws the state store's errors (src/state/errors.ts).
    */
   static async open(state: StateCommitter, opts: ConsoleStateOptions): Promise<ConsoleState> {

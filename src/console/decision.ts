@@ -1,8 +1,5 @@
-/**
- * The proposal decision table (spec: "Proposal decisions", Events rules 1-4), in one pure
- * function. The caller resolves was_pending (atomically, before the id is marked acted on)
- * and records what this function returns.
- */
+// The proposal decision table (spec: Proposal decisions; Events, rules 1-4) as one pure function; the
+// caller resolves was_pending atomically and records the outcome.
 import type { EventInput, Severity } from '../bus/event.js';
 import { SERVICE_ERROR, type ServiceErrorLike } from '../errors/index.js';
 import type { ProposalKind } from '../registry/index.js';
@@ -17,14 +14,11 @@ export const PROPOSAL_FALLBACK_SCOPE = 'api/proposals';
 /** Label when no kind is given (Events rule 1). */
 export const NO_KIND_LABEL = 'Proposal';
 
-/** The codes of the console's errors. */
 export type ConsoleErrorCode = 'invalid_decision';
 
 /**
- * A decision value outside {@link DECISIONS}: a programming error (Events rule 4, the spec's
- * ValueError). The message names the valid values. A RangeError, as a ValueError is, marked as
- * one of the service's errors (code `invalid_decision`, issue 11, item 3): the routes validate
- * decisions first, so this is answered 422 only if one slips past them.
+ * A decision value outside {@link DECISIONS} (Events rule 4, the spec's ValueError), hence a RangeError,
+ * marked as a service error; routes validate first, so it is answered 422 only if one slips past.
  */
 export class DecisionValueError extends RangeError implements ServiceErrorLike {
   override name = 'DecisionValueError';

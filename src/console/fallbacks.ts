@@ -1,7 +1,4 @@
-/**
- * Sanctioned fallbacks raised at run time (spec: Events rules 3 and 5; issue: console
- * state, item 5): each raise adds one to a persisted count per name.
- */
+// Sanctioned fallbacks raised at run time (spec: Events, rules 3 and 5), counted per name in the state database.
 import type { FallbackName, SanctionedFallback } from '../registry/index.js';
 import type { FallbackStore, StateTx } from '../state/state-store.js';
 
@@ -16,10 +13,7 @@ export class FallbackCounter {
     return tx.fallbacks.increment(name, at);
   }
 
-  /**
-   * Counts by name: every registered fallback (0 when never raised), then any other name
-   * that was counted (e.g. by a build with another registry).
-   */
+  /** Counts by name: every registered fallback (0 if never raised), then other counted names (another build's registry). */
   async counts(): Promise<Record<string, number>> {
     const stored = await this.repo.all();
     const out: Record<string, number> = {};

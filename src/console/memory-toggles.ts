@@ -1,21 +1,14 @@
-/**
- * Memory toggles (spec: What the service does, item 4; Events table, "memory toggle"), and
- * the engine store's {@link MemoryToggleSource}: `GET /api/memory` shows the last toggle of
- * each entry as `enabled`.
- */
+// Memory toggles (spec: What the service does; Events table, "memory toggle"); the engine store's
+// {@link MemoryToggleSource}, so `GET /api/memory` shows each entry's last toggle as `enabled`.
 import type { MemoryToggleSource } from '../engine/store.js';
 import type { EventInput } from '../bus/event.js';
 import type { MemoryToggleRecord, StateCommitter } from '../state/state-store.js';
 import { withExtra } from './decision.js';
 import { nowIso } from './now.js';
 
-/** Default scope of memory toggle events. */
 export const MEMORY_SCOPE = 'engine/memory';
 
-/**
- * Summary `Memory entry enabled: <id>` or `Memory entry disabled: <id>`, severity info,
- * payload entry_id, on, then the extra members (which cannot replace those two), detail null.
- */
+/** The toggle's event: `Memory entry enabled|disabled: <id>`, info, payload entry_id, on, then extra members. */
 export function memoryToggleEvent(entryId: string, on: boolean, scope: string, extra?: Readonly<Record<string, unknown>>): EventInput {
   return {
     severity: 'info',

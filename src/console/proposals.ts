@@ -1,10 +1,7 @@
 /**
- * Proposals and decisions (spec: "Proposal kinds", "Proposal decisions", Events rules 1-4;
- * api-decisions.md, "Mutations and lifecycle routes").
- *
- * A decision resolves was_pending with a conditional UPDATE (`… WHERE status = 'pending'`)
- * in the same transaction that logs the decision, raises the fallback and stores the events:
- * of any number of decisions on one pending id, exactly one finds it pending.
+ * Proposals and decisions (spec: Proposal kinds, Proposal decisions; api-decisions.md, "Mutations and
+ * lifecycle routes"). was_pending comes from a conditional UPDATE in the transaction that logs the
+ * decision, so of any number of decisions on one pending id exactly one finds it pending.
  */
 import { randomBytes } from 'node:crypto';
 import type { ProposalKind } from '../registry/index.js';
@@ -22,9 +19,7 @@ export const DECISION_SCOPE = 'engine';
 
 export interface DecideRequest {
   readonly proposalId: string;
-  /** Checked by the decision table (DecisionValueError outside approved, rejected, deferred). */
   readonly decision: string;
-  /** The caller's kind; when absent, the stored proposal's kind (or none) is used. */
   readonly kind?: string;
   readonly scope: string;
   readonly extra?: Readonly<Record<string, unknown>>;
@@ -38,7 +33,6 @@ export interface DecideResult {
   readonly label: string;
   readonly wasPending: boolean;
   readonly deferredExecution: boolean;
-  /** Id of the decision event. */
   readonly eventId: string;
 }
 
@@ -49,10 +43,7 @@ export class ProposalDesk {
     private readonly kinds: readonly ProposalKind[],
   ) {}
 
-  /**
-   * Creates a pending proposal `prop_<12 hex>` and emits `Proposal created: <title> (<id>)`
-   * (info, scope `chat/proposals`, payload proposal_id, kind, title).
-   */
+  /** Creates a pending proposal `prop_<12 hex>` and emits `Proposal created: <title> (<id>)` (info, scope `chat/proposals`). */
   async create(p: { kind: string | null; title: string; payload: Readonly<Record<string, unknown>> }): Promise<ProposalRecord> {
     const createdAt = nowIso();
     const id = `prop_${randomBytes(6).toString('hex')}`;

@@ -1,8 +1,5 @@
-/**
- * Selection and recent items (api-decisions.md, "Service routes with partial shape":
- * Selection, Recent). Storing a project's selection is what marks it, and its most specific
- * selected item, as recently opened (in the same transaction).
- */
+// Selection and recent items (api-decisions.md, "Service routes with partial shape"): storing a
+// selection marks the project and its most specific item as recent, in the same transaction.
 import type { RecentRecord, SelectionRecord, StateStore } from '../state/state-store.js';
 import { nowIso } from './now.js';
 
@@ -15,23 +12,18 @@ export const SELECTION_ITEMS = [
   ['episodeId', 'episode'],
 ] as const;
 
-/** Recent projects kept. */
 export const RECENT_PROJECTS_KEPT = 50;
-/** Recent items kept (all projects together). */
 export const RECENT_ITEMS_KEPT = 200;
 
 export class Selections {
   constructor(private readonly store: StateStore) {}
 
-  /** The stored selection of a project, or undefined. */
   get(projectId: string): Promise<SelectionRecord | undefined> {
     return this.store.selection.get(projectId);
   }
 
-  /** Replaces a project's selection and records the project and its most specific item as recent. */
   async put(projectId: string, selection: Readonly<Record<string, unknown>>): Promise<SelectionRecord> {
     const s = { projectId, selection, updatedAt: nowIso() };
-    // One transaction: the selection and its recent entries are stored together.
     await this.store.transaction(async (tx) => {
       await tx.selection.put(s);
       await tx.selection.touch({ projectId, kind: 'project', itemId: projectId, openedAt: s.updatedAt }, RECENT_PROJECTS_KEPT);

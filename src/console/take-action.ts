@@ -1,8 +1,4 @@
-/**
- * Take actions (spec: "Take actions", Events table row and rule 5; api-decisions.md,
- * "Mutations and lifecycle routes"): the event of an action and the state it leaves, as pure
- * functions.
- */
+// Take actions (spec: Take actions; Events, rule 5) as pure functions: an action's event and the state it leaves.
 import type { EventInput, Severity } from '../bus/event.js';
 import type { TakeState } from '../engine/synthesize.js';
 import { withExtra } from './decision.js';
@@ -15,7 +11,6 @@ export const NO_TAKE_STATE: TakeState = Object.freeze({ primary: false, circled:
 export interface TakeActionInput {
   readonly takeId: string;
   readonly action: string;
-  /** Whether `projects/<project>/takes/<take_id>.json` exists. */
   readonly onDisk: boolean;
   /** The caller's severity; it overrides the table, except that a take not on disk is `fallback`. */
   readonly severity?: Severity;
@@ -35,10 +30,7 @@ export function defaultTakeSeverity(action: string): Severity {
   return action === 'marked_primary' ? 'success' : 'info';
 }
 
-/**
- * The event of a take action: summary `Take <action with underscores as spaces>: <take_id>`,
- * payload take_id, action, then the extra members (which cannot replace those two), detail null.
- */
+/** A take action's event: `Take <action, underscores as spaces>: <take_id>`, payload take_id, action, then extra members. */
 export function evaluateTakeAction(input: TakeActionInput): TakeActionOutcome {
   const severity: Severity = !input.onDisk ? 'fallback' : (input.severity ?? defaultTakeSeverity(input.action));
   return {

@@ -1,8 +1,6 @@
 /**
- * Take actions and the recorded take states (spec: "Take actions", Events rule 5;
- * api-decisions.md, "Mutations and lifecycle routes"). Also the engine store's
- * {@link TakeStateSource}: the takes and lineage routes show `primary`, `circled` and
- * `rejected` from here, and each write bumps the project's version so cached answers go stale.
+ * Take actions and the recorded take states (spec: Take actions; api-decisions.md, "Mutations and
+ * lifecycle routes"); the engine store's {@link TakeStateSource}, each write bumping the project's version.
  */
 import type { Severity } from '../bus/event.js';
 import { MissingCanonicalFieldError, missingField, type MissingCanonicalFieldDetail } from '../engine/errors.js';
@@ -27,7 +25,6 @@ export interface TakeActionRequest {
   readonly extra?: Readonly<Record<string, unknown>>;
 }
 
-/** What an action did: the event's severity, whether the take file exists, the take's state after it. */
 export interface TakeActionResult {
   readonly takeId: string;
   readonly action: string;
@@ -37,38 +34,30 @@ export interface TakeActionResult {
   readonly eventId: string;
 }
 
-/**
- * The take file as far as actions need it: absent, or present with its shot id (null when its
- * contents are not a take, with the reason for a 422 on `marked_primary`).
- */
+/** A take file as actions need it; `shotId` null when its contents are not a take, with the 422's reason. */
 export type TakeFile =
   | { readonly onDisk: false }
   | { readonly onDisk: true; readonly shotId: string | null; readonly unreadable: MissingCanonicalFieldDetail | null };
 
 /**
- * Reads `projects/<project>/takes/<take_id>.json` in the worker pool (EngineStore.readTakeFile):
- * never on the event loop, never a pipe or a file out of the store (issue 10, items 2-4).
+ * Reads a take file in the worker pool (EngineStore.readTakeFile), never on the event loop and never
+ * a pipe or a file outside the store.
  * @throws MissingCanonicalFieldError when the file cannot be used at all; StoreReadTimeoutError.
  */
 export type TakeFileReader = (projectId: string, takeId: string) => Promise<TakeFile>;
 
 export class TakeStateBook implements TakeStateSource {
-  /** project id → take id → state; mirrors `take_states`, updated after each commit. */
+  /** project id → take id → state; mirrors `take_states` after each commit. */
   private readonly byProject = new Map<string, Map<string, TakeStateRecord>>();
   private readonly versions = new Map<string, number>();
 
   private constructor(
     private readonly state: StateCommitter,
     private readonly fallbacks: FallbackCounter,
-    /** "On disk" means this finds `projects/<project>/takes/<take_id>.json` in the store. */
     private readonly readTakeFile: TakeFileReader,
   ) {}
 
-  /**
-   * Loads the recorded take states.
-   * @param readTakeFile "on disk" means this finds `projects/<project>/takes/<take_id>.json`.
-   * @throws the state store's errors.
-   */
+  /** Loads the recorded take states. @throws the state store's errors. */
   static async load(state: StateCommitter, fallbacks: FallbackCounter, readTakeFile: TakeFileReader): Promise<TakeStateBook> {
     const book = new TakeStateBook(state, fallbacks, readTakeFile);
     for (const r of await state.store.takeStates.all()) book.remember(r);
@@ -76,13 +65,12 @@ export class TakeStateBook implements TakeStateSource {
   }
 
   /**
-   * Reads every take state again (cluster mode: another instance recorded an action). Projects
-   * whose states changed get a new version, so the engine store's answers follow.
+   * Reads every take state again (cluster mode); projects whose states changed get a new version.
    * @throws the state store's errors (the mirror is then unchanged).
    */
   async reload(): Promise<void> {
     const moved = new Set<string>();
-    // A row read before this instance's own commit is older than the mirror's: it is skipped.
+      // A row read before this instance's own newer commit is skipped.
     for (const r of await this.state.store.takeStates.all()) if (this.remember(r)) moved.add(r.projectId);
     for (const projectId of moved) this.versions.set(projectId, this.version(projectId) + 1);
   }
@@ -101,20 +89,16 @@ export class TakeStateBook implements TakeStateSource {
     return out;
   }
 
-  /** The recorded state of one take (all false when none). */
   stateOf(projectId: string, takeId: string): TakeState {
     const s = this.byProject.get(projectId)?.get(takeId);
     return s ? { primary: s.primary, circled: s.circled, rejected: s.rejected } : NO_TAKE_STATE;
   }
 
   /**
-   * Records a take action and emits its event. A take whose file is missing raises
-   * `take_id_not_on_disk`: the action is logged, its event has severity `fallback`, and the
-   * state is left unchanged. `marked_primary` makes the take its shot's only primary.
-   * @throws InvalidIdError for a malformed project or take id; MissingCanonicalFieldError
-   *   when the take file cannot be used (not a regular file, a link out of its project, too
-   *   large), or when `marked_primary` names a take file without a readable `shot_id`;
-   *   StoreReadTimeoutError.
+   * Records a take action and emits its event. A missing take file raises `take_id_not_on_disk` and leaves
+   * the state unchanged; `marked_primary` makes the take its shot's only primary.
+   * @throws InvalidIdError; MissingCanonicalFieldError when the take file cannot be used, or has no
+   *   readable `shot_id` for `marked_primary`; StoreReadTimeoutError.
    */
   async act(req: TakeActionRequest): Promise<TakeActionResult> {
     checkId('project_id', req.projectId);

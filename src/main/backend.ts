@@ -1,8 +1,4 @@
-/**
- * What every state back end is (sqlite-backend.ts, postgres-backend.ts): its interface, what
- * the service hands it, and what both share. open-backend.ts opens the one CONSOLE_DATABASE_URL
- * selects.
- */
+// What every state back end is (sqlite-backend.ts, postgres-backend.ts) and what both share.
 import type { Bus } from '../bus/bus-api.js';
 import type { StorageStateListener } from '../bus/storage-outage.js';
 import type { StateCommitter } from '../console/index.js';
@@ -20,7 +16,7 @@ export const LOCAL_INSTANCE_ID = 'local';
 /** The channel a console write notifies once committed: the instances read their mirrors again. */
 export const CONSOLE_CHANNEL = 'console_state';
 
-/** What the service runs on: the state store, the bus and the committer of one back end, built together because each back end needs its own of all three. */
+/** One back end's state store, bus and committer, built together because each back end needs its own of all three. */
 export interface StateBackend {
   readonly kind: 'sqlite' | 'postgres';
   readonly store: StateStore;
@@ -28,9 +24,7 @@ export interface StateBackend {
   readonly committer: StateCommitter;
   /** The SQLite database (null in cluster mode). */
   readonly db: Db | null;
-  /** The readiness check of the state database. */
   readiness(): ReadinessCheck | Promise<ReadinessCheck>;
-  /** The system status's `database`. */
   status(): Record<string, unknown>;
   /** Runs `fn` when console state may have changed on another instance (cluster mode only). */
   onConsoleChanged(fn: () => void): void;
@@ -40,7 +34,6 @@ export interface StateBackend {
   listen(channel: string, fn: (payload: string) => void): void;
   /** Starts listening to the other instances (cluster mode; at once on SQLite). */
   start(): Promise<void>;
-  /** Closes the database (after the bus closed). */
   close(): Promise<void>;
 }
 
@@ -48,7 +41,6 @@ export interface StateBackend {
 export interface BackendHooks {
   readonly metrics: ServiceMetrics;
   readonly log: Logger;
-  /** This instance's id (cluster mode). */
   readonly instanceId: string;
   /** The housekeeping thread (the process worker's): SQLite's WAL checkpoints run on it. Close it after the back end. */
   readonly housekeeping: Pick<HousekeepingThread, 'runTask'>;

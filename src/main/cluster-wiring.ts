@@ -1,9 +1,5 @@
-/**
- * What cluster mode adds to the composition root (shared/design/cluster.md), beside the shared
- * state store and bus of postgres-backend.ts: the revalidation of the shared store folder, the
- * engine store told of takes other instances' jobs wrote, cancels and terminal stops routed to
- * their owner, and terminals recorded for every instance.
- */
+// What cluster mode adds to the composition root (cluster.md): store revalidation, takes other instances'
+// jobs wrote, cancels and terminal stops routed to their owner, terminals recorded for every instance.
 import { RoutedCancels, type JobCanceller } from '../cluster/cancel-routing.js';
 import { ClusterTerminals } from '../cluster/terminals.js';
 import { StoreRevalidator } from '../engine/revalidator.js';
@@ -37,22 +33,17 @@ export interface ClusterWiring {
   stop(): void;
 }
 
-/**
- * Wires an instance to the others. Call before {@link StateBackend.start}: the channels it
- * listens on are registered here.
- */
+/** Wires an instance to the others. Call before {@link StateBackend.start}: it registers the channels listened on. */
 export function wireCluster(p: ClusterParts): ClusterWiring {
   const notify = (channel: string, payload: string) => p.shared.notify(channel, payload);
   // Edits to the shared folder made on other machines raise no notification here.
   const revalidator = new StoreRevalidator(p.config.dataDir, p.config.cluster.storeRevalidateMs, (c) => p.store.changed(c));
   revalidator.start();
-  // What another instance's job wrote is not seen by this instance's watcher when the store is
-  // a network share: the project is read again once that job ends (told by the database).
+  // On a network share this instance's watcher misses what another's job wrote: re-read when that job ends.
   p.backend.listen(JOB_ENDED_CHANNEL, (payload) => {
     const ended = parseJobEnded(payload);
     if (ended && ended.instanceId !== p.instanceId) p.store.invalidateProject(ended.projectId);
   });
-  // Cancels and terminal stops reach the instance that runs the job or terminal.
   const cancels = new RoutedCancels(p.supervisor, p.backend.store, p.instanceId, notify);
   const terminals = new ClusterTerminals(p.terminals, p.backend.store, {
     self: p.instanceId,

@@ -1,9 +1,5 @@
-/**
- * The build phase of start-up (style.md, practice 2: one composition root): the state back
- * end, cluster membership, worker threads, supervisor, engine store, console state, terminals
- * and event streams, wired to each other. Nothing listens yet: http-server.ts serves them and
- * shutdown.ts stops them.
- */
+// The build phase of start-up (style.md, practice 2: one composition root). Nothing listens yet:
+// http-server.ts serves the parts and shutdown.ts stops them.
 import fs from 'node:fs';
 import os from 'node:os';
 import { SseHub } from '../bus/sse.js';
@@ -37,10 +33,8 @@ export interface Parts {
   readonly log: Logger;
   readonly instanceId: string;
   readonly metrics: ServiceMetrics;
-  /** The housekeeping thread: /proc scans, tree signals, SQLite's WAL checkpoints. */
   readonly housekeeping: HousekeepingThread;
   readonly backend: StateBackend;
-  /** Cluster mode's membership (null on SQLite). */
   readonly membership: Membership | null;
   readonly pool: SynthesisPool;
   readonly supervisor: Supervisor;
@@ -51,7 +45,6 @@ export interface Parts {
   readonly writeProxy: WriteProxy;
   readonly readiness: Readiness;
   readonly history: MetricsHistory;
-  /** Cluster mode's wiring to the other instances (null on SQLite). */
   readonly cluster: ClusterWiring | null;
   /** Cancels as the routes make them: routed to the owning instance in cluster mode. */
   readonly cancels: JobCanceller;
@@ -72,9 +65,7 @@ export async function composeService(config: Config, log: Logger, registries: Re
   const instanceId = clustered ? (config.cluster.instanceId ?? defaultInstanceId(config.port)) : LOCAL_INSTANCE_ID;
   // Made first, so the counters start with the start-up recovery.
   const metrics = new ServiceMetrics(clustered ? instanceId : undefined);
-  // Made before the back end (its checkpoints run there) and closed after it. The worker
-  // threads load their modules while the rest is built, so the recoveries below wait for them
-  // side by side.
+    // Before the back end (its checkpoints run there), closed after it.
   const housekeeping = new HousekeepingThread(WORKER_FILES.proc);
   let backend: StateBackend;
   try {
@@ -91,8 +82,7 @@ export async function composeService(config: Config, log: Logger, registries: Re
   try {
     let sse: SseHub | undefined;
     let supervisor: Supervisor | undefined;
-    // Cluster mode: this instance joins before anything of its own is recovered, so a second
-    // process under a live instance's id stops here, before it kills that instance's jobs.
+    // Join before recovering anything, so a second process under a live instance's id stops before killing its jobs.
     const membership = backend.kind === 'postgres' ? membershipOf(config, backend, instanceId, metrics, log, { streams: () => sse?.size ?? 0, fenceJudged: () => supervisor?.fenceJudged() ?? Promise.resolve(0) }) : null;
     const previousStart = membership ? await membership.join() : null;
     if (membership) cleanup.unshift(() => membership.stop());
@@ -106,10 +96,9 @@ export async function composeService(config: Config, log: Logger, registries: Re
     metrics.observeSupervisor(jobs);
     jobs.onFenced((job) => log.error({ job: jobSummary(job) }, 'job marked lost by another instance while this one could not beat: its processes were killed, nothing more is published for it'));
     const recovering = jobs.recoverLost(previousStart);
-    // Settled here too, so a failure of the store's start-up does not leave it unhandled.
+    // Settled here too, so a store start-up failure does not leave it unhandled.
     recovering.catch(() => {});
-    // The console's recorded take states and memory toggles feed the engine store's answers;
-    // take actions read their take file through the store (`store` is set before any request).
+    // `store` is set before any request reads a take file through it.
     const consoleState = await ConsoleState.open(backend.committer, {
       readTakeFile: (projectId: string, takeId: string): Promise<TakeFile> => store.readTakeFile(projectId, takeId),
       registries,
@@ -117,7 +106,6 @@ export async function composeService(config: Config, log: Logger, registries: Re
     });
     const store: EngineStore = new EngineStore({
       root: config.dataDir,
-      // Every read of the store goes through its real root, resolved once here.
       access: storeAccess(config.dataDir, config.store),
       log: (fields, message) => log.warn(fields, message),
       runner: pool,
@@ -133,33 +121,28 @@ export async function composeService(config: Config, log: Logger, registries: Re
     metrics.countLost(lost.length);
     logJobs(jobs, store, log);
 
-    // Streams are bounded well below the descriptors there are: each holds one, and jobs,
-    // workers and the database need theirs.
+    // Each stream holds a descriptor; jobs, workers and the database need theirs.
     const descriptors = raiseDescriptorLimit();
     if (descriptors.error !== null) log.warn({ soft: descriptors.soft, hard: descriptors.hard, err: descriptors.error }, 'the descriptor limit was not raised to its hard limit');
     const maxStreams = Math.min(config.sse.maxStreams, Math.max(16, Math.floor(descriptors.soft / 2)));
     sse = new SseHub(bus, { ...config.sse, maxStreams }, config.events.retention);
     metrics.observeStreams(sse);
     const writeProxy = new WriteProxy(config.writeUpstream, { onOutcome: (outcome) => metrics.countProxied(outcome) });
-    // Cluster mode records each terminal for every instance (set below, before any starts).
     let recordTerminal: ((t: TerminalInfo) => void) | undefined;
     const terminals = terminalsOf(config, backend, housekeeping, (t) => recordTerminal?.(t));
     const leftovers = await terminals.killLeftovers();
     if (leftovers > 0) log.warn({ killed: leftovers }, 'terminal processes left by a previous run killed');
     const readiness = new Readiness({ dataDir: config.dataDir, dispatchCli: config.dispatchCli, stateDatabase: () => backend.readiness(), poolStats: () => pool.stats() });
-    // The last 15 minutes of the figures (the ops page's charts) and the same figures for Prometheus.
     const figures = figureSources({ supervisor: jobs, bus, sse, pool, metrics });
     metrics.observeFigures(figures);
     metrics.observeReadiness(readiness);
     if (membership) metrics.observeMembership(membership);
     const history = new MetricsHistory(figures, { intervalMs: config.history.sampleMs });
     cleanup.unshift(() => history.stop());
-    // Cluster mode: another instance's console write changes the take states and toggles the
-    // engine store's answers carry.
+    // Cluster mode: another instance's console write changes what the engine store's answers carry.
     backend.onConsoleChanged(() => {
       consoleState.reload().catch((err: Error) => log.warn({ err: err.message }, 'console state not read again: the state database refused'));
     });
-    // Cluster mode: what the instances share besides the database (cluster-wiring.ts).
     const cluster = backend.shared ? wireCluster({ shared: backend.shared, backend, config, instanceId, store, supervisor: jobs, terminals, log }) : null;
     if (cluster) cleanup.unshift(() => cluster.stop());
     recordTerminal = cluster?.recordTerminal;
@@ -198,7 +181,6 @@ export async function composeService(config: Config, log: Logger, registries: Re
 function membershipOf(config: Config, backend: StateBackend, instanceId: string, metrics: ServiceMetrics, log: Logger, late: { streams: () => number; fenceJudged: () => Promise<number> }): Membership {
   return new Membership(backend.store, backend.bus, {
     id: instanceId,
-    // Where the others reach it (the history route reads each live instance's there).
     address: config.cluster.instanceUrl ?? `http://${hostForUrl(config.host)}:${config.port}`,
     version: APP_VERSION,
     timeoutMs: config.cluster.instanceTimeoutMs,

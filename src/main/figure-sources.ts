@@ -1,7 +1,4 @@
-/**
- * Where the history's figures and their Prometheus families are read (src/metrics/history.ts):
- * the parts the composition root built, each read as it is, nothing counted twice.
- */
+// The history's figures and their Prometheus families (src/metrics/history.ts), read from the built parts, nothing counted twice.
 import type { Bus } from '../bus/bus.js';
 import type { SseHub } from '../bus/sse.js';
 import type { FigureSources } from '../metrics/history.js';
@@ -19,9 +16,8 @@ export interface FigureParts {
 
 /** The sources of one instance's figures. */
 export function figureSources({ supervisor, bus, sse, pool, metrics }: FigureParts): FigureSources {
-  // The lines of ended jobs, added as each ends; the running ones' are read live. A job leaves
-  // the running set and is counted here in one synchronous step (its exit transition), so no
-  // reading sees it in both or in neither.
+  // A job leaves the running set and is counted here in one synchronous step (its exit transition),
+  // so no reading sees it in both or in neither.
   let endedLines = 0;
   supervisor.onTransition((job, trigger) => {
     if (trigger === 'exit') endedLines += job.stdoutLines + job.stderrLines;
@@ -33,7 +29,6 @@ export function figureSources({ supervisor, bus, sse, pool, metrics }: FigurePar
       for (const j of supervisor.runningJobs()) lines += j.stdoutLines + j.stderrLines;
       return lines;
     },
-    // Published and no longer waiting to be stored (the bus's backlog holds the others).
     eventsStored: () => Math.max(0, metrics.eventsPublished - bus.backlog),
     eventsDelivered: () => sse.delivered,
     streamClients: () => sse.size,

@@ -1,7 +1,4 @@
-/**
- * The HTTP phase of start-up: the routes' dependencies from the built parts (compose.ts), the
- * Express app, the server with its shutdown gate, and the listen.
- */
+// The HTTP phase of start-up: the app over the built parts (compose.ts), its server with the shutdown gate, and the listen.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -22,7 +19,6 @@ export interface HttpParts {
   readonly gate: ShutdownGate;
 }
 
-/** Builds the app over `parts` and its server. */
 export function buildHttp(parts: Parts, guards: GuardReport): HttpParts {
   const { config, backend } = parts;
   const deps: AppDeps = {
@@ -49,7 +45,6 @@ export function buildHttp(parts: Parts, guards: GuardReport): HttpParts {
   const app = createApp(deps, { logger: parts.log, gate: gate.middleware });
   const server = http.createServer(app.serverOptions, app.handler);
   const recorder = app.recorder;
-  // Requests the HTTP parser refuses get a JSON `{ detail }` like every other rejection.
   server.on('clientError', recorder === null ? answerClientError : (err: Error, socket: Duplex) => answerClientError(err, socket, (s, t, b) => recorder.recordRaw(s, t, b)));
   return { deps, app, server, gate };
 }

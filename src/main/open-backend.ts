@@ -1,7 +1,4 @@
-/**
- * Opens the state back end CONSOLE_DATABASE_URL selects; each is loaded only when chosen, so
- * an instance on SQLite never loads `pg`.
- */
+// Each back end is loaded only when chosen, so an instance on SQLite never loads `pg`.
 import type { Config } from '../config/config.js';
 import type { BackendHooks, StateBackend } from './backend.js';
 

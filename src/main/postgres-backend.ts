@@ -1,10 +1,5 @@
-/**
- * The PostgreSQL back end (CONSOLE_DATABASE_URL set; shared/design/cluster.md): the database
- * shared by every instance, the cluster bus (ids from the database, delivery by reading the
- * shared log), LISTEN/NOTIFY to wake it and to tell the instances that console state changed;
- * the readiness check asks the database. Loaded only in cluster mode, so that `pg` is too: an
- * instance on SQLite never pays for it (about 15 MB of memory).
- */
+// The PostgreSQL back end (cluster.md): the shared database, the cluster bus, LISTEN/NOTIFY to wake it
+// and to tell of console changes. Loaded only in cluster mode, so SQLite instances never pay for `pg` (~15 MB).
 import { ClusterBus } from '../bus/cluster-bus.js';
 import { WORKSPACE_REPORTS_KEPT } from '../console/index.js';
 import { PgCommitter } from '../state/pg/committer.js';
@@ -83,7 +78,6 @@ export async function openPostgresBackend(config: Config, url: string, { metrics
   };
 }
 
-/** Asks the database for an answer within 2 s. */
 async function pingCheck(store: PgStateStore, where: string): Promise<ReadinessCheck> {
   let timer: NodeJS.Timeout | undefined;
   try {

@@ -1,17 +1,9 @@
-/**
- * Process-level start-up and shutdown: reads the configuration once, starts the service and
- * turns SIGTERM/SIGINT into a graceful stop (exit 0). Any start-up failure (bad
- * configuration, a failing guard, an unusable state database) prints one message and exits
- * non-zero before anything is served.
- */
+// Process-level start-up and shutdown: SIGTERM/SIGINT stop gracefully (exit 0); a start-up failure prints one message and exits 1.
 import { readConfig, secretsOf } from '../config/config.js';
 import { Scrubber } from '../ops/log-scrub.js';
 import { startService, type ServiceOptions } from './service.js';
 
-/**
- * Runs the service in this process until a signal stops it.
- * @param opts injected registries and date (tests of the start-up guards).
- */
+/** Runs the service in this process until a signal stops it; `opts` are injected by the start-up guards' tests. */
 export async function runMain(opts: ServiceOptions = {}): Promise<void> {
   let service;
   try {

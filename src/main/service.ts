@@ -1,7 +1,4 @@
-/**
- * The composition root (style.md, practice 2): start-up in three phases (build: compose.ts;
- * HTTP: http-server.ts; listen) after the start-up guards, and the shutdown (shutdown.ts).
- */
+// The composition root (style.md, practice 2): guards, build (compose.ts), HTTP (http-server.ts), listen; shutdown.ts stops it.
 import type http from 'node:http';
 import { APP_VERSION, type Config } from '../config/config.js';
 import { isLoopbackHost } from '../http/auth.js';
@@ -16,9 +13,7 @@ import { buildHttp, listen } from './http-server.js';
 import { shutdown } from './shutdown.js';
 
 export interface ServiceOptions {
-  /** Registries checked by the start-up guards; tests inject their own. */
   readonly registries?: Registries;
-  /** Today's date (`YYYY-MM-DD`, UTC) for the guards; tests inject it. */
   readonly today?: string;
   /** A logger of the caller's, used as it is (no scrubbing but its own); else the service's (logger.ts). */
   readonly logger?: Logger;
@@ -30,7 +25,6 @@ export interface Service {
   readonly port: number;
   readonly server: http.Server;
   readonly deps: AppDeps;
-  /** Every declared route (`api.routes`), as served and documented. */
   readonly api: Api;
   /** The embedded SQLite database; null in cluster mode. */
   readonly db: Db | null;
@@ -38,10 +32,8 @@ export interface Service {
 }
 
 /**
- * Starts the service: guards first (nothing is opened or served when they fail), then the
- * parts (compose.ts), the HTTP app and server, and the listen.
- * @throws StartupGuardError, ConfigError (CONSOLE_DATA_DIR not a folder), StateDbError, or a
- *   listen error (EADDRINUSE…).
+ * Starts the service; nothing is opened when a guard fails.
+ * @throws StartupGuardError, ConfigError (CONSOLE_DATA_DIR not a folder), StateDbError, or a listen error (EADDRINUSE…).
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.logger ?? createLogger(config.logLevel, { secrets: config.secrets, format: config.logFormat });
@@ -71,7 +63,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   };
 }
 
-/** One line says what runs where, and every setting that is not the default. */
 function logStarted(parts: Awaited<ReturnType<typeof composeService>>['parts'], url: string): void {
   const { config, log, backend, membership } = parts;
   log.info(
@@ -80,7 +71,6 @@ function logStarted(parts: Awaited<ReturnType<typeof composeService>>['parts'], 
       url,
       dataDir: config.dataDir,
       stateDir: config.stateDir,
-      // Cluster mode: the shared database (without its password) and this instance's id.
       ...(membership ? { database: backend.status().url, instance: parts.instanceId } : { stateDb: config.stateDbPath }),
       dispatchCli: config.dispatchCli,
       settings: config.nonDefault,

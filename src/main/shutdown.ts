@@ -1,11 +1,7 @@
 /**
- * Graceful shutdown (spec: What the service does; README, "Shutdown"), in order:
- * 1. stop accepting: new connections are refused, requests on open ones get a 503;
- * 2. end the event streams;
- * 3. kill every job's and terminal's process tree and publish the exits, while the requests in
- *    flight finish (at most the kill grace);
- * 4. close the connections (only now: see shutdown-gate.ts), the workers, the membership, the
- *    bus and the database, then the housekeeping thread.
+ * Graceful shutdown (README, "Shutdown"): stop accepting (503 on open connections), end the streams, kill
+ * job and terminal trees while requests in flight finish, then close connections (only now: see
+ * shutdown-gate.ts), workers, membership, bus, database and last the housekeeping thread.
  */
 import { once } from 'node:events';
 import { stopListening } from '../http/shutdown-gate.js';
@@ -32,7 +28,7 @@ export async function shutdown(parts: Parts, web: HttpParts): Promise<void> {
   await parts.membership?.stop();
   await parts.backend.bus.close();
   await parts.backend.close();
-  // After the jobs and terminals ended (their sweeps are done) and the last checkpoint.
+  // After the last checkpoint, and after the jobs' and terminals' sweeps that run on it.
   await parts.housekeeping.close();
   parts.history.stop();
   parts.metrics.close();

@@ -1,9 +1,5 @@
-/**
- * The SQLite back end (CONSOLE_DATABASE_URL unset; shared/design/cluster.md, "Switching it
- * on"): the embedded database of this instance. The bus hands ids out itself and stores once
- * per event-loop turn, console writes stage their events on it, and the housekeeping thread
- * (the process worker's) checkpoints the WAL.
- */
+// The embedded SQLite back end (CONSOLE_DATABASE_URL unset; cluster.md, "Switching it on"); the
+// housekeeping thread checkpoints its WAL.
 import { EventBus } from '../bus/bus.js';
 import { WORKSPACE_REPORTS_KEPT } from '../console/index.js';
 import { SqliteCommitter } from '../state/sqlite/committer.js';
@@ -24,7 +20,6 @@ import { outageCheck, type EventStorage, type ReadinessCheck } from '../ops/read
 export function openSqliteBackend(config: Config, { metrics, log, housekeeping }: BackendHooks): StateBackend {
   const db = openStateDb(config.stateDbPath);
   try {
-    // One event log: the bus's and the state store's ids come from it.
     const eventLog = new EventLog(db, config.events.retention);
     const bus = new EventBus(eventLog, { flushIntervalMs: config.events.flushIntervalMs, onCount: metrics.countEvent, onStorageState: storageStateLogger(log, { stateDb: config.stateDbPath }) });
     const store = new SqliteStateStore(db, {
@@ -60,10 +55,8 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping }
 }
 
 /**
- * The embedded SQLite database's readiness: events are stored (`bus.storageOutage`), and the
- * database takes a write now: its write lock taken without waiting (`BEGIN IMMEDIATE`, then
- * `ROLLBACK`; refused while another process holds it or the database went read-only), so a poll
- * never holds the event loop.
+ * Readiness: events are stored, and the write lock is taken without waiting (`BEGIN IMMEDIATE`, `ROLLBACK`),
+ * so a poll never holds the event loop.
  */
 function checkSqlite(db: Db, bus: EventStorage): ReadinessCheck {
   const outage = outageCheck(bus);

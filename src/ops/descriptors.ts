@@ -1,11 +1,5 @@
-/**
- * The process's file descriptor limit (RLIMIT_NOFILE). Every stream client, job pipe, worker
- * and database file takes descriptors; a soft limit far below the hard one (1024 is a common
- * default) lets a few hundred idle streams starve everything else. The soft limit must be the
- * hard one: Node.js raises it so itself at start-up on Linux, and where it did not, the service
- * does, with util-linux's `prlimit` (Node has no call for it), from an argument array. The
- * stream bound is then kept at half of it (service.ts).
- */
+// The process's descriptor limit (RLIMIT_NOFILE). A soft limit far below the hard one lets a few hundred
+// idle streams starve everything else, so start-up raises it to the hard one with `prlimit` (Node has no call).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 
@@ -13,9 +7,7 @@ import fs from 'node:fs';
 export interface DescriptorLimits {
   readonly soft: number;
   readonly hard: number;
-  /** The soft limit before start-up raised it; null when it was not raised. */
   readonly raisedFrom: number | null;
-  /** Why it could not be raised (no `prlimit`, refused); null when it was, or needed not be. */
   readonly error: string | null;
 }
 

@@ -1,7 +1,4 @@
-/**
- * Start-up guards (spec: What the service does, item 6). Either failing stops the service
- * before it serves anything; there is deliberately no environment override.
- */
+// Start-up guards (spec: What the service does, startup guards); deliberately no environment override.
 import { ServiceError } from '../errors/index.js';
 import type { Registries } from '../registry/index.js';
 
@@ -30,9 +27,7 @@ export function utcDate(now: Date = new Date()): string {
 }
 
 /**
- * Runs both guards.
- * - Fallback retirement gate: a fallback whose `retireBy` is earlier than `today` fails.
- * - Proposal executor gate: a kind whose executor is null fails.
+ * Runs the fallback retirement gate and the proposal executor gate.
  * @param today `YYYY-MM-DD` (UTC); injected by tests.
  * @throws StartupGuardError listing each expired fallback as `name (retire_by <date>)` and each dead kind.
  */

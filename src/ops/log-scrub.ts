@@ -1,20 +1,11 @@
 /**
- * Credentials out of log lines (issue 10, item 8). Every line the service's logger writes goes
- * through {@link Scrubber}: whatever a caller puts in it (a request URL, an error and its
- * message, headers), no credential is written:
- * - a member named like a credential (`authorization`, `cookie`, `token`, `password`…, any
- *   case, at any depth) is replaced by `[REDACTED]` ({@link Scrubber.members}, on the object
- *   logged);
- * - in the line as written ({@link Scrubber.text}, on the whole JSON line, message and
- *   serialised error included): the value of a query parameter named like a credential
- *   (`?token=`, also spelled `?%74oken=`), the userinfo of a URL (`http://user:pass@host`), and
- *   the service's own secrets (CONSOLE_API_TOKEN) wherever they appear, also percent-encoded.
+ * Keeps credentials out of log lines, whatever a caller logs: members named like a credential, at any
+ * depth ({@link Scrubber.members}), then in the written line ({@link Scrubber.text}) credential query
+ * parameters (also percent-encoded names), URL userinfo and the service's own secrets.
  */
 
-/** What replaces a credential. */
 export const REDACTED = '[REDACTED]';
 
-/** Member names (lower case) whose value is a credential: headers and the usual fields. */
 const CREDENTIAL_KEYS = new Set([
   'authorization',
   'proxy-authorization',
@@ -31,7 +22,6 @@ const CREDENTIAL_KEYS = new Set([
   'secret',
 ]);
 
-/** Query parameter names (decoded, lower case) whose value is a credential. */
 const CREDENTIAL_PARAMS = new Set([
   'token',
   'access_token',
@@ -56,17 +46,14 @@ const CREDENTIAL_PARAMS = new Set([
   'sslcert',
 ]);
 
-/** A query parameter: its delimiter, name and value. */
 const QUERY_PARAM = /([?&;])([^=&#;\s"'<>\\]*)=([^&#;\s"'<>\\]*)/g;
-/** A JSON string literal (its escapes included). */
 const JSON_STRING = /"(?:[^"\\]|\\.)*"/g;
-/** The userinfo of a URL: `scheme://userinfo@`. */
 const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;
 
 /** Nesting past which members are left as they are (log objects are shallow). */
 const MAX_DEPTH = 8;
 
-/** Scrubs log objects and strings; see the module's description. */
+/** Scrubs log objects and strings. */
 export class Scrubber {
   private readonly secrets: readonly RegExp[];
 
@@ -76,9 +63,8 @@ export class Scrubber {
   }
 
   /**
-   * A JSON line with its credentials replaced (the same string when it holds none); it stays
-   * valid JSON: no replacement crosses a quote, and the secrets are replaced inside string
-   * literals only (a token of digits must not turn `"level":30` into `"level":[REDACTED]`).
+   * A JSON line with its credentials replaced. It stays valid JSON: no replacement crosses a quote, and
+   * secrets are replaced inside string literals only (a token of digits must not turn `"level":30` into `"level":[REDACTED]`).
    */
   text(s: string): string {
     let out = s;

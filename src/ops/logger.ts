@@ -1,8 +1,5 @@
-/**
- * Structured logs (pino): one JSON line per event worth an operator's attention. No line
- * carries a credential (issue 10, item 8): the logger itself scrubs every line (log-scrub.ts),
- * so no future line can leak one either.
- */
+// Structured logs (pino). The logger itself scrubs every line (log-scrub.ts), so no line, present or
+// future, can carry a credential.
 import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { LogFormat, LogLevel } from '../config/config.js';
@@ -11,24 +8,17 @@ import { Scrubber } from './log-scrub.js';
 export type { Logger } from 'pino';
 
 export interface LoggerOptions {
-  /** Where lines go; default stdout (fd 1), written asynchronously. Tests pass a stream they read. */
+  /** Where lines go; default stdout, written asynchronously. */
   readonly destination?: DestinationStream;
   /** Values never written as such (CONSOLE_API_TOKEN), also percent-encoded; blank or null ones are ignored. */
   readonly secrets?: readonly (string | null)[];
-  /**
-   * LOG_FORMAT (issue 14, item 5): `json` (default), or `pretty`: pino-pretty's lines for people
-   * (local time, level name, message, then the line's fields), written synchronously to stdout
-   * (or `destination`), coloured on a terminal. The scrubbing is the same: pino-pretty reads
-   * the line as written.
-   */
+  /** LOG_FORMAT: `json` (default) or `pretty` (pino-pretty, synchronous, coloured on a terminal); scrubbed the same. */
   readonly format?: LogFormat;
 }
 
 /**
- * A logger writing JSON lines at `level`. Writes to stdout are asynchronous: lines logged in
- * one event-loop turn go out in one write, so a request line does not cost a system call on
- * the request's path. pino flushes what is pending when the process exits. Every line is
- * scrubbed (log-scrub.ts): credential members of what is logged, then the written line.
+ * A logger writing JSON lines at `level`. Stdout writes are asynchronous, so a request's line costs no
+ * system call on its path; pino flushes at exit.
  */
 export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {
   const scrub = new Scrubber(options.secrets);
@@ -44,17 +34,13 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
           return scrub.members(out !== null && typeof out === 'object' ? { ...out } : out);
         },
       },
-      // The line as written: message, bindings and serialised error included.
       hooks: { streamWrite: (line) => scrub.text(line) },
     },
     options.format === 'pretty' ? pretty(options.destination) : (options.destination ?? pino.destination({ dest: 1, sync: false })),
   );
 }
 
-/**
- * pino-pretty's stream. Loaded only here, with LOG_FORMAT=pretty: with its dependencies it is
- * about 10 MB of every instance's memory that JSON logs never use (issue 11, P6).
- */
+/** pino-pretty's stream, loaded only for LOG_FORMAT=pretty: it costs about 10 MB of memory JSON logs never use. */
 function pretty(destination: DestinationStream | undefined): DestinationStream {
   const { build: prettyStream } = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   return prettyStream({

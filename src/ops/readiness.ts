@@ -1,26 +1,19 @@
 /**
- * Readiness (issue 14, item 3; cluster.md, "When the database is away"): whether this instance
- * can do its work now, as a list of named checks a balancer polls through `GET /api/ready`.
- * `GET /api/health` says the process is alive; this says what it needs is there: the store
- * folder can be read, the dispatch tool file exists, the state database takes writes, and the
- * worker pool has threads. Each check is cheap enough to run every second: an access() and a
- * stat of a file, a lock taken and released on the database, counters of the pool; no scan of
- * the store.
+ * Readiness (cluster.md, "When the database is away"): named checks a balancer polls through
+ * `GET /api/ready`, each cheap enough to run every second (no scan of the store).
  */
 import fs from 'node:fs';
 
-/** The worker pool's threads, as the pool counts them. */
 export interface PoolThreads {
   readonly threads: number;
   readonly maxThreads: number;
 }
 
-/** Whether the event bus stores its events now: null, or since when it cannot (and why). */
+/** Null, or since when the event bus cannot store its events (and why). */
 export interface EventStorage {
   readonly storageOutage: { readonly since: string; readonly held: number; readonly error: string } | null;
 }
 
-/** The names of the checks, in the order they are listed. */
 export const READINESS_CHECKS = ['store', 'dispatchTool', 'stateDatabase', 'workers'] as const;
 export type ReadinessCheckName = (typeof READINESS_CHECKS)[number];
 
@@ -39,11 +32,8 @@ export interface ReadinessReport {
 
 /** What the checks look at, wired by the composition root (service.ts). */
 export interface ReadinessSources {
-  /** CONSOLE_DATA_DIR. */
   readonly dataDir: string;
-  /** DISPATCH_CLI. */
   readonly dispatchCli: string;
-  /** The state database's check, by its back end (src/main/sqlite-backend.ts, postgres-backend.ts). */
   readonly stateDatabase: () => ReadinessCheck | Promise<ReadinessCheck>;
   readonly poolStats: () => PoolThreads;
 }
@@ -51,7 +41,6 @@ export interface ReadinessSources {
 export class Readiness {
   constructor(private readonly sources: ReadinessSources) {}
 
-  /** Runs every check (never throws). */
   async check(): Promise<ReadinessReport> {
     const s = this.sources;
     const checks: ReadinessCheck[] = [await checkStore(s.dataDir), await checkTool(s.dispatchCli), await s.stateDatabase(), checkWorkers(s.poolStats())];

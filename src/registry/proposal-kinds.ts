@@ -1,8 +1,4 @@
-/**
- * The proposal-kind registry (spec: Proposal kinds). Exactly one kind is registered,
- * `GenerationProposal` (label `Generate`), whose executor is a marker that refers to the
- * generation endpoint: actual dispatch happens through `POST /api/proposals/generate`.
- */
+/** The proposal-kind registry (spec: Proposal kinds); the executor only names `POST /api/proposals/generate`. */
 
 /** Marker naming the route that executes a kind; nothing is run from the registry itself. */
 export interface ExecutorMarker {
@@ -20,14 +16,12 @@ export interface ProposalKind {
 
 export const GENERATION_PROPOSAL = 'GenerationProposal';
 
-/** The executor marker of `GenerationProposal`. */
 export const GENERATION_EXECUTOR: ExecutorMarker = Object.freeze({
   kind: 'endpoint',
   method: 'POST',
   path: '/api/proposals/generate',
 });
 
-/** The shipped registry. */
 export const PROPOSAL_KINDS: readonly ProposalKind[] = Object.freeze([
   Object.freeze({ name: GENERATION_PROPOSAL, label: 'Generate', executor: GENERATION_EXECUTOR }),
 ]);

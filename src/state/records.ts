@@ -1,13 +1,9 @@
-/**
- * The records of the state database as both back ends return them (src/state/sqlite/,
- * src/state/pg/) and the state store's interface names them (state-store.ts). Times are
- * ISO-8601 UTC strings.
- */
+// The state database's records as both back ends return them; times are ISO-8601 UTC strings.
 import type { JobEnd } from '../bus/event.js';
 
 export type { JobEnd };
 
-/** A stored click. `meta` is the caller's object, null when none; `clickedAt` ISO-8601 UTC. */
+/** A stored click; `meta` is the caller's object or null. */
 export interface ClickRecord {
   readonly id: number;
   readonly projectId: string;
@@ -23,7 +19,7 @@ export interface DecisionRecord {
   readonly id: number;
   readonly proposalId: string;
   readonly decision: string;
-  /** The kind the decision was evaluated with (body, else stored), null when none. */
+  /** The kind evaluated with (body, else stored), null when none. */
   readonly kind: string | null;
   readonly label: string;
   readonly wasPending: boolean;
@@ -34,7 +30,7 @@ export interface DecisionRecord {
   readonly decidedAt: string;
 }
 
-/** A job as stored and served by `GET /api/jobs`. Times are ISO-8601 UTC. */
+/** A job as stored and served by `GET /api/jobs`. */
 export interface JobRecord {
   readonly proposalId: string;
   readonly projectId: string;
@@ -48,12 +44,9 @@ export interface JobRecord {
   readonly stdoutLines: number;
   readonly stderrLines: number;
   readonly cancelRequested: boolean;
-  /**
-   * Why it ended (issue 14, item 2): `exited` (by itself), `cancelled`, `shutdown`, `lost` or
-   * `spawn failed` (the supervisor's ExitReason); null while running.
-   */
+  /** `exited`, `cancelled`, `shutdown`, `lost` or `spawn failed` (the supervisor's ExitReason); null while running. */
   readonly exitReason: string | null;
-  /** What says more: for a job that failed, the tool's last stderr line (null when it wrote none). */
+  /** For a failed job, the tool's last stderr line. */
   readonly exitDetail: string | null;
 }
 
@@ -75,7 +68,6 @@ export interface ProposalRecord {
   readonly decidedAt: string | null;
 }
 
-/** The stored selection of one project. */
 export interface SelectionRecord {
   readonly projectId: string;
   readonly selection: Readonly<Record<string, unknown>>;
@@ -90,7 +82,6 @@ export interface RecentRecord {
   readonly openedAt: string;
 }
 
-/** The current recorded state of one take. */
 export interface TakeStateRecord {
   readonly projectId: string;
   readonly takeId: string;
@@ -98,14 +89,10 @@ export interface TakeStateRecord {
   readonly primary: boolean;
   readonly circled: boolean;
   readonly rejected: boolean;
-  /**
-   * Incremented by every write of the row: a mirror of the take states takes a row only when
-   * its version is newer (absent on a record to write).
-   */
+    /** Incremented by every write: a mirror takes a row only when it is newer (absent on a record to write). */
   readonly version?: number;
 }
 
-/** One logged take action. */
 export interface TakeActionRecord {
   readonly projectId: string;
   readonly takeId: string;
@@ -117,7 +104,6 @@ export interface TakeActionRecord {
   readonly actedAt: string;
 }
 
-/** A stored workspace blob. `state` is the JSON value as the console sent it. */
 export interface WorkspaceRecord {
   readonly wid: string;
   readonly revision: number;
@@ -125,7 +111,6 @@ export interface WorkspaceRecord {
   readonly updatedAt: string;
 }
 
-/** A stored corrupt-blob report. */
 export interface WorkspaceReport {
   readonly id: number;
   readonly wid: string;
@@ -141,12 +126,10 @@ export type PutOutcome = { readonly ok: true; readonly record: WorkspaceRecord }
 /** One instance of a cluster (cluster.md, Operations). */
 export interface InstanceRecord {
   readonly id: string;
-  /** Where the instance is reached, `http://host:port`. */
   readonly address: string;
   readonly version: string;
   readonly startedAt: string;
   readonly heartbeatAt: string;
-  /** Its open event streams at its last heartbeat. */
   readonly streamClients: number;
 }
 
@@ -157,7 +140,6 @@ export interface TerminalRecord {
   readonly pid: number | null;
   readonly port: number;
   readonly url: string;
-  /** `running`, `exited` or `stopped`. */
   readonly state: string;
   readonly startedAt: string;
   readonly endedAt: string | null;
@@ -167,7 +149,6 @@ export interface TerminalRecord {
   readonly credential?: string | null;
 }
 
-/** A row of `instances`, the same on both back ends. */
 export interface InstanceRow {
   id: string;
   address: string;
@@ -177,7 +158,6 @@ export interface InstanceRow {
   stream_clients: number;
 }
 
-/** A row as a record. */
 export const instanceFromRow = (r: InstanceRow): InstanceRecord => ({
   id: r.id,
   address: r.address,
@@ -187,7 +167,6 @@ export const instanceFromRow = (r: InstanceRow): InstanceRecord => ({
   streamClients: Number(r.stream_clients),
 });
 
-/** A row of `terminals`, the same on both back ends. */
 export interface TerminalRow {
   project_id: string;
   instance_id: string;
@@ -202,7 +181,6 @@ export interface TerminalRow {
   credential: string | null;
 }
 
-/** A row as a record. */
 export const terminalFromRow = (r: TerminalRow): TerminalRecord => ({
   projectId: r.project_id,
   instanceId: r.instance_id,

@@ -1,10 +1,7 @@
 /**
- * The console's decisions on PostgreSQL (issue 13, item 4): proposals, the decision log,
- * fallback counts, memory toggles, take states and actions. The same behaviour as the SQLite
- * repositories of the same names; the races between instances are settled by the database:
- * a decision claims a pending proposal with a conditional UPDATE (the loser, blocked on the
- * row until the winner commits, then finds it decided), and a unique index keeps one primary
- * take per shot.
+ * Proposals, decisions, fallback counts, memory toggles and take states on PostgreSQL, as the SQLite
+ * repositories; races between instances are settled by the database (a conditional UPDATE claims a pending
+ * proposal; a unique index keeps one primary take per shot).
  */
 import type { Exec } from './exec.js';
 import type {
@@ -38,7 +35,6 @@ const proposalFromRow = (r: ProposalRow): ProposalRecord => ({
   decidedAt: r.decided_at,
 });
 
-/** Proposals on PostgreSQL. */
 export function pgProposals(x: Exec): ProposalStore {
   const cols = 'id, kind, title, payload, status, created_at, decided_at';
   return {

@@ -1,26 +1,17 @@
-/**
- * The PostgreSQL back end's faults as the state layer's errors (issue 13, item 3). The driver's
- * error codes (SQLSTATE, Node's errno) are read here and nowhere else: {@link pgFault} turns a
- * fault of the database or of the connection into a {@link PgFaultError}, the driver's error
- * as its `cause`, which the HTTP catalogue maps to a status (503 with `Retry-After` while the
- * database cannot be reached).
- */
+// The PostgreSQL back end's faults as the state layer's errors: SQLSTATEs and errno codes are read here and
+// nowhere else; the HTTP catalogue maps them (503 with `Retry-After` while the database is unreachable).
 import { ServiceError } from '../../errors/index.js';
 
-/** The codes of the PostgreSQL back end's faults (catalogued in src/http/errors.ts). */
 export type PgFaultCode = 'state_db_full' | 'state_db_busy' | 'state_db_unavailable' | 'state_db_unreachable';
 
 /**
- * A fault of the PostgreSQL state database while the service runs, not of the request:
- * `state_db_unreachable` (the server cannot be reached, refused the connection, went away or is
- * shutting down; `retryAfterSeconds` 1), `state_db_busy` (a serialisation failure, a deadlock,
- * a lock not available: try again), `state_db_full` (its disk is full), `state_db_unavailable`
- * (read-only, failing). Nothing of the operation was committed, except that a connection lost
- * during COMMIT leaves the outcome unknown (the message says so).
+ * A fault of the PostgreSQL database, not of the request: `state_db_unreachable` (retry after 1 s),
+ * `state_db_busy` (serialisation, deadlock, lock: retry), `state_db_full`, `state_db_unavailable`. Nothing
+ * was committed, except that a connection lost during COMMIT leaves the outcome unknown (said in the message).
  */
 export class PgFaultError extends ServiceError<PgFaultCode> {
   override name = 'PgFaultError';
-  /** SQLSTATE (`08006`, `40001`…) or Node's errno code (`ECONNREFUSED`), '' when none. */
+  /** SQLSTATE or Node's errno code, '' when none. */
   readonly pgCode: string;
   constructor(code: PgFaultCode, message: string, cause: unknown, pgCode: string) {
     super(code, message, { cause, ...(code === 'state_db_unreachable' || code === 'state_db_busy' ? { retryAfterSeconds: 1 } : {}) });
@@ -28,16 +19,11 @@ export class PgFaultError extends ServiceError<PgFaultCode> {
   }
 }
 
-/** Node's errno codes of a connection that cannot be made or was cut. */
 const NET_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
 
-/** The driver's messages for a connection that ended or could not be had (they carry no code). */
 const LOST_CONNECTION = /Connection terminated|timeout exceeded when trying to connect|not queryable|Client was closed|connection timeout|Connection ended/i;
 
-/**
- * The state layer's error for a fault of the database or its connection, or undefined for
- * anything else (a constraint violation, a syntax error: a bug, not a fault).
- */
+/** The state layer's error for a database or connection fault; undefined for anything else (a bug, not a fault). */
 export function pgFault(err: unknown): PgFaultError | undefined {
   if (err instanceof PgFaultError) return err;
   if (!(err instanceof Error)) return undefined;

@@ -1,20 +1,9 @@
 /**
- * The global event log on PostgreSQL (issue 13, item 2; cluster.md, Events and "Under faults").
- *
- * Events are appended by the server-side function `console_append` (schema.ts, migration 3), in
- * one statement: it locks the one-row `event_sequencer`, numbers the events after its last id,
- * applies the job states they commit with (event.ts JobGuard), stores them and notifies. The
- * sequencer row stays locked until the transaction ends, so writers of events are serialised
- * and ids are assigned in commit order without gaps (a rollback gives its ids back): a reader
- * that has seen id N has seen every smaller id. To keep that lock from waiting on a client, the
- * function is either a statement of its own (autocommitted) or the last statement of a
- * transaction, sent with its COMMIT in one round trip ({@link EventStore.appendOnCommit}): a
- * paused or partitioned instance can never hold it (cluster.md: no instance can stall another).
- *
- * Retention as on SQLite (src/state/sqlite/event-log.ts): at least `retention` newest events are kept
- * and at most a segment more. Ids have no gaps, so "the newest `retention`" is `id > last -
- * retention`; each time the ids cross a multiple of the segment size, the rows below that are
- * deleted in one statement, after the commit, outside the serialised section.
+ * The global event log on PostgreSQL (cluster.md, Events, "Under faults"). `console_append` numbers events
+ * from the locked `event_sequencer` row, applies their job states, stores and notifies in one statement;
+ * the lock lasts until commit, so ids follow commit order without gaps. It runs autocommitted or as the last
+ * statement sent with COMMIT ({@link EventStore.appendOnCommit}), so a paused instance never holds the lock.
+ * Retention as on SQLite: ids have no gaps, so each crossing of a segment multiple deletes below it, after commit.
  */
 import pg from 'pg';
 import { proposalOf, type BusEvent } from '../../bus/event.js';
@@ -24,23 +13,18 @@ import type { Exec } from './exec.js';
 /** The channel every append notifies, with the newest id it stored (cluster.md, Events: LISTEN/NOTIFY). */
 export const EVENTS_CHANNEL = 'console_events';
 
-/** Segment size for a retention bound: the rule of the SQLite event log, a quarter of it within 100..100,000. */
+/** Segment size for a retention bound: as the SQLite event log, a quarter of it within 100..100,000. */
 export function segmentSizeOf(retention: number): number {
   return Math.min(100_000, Math.max(100, Math.ceil(retention / 4)));
 }
 
 /**
  * The event log on PostgreSQL.
- * @param x runs the appends (the pool, or a transaction).
- * @param pool runs retention after a commit, and the reads.
- * @param retention newest events kept at least (CONSOLE_EVENT_RETENTION).
+ * @param x runs the appends (the pool, or a transaction); `pool` runs retention after commit and the reads.
  */
 export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   const segment = segmentSizeOf(retention);
-  /**
-   * The drafts as events with the ids the function gave them (null: dropped); retention once the
-   * ids cross a segment: after the commit, awaited when the append committed by itself.
-   */
+    /** Retention runs after commit, awaited when the append committed by itself. */
   const appended = async (drafts: readonly EventDraft[], ids: readonly (string | null)[], committed = !x.inTransaction): Promise<(BusEvent | null)[]> => {
     let first = 0;
     let last = 0;

@@ -1,38 +1,24 @@
-/**
- * How the PostgreSQL repositories run statements (issue 13, item 3): through an {@link Exec},
- * either on the pool (each statement its own transaction) or on the client of an open
- * transaction. Work that needs several statements asks for {@link Exec.atomic}: a transaction
- * of its own on the pool, or simply the enclosing one. Faults come out as the state layer's
- * errors (errors.ts).
- */
+// How the PostgreSQL repositories run statements: on the pool (each statement its own transaction) or in an
+// open transaction; {@link Exec.atomic} gives several statements one. Faults become errors.ts errors.
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { asStateError } from './errors.js';
 
-/** Runs statements for the repositories. */
 export interface Exec {
   /** One statement with `$n` parameters. @throws PgFaultError for a fault of the database. */
   q<R extends QueryResultRow = QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
-  /** Whether the statements run in an open transaction (else each commits by itself). */
   readonly inTransaction: boolean;
   /** Runs `fn` in one transaction: a new one on the pool, or the enclosing transaction. */
   atomic<T>(fn: (x: Exec) => Promise<T>): Promise<T>;
-  /**
-   * Runs `fn` once the enclosing transaction committed (at once when there is none); its
-   * failure is not the transaction's (it committed): `fn` must tolerate being skipped.
-   */
+  /** Runs `fn` once the enclosing transaction committed (at once without one); `fn` must tolerate being skipped. */
   afterCommit(fn: () => Promise<void>): void;
   /**
-   * Runs `sql` (no parameters: values inlined as literals) as the last statement of the
-   * enclosing transaction, sent with its COMMIT in one round trip, so whatever lock it takes is
-   * never held while the server waits for this client; alone when there is no transaction.
-   * At most once per transaction.
-   * @returns its result, once the transaction committed; rejects when it or the commit failed
-   *   (the transaction then rolled back). Never await it inside the transaction's function.
+   * Runs `sql` (values inlined) as the transaction's last statement, sent with its COMMIT in one round trip,
+   * so no lock it takes is held while the server waits for this client. At most once per transaction.
+   * @returns its result after commit; rejects if it or the commit failed. Never await it inside the transaction.
    */
   onCommit(sql: string): Promise<QueryResult>;
 }
 
-/** An Exec on the pool: each statement commits by itself. */
 export function poolExec(pool: Pool): Exec {
   const x: Exec = {
     q: async (sql, params) => {
@@ -50,11 +36,7 @@ export function poolExec(pool: Pool): Exec {
   return x;
 }
 
-/**
- * Runs `fn` in a transaction on one pooled client: COMMIT when it resolves, ROLLBACK when it
- * throws (rethrown, a fault of the database as the state layer's error). A client whose
- * connection failed is destroyed rather than returned to the pool.
- */
+/** Runs `fn` in a transaction on one pooled client; a client whose connection failed is destroyed, not returned. */
 export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>): Promise<T> {
   let client: PoolClient;
   try {
@@ -62,9 +44,7 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
   } catch (err) {
     throw asStateError(err);
   }
-  // A checked-out client's connection can fail between statements (the server went away): the
-  // pool listens only to idle clients, and an 'error' nobody listens to ends the process. The
-  // next statement fails too, and the client is then destroyed, not returned to the pool.
+    // A checked-out client's connection can fail between statements, and an 'error' nobody listens to ends the process.
   let broken: Error | undefined;
   const onError = (err: Error) => void (broken = err);
   client.on('error', onError);
@@ -100,8 +80,7 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
     const result = await fn(x);
     if (last === undefined) await q('COMMIT');
     else {
-      // One simple-protocol query, two statements: the server runs the COMMIT right after the
-      // last statement, whatever this process does meanwhile (it may be paused).
+        // One simple-protocol query: the server runs the COMMIT right after, even if this process is paused.
       const results = (await client.query(`${last.sql};\nCOMMIT`)) as unknown as QueryResult[];
       last.resolve(results[0] as QueryResult);
     }

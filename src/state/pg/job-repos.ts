@@ -1,9 +1,7 @@
 /**
- * Jobs, instances and terminals on PostgreSQL (issue 13, items 3 and 6; cluster.md, Jobs and
- * Terminals). A dead instance's running jobs are marked lost with one conditional UPDATE
- * (`… WHERE instance_id = $1 AND state = 'running' RETURNING …`): when two survivors do it at
- * once, the second waits on the rows the first changed, then finds them no longer running, so
- * each job is marked, and its event emitted, exactly once.
+ * Jobs, instances and terminals on PostgreSQL (cluster.md, Jobs, Terminals). A dead instance's jobs are
+ * marked lost with one conditional UPDATE over `running`: a second survivor waits on the rows, then finds
+ * them not running, so each job is marked and its event emitted exactly once.
  */
 import type { Exec } from './exec.js';
 import { jobQueryWhere, type JobQuery } from '../job-query.js';
@@ -69,7 +67,6 @@ const jobFromRow = (r: JobRow): StoredJob => ({
 const JOB_COLS =
   'proposal_id, instance_id, project_id, pid, argv, state, started_at, ended_at, rc, signal, stdout_lines, stderr_lines, cancel_requested, exit_reason, exit_detail';
 
-/** Generation jobs of every instance on PostgreSQL. */
 export function pgJobs(x: Exec): JobStore {
   const select = async (where: string, params: readonly unknown[]) =>
     (await x.q<JobRow>(`SELECT ${JOB_COLS} FROM jobs ${where}`, params)).rows.map(jobFromRow);

@@ -1,12 +1,7 @@
 /**
- * The PostgreSQL back end of the state store (issue 13, item 3; shared/design/cluster.md),
- * through node-postgres with a pool: several instances of the service share one database.
- *
- * Opening it connects (retrying until the connect time-out: a server that is starting is
- * waited for; a refused login or a missing database fails at once), migrates the schema under
- * an advisory lock (schema.ts), and applies the bounds (clicks, event retention), then hands
- * out the repositories of state-store.ts. The schema and the event sequencer are described in
- * schema.ts and event-repo.ts; how each race between instances is settled, in the repositories.
+ * The PostgreSQL back end of the state store (cluster.md), shared by every instance through a node-postgres
+ * pool. Opening waits for a starting server until the connect time-out (a refused login or missing database
+ * fails at once), migrates under an advisory lock (schema.ts) and applies the bounds.
  */
 import pg from 'pg';
 import { StateDbError } from '../errors.js';
@@ -20,38 +15,26 @@ import { migrateSchema, PG_MIGRATIONS } from './schema.js';
 
 /** Where the database is and the bounds of the store. */
 export interface PgStateStoreOptions {
-  /** CONSOLE_DATABASE_URL: `postgres://user:password@host:port/database`. */
+  /** CONSOLE_DATABASE_URL. */
   readonly url: string;
-  /** CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: how long opening waits for an unreachable server. */
   readonly connectTimeoutMs: number;
-  /** Connections in the pool (default 10). */
+  /** Default 10. */
   readonly poolSize?: number;
-  /** CONSOLE_EVENT_RETENTION. */
   readonly eventRetention: number;
-  /** CONSOLE_CLICKS_PER_PROJECT. */
   readonly clicksPerProject: number;
-  /** CONSOLE_CLICKS_MAX_TOTAL. */
   readonly clicksMaxTotal: number;
-  /** Corrupt-blob reports kept per workspace id. */
   readonly workspaceReportsKept: number;
-  /**
-   * Told of errors of idle pooled connections (the server restarted…): the pool drops such a
-   * connection by itself; without a listener, node-postgres would end the process.
-   */
+  /** Told of idle pooled connections' errors (server restart); without a listener node-postgres would end the process. */
   readonly onPoolError?: (err: Error) => void;
-  /** The schema's migrations (tests give their own); default PG_MIGRATIONS. */
   readonly migrations?: readonly string[];
   /**
-   * Bounds every pooled session sets (cluster.md, "Under faults": no instance can stall
-   * another), in ms: how long a statement waits for a lock (`lock_timeout`), how long a
-   * session may sit in an open transaction waiting for its client before the server ends it
-   * (`idle_in_transaction_session_timeout`), and how long a statement may run
-   * (`statement_timeout`). Default: {@link sessionBoundsFor} a 10 s instance timeout.
+   * Bounds every pooled session sets, ms (cluster.md, "Under faults": no instance can stall another):
+   * `lock_timeout`, `idle_in_transaction_session_timeout`, `statement_timeout`. Default: {@link sessionBoundsFor} 10 s.
    */
   readonly sessionBounds?: SessionBounds;
 }
 
-/** The per-session bounds of the pool (PgStateStoreOptions.sessionBounds), ms. */
+/** The pool's per-session bounds, ms. */
 export interface SessionBounds {
   readonly lockTimeoutMs: number;
   readonly idleInTransactionTimeoutMs: number;
@@ -59,11 +42,9 @@ export interface SessionBounds {
 }
 
 /**
- * The session bounds for an instance timeout (CONSOLE_INSTANCE_TIMEOUT_MS): a lock wait and a
- * transaction left waiting by a frozen client end within half of it, so a peer that stopped
- * while holding a lock every instance needs costs the others less than it takes to judge it
- * dead (at least 1 s); a statement may run 30 s (three instance timeouts, when longer): only a
- * runaway one is stopped.
+ * Session bounds for an instance timeout: lock waits and transactions left by a frozen client end within
+ * half of it (at least 1 s), so a peer stalled holding a lock costs less than judging it dead; statements
+ * may run 30 s or three timeouts, stopping only runaways.
  */
 export function sessionBoundsFor(instanceTimeoutMs: number): SessionBounds {
   const half = Math.max(1000, Math.floor(instanceTimeoutMs / 2));
@@ -81,9 +62,9 @@ const types = {
 
 /**
  * Opens the PostgreSQL state store: connects, migrates, applies the bounds.
- * @throws StateDbError (`state_db_open_failed`) naming CONSOLE_DATABASE_URL (as host:port/database:
- *   no credential) and the cause: a URL that is not a PostgreSQL URL, a refused login, a missing
- *   database, a server still unreachable after `connectTimeoutMs`, a schema newer than this code.
+ * @throws StateDbError (`state_db_open_failed`) naming the database (host:port/database, no credential) and
+ *   the cause: not a PostgreSQL URL, refused login, missing database, unreachable after `connectTimeoutMs`,
+ *   or a schema newer than this code.
  */
 export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgStateStore> {
   const where = `CONSOLE_DATABASE_URL (${describeDatabaseUrl(opts.url)})`;
@@ -102,8 +83,7 @@ export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgSta
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: Math.max(1, opts.connectTimeoutMs),
     types,
-    // A peer that vanished without closing its connection (a machine down, a cable cut) is
-    // found by the kernel's probes instead of hanging a query for hours.
+      // A vanished peer (machine down, cable cut) is found by the kernel's probes instead of hanging a query for hours.
     keepAlive: true,
     keepAliveInitialDelayMillis: 5000,
     options: `-c lock_timeout=${bounds.lockTimeoutMs} -c idle_in_transaction_session_timeout=${bounds.idleInTransactionTimeoutMs} -c statement_timeout=${bounds.statementTimeoutMs}`,
@@ -156,10 +136,8 @@ async function connectWithin(pool: pg.Pool, timeoutMs: number, where: string): P
 }
 
 /**
- * Where a database URL points, for messages, the status and the logs: `host:port/database`
- * only. A URL carries credentials in more places than its password (`?password=`,
- * `?passfile=`, `?sslkey=`, `?sslpassword=`… as libpq and node-postgres read them): none of it
- * is ever shown, nor the user.
+ * Where a database URL points, for messages, status and logs: `host:port/database` only, since a URL carries
+ * credentials in more places than its password (`?passfile=`, `?sslkey=`…).
  */
 export function describeDatabaseUrl(raw: string): string {
   try {

@@ -1,14 +1,8 @@
 /**
- * What the console records on PostgreSQL besides its decisions (issue 13, item 4): workspace
- * blobs with revisions, selections and recent items, clicks. The same behaviour as the SQLite
- * repositories of the same names, made safe between instances:
- * - a workspace write is one conditional statement (INSERT … ON CONFLICT DO NOTHING for
- *   revision 0, UPDATE … WHERE revision = expected otherwise): of two writes with one revision,
- *   the second waits for the first's row and then finds nothing to change: 409 for the loser;
- * - recent items are ordered by a sequence, not by `max(seq) + 1`, which two instances would
- *   compute alike;
- * - a click append first moves the `clicks` counter row, which serialises appends, so the ring
- *   per project and the bound on all hold whatever the number of instances.
+ * Workspace blobs, selections and recent items, and clicks on PostgreSQL, as the SQLite repositories but
+ * safe between instances: workspace writes are one conditional statement (the loser gets the 409), recent
+ * items are ordered by a sequence (`max(seq) + 1` would compute alike), and click appends first move the
+ * counter row, which serialises them so both bounds hold.
  */
 import type { Exec } from './exec.js';
 import type { ClickRecord, ClickStore, RecentRecord, SelectionStore, WorkspaceRecord, WorkspaceStore } from '../state-store.js';
@@ -27,7 +21,7 @@ const workspaceFromRow = (r: WorkspaceRow): WorkspaceRecord => ({
   updatedAt: r.updated_at,
 });
 
-/** Workspace blobs and reports on PostgreSQL. @param reportsKept newest reports kept per id. */
+/** @param reportsKept newest reports kept per id. */
 export function pgWorkspace(x: Exec, reportsKept: number): WorkspaceStore {
   const current = async (y: Exec, wid: string) =>
     (await y.q<{ revision: number }>('SELECT revision FROM workspace_states WHERE wid = $1', [wid])).rows[0]?.revision ?? 0;
@@ -87,7 +81,6 @@ interface RecentRow {
 
 const recentFromRow = (r: RecentRow): RecentRecord => ({ projectId: r.project_id, kind: r.kind, itemId: r.item_id, openedAt: r.opened_at });
 
-/** Selections and recent items on PostgreSQL. */
 export function pgSelection(x: Exec): SelectionStore {
   const listOf = async (where: string, limit: number) =>
     (await x.q<RecentRow>(`SELECT project_id, kind, item_id, opened_at FROM recent_items WHERE ${where} ORDER BY seq DESC LIMIT $1`, [limit])).rows.map(

@@ -1,9 +1,6 @@
 /**
- * The state database's WAL checkpoint, as a task of the service's housekeeping thread (the
- * process worker's, src/process/housekeeping-thread.ts: one thread for both, issue 11, P6; run by
- * checkpointer.ts). The thread keeps its own connection to the database between tasks and runs
- * a PASSIVE checkpoint, which never waits for readers or writers: the main thread's commits go
- * on meanwhile, and the /proc tasks sharing the thread wait for the copy only.
+ * The WAL checkpoint as a task of the housekeeping thread (src/process/housekeeping-thread.ts), with its own
+ * connection kept between tasks. PASSIVE never waits for readers or writers, so commits go on meanwhile.
  */
 import Database, { type Db } from './binding.js';
 
@@ -16,10 +13,7 @@ export interface CheckpointTask {
 /** What a checkpoint did: `error` is the reason it failed (the database cannot be opened, I/O). */
 export type CheckpointResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
 
-/**
- * How long the connection waits for a lock at opening. A checkpoint that cannot run now runs at
- * the next tick; the /proc tasks sharing the thread should not wait seconds for it.
- */
+/** Lock wait at opening: a checkpoint that cannot run now runs next tick; /proc tasks sharing the thread must not wait. */
 const BUSY_TIMEOUT_MS = 250;
 
 let open: { readonly file: string; readonly db: Db } | null = null;

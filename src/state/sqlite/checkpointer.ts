@@ -1,11 +1,7 @@
 /**
- * Runs the state database's WAL checkpoints off the main thread. Left to SQLite, every ~1000
- * pages a commit on the main thread copies the WAL back into the database file and syncs it:
- * about half the cost of storing an event. Here a separate connection checkpoints on a timer
- * instead (PASSIVE: it never blocks the main thread's commits), and the main connection's
- * own threshold stays as a backstop (db.ts). The checkpoints are tasks of the service's
- * housekeeping thread (checkpoint-task.ts), not a thread of their own: each thread costs about
- * 11 MB of memory (issue 11, P6).
+ * WAL checkpoints off the main thread: left to SQLite, a main-thread commit every ~1000 pages copies the WAL
+ * back and syncs, about half the cost of storing an event. A PASSIVE checkpoint on a timer never blocks
+ * commits; db.ts keeps the threshold as a backstop. They run on the housekeeping thread, since each thread costs ~11 MB.
  */
 import type { CheckpointResult, CheckpointTask } from './checkpoint-task.js';
 
@@ -19,12 +15,7 @@ export class Checkpointer {
   private running: Promise<void> | null = null;
   private stopped: Promise<void> | null = null;
 
-  /**
-   * Starts the timer.
-   * @param file the state database.
-   * @param run runs a task on the housekeeping thread.
-   * @param intervalMs time between checkpoints.
-   */
+  /** Starts the timer. @param run runs a task on the housekeeping thread. */
   constructor(
     private readonly file: string,
     private readonly run: CheckpointRunner,
@@ -36,7 +27,6 @@ export class Checkpointer {
     this.timer.unref();
   }
 
-  /** Checkpoints that failed (reported by the system status). */
   get failures(): number {
     return this.errors;
   }

@@ -1,10 +1,7 @@
 /**
- * Click records (api-decisions.md, "Service routes with partial shape", Clicks): a ring
- * buffer per project kept in the state database, and a bound on all clicks together (issue
- * 10, item 10: many projects times the per-project ring is no bound). The insert, the eviction
- * of the project's oldest clicks past its ring and of the oldest clicks of all past the total
- * happen in one transaction, so neither bound is ever exceeded and an acknowledged click is
- * never lost to a crash.
+ * Clicks (api-decisions.md, "Service routes with partial shape", Clicks): a ring per project and a bound on
+ * all (per-project rings alone are no bound with many projects), enforced with the insert in one
+ * transaction, so neither is exceeded and an acknowledged click survives a crash.
  */
 import type { Db } from './db.js';
 import type { ClickRecord } from '../records.js';
@@ -36,17 +33,11 @@ export class ClicksRepo {
   private readonly listProjectStmt;
   private readonly listAllStmt;
   private readonly appendTx;
-  /**
-   * Rows in the table, counted once at start-up and then kept in step by each append's
-   * transaction (only this repository writes the table): a `count(*)` per insert would scan
-   * up to the whole bound (a million rows) each time.
-   */
+  /** Rows in the table, counted once and kept in step by each append: a `count(*)` per insert would scan up to a million rows. */
   private total: number;
 
   /**
-   * @param ringSize clicks kept per project (CONSOLE_CLICKS_PER_PROJECT, ≥ 1).
-   * @param maxTotal clicks kept in all (CONSOLE_CLICKS_MAX_TOTAL, ≥ 1); a table holding more
-   *   (the bound was lowered) is trimmed to it here, oldest first, before the first request.
+   * @param maxTotal clicks kept in all; a table holding more (a lowered bound) is trimmed here, before the first request.
    * @throws RangeError for a bound that is not a positive integer.
    */
   constructor(

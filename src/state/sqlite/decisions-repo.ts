@@ -1,7 +1,4 @@
-/**
- * Every decision on a proposal, fallback ones included (issue: console state, item 2): the
- * proposals table keeps the first decision as the proposal's status, this log keeps them all.
- */
+// Every decision on a proposal, fallback ones included; the proposals table keeps only the first as its status.
 import type { Db } from './db.js';
 import type { DecisionRecord } from '../records.js';
 

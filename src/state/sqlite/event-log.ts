@@ -1,19 +1,9 @@
 /**
- * Persistence of bus events in the state database (api-decisions.md, Events): batched
- * inserts, reads in ascending id order with the list filters, a retention bound, and an id
- * reservation that keeps ids strictly increasing across restarts, crashes included.
- *
- * Events live in a ring of segment tables (`event_segment_<n>`): inserts go to the newest,
- * and retention drops the oldest whole once the others still hold the bound. Deleting rows
- * one by one cost as much as inserting them (and blocked the event loop for tens of ms per
- * batch); dropping a table costs a tenth of that. The view `events` unites the segments for
- * readers outside the service.
- *
- * Each segment's runs table says where each proposal's events lie (see `proposalOf` in
- * src/bus/event.ts for which proposal an event is about), so one job's events are read from
- * their runs, not by a scan (issue 14, item 2; event-segments.ts). Likewise each segment's
- * events by severity and scope are known in memory (event-pairs.ts): reads filtered by them
- * read the rows they return by id, not every row the filter skips.
+ * Bus events in the state database (api-decisions.md, Events), in a ring of segment tables: retention drops
+ * the oldest whole, since deleting rows one by one cost as much as inserting them and blocked the event loop
+ * for tens of ms per batch. The view `events` unites the segments for outside readers. Per segment, the runs
+ * table (event-segments.ts) and in-memory severity/scope pairs (event-pairs.ts) let filtered reads fetch only
+ * the rows they return.
  */
 import type { Statement } from './binding.js';
 import type { Db } from './db.js';
@@ -24,10 +14,7 @@ import { EventPairs } from './event-pairs.js';
 
 export type { EventRow } from '../../bus/local-event-log.js';
 
-/**
- * Ids are handed out from blocks reserved in `meta` before use, so an id seen by a live
- * client is never reused after a crash lost the unflushed tail (the price is a gap).
- */
+/** Ids come from blocks reserved in `meta` before use, so an id a client saw is never reused after a crash (at the price of a gap). */
 const ID_BLOCK = 10_000;
 /** Rows per multi-row INSERT: fewer statement steps per event on the hot path. */
 const INSERT_CHUNK = 64;
@@ -39,7 +26,6 @@ const SEGMENT_MAX = 100_000;
 interface Segment {
   readonly n: number;
   readonly table: string;
-  /** Its runs table (event-segments.ts). */
   readonly runs: string;
   minId: number;
   maxId: number;
@@ -47,33 +33,24 @@ interface Segment {
   readonly insertOne: Statement<unknown[]>;
   readonly insertChunk: Statement<unknown[]>;
   readonly insertRun: Statement<unknown[]>;
-  /** Its events' ids by severity and scope (read again when rows are trimmed off it). */
   pairs: EventPairs;
-  /** Rows by a JSON array of ids, ascending. */
   readonly byIds: Statement<unknown[]>;
 }
 
-/** The SQLite event log: the bus's {@link LocalEventLog}. */
 export class EventLog implements LocalEventLog {
   private nextId: number;
   private reservedUpTo: number;
-  /** A reservation takeId could not store: stored by the next append. */
   private reservationUnsaved = false;
-  /** Newest id handed out (or stored, after a restart); ids in a lost reservation never count. */
+  /** Newest id handed out (or stored, after a restart). */
   private lastId: number;
-  /** Oldest first; never empty. */
   private readonly segments: Segment[];
-  /** Rows per segment. */
   readonly segmentSize: number;
   private readonly saveReservation;
   private readonly appendTx;
   private readonly finishJob;
   private readonly selects = new Map<string, Statement<unknown[]>>();
 
-  /**
-   * @param retention number of newest events kept at least; at most one segment
-   *   (`segmentSize`) more are kept.
-   */
+  /** @param retention newest events kept at least; at most a segment more are kept. */
   constructor(
     private readonly db: Db,
     readonly retention: number,

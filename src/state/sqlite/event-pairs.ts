@@ -1,14 +1,7 @@
 /**
- * Where a segment's events of each (severity, scope) pair are: their ids in ascending order,
- * kept in memory beside the segment (event-log.ts). A read filtered by severities or a scope
- * prefix then takes the ids it needs from the pairs that pass the filter and reads those rows by
- * id, instead of scanning the segment: the main thread's time per read is bounded by the page
- * asked for, not by how many events the filter skips (a filter matching nothing used to walk
- * every retained row, 45–150 ms for 200,000).
- *
- * Memory: 8 bytes per event and one entry per distinct pair. Distinct pairs are few (scopes are
- * channel names); a filter matching more than {@link MAX_PAIRS} of them is left to the scan,
- * whose matches are then plentiful.
+ * Each segment's event ids per (severity, scope) pair, in memory beside the segment (event-log.ts), so a
+ * filtered read fetches the rows it returns by id instead of scanning: its time is bounded by the page,
+ * not by the events skipped. 8 bytes per event; pairs are few, and past {@link MAX_PAIRS} the read scans.
  */
 import type { EventFilter, Severity } from '../../bus/event.js';
 
@@ -18,17 +11,14 @@ export const MAX_PAIRS = 64;
 interface Pair {
   readonly severity: Severity;
   readonly scope: string;
-  /** Ascending. */
   readonly ids: number[];
 }
 
-/** The pairs of one segment. */
 export class EventPairs {
   private readonly pairs = new Map<string, Pair>();
   /** The pair of the last event noted: runs of one job's lines share one. */
   private last: Pair | undefined;
 
-  /** Notes a stored event (ids ascending across calls). */
   note(id: number, severity: Severity, scope: string): void {
     let p = this.last;
     if (p === undefined || p.severity !== severity || p.scope !== scope) {

@@ -1,25 +1,17 @@
 /**
- * The schema of the event log's segment tables (`event_segment_<n>`, see event-log.ts): their
- * columns, the runs table that finds one proposal's events in a segment, creation, and the
- * upgrade of segments stored by earlier versions (issue 14, item 2; issue 11).
- *
- * Each segment `event_segment_<n>` has a runs table `event_segment_<n>_runs`: one row per run,
- * a stretch of consecutive events about one proposal, with its first and last id. A job's lines
- * come in stretches (each read of its pipe is one), so a run stands for hundreds of lines under
- * load (P3: one per ~380 events) and for one event at worst. The previous shape, a
- * `proposal_id` column on every row with a partial index, cost a second B-tree entry and 16
- * bytes per job line: P3's insert time was 77% over the rows alone (bench/RESULTS.md).
+ * The event log's segment tables (event-log.ts) and their runs tables: a run is a stretch of consecutive
+ * events about one proposal, so a job's events are found without a scan. A run stands for hundreds of lines
+ * under load; a `proposal_id` column with an index instead cost a second B-tree entry per line and made
+ * inserts 77% slower (bench/RESULTS.md).
  */
 import type { Db } from './db.js';
 
 export const SEGMENT_PREFIX = 'event_segment_';
 
-/** Columns of a segment, in insert order (segments of issue 14's shape have a `proposal_id` after them, unused). */
+/** Columns of a segment, in insert order (older segments may have an unused `proposal_id` after them). */
 export const COLUMNS = 'id, severity, scope, data';
-/** The placeholders of one row of {@link COLUMNS}. */
 export const ROW_PARAMS = '(?, ?, ?, ?)';
 
-/** The runs table of segment table `table`. */
 export const runsOf = (table: string): string => `${table}_runs`;
 
 /**

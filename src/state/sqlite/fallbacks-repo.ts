@@ -1,7 +1,4 @@
-/**
- * Counts of raised sanctioned fallbacks, per name (issue: console state, item 5), reported by
- * `GET /api/system-status`.
- */
+// Counts of raised sanctioned fallbacks per name, reported by `GET /api/system-status`.
 import type { Db } from './db.js';
 
 export class FallbacksRepo {
@@ -21,7 +18,6 @@ export class FallbacksRepo {
     this.bumpStmt.run(name, at);
   }
 
-  /** Every stored count by name. */
   all(): Map<string, number> {
     return new Map(this.allStmt.all().map((r) => [r.name, r.count]));
   }

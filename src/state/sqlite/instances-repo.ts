@@ -1,7 +1,4 @@
-/**
- * Instances of the service and their heartbeats in the SQLite state database (issue 13;
- * shared/design/cluster.md, Operations). A single-instance database holds at most its own.
- */
+// Instances and their heartbeats in SQLite (cluster.md, Operations); a single-instance database holds at most its own.
 import type { Db } from './db.js';
 import { instanceFromRow, type InstanceRecord, type InstanceRow } from '../records.js';
 

@@ -1,8 +1,6 @@
 /**
- * The instance of each job in the SQLite state database (issue 13; cluster.md, Jobs): the
- * `instance_id` column beside what JobsRepo reads and writes, so JobsRepo, the service's fast
- * path, is unchanged. A job whose column is NULL was recorded before the column existed, by
- * the database's one instance: the caller names that instance (`localId`).
+ * Each job's instance in SQLite (cluster.md, Jobs), in a column beside what JobsRepo writes, so the fast
+ * path is unchanged. NULL means recorded before the column existed, by the one instance (`localId`).
  */
 import type { Db } from './db.js';
 
@@ -35,13 +33,11 @@ export class JobOwnersRepo {
     this.setStmt.run(instanceId, proposalId);
   }
 
-  /** The instance of each of `proposalIds` that exists. */
   ownersOf(proposalIds: readonly string[]): Map<string, string> {
     if (proposalIds.length === 0) return new Map();
     return new Map(this.ownersStmt.all(JSON.stringify(proposalIds)).map((r) => [r.proposal_id, r.instance_id ?? this.localId]));
   }
 
-  /** Ids of the running jobs of an instance. */
   runningOf(instanceId: string): string[] {
     return this.runningStmt.all(this.localId, instanceId).map((r) => r.proposal_id);
   }

@@ -1,7 +1,4 @@
-/**
- * Generation jobs in the state database: one row per accepted generation request
- * (issue: core slice, item 7), written at spawn and at exit.
- */
+// Generation jobs in the state database: one row per accepted generation request, written at spawn and exit.
 import type { JobEnd } from '../../bus/event.js';
 import type { Db } from './db.js';
 import { jobQueryWhere, type JobQuery } from '../job-query.js';
@@ -67,10 +64,8 @@ export class JobsRepo {
   }
 
   /**
-   * The output lines of a job as its events tell them (issue 14, item 2: a job found `lost`
-   * after a crash had counted its lines in memory only): the highest line number of each
-   * stream among the stored line events (`<proposal id> stdout line <n>`), so lines whose
-   * events retention dropped still count; 0 for a stream without any.
+   * A job's output lines as its stored line events tell them (highest line number per stream), for a job
+   * found `lost` after a crash had counted them only in memory; 0 for a stream without any.
    */
   lineCountsFromEvents(proposalId: string): { stdoutLines: number; stderrLines: number } {
     const rows = this.db

@@ -1,7 +1,4 @@
-/**
- * Memory toggles (spec: What the service does, item 4): every toggle is logged, and
- * `memory_toggles` holds the last one per entry, which `GET /api/memory` shows as `enabled`.
- */
+// Memory toggles: every toggle is logged; `memory_toggles` holds the last per entry (`GET /api/memory`'s `enabled`).
 import type { Db } from './db.js';
 import type { MemoryToggleRecord } from '../records.js';
 
@@ -22,7 +19,6 @@ export class MemoryTogglesRepo {
     );
   }
 
-  /** The last toggle of every toggled entry. */
   all(): Map<string, boolean> {
     return new Map(this.allStmt.all().map((r) => [r.entry_id, r.enabled !== 0]));
   }

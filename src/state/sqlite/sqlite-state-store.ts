@@ -1,12 +1,8 @@
 /**
- * The SQLite back end of the state store (issue 13, item 2; src/state/state-store.ts): an
- * adapter over the synchronous repositories the service uses today, which stay its fast path.
- * No SQL of theirs is copied here: each method calls one of them.
- *
- * One connection serves the whole process, so the adapter runs one thing at a time: calls and
- * transactions queue on one promise chain. A transaction holds the queue from `BEGIN
- * IMMEDIATE` to its commit, so what runs inside it is only its own work, and ids are handed
- * out in commit order. The repositories' own transactions nest inside it as savepoints.
+ * The SQLite back end of the state store: an adapter over the synchronous repositories (the fast path),
+ * each method calling one. One connection serves the process, so calls queue on one promise chain and a
+ * transaction holds the queue from `BEGIN IMMEDIATE` to commit: ids are handed out in commit order, and the
+ * repositories' own transactions nest as savepoints.
  */
 import { proposalOf, type BusEvent } from '../../bus/event.js';
 import { ClicksRepo } from './clicks-repo.js';
@@ -27,29 +23,19 @@ import { TakeStateRepo } from './take-state-repo.js';
 import { TerminalsRepo } from './terminals-repo.js';
 import { WorkspaceRepo } from './workspace-repo.js';
 
-/** Bounds and identity of a SQLite state store. */
 export interface SqliteStateStoreOptions {
-  /** This instance's id: the owner of jobs recorded before jobs had one. */
+  /** Owner of jobs recorded before jobs had one. */
   readonly instanceId: string;
-  /** CONSOLE_EVENT_RETENTION. */
   readonly eventRetention: number;
-  /** CONSOLE_CLICKS_PER_PROJECT. */
   readonly clicksPerProject: number;
-  /** CONSOLE_CLICKS_MAX_TOTAL. */
   readonly clicksMaxTotal: number;
-  /** Corrupt-blob reports kept per workspace id. */
   readonly workspaceReportsKept: number;
-  /**
-   * The event log the bus writes, when one is open on the same database: ids must come from
-   * one log. Default: the store opens its own.
-   */
+  /** The bus's event log when open on the same database (ids must come from one log); default: its own. */
   readonly eventLog?: EventLog;
 }
 
-/** Runs one synchronous piece of database work, resolving to its result. */
 type Run = <T>(work: () => T) => Promise<T>;
 
-/** The database's faults as the state layer's errors; anything else as it is. */
 function guarded<T>(work: () => T): T {
   try {
     return work();
@@ -59,8 +45,7 @@ function guarded<T>(work: () => T): T {
 }
 
 /**
- * Opens (creating and migrating) the SQLite state database at `file` as a state store that
- * owns the connection.
+ * Opens (creating and migrating) the SQLite state database at `file` as a store that owns the connection.
  * @throws StateDbError as {@link openStateDb}.
  */
 export function openSqliteStateStore(file: string, opts: SqliteStateStoreOptions): SqliteStateStore {
@@ -73,7 +58,6 @@ export function openSqliteStateStore(file: string, opts: SqliteStateStoreOptions
   }
 }
 
-/** The state store on the SQLite database of one instance (see the module's comment). */
 export class SqliteStateStore implements StateStore {
   readonly backend = 'sqlite' as const;
   readonly proposals;
@@ -88,17 +72,12 @@ export class SqliteStateStore implements StateStore {
   readonly events;
   readonly instances;
   readonly terminals;
-  /** The tail of the queue of calls; never rejects. */
   private tail: Promise<unknown> = Promise.resolve();
   private readonly log: EventLog;
   private readonly sync;
-  /** Set while a transaction of this store is open: its events, if any, were appended in it. */
   private txEvents = false;
 
-  /**
-   * @param db a migrated state database (openStateDb).
-   * @param owned whether {@link close} closes `db`.
-   */
+  /** @param owned whether {@link close} closes `db`. */
   constructor(
     private readonly db: Db,
     opts: SqliteStateStoreOptions,
@@ -138,7 +117,6 @@ export class SqliteStateStore implements StateStore {
     return this.db.pragma('user_version', { simple: true }) as number;
   }
 
-  /** @inheritdoc */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
     return this.queue(async () => {
       guarded(() => this.db.exec('BEGIN IMMEDIATE'));
@@ -165,21 +143,18 @@ export class SqliteStateStore implements StateStore {
     });
   }
 
-  /** @inheritdoc */
   close(): Promise<void> {
     return this.queue(async () => {
       if (this.owned) this.db.close();
     });
   }
 
-  /** Runs `task` once every call queued before it has settled. */
   private queue<T>(task: () => Promise<T>): Promise<T> {
     const result = this.tail.then(task);
     this.tail = result.catch(() => undefined);
     return result;
   }
 
-  /** The repositories, each call made through `run`. */
   private repos(run: Run): StateRepos {
     const s = this.sync;
     const withOwner = (recs: readonly JobRecord[]): StoredJob[] => {
@@ -289,7 +264,7 @@ export class SqliteStateStore implements StateStore {
     };
   }
 
-  /** Ids from the event log (in the order of the queue, which is commit order), then one append. */
+  /** Ids from the event log in queue order (commit order), then one append. */
   private appendEvents(drafts: readonly EventDraft[]): (BusEvent | null)[] {
     if (drafts.length === 0) return [];
     const events: BusEvent[] = drafts.map((d) => ({

@@ -1,7 +1,4 @@
-/**
- * Terminal records in the SQLite state database (issue 13; shared/design/cluster.md,
- * Terminals): one per project, with the instance it runs on.
- */
+// Terminal records in the SQLite state database (cluster.md, Terminals): one per project, with its instance.
 import type { Db } from './db.js';
 import { terminalFromRow, type TerminalRecord, type TerminalRow } from '../records.js';
 

@@ -1,7 +1,4 @@
-/**
- * Migration 2: the proposal each event is about, as on SQLite (issue 14, item 2: `?proposal=`
- * filters); the instances' stream counts.
- */
+// Migration 2: the proposal each event is about, as on SQLite (for `?proposal=` filters); the instances' stream counts.
 export default `
   ALTER TABLE events ADD COLUMN proposal_id text;
   CREATE INDEX events_proposal ON events (proposal_id, id) WHERE proposal_id IS NOT NULL;

@@ -1,6 +1,4 @@
-/**
- * Migration 1: events, the id reservation, jobs and proposals (issue: core slice).
- */
+// Migration 1: events, the id reservation, jobs and proposals.
 export default `
   CREATE TABLE meta (
     key   TEXT PRIMARY KEY,

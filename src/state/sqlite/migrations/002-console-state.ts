@@ -1,8 +1,5 @@
-/**
- * Migration 2: the console's recorded state (issue: console state): every decision, take action
- * and memory toggle as a log, the current take states and toggles, fallback counts, clicks,
- * workspace blobs and reports, selections and recent items.
- */
+// Migration 2: the console's recorded state: decision, take action and toggle logs, current take states and
+// toggles, fallback counts, clicks, workspace blobs and reports, selections and recent items.
 export default `
   CREATE TABLE decisions (
     id                 INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,8 +1,5 @@
-/**
- * Migration 4: what cluster mode records (issue 13; shared/design/cluster.md), kept by both
- * back ends of the state store: the instance that runs each job (NULL: the one instance of a
- * database made before this migration), the instances with their heartbeats, and the terminals.
- */
+// Migration 4: what cluster mode records (cluster.md), for both back ends: each job's instance (NULL: the
+// database's one instance before this), the instances with their heartbeats, and the terminals.
 export default `
   ALTER TABLE jobs ADD COLUMN instance_id TEXT;
   CREATE INDEX jobs_instance ON jobs (instance_id, state);
