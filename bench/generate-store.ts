@@ -1,5 +1,5 @@
 /**
- * Generates a large engine store for the benchmarks (issue 5, P1 and P5): one format-2
+ * Generates a large engine store for the benchmarks: one format-2
  * project with `--shots` shots spread over episodes and beats, and `--takes` takes with
  * parent chains and siblings. Usage:
  *   node bench/.work/dist/generate-store.js <dir> [--shots 10000] [--takes 50000]

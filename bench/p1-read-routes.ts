@@ -3,7 +3,7 @@
  * generated store of 10,000 shots and 50,000 takes, against a bare Express 5 route
  * returning a 200-byte JSON object. Targets: ≥ 0.8× throughput, p99 ≤ 2×.
  *
- * Beside the target (issue 12), the limit of this machine for the same answers: node:http
+ * Beside the target, the limit of this machine for the same answers: node:http
  * serving the very bytes the service answered, from memory (bench/servers/same-bytes), in
  * the same slices; an unjudged row shows how far the service is from it.
  */

@@ -1,5 +1,5 @@
 /**
- * P3 (issue 12, re-based): lines/s from 8 children printing 200,000 lines each, through the
+ * P3: lines/s from 8 children printing 200,000 lines each, through the
  * supervisor, the bus and the state database, to 10 SSE clients, against the floor pipeline
  * measured in the same run: the same children → split2 → the same Server-Sent Events frames
  * written to the same 10 clients, with no bus, no database and no service

@@ -1,5 +1,5 @@
 /**
- * P7 (issue 12): the console under a generation storm. 64 running jobs whose tool
+ * P7: the console under a generation storm. 64 running jobs whose tool
  * (bench/tools/stamp-printer) prints timestamped lines, either at a fixed total of 20,000
  * lines/s or as fast as it can; 10 stream clients (bench/load/sse-lag-clients); and a console
  * reading at a steady rate, open-loop (bench/load/open-loop): episodes, beats, takes, lineage,

@@ -1,5 +1,5 @@
 /**
- * P8 (issue 12): cold synthesis and change latency on the generated 10k-shot store.
+ * P8: cold synthesis and change latency on the generated 10k-shot store.
  *
  * 1. Cold: the service is started on the store; from its first answer to `/api/health`, the
  *    episodes, beats (episode 1) and lineage (one beat) routes are asked at once; the figure is

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: runs every row of issues 5, 12 and 13 (or those named on the command line, e.g.
+ * `npm run bench`: runs every row (or those named on the command line, e.g.
  * `npm run bench -- P1 P3`), prints the table and appends it to bench/RESULTS.md, with the
  * machine's load average at the start and at the end of the run (other work on the machine
  * takes CPU from every figure).

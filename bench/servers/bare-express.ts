@@ -1,5 +1,5 @@
 /**
- * Baseline server: a bare Express 5 app (issue 5 P1 and P4 baselines).
+ * Baseline server: a bare Express 5 app.
  * - `GET /json`: a 200-byte JSON object.
  * - `GET /frames?n=&size=`: writes `n` Server-Sent Events frames of the given size, the way
  *   the service frames events, then ends.

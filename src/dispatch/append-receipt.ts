@@ -4,12 +4,7 @@ import path from 'node:path';
 /** How a run ended. `failed` covers an unknown shot as well as unexpected errors. */
 export type Outcome = 'rendered' | 'planned' | 'nothing_to_do' | 'failed';
 
-/**
- * One line of `projects/<id>/receipts.jsonl` (engine-format.md, "The dispatch tool").
- * `time` is ISO 8601 UTC with milliseconds; `argv` is the tool's arguments as given;
- * `shot` is the shot worked on (null when none was chosen); `model` is the model that
- * rendered or would render; `take_id` is the written take, or null.
- */
+/** One line of `projects/<id>/receipts.jsonl` (engine-format.md §The dispatch tool); `time` has milliseconds. */
 export interface Receipt {
   time: string;
   argv: string[];
@@ -22,12 +17,8 @@ export interface Receipt {
 }
 
 /**
- * Appends one receipt line and fsyncs it.
- *
- * The whole line goes out in a single write() on a file opened with O_APPEND: the kernel
- * then places each write at the end of the file atomically, so lines from concurrent
- * runs never interleave and none overwrites another. A short write is reported rather
- * than completed with a second write, which could interleave.
+ * Appends one receipt line and fsyncs it, in a single O_APPEND write so concurrent runs never
+ * interleave; a short write is reported, not completed.
  * @throws Error on an fs error or a short write.
  */
 export async function appendReceipt(projectDir: string, receipt: Receipt): Promise<void> {

@@ -1,10 +1,4 @@
-/**
- * The dispatch tool's one error class (engine-format.md, "The dispatch tool").
- *
- * `exitCode` 2 marks a caller mistake: bad flags, a malformed id, an unknown or legacy
- * project, an unknown shot. Anything else that escapes is unexpected and exits 1; such
- * errors are plain `Error`s, so they need no class of their own.
- */
+/** The dispatch tool's error: `exitCode` 2 is a caller mistake; anything else escaping exits 1. */
 export class DispatchError extends Error {
   readonly exitCode: 1 | 2;
 

@@ -1,7 +1,4 @@
-/**
- * The dispatch tool as a library: the same run as `cli.ts`, with the store root and the
- * output lines injected (engine-format.md, "The dispatch tool").
- */
+/** The dispatch tool as a library, store root and output injected (engine-format.md §The dispatch tool). */
 export { runDispatch, type DispatchIo, type DispatchOptions } from './run-dispatch.js';
 export { DEFAULT_MODEL, parseDispatchArgs, type DispatchArgs } from './parse-args.js';
 export { isValidId, ID_PATTERN } from './validate-id.js';

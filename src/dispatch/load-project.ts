@@ -10,13 +10,8 @@ export interface ProjectRef {
 }
 
 /**
- * Opens `projects/<projectId>/` under the store root (engine-format.md, "project.json"
- * and "Legacy format"). `projectId` must already have passed the identifier check.
- * @throws DispatchError (exit 2): `unknown project <id>` when the directory holds neither
- *   `project.json` nor `project.yaml`; `legacy project <id>: format 1 (project.yaml)` or
- *   `legacy project <id>: format <n>`; `project <id>: missing canonical field <f>` (a
- *   wrong `id` counts as missing, as on the read routes); `project <id>: canonical field format
- *   has the wrong type (a string, expected an integer)`.
+ * Opens `projects/<projectId>/` (engine-format.md §project.json, §Legacy format); the id must be checked.
+ * @throws DispatchError (exit 2) for an unknown or legacy project or a missing/mistyped canonical field.
  * @throws Error (exit 1) when `project.json` is unreadable or not a JSON object.
  */
 export async function loadProject(storeRoot: string, projectId: string): Promise<ProjectRef> {

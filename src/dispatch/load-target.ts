@@ -5,14 +5,14 @@ import type { ProjectRef } from './load-project.js';
 import { isNotFound, readJsonObject, type JsonObject } from './read-json.js';
 import { compareTakeIds } from './take-ids.js';
 
-/** A shot file's members (engine-format.md, "shots/<shot_id>.json"). */
+/** A shot file's members (engine-format.md §shots/<shot_id>.json). */
 export interface Shot extends JsonObject {
   shot_id: string;
   episode: number;
   beat_id: string;
 }
 
-/** A take file's members (engine-format.md, "takes/<take_id>.json"). */
+/** A take file's members (engine-format.md §takes/<take_id>.json). */
 export interface Take extends JsonObject {
   take_id: string;
   shot_id: string;
@@ -23,21 +23,13 @@ export type Target =
   | { kind: 'shot'; shot: Shot; parent: Take | null }
   | { kind: 'nothing_to_do' };
 
-/** Receives one warning line (without the `warning: ` prefix). */
 export type Warn = (message: string) => void;
 
 /**
- * Resolves the shot a run renders (engine-format.md, "The dispatch tool").
- *
- * With `shotId`, that shot; without it, the project's first shot with no take yet,
- * in the order episode, then `order` (a shot without one sorts last), then `shot_id`;
- * `nothing_to_do` when every shot already has a take. The parent is the shot's newest
- * take by `created_at`, then by take id.
- *
- * Shot and take files that are unreadable or lack a canonical field are skipped with a
- * warning, except the shot named by `shotId`, which is then an error.
- * @throws DispatchError (exit 2) `unknown shot <id> in project <project>` or
- *   `shot <id>: <reason>` for a named shot that is missing or invalid.
+ * Resolves the shot a run renders (engine-format.md §The dispatch tool): `shotId`, else the first
+ * shot without a take (episode, `order`, `shot_id`); the parent is its newest take. Invalid
+ * files are skipped with a warning, except the named shot.
+ * @throws DispatchError (exit 2) for a named shot that is missing or invalid.
  */
 export async function loadTarget(project: ProjectRef, shotId: string | null, warn: Warn): Promise<Target> {
   const takes = await loadTakes(project.dir, warn);

@@ -17,12 +17,8 @@ export interface DispatchArgs {
 }
 
 /**
- * Parses `--project <id> [--shot <shot_id>] [--model <name>] [--dry-run]`
- * (engine-format.md, "The dispatch tool"; the order the service passes them in is not
- * required). Ids are checked with the identifier rule before anything touches the disk.
- * @param argv the arguments after the script path (`process.argv.slice(2)`).
- * @throws DispatchError (exit 2) for an unknown flag, a positional argument, a missing
- *   `--project`, a malformed id or an empty or unprintable model name.
+ * Parses `--project <id> [--shot <id>] [--model <name>] [--dry-run]` in any order; ids are checked before any disk access.
+ * @throws DispatchError (exit 2) for a usage error, a malformed id or an unprintable model name.
  */
 export function parseDispatchArgs(argv: readonly string[]): DispatchArgs {
   let values;
@@ -39,7 +35,6 @@ export function parseDispatchArgs(argv: readonly string[]): DispatchArgs {
       },
     }));
   } catch (error) {
-    // parseArgs throws TypeErrors with an ERR_PARSE_ARGS_* code; they are usage errors.
     throw new DispatchError(error instanceof Error ? error.message : String(error), { cause: error });
   }
   if (values.project === undefined) throw new DispatchError('missing required flag --project');

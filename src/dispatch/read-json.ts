@@ -3,11 +3,7 @@ import { readFile } from 'node:fs/promises';
 /** A parsed JSON object; arrays and scalars are rejected. */
 export type JsonObject = Record<string, unknown>;
 
-/**
- * Reads a file that must hold one JSON object.
- * @throws the fs error (with its `code`, e.g. ENOENT) when the file cannot be read;
- *   an Error `"<file>: invalid JSON: ..."` or `"<file>: not a JSON object"` otherwise.
- */
+/** Reads a file holding one JSON object. @throws the fs error (with `code`); an Error for invalid JSON or a non-object. */
 export async function readJsonObject(file: string): Promise<JsonObject> {
   const text = await readFile(file, 'utf8');
   let value: unknown;

@@ -26,16 +26,9 @@ const GLYPHS: Readonly<Record<string, string>> = {
 const GLYPH_SCALE = 4;
 
 /**
- * Renders the media of one take with the `local-testsrc-v1` backend: a 320x180 RGB PNG
- * test pattern (engine-format.md, "The dispatch tool": "renders the take's media with its
- * backend"). Top two thirds: seven colour bars; a thin reversed-bar strip; bottom band:
- * the take id in a pixel font on black, then a grey ramp.
- *
- * Deterministic: the same take id always gives the same bytes. It still varies per take
- * (bars rotated by the take number, ramp phase shifted, id printed) so successive takes of
- * a shot are visibly different.
- * @param takeId the id printed into the frame, e.g. `tk_0009`.
- * @param takeNumber its number, which picks the rotation and ramp phase.
+ * Renders one take with the `local-testsrc-v1` backend: a 320x180 RGB PNG test pattern
+ * (engine-format.md §The dispatch tool). Deterministic per take id, but varied per take number
+ * (bar rotation, ramp phase, printed id) so successive takes look different.
  * @returns the encoded PNG file.
  */
 export function renderTestPattern(takeId: string, takeNumber: number, onProgress: OnProgress = () => {}): Buffer {
@@ -70,7 +63,6 @@ export function renderTestPattern(takeId: string, takeNumber: number, onProgress
     }
     if ((y + 1) % quarter === 0) onProgress(((y + 1) / quarter) * 25);
   }
-  // colorType 2 = RGB: the frame is opaque, so the alpha channel is dropped.
   return PNG.sync.write(png, { colorType: 2 });
 }
 

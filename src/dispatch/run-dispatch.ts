@@ -16,41 +16,23 @@ export interface DispatchIo {
 }
 
 export interface DispatchOptions {
-  /** The tool's arguments (`process.argv.slice(2)`); also recorded in the receipt. */
   argv: readonly string[];
-  /** Absolute engine store root. */
+  /** Absolute. */
   storeRoot: string;
   io: DispatchIo;
   now?: () => Date;
 }
 
 /**
- * Runs the dispatch tool once (engine-format.md, "The dispatch tool") and returns its
- * exit code; it never throws.
- *
- * Steps: parse and check the flags and ids; open the project (format 2 only); pick the
- * shot (`--shot`, or the first shot without a take: see `loadTarget`); print the plan;
- * unless `--dry-run`, reserve the next take id, render a PNG with the local backend and
- * write the take; append one receipt; print `done`.
- *
- * Exit codes: 0 for `rendered`, `planned` and `nothing_to_do`; 2 for bad flags, malformed
- * ids, unknown or legacy projects and unknown shots; 1 for anything unexpected.
- * A receipt is written for every run that got as far as a valid format-2 project, failed
- * runs included; runs rejected earlier leave the store untouched (for an unknown project
- * there is nowhere to write one, and a legacy project is not ours to write into).
- *
- * Lines on `io.out`: `plan: project=<p> shot=<s> model=<m> parent=<take|none> dry_run=<bool>`,
- * then either `dry run: next take would be <id>; nothing written` or
- * `take: reserved <id>`, `render: 25%` .. `render: 100%`, `wrote take <id> (<media>, <n> bytes)`;
- * or `nothing to render: every shot has a take`; finally `done`.
- * Lines on `io.err`: `warning: <text>` and, on failure, `error: <message>` (followed by a
- * second `error:` line only if the failure receipt cannot be written either).
+ * Runs the dispatch tool once (engine-format.md §The dispatch tool) and returns its exit code;
+ * never throws. Exit 0 for `rendered`, `planned`, `nothing_to_do`; 2 for caller mistakes; 1 otherwise.
+ * Every run that reached a valid format-2 project appends a receipt, failed ones included;
+ * earlier rejections leave the store untouched. Output lines are those the spec page lists.
  */
 export async function runDispatch(options: DispatchOptions): Promise<number> {
   const { io } = options;
   const now = options.now ?? (() => new Date());
-  // What the receipt needs, filled in as the run learns it; `project` stays null until the
-  // project is known to be a valid format-2 project, and with it no receipt is written.
+  // `project` stays null (and no receipt is written) until a valid format-2 project is known.
   const run: RunState = { project: null, shot: null, dryRun: false, receiptTried: false };
   const receipt = async (outcome: Outcome, takeId: string | null): Promise<void> => {
     if (run.project === null) return;

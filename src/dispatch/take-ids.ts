@@ -1,10 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { isNotFound } from './read-json.js';
 
-/**
- * The take-id scheme: `tk_` followed by a decimal number zero-padded to at least four
- * digits (`tk_0007`, `tk_12345`). Numbers start at 1 and are unique within a project.
- */
+/** Take ids: `tk_` and a number ≥ 1 zero-padded to four digits, unique within a project. */
 const TAKE_NAME = /^tk_(\d+)(?:\.|$)/;
 
 /** `tk_NNNN` for a take number (≥ 1). */

@@ -8,41 +8,31 @@ import { findHighestTakeNumber, formatTakeId } from './take-ids.js';
 export interface Reservation {
   takeId: string;
   takeNumber: number;
-  /** Path relative to the project directory, as stored in the take's `media`. */
   media: string;
   handle: FileHandle;
 }
 
-/** The take file written by a run (engine-format.md, "takes/<take_id>.json"). */
+/** The take file a run writes (engine-format.md §takes/<take_id>.json). */
 export interface NewTake {
   take_id: string;
   shot_id: string;
   parent_take_id: string | null;
   model: string;
-  /** ISO 8601 UTC, whole seconds, like the rest of the store. */
   created_at: string;
   media: string;
 }
 
-// Far more than any realistic number of concurrent runs; only a broken media directory
-// (e.g. full of foreign tk_* files created faster than we probe) could exhaust it.
+// Far above realistic concurrency; only a broken media directory could exhaust it.
 const MAX_ATTEMPTS = 1000;
 
-/**
- * The number the next take would get: one more than the highest `tk_N` among the
- * project's take and media files. A dry run reports it; a real run starts probing there.
- */
+/** One more than the highest `tk_N` among the project's take and media files. */
 export async function findNextTakeNumber(projectDir: string): Promise<number> {
   return (await findHighestTakeNumber([path.join(projectDir, 'takes'), path.join(projectDir, 'media')])) + 1;
 }
 
 /**
- * Reserves the next free take id of a project for a `.png` media file.
- *
- * Concurrent runs see the same highest number, so the id is claimed by creating
- * `media/<take_id>.png` with O_EXCL (`wx`): exactly one run wins each number, the others
- * get EEXIST and try the next. A number whose `takes/<take_id>.json` already exists
- * (a take whose media has another extension) is skipped too.
+ * Reserves the next free take id: concurrent runs see the same highest number, so the id is
+ * claimed by creating `media/<id>.png` with O_EXCL; losers try the next.
  * @throws Error when no id is free after MAX_ATTEMPTS probes, or on an fs error.
  */
 export async function reserveTakeId(projectDir: string): Promise<Reservation> {

@@ -1,9 +1,6 @@
 /**
- * The cache of synthesised answers (issue: core slice, item 3; issue 11, item 2): ready-to-send
- * JSON bodies, and the error answers (404/410/422) alike, keyed by project and query, each
- * valid for one store generation of its project and one version of its recorded take states.
- * Bounded in bytes (CONSOLE_CACHE_MAX_BYTES) by `lru-cache`: the least recently used entries
- * are evicted past the bound, and an entry larger than the whole bound is not kept.
+ * Cache of synthesised answers, bodies and 404/410/422 errors alike, each valid for one store
+ * generation and take-state version; LRU-bounded in bytes (CONSOLE_CACHE_MAX_BYTES).
  */
 import { LRUCache } from 'lru-cache';
 
@@ -42,17 +39,13 @@ export class AnswerCache {
   /** @param maxBytes bound on the bytes of cached bodies and keys (0 keeps nothing). */
   constructor(private readonly maxBytes: number) {
     this.lru = new LRUCache<string, CachedAnswer>({
-      // lru-cache wants a positive bound; with 1 byte every entry is larger than the bound and
-      // none is kept, which is what a bound of 0 means.
+      // lru-cache needs a positive bound; at 1 byte nothing fits, which is what 0 means.
       maxSize: Math.max(1, maxBytes),
       sizeCalculation: (a, key) => (a.value instanceof Error ? ERROR_BYTES : a.value.body.length) + key.length,
     });
   }
 
-  /**
-   * The answer cached under `key` when it is valid for `generation` and `stateVersion` (a hit
-   * makes it the most recently used, and is counted).
-   */
+  /** The answer under `key` when valid for `generation` and `stateVersion` (a hit is counted and refreshed). */
   lookup(key: string, generation: number, stateVersion: number): CachedAnswer | undefined {
     const hit = this.lru.get(key);
     if (hit && hit.generation === generation && hit.stateVersion === stateVersion) {
@@ -62,10 +55,7 @@ export class AnswerCache {
     return undefined;
   }
 
-  /**
-   * Keeps `answer` under `key`, unless the entry there is of a newer generation: a slow task
-   * for an older generation must not replace a newer answer.
-   */
+  /** Keeps `answer` unless a newer generation's is there: a slow task must not replace a newer answer. */
   remember(key: string, answer: CachedAnswer): void {
     const old = this.lru.peek(key);
     if (old && old.generation > answer.generation) return;

@@ -1,12 +1,7 @@
 /**
- * Which entity files of each project changed since the index a worker holds (issue 12, P8):
- * sent with every synthesis task, so that a worker patches its index by re-reading those
- * files only (src/engine/index-patch.ts) instead of reading the whole project again.
- *
- * Per project: `since`, a generation up to which changes may have been anything (a project
- * file, a folder replaced: a whole re-read), and every entity file changed after it. Each
- * result tells which generation its thread now holds; entries every such thread holds are
- * dropped, so the log stays as long as the changes the slowest holder has not seen.
+ * Which entity files of each project changed since a worker's index, sent with every synthesis
+ * task so workers patch instead of re-reading (index-patch.ts). Before `since` anything may have
+ * changed (a whole re-read); entries every holder has seen are dropped.
  */
 import type { EntityFile } from './index-patch.js';
 
@@ -15,11 +10,7 @@ export interface EntityFileChange extends EntityFile {
   readonly gen: number;
 }
 
-/**
- * What a synthesis task carries: every change after `since` is one of `files`. A worker whose
- * index is of a generation at least `since` re-reads the files changed after it; any other
- * worker reads the project whole.
- */
+/** What a task carries: every change after `since` is in `files`; a worker holding an older index reads the project whole. */
 export interface ProjectChanges {
   readonly since: number;
   readonly files: readonly EntityFileChange[];
@@ -45,10 +36,7 @@ export class ProjectChangeLog {
     this.logs.clear();
   }
 
-  /**
-   * An entity file changed at `change.gen`.
-   * @param previous the project's generation before this change.
-   */
+  /** An entity file changed at `change.gen`; `previous` is the project's generation before it. */
   file(projectId: string, previous: number, change: EntityFileChange): void {
     let log = this.logs.get(projectId);
     if (!log) this.logs.set(projectId, (log = { since: previous, files: [] }));
@@ -63,9 +51,8 @@ export class ProjectChangeLog {
   }
 
   /**
-   * A worker thread reported the generation of the index it now holds for the project, and the
-   * projects it no longer holds. Entries every holder has seen are dropped.
-   * @param live the ids of the threads running now (held generations of others are forgotten).
+   * A thread reports the generation it holds for the project and the projects it evicted; fully seen entries drop.
+   * @param live the threads running now (others' held generations are forgotten).
    */
   noteHeld(projectId: string, thread: number, gen: number, evicted: readonly string[], live: ReadonlySet<number> | null): void {
     for (const p of evicted) this.held.get(p)?.delete(thread);

@@ -1,8 +1,4 @@
-/**
- * Errors of the engine store, each with its stable code (issue 11, item 3). The HTTP catalogue
- * (src/http/errors.ts) maps the codes to statuses: not found 404, legacy 410, missing canonical
- * field 422, invalid id 400 (ids.ts), a store read past its deadline 503.
- */
+/** Engine store errors with stable codes; src/http/errors.ts maps them: 404, 410 legacy, 422 missing field, 400 id, 503 timeout. */
 import { ServiceError } from '../errors/index.js';
 
 /** The codes of the engine store's errors (`invalid_id` is thrown by ids.ts). */
@@ -16,7 +12,7 @@ export type EngineErrorCode =
   | 'missing_canonical_field'
   | 'store_read_timeout';
 
-/** The `detail` object of a 422 from the entity routes (spec: Resources, MissingCanonicalField). */
+/** The `detail` object of a 422 from the entity routes (service-spec.md §MissingCanonicalField). */
 export interface MissingCanonicalFieldDetail {
   readonly error: 'missing_canonical_field';
   readonly field: string;
@@ -25,12 +21,7 @@ export interface MissingCanonicalFieldDetail {
   readonly fix_cli: string;
 }
 
-/**
- * The command that fixes canonical-field problems (the `fix_cli` member): the engine CLI's
- * `doctor --fix` (src/engine-cli) repairs every field it can derive safely and names the exact
- * file and field to set by hand for the rest. `projectId` null (a memory entry of no project)
- * gives the store-wide form.
- */
+/** The `fix_cli` command for canonical-field problems: engine CLI `doctor --fix`; `projectId` null gives the store-wide form. */
 export function fixCli(projectId: string | null): string {
   return projectId === null ? 'npm run engine -- doctor --fix' : `npm run engine -- doctor --project ${projectId} --fix`;
 }

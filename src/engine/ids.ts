@@ -1,8 +1,6 @@
 /**
- * The identifier guard (engine-format.md, Identifiers): every project, episode, scene, beat,
- * shot, take and memory-entry id is checked before a path is built from it. One rule for every
- * identifier the service takes (issue 11, item 6): in a path or a query it is this guard (400
- * `invalid_id`), in a body the same rule as a validation issue (422, src/http/schemas.ts).
+ * The identifier guard (engine-format.md §Identifiers), checked before any path is built: 400
+ * `invalid_id` in a path or query, the same rule as a 422 issue in a body (src/http/schemas.ts).
  */
 import { ServiceError } from '../errors/index.js';
 
@@ -25,20 +23,13 @@ export function isValidId(value: unknown): value is string {
   return typeof value === 'string' && ID_PATTERN.test(value) && !value.includes('..');
 }
 
-/**
- * Returns `value` when it is a valid identifier.
- * @param param the parameter's name, used in the message (e.g. `project_id`).
- * @throws InvalidIdError `invalid <param>: …` naming the parameter.
- */
+/** Returns `value` when valid. @throws InvalidIdError `invalid <param>: …` naming the parameter. */
 export function checkId(param: string, value: unknown): string {
   if (isValidId(value)) return value;
   throw new InvalidIdError(invalidIdMessage(param, value));
 }
 
-/**
- * The message about a malformed identifier: `invalid <param> "<value>": expected …` (the value
- * cut at 64 characters). The same words for the 400 of a path or query and the 422 issue of a body.
- */
+/** `invalid <param> "<value>": expected …` (value cut at 64 chars), the same for 400 and 422. */
 export function invalidIdMessage(param: string, value: unknown): string {
   const shown = typeof value === 'string' ? JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value) : String(value);
   return `invalid ${param} ${shown}: ${ID_RULE}`;

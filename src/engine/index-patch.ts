@@ -1,9 +1,6 @@
 /**
- * Incremental re-synthesis (issue 12, P8: "never a full re-synthesis of the project for one
- * take"): a worker's project index brought up to date by re-reading only the shot and take
- * files that changed, and changing only what they touch: one shot's takes, one episode's
- * beats. The result is the index a full read would build (test/engine/index-patch.test.ts
- * compares every answer after random changes).
+ * Incremental re-synthesis: a worker's project index updated by re-reading only the changed shot
+ * and take files, to the index a full read would build (test/engine/index-patch.test.ts checks).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -31,10 +28,8 @@ export interface EntityFile {
 }
 
 /**
- * Re-reads the entity files `files` of the index's project and updates `index` in place to
- * what a full read of the project would give now. Names that are not entity files are
- * ignored; a file listed twice is read once. A project that is not served (legacy, invalid,
- * absent) has no entities to change: its project file's own change is a whole change.
+ * Updates `index` in place from the entity `files` to what a full read would give; non-entity
+ * names are ignored, and an unserved project has nothing to patch.
  * @returns the number of store files read.
  */
 export function patchProjectIndex(access: StoreAccess, index: MutableProjectIndex, files: readonly EntityFile[]): number {

@@ -1,9 +1,4 @@
-/**
- * The memory entries as the main thread serves them (engine-format.md, memory/): the listing
- * of `GET /api/memory`, read in the worker pool, validated there (every entry file: its `id`
- * and `text`), cached until `memory/` changes or a toggle is recorded; and the check of one
- * entry file for toggles.
- */
+/** The memory entries as served (engine-format.md §memory): `GET /api/memory` read and validated in workers, cached until `memory/` changes or a toggle is recorded. */
 import type { SynthesisRunner } from './runner.js';
 import type { CachedBody } from './answer-cache.js';
 import { MissingCanonicalFieldError } from './errors.js';
@@ -13,7 +8,7 @@ import { bufferOf } from './project-list.js';
 import type { StoreAccess } from './read-store-file.js';
 import type { MemoryEntryCheck } from './store-reads.js';
 
-/** Recorded memory toggles (issue: console state). */
+/** Recorded memory toggles. */
 export interface MemoryToggleSource {
   version(): number;
   toggles(): ReadonlyMap<string, boolean>;
@@ -24,10 +19,7 @@ export const NO_MEMORY_TOGGLES: MemoryToggleSource = { version: () => 0, toggles
 export class MemoryEntries {
   private cached: { gen: number; toggles: number; value: CachedBody | Error } | undefined;
 
-  /**
-   * @param nonce a nonce of this instance, in every ETag.
-   * @param skips reports the entry files left out of the list (issue 14, item 6).
-   */
+  /** @param nonce in every ETag; @param skips reports entry files left out of the list. */
   constructor(
     private readonly access: StoreAccess,
     private readonly runner: SynthesisRunner,
@@ -37,9 +29,7 @@ export class MemoryEntries {
   ) {}
 
   /**
-   * `GET /api/memory` at memory generation `gen`: entries from `memory/`, `enabled` replaced by
-   * the last recorded toggle; entry files that cannot be used are left out, each reported once
-   * by a warning event.
+   * `GET /api/memory` at memory generation `gen`, toggles applied; unusable entry files are left out and reported.
    * @throws MissingCanonicalFieldError when `memory/` itself cannot be listed; StoreReadTimeoutError.
    */
   async list(gen: number): Promise<CachedBody> {
@@ -60,9 +50,8 @@ export class MemoryEntries {
   }
 
   /**
-   * Whether a memory entry file is there, for toggles (engine-format.md: memory/).
-   * @throws InvalidIdError; MissingCanonicalFieldError when it cannot be used (not a regular
-   *   file, a link out of `memory/`, too large); StoreReadTimeoutError.
+   * Whether a memory entry file is there, for toggles (engine-format.md §memory).
+   * @throws InvalidIdError; MissingCanonicalFieldError when it is unusable; StoreReadTimeoutError.
    */
   async exists(entryId: string): Promise<boolean> {
     checkId('entry_id', entryId);

@@ -1,14 +1,9 @@
-/**
- * Memory entry files left out of `GET /api/memory` (issue 14, item 6): one bad file never fails
- * the whole list; it is reported instead, as a broken project is (store.ts), by one warning
- * event in scope `engine/memory` and one log line, again only when its reason changes.
- */
+/** Memory entry files left out of `GET /api/memory`: one bad file never fails the list; each is reported once per reason. */
 import type { Bus } from '../bus/bus.js';
 import { missingFieldReason } from './errors.js';
 import type { SkippedMemoryEntry } from './store-reads.js';
 
 export class MemorySkipReporter {
-  /** Files reported, with the remediation reported. */
   private readonly reported = new Map<string, string>();
 
   constructor(
@@ -16,11 +11,7 @@ export class MemorySkipReporter {
     private readonly log: (fields: Record<string, unknown>, message: string) => void,
   ) {}
 
-  /**
-   * Reports the files of one listing: each new one, or one whose reason changed, by a warning
-   * event (`memory entry skipped: memory/<file> (<reason>)`, detail the remediation, payload
-   * `file`, `field`, `project_id`, `fix_cli`); files no longer skipped are forgotten.
-   */
+  /** Reports each new or changed skipped file by a warning event; files no longer skipped are forgotten. */
   report(skipped: readonly SkippedMemoryEntry[]): void {
     const names = new Set(skipped.map((e) => e.name));
     for (const name of this.reported.keys()) if (!names.has(name)) this.reported.delete(name);

@@ -1,8 +1,4 @@
-/**
- * Classifies a project directory of the engine store (engine-format.md, project.json and
- * "Legacy format"): format 2 and complete, legacy, missing a canonical field, or absent.
- * The file is read through src/engine/read-store-file.ts (issue 10, items 2-4).
- */
+/** Classifies a project directory (engine-format.md §project.json, §Legacy format): format 2, legacy, missing a field, or absent. */
 import path from 'node:path';
 import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { checkStoreFileSync, readStoreJsonSync, DEFAULT_STORE_JSON_MAX_DEPTH, type StoreAccess } from './read-store-file.js';
@@ -23,19 +19,14 @@ export function projectDir(root: string, id: string): string {
 }
 
 /**
- * Pure classification from the file's text (the engine CLI's form).
- * @param json text of project.json, or null when the file does not exist.
- * @param hasYaml whether project.yaml exists.
+ * Pure classification from project.json's text (null: absent), for the engine CLI.
  * @param maxDepth CONSOLE_STORE_JSON_MAX_DEPTH.
  */
 export function classifyProject(id: string, json: string | null, hasYaml: boolean, maxDepth = DEFAULT_STORE_JSON_MAX_DEPTH): ProjectStatus {
   return classifyProjectRead(id, json === null ? { kind: 'absent' } : parseStoreJson(json, maxDepth), hasYaml);
 }
 
-/**
- * Pure classification from the outcome of reading project.json.
- * @param hasYaml whether project.yaml exists (only looked at when project.json is absent).
- */
+/** Pure classification from the read of project.json; `hasYaml` matters only when it is absent. */
 export function classifyProjectRead(id: string, read: StoreRead<unknown>, hasYaml: boolean): ProjectStatus {
   if (read.kind === 'absent') {
     return hasYaml ? { kind: 'legacy', id, reason: 'format 1 (project.yaml)' } : { kind: 'absent', id };

@@ -1,8 +1,6 @@
 /**
- * Loads one project's shots and takes into an index (engine-format.md, shots/ and takes/).
- * Runs in the synthesis workers: the reads are synchronous there on purpose, since a worker
- * thread has nothing else to do and the main event loop is never touched. Every file and
- * folder is read through src/engine/read-store-file.ts (issue 10, items 2-4).
+ * Loads one project's shots and takes into an index (engine-format.md §shots, §takes), in the
+ * synthesis workers, where synchronous reads hold no event loop; all reads go through read-store-file.ts.
  */
 import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
@@ -65,11 +63,7 @@ export interface ProjectIndex {
 /** A shot or take file's outcome: the entity, or its first problem. */
 export type EntityOutcome<T> = T | { readonly error: MissingCanonicalFieldDetail };
 
-/**
- * The index as a worker keeps it (src/engine/index-patch.ts changes it one file at a time,
- * issue 12): the derived maps, and each entity file's outcome by file name with the problems
- * of the folders themselves, from which `invalid` is derived.
- */
+/** The index as a worker keeps it for patching (index-patch.ts): derived maps plus each entity file's outcome and folder problems. */
 export interface MutableProjectIndex extends ProjectIndex {
   invalid: MissingCanonicalFieldDetail | null;
   readonly episodes: Map<string, { readonly number: number; beats: BeatOfEpisode[] }>;
@@ -89,10 +83,8 @@ export interface MutableProjectIndex extends ProjectIndex {
 }
 
 /**
- * Reads the project `id` of the store. Never throws for store content: problems are reported
- * through `status` (legacy, invalid, absent) and `invalid` (a shot or take file, or their
- * folder), naming the store-relative file.
- * @param onRead called once per store file read (the project file, each shot and take file).
+ * Reads project `id`; never throws for store content: problems go to `status` and `invalid`.
+ * @param onRead called once per store file read.
  */
 export function loadProjectIndex(access: StoreAccess, id: string, onRead: () => void = () => {}): MutableProjectIndex {
   const status = readProjectStatusSync(access, id);

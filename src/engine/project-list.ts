@@ -1,9 +1,7 @@
 /**
- * The project list as the main thread keeps it (spec: `GET /api/projects`; issue 10, items
- * 2-4): read in the worker pool when the store changed, shared by concurrent requests, with
- * every project's status by id (served, legacy, invalid). Legacy and invalid projects, and a
- * `projects/` that cannot be listed, are reported once each by a warning event (scope
- * `engine/projects`) and a log line, again only when their reason changes.
+ * The project list as the main thread keeps it (service-spec.md §Read routes): read in the worker
+ * pool when the store changed, shared by concurrent requests; legacy and invalid projects are
+ * reported by one warning event each, again only when the reason changes.
  */
 import type { Bus } from '../bus/bus.js';
 import type { SynthesisRunner } from './runner.js';

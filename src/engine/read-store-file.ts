@@ -1,28 +1,9 @@
 /**
- * The one way the service reads a file of the engine store (issue 10, items 2, 3 and 4;
- * engine-format.md). Every project, shot, take and memory file, every listing of a store
- * folder and every media file goes through here, so that:
- *
- * - nothing outside the store is read: the path is resolved with `realpath` and must stay
- *   inside its container (the project's folder, its `media/`, `memory/`) below the store's
- *   real root, computed once at start-up (the root itself may be a symbolic link). A link out
- *   (to `/etc`, to the state folder, to another project through `..`) is refused;
- * - nothing blocks: only a regular file is opened (checked with `lstat` first, so a device is
- *   never opened at all), with `O_NONBLOCK` (a named pipe swapped in meanwhile opens at once
- *   instead of waiting for a writer) and `O_NOFOLLOW` (the resolved path has no link left; one
- *   swapped in meanwhile fails), and `fstat` on the descriptor must say regular file again;
- *   where `/proc` is mounted, the descriptor's own path must be inside the container too,
- *   which closes the race of a folder swapped for a link between `realpath` and `open`;
- * - nothing is unbounded: a file larger than `CONSOLE_STORE_FILE_MAX_BYTES` is refused from
- *   its `fstat` size, before it is read, and reading stops past the bound if it grew; a JSON
- *   value nested deeper than `CONSOLE_STORE_JSON_MAX_DEPTH` is refused, found by a scan of the
- *   bytes before parsing (store-json.ts);
- * - nothing is quoted: a problem is described by what is wrong (not a regular file, too
- *   large, too deep, outside, invalid JSON at line L column C) and never carries the file's
- *   contents (V8's `JSON.parse` messages quote the text) nor a path beyond the store.
- *
- * The synchronous functions run in the synthesis workers and the engine CLI; the main thread
- * only opens media files (`openStoreFile`), whose bytes it streams without parsing.
+ * The one way the service reads an engine-store file (engine-format.md), so that nothing outside
+ * the store is read (realpath must stay inside the container; `/proc` closes the swap race),
+ * nothing blocks (only regular files, O_NONBLOCK | O_NOFOLLOW), nothing is unbounded (byte and
+ * JSON-depth limits), and problems never quote contents or paths beyond the store.
+ * Synchronous reads run in workers and the engine CLI; the main thread only opens media.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -32,11 +13,9 @@ import { problem, type StoreFileProblem, type StoreRead } from './store-read.js'
 import { parseStoreJson } from './store-json.js';
 
 
-/**
- * Where and how store files are read: plain data, handed to the worker threads with each task.
- */
+/** Where and how store files are read: plain data, handed to the workers with each task. */
 export interface StoreAccess {
-  /** The store root's real path (no symbolic link in it), absolute. */
+  /** The store root's real path, absolute. */
   readonly root: string;
   /** CONSOLE_STORE_FILE_MAX_BYTES: larger files are refused before they are read. */
   readonly maxBytes: number;
@@ -51,16 +30,11 @@ export const DEFAULT_STORE_JSON_MAX_DEPTH = 64;
 
 const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW;
 
-/**
- * Paths are resolved with Node's own `realpath` walk (`lstat` of each component, `readlink` of
- * links only), not the C library's (`readlink` of every component): the folders above the
- * store are only ever looked at with `lstat`, as for any path (test/http/bad-input).
- */
+/** Node's own realpath walk (`lstat` per component), so folders above the store are only ever `lstat`ed. */
 const realpathWalk = promisify(fs.realpath);
 
 /**
- * The access to the store at `root`: its real path is computed once here (a store created
- * later keeps the resolved path: it cannot be followed anywhere by a link made afterwards).
+ * The access to the store at `root`, its real path computed once (later links cannot redirect it).
  * @param limits CONSOLE_STORE_FILE_MAX_BYTES and CONSOLE_STORE_JSON_MAX_DEPTH.
  */
 export function storeAccess(root: string, limits: { readonly fileMaxBytes: number; readonly jsonMaxDepth: number }): StoreAccess {
@@ -73,23 +47,14 @@ export function storeAccess(root: string, limits: { readonly fileMaxBytes: numbe
   return { root: real, maxBytes: limits.fileMaxBytes, maxDepth: limits.jsonMaxDepth };
 }
 
-/**
- * Reads the JSON value of the store file `rel` (store-relative, `/`-separated, built from
- * checked identifiers), which must stay inside the folder `within` (store-relative).
- * Synchronous: for worker threads and the engine CLI. Never throws for store content.
- */
+/** Reads the JSON of store file `rel`, which must stay inside `within` (both store-relative). Synchronous; never throws for store content. */
 export function readStoreJsonSync(access: StoreAccess, rel: string, within: string): StoreRead<unknown> {
   const bytes = readOpened(openSync(access, rel, within), access.maxBytes, true);
   if (bytes.kind !== 'ok') return bytes;
   return parseStoreJson(bytes.value, access.maxDepth);
 }
 
-/**
- * Reads the JSON value of an entry of a listed folder: the same checks as
- * {@link readStoreJsonSync}, but the folder is already resolved and the entry's type is known
- * from the listing, so a plain file costs no `realpath` walk (a project's thousands of shot
- * and take files are read this way).
- */
+/** Like {@link readStoreJsonSync} for an entry of a listed folder: a plain file costs no realpath walk (projects have thousands). */
 export function readFolderEntryJsonSync(access: StoreAccess, folder: StoreFolder, entry: fs.Dirent): StoreRead<unknown> {
   const bytes = readFolderEntrySync(access, folder, entry);
   if (bytes.kind !== 'ok') return bytes;
@@ -97,7 +62,6 @@ export function readFolderEntryJsonSync(access: StoreAccess, folder: StoreFolder
 }
 
 function readFolderEntrySync(access: StoreAccess, folder: StoreFolder, entry: fs.Dirent): StoreRead<Buffer> {
-  // A link is resolved the long way; anything but a file is refused without being opened.
   if (entry.isSymbolicLink()) return readStoreFileSync(access, `${folder.rel}/${entry.name}`, folder.within);
   if (!entry.isFile()) return notRegular(entry);
   // The folder was resolved and checked once for all its entries, and the listing says this is

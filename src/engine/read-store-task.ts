@@ -1,12 +1,8 @@
-/**
- * Task and result types of the store-read worker (src/workers/read-store.ts; style.md,
- * practice 7: types beside the worker). Tasks are plain serialisable objects; results carry
- * ready JSON bytes, moved to the main thread without a copy.
- */
+/** Store-read worker task and result types, beside the worker (style.md); results are JSON bytes moved without a copy. */
 import type { StoreAccess } from './read-store-file.js';
 import type { MemoryEntryCheck, MemoryListing, ProjectEntry, ProjectListing, TakeFileRead } from './store-reads.js';
 
-/** One read of the store (issue 10, items 2-4), by operation. Ids are checked by the caller. */
+/** One read of the store, by operation; ids are checked by the caller. */
 export type ReadStoreTask =
   | { readonly op: 'projects'; readonly access: StoreAccess }
   | { readonly op: 'project'; readonly access: StoreAccess; readonly projectId: string }

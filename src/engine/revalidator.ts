@@ -1,15 +1,7 @@
 /**
- * Revalidation of the store on a shared folder (shared/design/cluster.md, "Switching it on":
- * "remote writes to such a folder raise no file-system notifications, so every instance also
- * revalidates what it cached, within CONSOLE_STORE_REVALIDATE_MS").
- *
- * Every `intervalMs` the folders that answers depend on are looked at (`stat`, on the libuv
- * pool): `projects/`, `memory/`, and for each project its folder, `project.json`, `shots/` and
- * `takes/`. A folder's modification time moves when a file is added, removed or renamed in it,
- * which is how the dispatch tool and most editors write (a new file renamed over the old one);
- * a change makes what depends on it stale (the project list, the memory entries, the project,
- * read whole). The first look only records what it sees. A file rewritten in place, without a
- * rename, changes no folder: it is not seen by this (the watcher sees it on a local folder).
+ * Revalidation of a store on a shared folder (cluster.md §Switching it on: remote writes raise no
+ * notifications). Every `intervalMs` the folders answers depend on are `stat`ed; a folder's mtime
+ * moves on add, remove or rename (how the dispatch tool writes). In-place rewrites are not seen.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,22 +1,18 @@
 /**
- * Store generations (issue: core slice, item 3): which cached answers are still valid. One
- * monotonic change counter; every change the watcher reports takes its next value as the
- * generation of what it touched (a project, the memory entries, the project list, or all).
- * An answer is valid while the generation it was synthesised at is current. A change of one
- * shot or take file is also logged (change-log.ts), so that workers re-read that file only.
+ * Store generations: one monotonic counter whose next value each watcher change gives what it
+ * touched; an answer is valid while its generation is current. Entity-file changes are also
+ * logged (change-log.ts) so workers re-read only that file.
  */
 import { ProjectChangeLog, type ProjectChanges } from './change-log.js';
 import { isEntityFileName } from './project-index.js';
 import type { StoreChange } from './watcher.js';
 
 export class StoreGenerations {
-  /** Monotonic change counter; every invalidation takes the next value. */
   private counter = 1;
   /** Generation of the last change of every project at once (`projects/` replaced…). */
   private allSince = 1;
   private readonly projectGen = new Map<string, number>();
   private memoryGen = 1;
-  /** Generation of the last change of the project list. */
   private listGen = 1;
   readonly changeLog = new ProjectChangeLog();
 

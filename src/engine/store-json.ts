@@ -1,19 +1,13 @@
 /**
- * The JSON of a store file, parsed within a depth bound (CONSOLE_STORE_JSON_MAX_DEPTH): the
- * depth is found by a scan of the bytes before parsing (an iterative walk of the parsed value,
- * as src/http/json-depth.ts does for request bodies, costs five times more on a big file, and
- * the deep value is built first); a syntax error is located by line and column, never quoted
- * (V8's `JSON.parse` messages quote the text).
+ * Store-file JSON parsed within CONSOLE_STORE_JSON_MAX_DEPTH. Depth is found by a byte scan before
+ * parsing (walking the parsed value costs 5x and builds it first); syntax errors give line and
+ * column, never V8's message, which quotes the text.
  */
 import { printParseErrorCode, visit } from 'jsonc-parser';
 import { problem, type StoreRead } from './store-read.js';
 
 /**
- * Parses the text of a store file: its JSON value, or a problem that gives the position of a
- * syntax error (never V8's message, which quotes the text) or of the first container past the
- * depth bound. The depth is checked on the bytes first, so a file nested 100,000 levels deep
- * is refused without building that structure.
- * @param text the file's bytes (UTF-8) or text.
+ * Parses a store file's bytes or text: its value, or a problem at the syntax error or first container past the depth bound.
  */
 export function parseStoreJson(text: Buffer | string, maxDepth: number): StoreRead<unknown> {
   const bytes = typeof text === 'string' ? Buffer.from(text) : text;

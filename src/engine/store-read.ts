@@ -1,14 +1,8 @@
-/**
- * The outcome of reading a file of the engine store (read-store-file.ts, store-json.ts): the
- * value, no such file, or a problem that says what is wrong without quoting the file.
- */
+/** The outcome of reading an engine-store file: the value, absent, or a problem that never quotes the file. */
 
 /** Why a store file cannot be used. Never holds the file's contents, nor a path beyond the store. */
 export interface StoreFileProblem {
-  /**
-   * `file`: the file itself cannot be used (not a regular file, outside its folder, too large,
-   * an I/O error); `content`: it was read, but is not usable JSON (syntax, depth).
-   */
+  /** `file`: unusable as a file (type, place, size, I/O); `content`: read but not usable JSON. */
   readonly level: 'file' | 'content';
   /** What is wrong, e.g. `not a regular file (a named pipe)`. */
   readonly why: string;

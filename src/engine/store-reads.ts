@@ -1,10 +1,7 @@
 /**
- * The reads of the engine store that the main thread needs (issue 10, items 2-4): the project
- * list, one project, the memory entries, a take file for take actions, a memory entry for
- * toggles. They run in the worker pool (src/workers/read-store.ts), never on the event loop:
- * every file is read and parsed there through src/engine/read-store-file.ts, and answers come
- * back as ready JSON bytes, so the main thread neither reads, parses nor serialises a store file.
- * Pure functions of the store's files: they never throw for store content.
+ * The store reads the main thread needs, run in the worker pool (src/workers/read-store.ts) and
+ * answered as ready JSON bytes, so the event loop never reads or parses a store file. Pure
+ * functions of the files: they never throw for store content.
  */
 import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
@@ -13,19 +10,15 @@ import { parsedOf, type Parsed } from './project-index.js';
 import { checkStoreFileSync, listStoreDirSync, readFolderEntryJsonSync, readStoreJsonSync, type StoreAccess } from './read-store-file.js';
 import type { StoreFileProblem } from './store-read.js';
 
-/**
- * A project: served (`Ok` says where its JSON bytes are), else why not (engine-format.md,
- * Legacy format).
- */
+/** A project: served (`Ok` locates its JSON bytes), else why not (engine-format.md §Legacy format). */
 export type ProjectEntry<Ok = { readonly body: Uint8Array }> =
   | ({ readonly kind: 'ok'; readonly id: string } & Ok)
   | { readonly kind: 'legacy'; readonly id: string; readonly reason: string }
   | { readonly kind: 'invalid'; readonly id: string; readonly detail: MissingCanonicalFieldDetail };
 
 /**
- * The projects of the store, by id: `body` is `GET /api/projects`'s JSON array, and each
- * served project's own JSON is the bytes `start` to `end` of it (so the main thread neither
- * joins nor copies them). `problem` when `projects/` itself cannot be listed.
+ * The store's projects by id: `body` is `GET /api/projects`'s array, each served project's JSON a
+ * byte range of it (nothing joined or copied). `problem` when `projects/` cannot be listed.
  */
 export interface ProjectListing {
   readonly entries: readonly ProjectEntry<{ readonly start: number; readonly end: number }>[];
@@ -33,25 +26,19 @@ export interface ProjectListing {
   readonly problem: StoreFileProblem | null;
 }
 
-/** A memory entry file left out of `GET /api/memory`, and why (issue 14, item 6). */
+/** A memory entry file left out of `GET /api/memory`, and why (one bad file never fails the list). */
 export interface SkippedMemoryEntry {
   /** The file's name in `memory/`. */
   readonly name: string;
   readonly detail: MissingCanonicalFieldDetail;
 }
 
-/**
- * `GET /api/memory`'s body and the entries left out of it; or, when `memory/` itself cannot be
- * listed (not a folder, a link out of the store), its problem (a 422 for the route).
- */
+/** `GET /api/memory`'s body and the skipped entries, or the problem of an unlistable `memory/` (422). */
 export type MemoryListing =
   | { readonly ok: true; readonly body: Uint8Array; readonly skipped: readonly SkippedMemoryEntry[] }
   | { readonly ok: false; readonly detail: MissingCanonicalFieldDetail };
 
-/**
- * A take file as take actions need it: absent; present with its shot id (null, with the
- * reason, when its contents are not a take); or a file that cannot be used at all (422).
- */
+/** A take file for take actions: absent; present with its shot id (null, with a reason, if not a take); or unusable (422). */
 export type TakeFileRead =
   | { readonly onDisk: false }
   | { readonly onDisk: true; readonly shotId: string | null; readonly unreadable: MissingCanonicalFieldDetail | null }
@@ -62,10 +49,7 @@ export type MemoryEntryCheck = { readonly kind: 'present' } | { readonly kind: '
 
 const encoder = new TextEncoder();
 
-/**
- * Every project directory under `projects/` (real folders with a valid id; links are not
- * projects), classified. A project whose file cannot be used is `invalid` and affects no other.
- */
+/** Every valid-id real folder under `projects/`, classified; an unusable project file affects no other. */
 export function listProjectsSync(access: StoreAccess): ProjectListing {
   const dir = listStoreDirSync(access, 'projects', 'projects');
   if (dir.kind !== 'ok') return { entries: [], body: encoder.encode('[]'), problem: dir.kind === 'problem' ? dir.problem : null };

@@ -1,20 +1,8 @@
 /**
- * The engine store as the main thread sees it (issue: core slice, item 3; engine-format.md).
- *
- * Every answer is cached as a ready-to-send JSON buffer keyed by route and by the project's
- * store generation, which the watcher (and the end of each generation job) bumps. A hit
- * costs a map lookup; a miss runs one synthesis task in the worker pool, shared by every
- * concurrent request for the same key. Error answers (404/410/422) are cached the same way.
- *
- * No store file is read or parsed here (issue 10, items 2-4): the project list, a project,
- * the memory entries and the file checks of take actions and memory toggles are worker tasks
- * too (src/engine/store-reads.ts), with a deadline, and come back as ready JSON bytes. A
- * project whose files cannot be used (a pipe, a link out of the store, too large, too deep,
- * not JSON) is a 422 for that project alone; the list leaves it out with a warning event.
- *
- * Split by concern (issue 11, item 2): the generations (store-generations.ts), the byte-bounded
- * answer cache (answer-cache.ts, lru-cache), single-flight loading (single-flight.ts), the
- * project list and its warnings (project-list.ts), the memory entries (memory-entries.ts).
+ * The engine store as the main thread sees it (engine-format.md). Answers are cached as ready JSON
+ * keyed by route and the project's store generation; a miss runs one shared synthesis task in the
+ * worker pool. No store file is read or parsed on this thread: reads are worker tasks with a
+ * deadline. A project whose files cannot be used is a 422 for that project alone.
  */
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
@@ -36,7 +24,7 @@ import { StoreWatcher, type StoreChange } from './watcher.js';
 export type { CachedBody } from './answer-cache.js';
 export { NO_MEMORY_TOGGLES, type MemoryToggleSource } from './memory-entries.js';
 
-/** Recorded take states, by project (issue: console state). `version` changes on every write. */
+/** Recorded take states, by project; `version` changes on every write. */
 export interface TakeStateSource {
   version(projectId: string): number;
   snapshot(projectId: string): TakeStates;
@@ -55,7 +43,6 @@ export interface EngineStoreOptions {
   readonly cacheMaxBytes: number;
   readonly takeStates?: TakeStateSource;
   readonly memoryToggles?: MemoryToggleSource;
-  /** Watch the store for changes (default true). */
   readonly watch?: boolean;
   /** Where the store reports what it skipped or could not read (the service's log). */
   readonly log?: (fields: Record<string, unknown>, message: string) => void;
@@ -63,7 +50,7 @@ export interface EngineStoreOptions {
 
 export class EngineStore {
   readonly root: string;
-  /** The store's real root and the bounds of its files: every read of the store goes through it. */
+  /** The store's real root and file bounds: every store read goes through it. */
   readonly access: StoreAccess;
   private readonly runner: SynthesisRunner;
   private readonly bus: Bus;
@@ -93,11 +80,7 @@ export class EngineStore {
     this.watcher = opts.watch === false ? null : new StoreWatcher(this.root, (c) => this.generations.apply(c));
   }
 
-  /**
-   * Starts the watcher and reads the project list once, so legacy and unreadable projects are
-   * reported at start-up. A list that cannot be read in time (CONSOLE_STORE_READ_TIMEOUT_MS)
-   * does not stop the start-up: it is reported, and read again at the next request.
-   */
+  /** Starts the watcher and reads the project list once to report legacy and unreadable projects; a timeout is reported, not fatal. */
   async start(): Promise<void> {
     this.watcher?.start();
     try {
@@ -119,10 +102,7 @@ export class EngineStore {
     this.watcher?.close();
   }
 
-  /**
-   * A change seen by other means than the watcher (cluster mode's revalidation of a shared
-   * folder, revalidator.ts): applied as the watcher's.
-   */
+  /** A change seen other than by the watcher (cluster revalidation, revalidator.ts), applied as the watcher's. */
   changed(c: StoreChange): void {
     this.generations.apply(c);
   }
@@ -133,9 +113,8 @@ export class EngineStore {
   }
 
   /**
-   * A generation job of the project ended. What it wrote (a take file) was seen as it landed
-   * when the watcher covers the project's folders, and only that file is read again; when it
-   * does not (a watch could not be set, watching is off), the project is marked stale whole.
+   * A generation job of the project ended: a watched project already saw its new take file;
+   * otherwise the project is marked stale whole.
    */
   jobEnded(projectId: string): void {
     if (this.watcher?.covers(projectId) !== true) this.invalidateProject(projectId);
@@ -170,10 +149,8 @@ export class EngineStore {
   }
 
   /**
-   * Whether `projectId` names a project in the store, as `GET /api/projects/{id}` decides: a
-   * directory under `projects/` holding `project.json` or `project.yaml` (engine-format.md). A
-   * legacy project, or one missing a canonical field, is a project (410 and 422 there, not 404):
-   * the console records clicks on what it shows. Answered from the cached project list.
+   * Whether `projectId` names a project (`projects/<id>` with project.json or project.yaml), as
+   * `GET /api/projects/{id}` decides: legacy and invalid ones count (410/422, not 404). From the cached list.
    * @throws InvalidIdError for a malformed id.
    */
   async hasProject(projectId: string): Promise<boolean> {
@@ -193,12 +170,10 @@ export class EngineStore {
   }
 
   /**
-   * Answers an entity query through the cache and the worker pool: a hit costs a map lookup
-   * and is answered at once, without a promise (the read routes' hot path, bench P1); a miss
-   * runs one synthesis task, shared by every concurrent request for the same answer.
+   * Answers an entity query: a cache hit synchronously (the read routes' hot path), a miss by one
+   * shared synthesis task. Ids must be checked by the caller.
    * @returns the body on a hit, else a promise of it.
-   * @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError: thrown for a cached
-   *   error answer, the promise rejected with them on a miss (ids must be checked by the caller).
+   * @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError (thrown on a hit, rejected on a miss).
    */
   query(projectId: string, q: SynthesisQuery): CachedBody | Promise<CachedBody> {
     const key = `${projectId}\0${queryKey(q)}`;

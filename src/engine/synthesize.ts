@@ -1,15 +1,11 @@
-/**
- * Entity synthesis (engine-format.md, "How entities are synthesised"): pure functions from a
- * {@link ProjectIndex} to the JSON bodies of the episode, scene, beat, take and lineage routes.
- * They run in the Piscina workers; the main thread only caches and serves their output.
- */
+/** Entity synthesis (engine-format.md §How entities are synthesised): pure functions from a {@link ProjectIndex} to route bodies, run in workers. */
 import type { MissingCanonicalFieldDetail } from './errors.js';
 import type { ProjectIndex, Shot, Take } from './project-index.js';
 
 /** The one synthetic scene of every episode. */
 export const SCENE_ID = 'main';
 
-/** Recorded console state of a take (api-decisions.md, take actions); absent means all false. */
+/** Recorded console state of a take (api-decisions.md §Mutations and lifecycle routes); absent means all false. */
 export interface TakeState {
   readonly primary: boolean;
   readonly circled: boolean;
@@ -44,9 +40,7 @@ export function dependsOnTakeState(q: SynthesisQuery): boolean {
 const NO_STATE: TakeState = Object.freeze({ primary: false, circled: false, rejected: false });
 
 /**
- * Answers one query for one project.
- * Unknown project: episodes and takes answer `[]`; scenes and beats answer not found (unknown
- * episode); lineage answers not found (`no lineage for beat <id>`).
+ * Answers one query for one project. Unknown project: episodes and takes `[]`; scenes, beats and lineage not found.
  */
 export function synthesize(index: ProjectIndex, q: SynthesisQuery, states: TakeStates): SynthesisOutcome {
   const { status } = index;

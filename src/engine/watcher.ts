@@ -1,21 +1,10 @@
 /**
- * Watches the engine store for changes so cached reads are invalidated (issue: core slice,
- * item 3). The layout is fixed and shallow (engine-format.md), so one non-recursive watch per
- * directory that feeds an entity is enough: the store root, `projects/`, each project
- * directory, its `shots/` and `takes/`, and `memory/`. Media and receipts do not change any
- * entity. The number of watches is therefore 3 + 3 per project, whatever happens to the folders.
- *
- * Folder replacement (issue 10, item 6). An inotify watch follows the directory it was set on
- * (its inode), not its path: when sync and deploy tools publish a folder by rename (`mv p
- * .p.old && mv .p.new p`, an atomic exchange, a rename over an emptied folder), the watch
- * stays on the old folder and edits in the new one were never seen. So each watch records the
- * identity (device, inode) of the directory it was set on, and every change seen in a parent
- * walks the layout again (debounced): a directory whose identity no longer matches its watch's
- * gets a new watch, the old one is closed, and a watch whose directory is gone is closed. A
- * watch set up after start-up reports its whole scope as changed, because what happened in the
- * folder before the watch existed was not seen. The store root itself is not followed (its
- * parent lies outside the store, which the service never watches): replace `projects/` or
- * `memory/` inside it, not the root.
+ * Watches the engine store so cached reads are invalidated. The layout is fixed and shallow
+ * (engine-format.md), so one non-recursive watch per entity-feeding directory suffices (3 + 3 per
+ * project). An inotify watch follows its inode, not its path, and tools publish folders by rename,
+ * so each watch records its directory's identity and every parent change re-walks the layout
+ * (debounced), re-watching replaced directories; a late watch reports its whole scope changed.
+ * The root itself is not followed: replace `projects/` or `memory/`, not the root.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -143,8 +132,8 @@ export class StoreWatcher {
       });
       for (const sub of ENTITY_DIRS) {
         this.ensure(expected, path.join(dir, sub), [project], (name) => {
-          // One file: only it is read again (issue 12). Dot-files are the dispatch tool's temp
-          // files; the rename that follows is reported. No name: the whole folder.
+          // One file: only it is read again. Dot-files are the dispatch tool's temp files (the
+          // rename that follows is reported). No name: the whole folder.
           if (name === null) this.onChange(project);
           else if (!name.startsWith('.')) this.onChange({ kind: 'entity-file', projectId: id, folder: sub, name });
         });

@@ -1,19 +1,9 @@
 /**
- * Records every answer the service sends, for checking against its own OpenAPI document (issue
- * 11, item 9: "a test validates every response of the test suite against the document"). On
- * only when CONSOLE_RECORD_ANSWERS_DIR is set (the test suite sets it, test/helpers/answers-setup.ts):
- * otherwise nothing is built and no request pays for it.
- *
- * Files, in that folder:
- * - `doc-<key>.json`: the document the service serves, written once per key (`Api.documentKey`:
- *   equal keys, equal documents), so a suite that starts hundreds of services renders a handful.
- * - `answers-<pid>-<n>-<random>.jsonl`, one per service instance: a first line `{"doc":"<key>"}`,
- *   then one line per answer, `<meta JSON>\t<body>`, where meta is `{ m, r, s, t, n, h, u }`
- *   (method, route template or `(unmatched)`, status, content type, body bytes, the answer's
- *   headers, and whether it is the write upstream's answer)
- *   and body is the JSON body as sent (empty when the answer is not JSON, has none, or was
- *   larger than {@link BODY_CAP}). A line is written with one `write` when its answer ends, so a
- *   service killed with SIGKILL loses at most the answers in flight.
+ * Records every answer for checking against the service's own OpenAPI document; on only with
+ * CONSOLE_RECORD_ANSWERS_DIR (test/helpers/answers-setup.ts). Writes `doc-<key>.json` once per
+ * document key and one `answers-<pid>-<n>-<random>.jsonl` per instance: a `{"doc":"<key>"}` line,
+ * then `<meta JSON>\t<body>` per answer (meta `{ m, r, s, t, n, h, u }`; body empty unless JSON
+ * within {@link BODY_CAP}), one `write` per line so a SIGKILL loses only answers in flight.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';

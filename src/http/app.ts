@@ -69,11 +69,7 @@ export interface CreatedApp {
 }
 
 export interface CreateAppOptions {
-  /**
-   * The service's log (issue 14, item 5): one line per request (pino-http) at level info and
-   * below; every 5xx says why (`code`, `reason`), and an error the service did not expect is
-   * also logged once with its stack (`unhandled error`). Absent: unexpected errors go to stderr.
-   */
+  /** The service's log: a line per request, every 5xx with `code` and `reason`, unexpected errors once with their stack. Absent: stderr. */
   readonly logger?: Logger;
   /** Runs right after CORS: the shutdown gate (shutdown-gate.ts). */
   readonly gate?: RequestHandler;

@@ -1,11 +1,7 @@
 /**
- * The optional bearer token (api-decisions.md, "Network and safety defaults";
- * issue 4, item 10): when CONSOLE_API_TOKEN is set, every route but `GET /api/health`,
- * `GET /api/ready` (issue 14, item 3), `GET /api/config`, `GET /api/openapi.json` and its rendering `GET /api/docs` needs
- * `Authorization: Bearer <token>`;
- * the event stream also takes `?token=` (EventSource cannot set headers). Unset: open.
- * Which route a request is for is the router's own match (`Api.match`, issue 10, item 1): every
- * spelling the router serves as a route is checked as that route.
+ * The optional bearer token (api-decisions.md §Network and safety defaults): with
+ * CONSOLE_API_TOKEN set, every route but the open ones needs `Authorization: Bearer`; the event
+ * stream also takes `?token=` (EventSource cannot set headers). The route is the router's own match.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
@@ -13,11 +9,7 @@ import type { Request, RequestHandler } from 'express';
 import { HttpError } from './errors.js';
 import type { Api, RouteMatch } from './route.js';
 
-/**
- * Routes served without a token: what a client (or a balancer's probe) needs before it has
- * one, and the document rendered for people (issue 14, item 7). The ops page's own files are
- * served before this check (ops-page.ts).
- */
+/** Routes served without a token: what a client or probe needs before it has one, and the rendered docs. */
 export const OPEN_ROUTES: readonly string[] = ['/api/health', '/api/ready', '/api/config', '/api/openapi.json', '/api/docs'];
 
 /** The route that also accepts the token as a query parameter. */
@@ -36,14 +28,9 @@ export function isOpenRoute(method: string, path: string): boolean {
 }
 
 /**
- * The middleware; with a null token it lets everything through. Register it after CORS (whose
- * preflight answers end OPTIONS requests; they also pass here) and before the write proxy, so
- * the front checks its own token before forwarding (the `Authorization` header is forwarded
- * unchanged for the upstream to check its own). A path that reaches no route needs the token
- * too (401 before 404: no route discovery).
- * @param api the router whose match decides which route a request is for.
- * @throws HttpError `unauthorized` (no token) or `invalid_token` (another one), through `next`:
- *   401 with `WWW-Authenticate: Bearer …` (the catalogue, errors.ts).
+ * The middleware (a null token lets all through). Register after CORS and before the write proxy,
+ * so a front checks its own token. Unrouted paths need the token too (401 before 404).
+ * @throws HttpError `unauthorized` or `invalid_token` (401, `WWW-Authenticate`), through `next`.
  */
 export function bearerAuth(token: string | null, api: Pick<Api, 'match'>): RequestHandler {
   if (token === null) return (_req, _res, next) => next();
@@ -90,11 +77,7 @@ function presentedToken(req: Request, route: RouteMatch | null): string | undefi
   return undefined;
 }
 
-/**
- * Comparing fixed-size digests keeps the comparison constant-time whatever the lengths
- * (timingSafeEqual itself throws on a length mismatch, which would leak the length, and
- * answer a 500 for a token of another length).
- */
+/** Digests of fixed size keep the comparison constant-time (timingSafeEqual throws on length mismatch). */
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();
 }

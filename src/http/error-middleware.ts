@@ -1,8 +1,7 @@
 /**
- * Answering errors (style.md, practice 3; issue 14, item 5): the error middleware turns
- * whatever a route or middleware passes on into the catalogue's answer (errors.ts), and tells
- * the log why every 5xx was sent. Errors the service did not expect (not a ServiceError, and
- * not a fault of the request) are a 500 `internal` with a generic detail and the request's id.
+ * Answering errors (style.md): the error middleware turns anything passed on into the catalogue's
+ * answer (errors.ts) and logs why every 5xx was sent; unexpected errors are a 500 `internal`
+ * with a generic detail and the request's id.
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { isServiceError, type ServiceErrorLike, type ServiceErrorOptions } from '../errors/index.js';
@@ -14,14 +13,9 @@ import { addToRequestLine } from './request-log.js';
 const SERVICE_RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM']);
 
 /**
- * Whether an error body-parser passes on as a 4xx is a fault of the request (issue 14, item 5):
- * its own typed errors (`entity.parse.failed`, `request.aborted`…), and errors of the request's
- * stream, which carry an errno: a body that does not decompress (zlib's `Z_DATA_ERROR`,
- * brotli's), a connection that ended under it (`ECONNRESET`). body-parser gives status 400 to
- * anything else it meets too (a module that cannot be loaded, a TypeError): those are faults of
- * the service. So is an errno that names a file (the request's stream has none), or the
- * service's own descriptors or memory running out: a module the parser loads on first use that
- * could not be opened (EMFILE) was answered 400 with the module's path.
+ * Whether an error body-parser passes on as a 4xx is the request's fault: its typed errors and
+ * errno-carrying stream errors (bad compression, ECONNRESET). body-parser also says 400 for its
+ * own failures (an unloadable module, EMFILE, a file errno): those are the service's.
  */
 function isRequestFault(err: unknown): boolean {
   const e = err as { type?: unknown; errno?: unknown; path?: unknown; code?: unknown } | null | undefined;
@@ -30,11 +24,9 @@ function isRequestFault(err: unknown): boolean {
 }
 
 /**
- * The service's error for anything thrown: an error of the service as it is; a SqliteError
- * the state layer's own (src/state/errors.ts); the JSON body parser's errors as the request's
- * (413 `body_too_large`, 422 `validation_failed`, 400 `bad_request`: its typed errors, and the
- * faults of the request's stream, {@link isRequestFault}); anything else `internal`,
- * with the thrown value as `cause`, whatever status a library gave it.
+ * The service's error for anything thrown: ServiceErrors as they are, SqliteErrors via
+ * src/state/errors.ts, body-parser's as 413/422/400 when the request's fault
+ * ({@link isRequestFault}); anything else `internal`, with the thrown value as `cause`.
  */
 export function toServiceError(err: unknown): ServiceErrorLike {
   if (isServiceError(err)) return err;

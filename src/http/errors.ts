@@ -1,14 +1,8 @@
 /**
- * The error catalogue (style.md, practice 3; issue 11, item 3): one table maps every error code
- * the service raises to its HTTP status, headers and body, and every error answer, whoever sends
- * it (the error middleware, the write proxy, the shutdown gate, the answers to requests Node's
- * parser refuses), is made from it.
- *
- * Errors are {@link ServiceError}s with a stable `code`, each defined in its folder's `errors.ts`
- * with the error it stands for as `cause`; the HTTP-only ones are {@link HttpError}s below.
- * Error bodies are `{ "detail": …, "code": "…" }` (spec: Errors): `detail` is a string, the
- * MissingCanonicalField object, or the validation array of `{ loc, msg, type }`
- * (api-decisions.md, Validation errors); `code` says which error it is.
+ * The error catalogue (style.md): one table maps every error code to status, headers and body,
+ * and every error answer is made from it. Errors are {@link ServiceError}s with a stable `code`
+ * (HTTP-only ones are {@link HttpError}s below); bodies are `{ detail, code }` (service-spec.md
+ * §Errors; api-decisions.md §Validation errors).
  */
 import type { ConsoleErrorCode } from '../console/decision.js';
 import type { EngineErrorCode } from '../engine/errors.js';

@@ -1,11 +1,7 @@
 /**
- * The DNS-rebinding defence (issue 10, item 9). A page on another site can make a browser
- * resolve its own name to 127.0.0.1 and then call this service with that name in `Host`: the
- * browser takes it for the page's own origin, so CORS does not stop it. A service bound to a
- * loopback address therefore answers only requests whose `Host` is a loopback name
- * (`localhost`, 127.0.0.0/8, `[::1]`, any port) or one listed in CONSOLE_ALLOWED_HOSTS; bound
- * to another address, the same rule applies once CONSOLE_ALLOWED_HOSTS is set. Any other Host
- * gets 421 before anything else runs, so it changes nothing.
+ * DNS-rebinding defence: a page can resolve its own name to 127.0.0.1, and CORS then sees its own
+ * origin. Bound to loopback (or with CONSOLE_ALLOWED_HOSTS set), only loopback or allowed `Host`
+ * values are served; others get 421 before anything runs.
  */
 import net from 'node:net';
 import type { IncomingMessage } from 'node:http';
@@ -32,11 +28,8 @@ export function hostPolicy(config: Pick<Config, 'host' | 'allowedHosts'>): HostP
 }
 
 /**
- * Whether a `Host` value is served: a loopback name with any port, or an allowed host (an
- * entry without a port allows every port, one with a port that port only). Compared in the
- * form a browser sends (lower case, IPv4 dotted, IPv6 compressed), a trailing dot ignored.
- * Anything that is not a host with an optional port (userinfo, a path, percent-encoding,
- * blank) is not served; nor is a missing Host.
+ * Whether a `Host` is served: loopback with any port, or an allowed host (with or without port),
+ * compared in browser form, trailing dot ignored. Anything but host[:port], or none, is not served.
  */
 export function isServedHost(value: string | undefined, allowed: readonly string[]): boolean {
   if (value === undefined) return false;
@@ -69,15 +62,12 @@ function targetAuthority(req: IncomingMessage): string | undefined {
 }
 
 /**
- * The middleware, or null when the policy is not enforced. Register it early (after the
- * request log and timer, before CORS): a refused request reaches nothing else.
- * @throws HttpError `host_not_allowed` (421) with a detail naming the Host and
- *   CONSOLE_ALLOWED_HOSTS, through `next`.
+ * The middleware, or null when not enforced; register it early (after the request log, before CORS).
+ * @throws HttpError `host_not_allowed` (421), through `next`.
  */
 export function hostCheck(policy: HostPolicy): RequestHandler | null {
   if (!policy.enforced) return null;
-  // Clients send the same few Host values: those found served are remembered (a bounded set,
-  // so refused values, which anyone can vary, cost the parse each time and nothing more).
+  // Served Host values are remembered (bounded); refused ones, which anyone can vary, are parsed each time.
   const served = new Set<string>();
   const isServed = (value: string | undefined): boolean => {
     if (value !== undefined && served.has(value)) return true;

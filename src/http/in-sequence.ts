@@ -1,16 +1,10 @@
 /**
- * Middleware run in turn as one handler: what Express's router does for a stack of layers,
- * without matching a path and saving and restoring the request's URL for each (a tenth of the
- * service's CPU on the read routes, P1). Used for the app's middleware before routing
- * (app.ts) and for each route's guards and handler (route.ts).
+ * Middleware run in turn as one handler, like Express's router but without per-layer path
+ * matching and URL save/restore (a tenth of the CPU on the read routes). Used by app.ts and route.ts.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
-/**
- * Returns one handler that runs `handlers` in turn. An error (passed to `next`, thrown, or an
- * async handler's rejection, as Express 5 treats it), or a `next()` past the last, goes on to
- * the caller's `next`.
- */
+/** One handler running `handlers` in turn; an error (passed, thrown or rejected) or `next()` past the last goes to the caller's `next`. */
 export function inSequence(handlers: readonly RequestHandler[]): RequestHandler {
   return (req, res, next) => {
     let i = 0;
@@ -30,10 +24,7 @@ export function inSequence(handlers: readonly RequestHandler[]): RequestHandler 
   };
 }
 
-/**
- * Runs one handler as Express's router runs a layer (Express 5): an error it throws, or the
- * rejection of the promise it returns, goes to `next`.
- */
+/** Runs one handler as an Express 5 layer: a throw or rejected promise goes to `next`. */
 export function runLayer(handler: RequestHandler, req: Request, res: Response, next: NextFunction): void {
   try {
     const out = handler(req, res, next) as unknown;

@@ -1,18 +1,7 @@
 /**
- * Checks of the shape of JSON request bodies, made where bodies enter (the JSON body parser in
- * app.ts), in one iterative walk, before any route sees the body.
- *
- * Depth. `JSON.parse` reads any depth, but much of what comes after recurses: `JSON.stringify`
- * (a stored workspace blob, an event payload), SQLite's JSON functions (at most 1000 levels),
- * validation. A body nested some thousands of levels deep (a few kilobytes of `[`) overflowed
- * the stack there and answered 500; bounded where bodies enter, no later step can meet such a
- * value.
- *
- * `__proto__` (issue 10, item 10). `JSON.parse` makes a `__proto__` member an own member, but
- * every later step that copies the body by assignment (`out[k] = v`: the camelCase renaming,
- * zod's object and record parsing) sets the copy's prototype instead: the member vanished, or
- * its members became inherited ones. Such a body is refused with a 422 naming where the
- * member is; `constructor`, `prototype` and every other name are ordinary members.
+ * Shape checks of JSON bodies where they enter, in one iterative walk. Depth: later steps recurse
+ * (stringify, SQLite JSON, validation) and a deep body overflowed the stack. `__proto__`: every
+ * copy by assignment would set the copy's prototype, so such a member is refused (422).
  */
 import { ValidationError } from './errors.js';
 
@@ -29,12 +18,8 @@ interface Place {
 }
 
 /**
- * The 422 for the first problem of a parsed body's shape, or undefined when it has none:
- * nested past `max` levels (`loc: ["body"]`, type `json_too_deep`), or an own member named
- * `__proto__` at any depth (`loc` is its path, e.g. `["body", "meta", "a", 0, "__proto__"]`,
- * type `forbidden_member`). One iterative walk: safe at any depth, and it stops at the first
- * problem.
- * @param max deepest nesting accepted (default {@link MAX_JSON_DEPTH}).
+ * The 422 for a body's first shape problem, or undefined: past `max` levels (`json_too_deep`) or
+ * a `__proto__` member at any depth (`forbidden_member`, `loc` its path).
  */
 export function bodyShapeError(body: unknown, max: number = MAX_JSON_DEPTH): ValidationError | undefined {
   if (body === null || typeof body !== 'object') return undefined;

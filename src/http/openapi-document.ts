@@ -49,10 +49,7 @@ const BODY_REJECTIONS =
 /** The same, for operations that take no body. */
 const BODY_REJECTIONS_SHORT = 'is not JSON, is nested too deep, or holds a member named `__proto__`';
 
-/**
- * The answers given before any operation is chosen (`components.responses`, named by their
- * code; issue 11, item 9): from the catalogue's codes marked `unrouted` (errors.ts).
- */
+/** Answers given before any operation is chosen (`components.responses`): the catalogue's `unrouted` codes (errors.ts). */
 function unroutedResponses(): Record<string, object> {
   const out: Record<string, object> = {};
   for (const code of ANSWERED_CODES) {

@@ -1,13 +1,7 @@
 /**
- * The ops page (issue 14, item 1): static files served by the service itself at `GET /` and
- * `GET /ops/<file>`, from `src/ops-page/` as they are (no build step), with the API docs
- * viewer's files from the swagger-ui-dist package (item 7) and the charts' uPlot from the
- * uplot package under `/ops/vendor/`.
- *
- * The page is open: it holds no data, and asks for the bearer token itself, which it sends on
- * every API call. So its middleware runs before the token check, and answers only GET and HEAD
- * of its own files; every other request goes on (an unknown path still meets the token check,
- * then the 404).
+ * The ops page: files of `src/ops-page/` served as they are at `GET /` and `/ops/<file>`, plus
+ * swagger-ui-dist and uPlot under `/ops/vendor/`. The page holds no data and asks for the token
+ * itself, so it runs before the token check and answers only GET/HEAD of its own files.
  */
 import fs from 'node:fs';
 import { createRequire } from 'node:module';

@@ -1,25 +1,15 @@
 /**
- * Cross-site requests that change state are refused (a browser's defence, for the case where
- * no token is set: a page of any site could otherwise make the visitor's browser approve a
- * proposal or cancel a job with an auto-submitted form, which the JSON-only rule lets through
- * when the body is empty).
- *
- * A request with a method other than GET, HEAD and OPTIONS whose `Origin` header is present must
- * come from the service's own origin (the `Origin`'s host and port are the request's `Host`: the
- * ops page, also behind a balancer that keeps the `Host`) or from an allowed CORS origin (spec:
- * Cross-cutting behaviour, 1). Anything else, `Origin: null` included (a sandboxed or opaque
- * origin), is a 403 `cross_site_request`. A request without `Origin` (curl, the console's
- * server-side callers, a browser's same-origin GET) is not a cross-site browser request.
+ * Cross-site state changes are refused: without a token, any site's auto-submitted form could
+ * approve or cancel (an empty body passes the JSON-only rule). A mutation with an `Origin` must be
+ * the service's own (matching `Host`) or an allowed CORS origin (service-spec.md §Cross-cutting
+ * behaviour); else 403 `cross_site_request`, `Origin: null` included. No `Origin`: not a browser cross-site request.
  */
 import type { RequestHandler } from 'express';
 import { HttpError } from './errors.js';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/**
- * The check, as a middleware.
- * @param allowed the CORS allow-list (`http://host:port`, compared without case).
- */
+/** The check, as a middleware; `allowed` is the CORS allow-list (`http://host:port`, case-insensitive). */
 export function originCheck(allowed: readonly string[]): RequestHandler {
   const origins = new Set(allowed.map((o) => o.toLowerCase()));
   return (req, _res, next) => {

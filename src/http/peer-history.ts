@@ -1,9 +1,6 @@
 /**
- * Cluster mode: the histories of the other live instances, read from each at the address it
- * recorded in the instances table (`GET /api/system-status/history?scope=instance`), so the
- * instance a balancer sent the page to shows every instance's charts. Each history stays in
- * the memory of its instance (no shared table, no schema); a peer that does not answer within
- * the timeout is listed as unreachable with the reason, and never holds the answer longer.
+ * Cluster mode: the other live instances' histories, read from each (`?scope=instance`), so any
+ * instance's page shows every chart; a peer silent past the timeout is listed unreachable.
  */
 import { HISTORY_FIGURES, type HistoryFigure } from '../metrics/history-figures.js';
 import type { HistorySnapshot } from '../metrics/history.js';
@@ -34,10 +31,8 @@ export function emptySnapshot(): HistorySnapshot {
 }
 
 /**
- * Reads every peer's history at once.
- * @param token CONSOLE_API_TOKEN (the instances of a cluster share it), sent as a bearer token.
- * @param since only samples after this time, ms since the epoch.
- * @returns one history per peer, in the order given; never throws.
+ * Reads every peer's history at once, `since` ms since the epoch, with `token` as bearer.
+ * @returns one history per peer, in order; never throws.
  */
 export function readPeerHistories(peers: readonly Peer[], token: string | null, since: number | undefined, timeoutMs = PEER_TIMEOUT_MS): Promise<InstanceHistory[]> {
   return Promise.all(peers.map((p) => readPeer(p, token, since, timeoutMs)));

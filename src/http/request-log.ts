@@ -1,11 +1,7 @@
 /**
- * One structured log line per request (issue 4, item 9), written by pino-http when the answer
- * ends: `{ reqId, method, route, path, status, durationMs, msg }` at level info (error for a
- * 5xx). No bodies, no headers (so never `Authorization`), no query string (an event stream may
- * carry `?token=`). A route may add fields of its own ({@link addToRequestLine}): a generation
- * request's `episode` and `modality`, which the spec says are accepted and logged; and every 5xx
- * line says why, with the error's `code` and `reason` (issue 14, item 5). `reqId` is the
- * request's id (request-id.ts), also sent as `X-Request-Id`.
+ * One structured log line per request (pino-http): `{ reqId, method, route, path, status,
+ * durationMs }`, error level for 5xx. Never bodies, headers or query strings (`?token=`). Routes
+ * may add fields ({@link addToRequestLine}); every 5xx line gives the error's `code` and `reason`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
@@ -17,21 +13,15 @@ const ROUTE_FIELDS = Symbol('request line fields');
 type WithFields = ServerResponse & { [ROUTE_FIELDS]?: Record<string, unknown> };
 
 /**
- * Adds `fields` to the request's log line, written when its answer ends (after the standard
- * fields, which they cannot replace). Cheap enough for every request: below level info, where
- * no line is written, they are simply never read.
- * @param fields JSON values; never a secret nor a body (the line's rule).
+ * Adds `fields` to the request's log line (after the standard fields, which they cannot replace).
+ * @param fields JSON values; never a secret nor a body.
  */
 export function addToRequestLine(res: ServerResponse, fields: Readonly<Record<string, unknown>>): void {
   const r = res as WithFields;
   r[ROUTE_FIELDS] = { ...r[ROUTE_FIELDS], ...fields };
 }
 
-/**
- * The request-log middleware; register it first so every answer is logged, 401s included.
- * @returns null below level info, where no request line is written (pino-http's per-request
- *   child logger would cost every request for lines never written).
- */
+/** The request-log middleware, registered first; null below level info (a child logger per request would cost for nothing). */
 export function requestLog(logger: Logger, routeOf: (req: Request) => string): RequestHandler | null {
   const line = (req: IncomingMessage, res: ServerResponse, durationMs: number) => {
     const r = req as Request;

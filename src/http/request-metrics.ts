@@ -1,8 +1,4 @@
-/**
- * Records the duration of every request in `console_http_request_duration_seconds`
- * (issue 4, item 8), labelled by method, route template and status; and the read latencies of
- * the history's charts (src/metrics/history.ts).
- */
+/** Request durations for `console_http_request_duration_seconds` by method, route template and status, and the history's read latencies. */
 import type { Request, RequestHandler } from 'express';
 import type { Histogram } from 'prom-client';
 
@@ -10,11 +6,9 @@ import type { Histogram } from 'prom-client';
 const STREAM_ROUTE = '/api/events/stream';
 
 /**
- * The middleware, registered first so it also times 401s, CORS preflights and forwarded
- * mutations. A stream is timed until it ends (by either side); a request whose client went
- * away before any answer was sent is recorded with status `aborted`.
- * @param reads also given the duration (seconds) of each GET answer but the event stream's:
- *   the read latency of the history.
+ * The middleware, registered first so 401s, preflights and forwarded mutations are timed too. A
+ * stream is timed until it ends; a client gone before any answer is recorded as `aborted`.
+ * @param reads given each GET answer's duration (seconds) but the event stream's.
  */
 export function requestMetrics(histogram: Histogram<'method' | 'route' | 'status'>, routeOf: (req: Request) => string, reads?: (seconds: number) => void): RequestHandler {
   return (req, res, next) => {

@@ -1,8 +1,4 @@
-/**
- * How a route is declared (style.md, practice 3): once, with its zod schemas for the path,
- * query and body and every answer it gives; the router (route.ts) serves it and the OpenAPI
- * document (openapi-document.ts) describes it from the same declaration.
- */
+/** How a route is declared (style.md): once, with zod schemas for inputs and answers; route.ts serves it, openapi-document.ts documents it. */
 import type { Request, RequestHandler, Response } from 'express';
 import type { HTTPMethod } from 'find-my-way';
 import type { z } from 'zod';
@@ -47,25 +43,14 @@ export interface RouteSpec<
   /** Whether the body is optional (default: required when `body` is given). */
   readonly bodyOptional?: boolean;
   readonly answers: Readonly<Record<number, AnswerSpec>>;
-  /**
-   * Checks that run before any input is validated (e.g. who may call the route); each either
-   * calls `next()` or passes an error to it.
-   */
+  /** Checks before any input is validated; each calls `next()` or passes an error. */
   readonly guards?: readonly RequestHandler[];
-  /**
-   * A mutation that always runs on this instance, also with SERVICE_WRITE_UPSTREAM set
-   * (issue 10, item 1): `POST /api/internal/bus`, whose guard judges the TCP peer, which a
-   * forwarded request would replace with this instance's own address.
-   */
+  /** A mutation never forwarded to SERVICE_WRITE_UPSTREAM: `POST /api/internal/bus`, whose guard judges the TCP peer. */
   readonly localOnly?: boolean;
   readonly handler: (input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>) => unknown;
 }
 
-/**
- * A request matched against the declared routes (issue 10, item 1): the one decision that the
- * token check, the write proxy, the request log and the dispatcher all use, so that every
- * spelling of a path that reaches a route is treated as that route everywhere.
- */
+/** A request matched against the declared routes: one decision shared by token check, write proxy, log and dispatcher. */
 export interface RouteMatch {
   /** The declared route (for HEAD, the GET route that answers it). */
   readonly spec: RouteSpec;
@@ -74,12 +59,8 @@ export interface RouteMatch {
 }
 
 /**
- * The path of a match in one spelling: the declared template with each parameter
- * percent-encoded (`/api/takes/a%2Fb/action`). Every spelling the router takes for the same
- * route and parameters gives the same canonical path, and the router matches it back to them.
- * A parameter of dots only (`.`, `..`) is encoded too (`%2E%2E`): the path holds no
- * dot-segment that a server or proxy on the way (RFC 3986, 5.2.4) would remove, turning it into
- * another route.
+ * The path of a match in one spelling: the template with parameters percent-encoded, dot-only
+ * ones too, so no proxy removes a dot-segment (RFC 3986 §5.2.4) and turns it into another route.
  */
 export function canonicalPath(m: RouteMatch): string {
   return m.spec.path.replace(/:([A-Za-z_$][\w$]*)/g, (_, name: string) => {

@@ -8,12 +8,7 @@ import type { Api } from './route.js';
 /** Label of a request no declared route matches (404s, probes). */
 export const UNMATCHED_ROUTE = '(unmatched)';
 
-/**
- * Returns a function giving the route template of a request, or {@link UNMATCHED_ROUTE}: the
- * route the API's router matches (`Api.match`), also for requests answered before routing
- * (401s, 421s, forwarded mutations, CORS preflights), so every spelling of a route is counted
- * under its template.
- */
+/** The route template of a request, or {@link UNMATCHED_ROUTE}, from the router's match, also for answers before routing. */
 export function routeTemplates(api: Api): (req: Request) => string {
   return (req) => {
     // The dispatcher sets req.route once a route handled the request.

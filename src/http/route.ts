@@ -1,8 +1,4 @@
-/**
- * The router of the declared routes (route-spec.ts): each route is declared once with its zod
- * schemas (path, query, body, answers); {@link Api.route} serves it, validating requests with
- * them, and {@link Api.document} renders them as the OpenAPI document (openapi-document.ts).
- */
+/** The router of the declared routes (route-spec.ts): serves each with zod validation and renders the OpenAPI document. */
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
@@ -38,10 +34,7 @@ function hasEmptyParam(params: Record<string, string>): boolean {
   return false;
 }
 
-/**
- * The path of a request URL, for the radix tree: given the query too, find-my-way would parse
- * it, which Express parses again for the route.
- */
+/** The path of a request URL for the radix tree (given the query, find-my-way would parse it again). */
 function pathOf(url: string): string {
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
@@ -54,15 +47,10 @@ type Matched = IncomingMessage & { [MATCH]?: Found | { readonly url: string; rea
 export class Api {
   private readonly specs: RouteSpec[] = [];
   /**
-   * Every route in one radix tree (find-my-way): a request is matched in one walk of its
-   * path, instead of against each route's regular expression in turn through Express's
-   * router layers (13% of the service's CPU on the read routes, P1). Matching follows
-   * Express's defaults: case-insensitive, an optional trailing slash, parameters decoded, a
-   * parameter never empty; GET routes answer HEAD. `maxParamLength`: find-my-way's default
-   * (100) would make a long id a 404; the identifier guard answers it (400) with the reason,
-   * and Node's parser bounds the whole request line anyway. Paths are decoded as find-my-way
-   * decodes them (`%61` is `a`; `%2F` stays a character of a segment, never a separator), and
-   * not otherwise normalised: a doubled slash or a `.`/`..` segment matches no route.
+   * Every route in one find-my-way radix tree: one walk per request instead of Express's
+   * per-route regexes (13% of read-route CPU). Express's defaults: case-insensitive, optional
+   * trailing slash, decoded non-empty parameters, HEAD via GET. `maxParamLength` is raised so a
+   * long id gets the identifier guard's 400, not a 404. No other normalisation: `//`, `.`, `..` match nothing.
    */
   private readonly router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 64 * 1024 });
 
@@ -77,10 +65,8 @@ export class Api {
   };
 
   /**
-   * The declared route a request reaches, as the dispatcher will run it, or null when none
-   * does (the app's 404). Decided once per request and URL: the token check, the write proxy,
-   * the request log and the dispatcher read the same answer.
-   * @param req its `method` and `url` (path and query, or an absolute URL) are read.
+   * The declared route a request reaches, or null (404); decided once per request and URL so the
+   * token check, write proxy, request log and dispatcher agree.
    */
   match(req: IncomingMessage): RouteMatch | null {
     return this.find(req);
@@ -105,11 +91,7 @@ export class Api {
     return found;
   }
 
-  /**
-   * The methods some route serves `req`'s path with (HEAD with GET), plus OPTIONS (answered by
-   * CORS on every path), for the `Allow` of a 405; empty when no route has the path, whatever
-   * the method (a 404). Runs only for requests no route matched.
-   */
+  /** The methods serving `req`'s path (HEAD with GET) plus OPTIONS, for a 405's `Allow`; empty means 404. */
   allowedMethods(req: IncomingMessage): string[] {
     const url = req.url ?? '';
     const out: string[] = [];
@@ -137,11 +119,9 @@ export class Api {
   route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): void {
     this.specs.push(spec as unknown as RouteSpec);
     const guards = spec.guards ?? [];
-    // What Express sets once a route handled a request: the route template (request logs and
-    // metric labels read it, route-template.ts).
+    // As Express does: the route template, read by request logs and metric labels.
     const route = { path: spec.path };
-    // Not async: a handler that answers at once (a cached read) costs no promise. A validation
-    // error is thrown, a handler's error thrown or its promise rejected: the chain takes both.
+    // Not async: a handler answering at once costs no promise; the chain takes throws and rejections.
     const handle: RequestHandler = (req, res) => {
       const params = spec.params ? parseInput(spec.params, req.params, 'path') : {};
       const query = spec.query ? parseInput(spec.query, camelizeKeys(req.query), 'query') : {};
@@ -152,8 +132,7 @@ export class Api {
       }
       return spec.handler({ req, res, params, query, body } as RouteInput<z.output<P>, z.output<Q>, z.output<B>>) as void | Promise<void>;
     };
-    // The guards in turn, then the handler; an error from any goes to the error middleware.
-    // Without guards the handler runs directly (as `inSequence([handle])` would, without its step closure).
+    // Guards in turn, then the handler; without guards the handler runs directly.
     const chain: RequestHandler = guards.length === 0 ? (req, res, next) => runLayer(handle, req, res, next) : inSequence([...guards, handle]);
     const served: Served = (req, res, next, params) => {
       req.params = params;

@@ -10,11 +10,8 @@ import { ID_PATTERN, ID_RULE, invalidIdMessage, isValidId } from '../engine/ids.
 import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 
 /**
- * The one rule for identifiers (issue 11, item 6), stated in the OpenAPI document's
- * description: an identifier in the path or the query is checked by the identifier guard in the
- * handler (400 `invalid_id`, as the spec says for paths); one in a JSON body is validated with
- * the body (422 `validation_failed`, an issue of type `invalid_id` whose `loc` names the member).
- * Both say the same: `invalid <name> "<value>": expected …`.
+ * The identifier rule as the OpenAPI description states it: path and query ids get the guard's
+ * 400 `invalid_id`; body ids a 422 issue of type `invalid_id`; both with the same message.
  */
 export const IDENTIFIER_RULE = `Identifiers (project, episode, scene, beat, shot, take, memory entry, workspace, proposal ids) are ${ID_RULE.replace(/^expected /, '')} (the pattern \`${ID_PATTERN.source}\`): they are checked against path traversal. A malformed identifier in the path or the query answers 400 \`invalid_id\` (the detail names the parameter); one in a JSON body answers 422 \`validation_failed\` with an issue \`{ loc: ["body", <member>], msg, type: "invalid_id" }\`, like any other invalid member.`;
 
@@ -26,10 +23,7 @@ export const PathId = (name: string) =>
 export const QueryId = (description: string) =>
   z.string().meta({ description: `${description} Must match ${ID_PATTERN.source} and not contain "..", else 400 \`invalid_id\`.` });
 
-/**
- * An integer query parameter: decimal digits only (`0x10` and `1e2` are not integers here),
- * documented as an integer.
- */
+/** An integer query parameter: decimal digits only (not `0x10` or `1e2`). */
 export const QueryInt = (min: number, max: number, dflt: number) =>
   z
     .string()
@@ -47,11 +41,7 @@ export const QueryInt = (min: number, max: number, dflt: number) =>
       },
     });
 
-/**
- * An identifier inside a body (issue 11, item 6): a malformed one is a 422 like any other
- * invalid member, its issue of type `invalid_id` with the identifier guard's message.
- * @param name the member, as the message names it (`projectId`).
- */
+/** A body identifier: malformed is a 422 issue of type `invalid_id` with the guard's message; `name` is the member. */
 export const BodyId = (name: string) =>
   z
     .string()

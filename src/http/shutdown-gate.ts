@@ -1,16 +1,8 @@
 /**
- * The HTTP side of a graceful stop (api-decisions.md, "Network and safety defaults": on
- * SIGTERM stop accepting, …). Its middleware runs early in the app (after CORS) and, once
- * {@link ShutdownGate.close}d:
- * - requests already in flight finish, and their answers close the connection
- *   (`Connection: close`), so a client does not send another request on it;
- * - a request that arrives on a connection opened before the stop is answered at once
- *   `503 { detail: "the service is shutting down", code: "shutting_down" }`, also with
- *   `Connection: close`;
- * - {@link stopListening} refuses new connections but leaves the open ones be: closing a
- *   keep-alive connection that looks idle races with a request the client is sending on it,
- *   which would be cut without an answer. They are closed at the end, once every answer
- *   was written (see service.ts).
+ * The HTTP side of a graceful stop (api-decisions.md §Network and safety defaults). Once closed:
+ * answers in flight finish with `Connection: close`; new requests on old connections get 503
+ * `shutting_down`; {@link stopListening} refuses new connections but leaves open ones, since
+ * closing a seemingly idle keep-alive connection races a request being sent on it.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import net from 'node:net';
@@ -51,11 +43,7 @@ export class ShutdownGate {
     for (const res of this.inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
   }
 
-  /**
-   * Resolves once every answer in flight has been written in full by its handler (event
-   * streams count once ended), or after `ceilingMs`.
-   * @returns the number of answers still unwritten at the ceiling.
-   */
+  /** Resolves once every answer in flight was written (streams once ended), or at `ceilingMs`. @returns answers still unwritten. */
   async drained(ceilingMs: number): Promise<number> {
     const until = Date.now() + ceilingMs;
     for (;;) {
@@ -69,7 +57,7 @@ export class ShutdownGate {
   private refuse(req: IncomingMessage, res: ServerResponse): void {
     this.refusedCount++;
     res.shouldKeepAlive = false;
-    // Every 5xx line of the request log says why (issue 14, item 5).
+    // Every 5xx line of the request log says why.
     addToRequestLine(res, { code: REFUSAL_ANSWER.body.code, reason: String(REFUSAL_ANSWER.body.detail) });
     const answer = () => {
       if (res.headersSent || res.destroyed) return;
@@ -93,11 +81,7 @@ export class ShutdownGate {
   }
 }
 
-/**
- * Stops listening (new connections are refused) without closing the open ones, which
- * `http.Server.close` would do to those it deems idle (Node 19+). `server.close()` later
- * still does the rest of its work (its timers); the listener is closed already.
- */
+/** Stops listening without closing open connections, which `http.Server.close` does to "idle" ones (Node 19+). */
 export function stopListening(server: Server): void {
   net.Server.prototype.close.call(server);
 }

@@ -1,8 +1,6 @@
 /**
- * Fixed static files of the ops page and the API docs viewer (issue 14, items 1 and 7), served
- * from memory: each file is read (and gzipped) once, on its first request, with an ETag of its
- * content. Only files listed when the store is made can be served: nothing from a request
- * reaches a path.
+ * Fixed static files of the ops page and docs viewer, served from memory (read and gzipped once,
+ * ETag of the content). Only files listed up front are served: nothing from a request reaches a path.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,8 +1,4 @@
-/**
- * Request validation with zod: bodies and queries accept camelCase and snake_case member
- * names (api-decisions.md, Mutations), and every failure is one 422 listing `{ loc, msg,
- * type }` per problem.
- */
+/** Request validation with zod: camelCase and snake_case accepted (api-decisions.md §Mutations and lifecycle routes); failures are one 422 of `{ loc, msg, type }`. */
 import type { z } from 'zod';
 import { ValidationError, type ValidationIssue } from './errors.js';
 
@@ -11,17 +7,13 @@ export type Location = 'body' | 'query' | 'path';
 const snakeToCamel = (k: string) => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
 /**
- * `value` with its top-level snake_case members renamed to camelCase unless both are given: a
- * copy when something is renamed, `value` itself when nothing is.
- * Members are defined, never assigned: a `__proto__` member (a query's; bodies holding one are
- * refused before, json-depth.ts) stays an ordinary member instead of setting the copy's
- * prototype (issue 10, item 10).
+ * `value` with top-level snake_case members renamed to camelCase (a copy only when something is
+ * renamed). Members are defined, never assigned, so a `__proto__` member cannot set the prototype.
  */
 export function camelizeKeys(value: unknown): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
   const src = value as Record<string, unknown>;
-  // Most requests name no snake_case member: nothing to rename, and no `__proto__` either (it
-  // has a `_`), so the value is returned as it is (zod builds its own output from it).
+  // Nothing snake_case (and so no `__proto__`): returned as is.
   let snake = false;
   for (const k of Object.keys(src)) {
     if (k.includes('_')) {

@@ -1,15 +1,8 @@
 /**
- * The write proxy (spec: Cross-cutting behaviour, item 2; issue 4, item 6; issue 10, item 1).
- * With SERVICE_WRITE_UPSTREAM set, every request the router matches to a declared mutation
- * (POST, PUT, DELETE) other than a local-only one (`POST /api/internal/bus`) is forwarded to
- * the upstream, body and headers (`Authorization` included) unchanged, and answered with the
- * upstream's answer as it streams (status, headers, body). Everything else is served here, as
- * this instance would serve it without an upstream: reads, local-only routes, and paths that
- * reach no route (404). The decision is the router's own match, so every spelling of a route
- * (case, trailing slash, percent-encoding) has the fate of that route; the upstream receives
- * the route in one spelling (its template, parameters percent-encoded), so it runs exactly the
- * route decided here. The upstream is the authority for mutations: the local body checks (413,
- * validation) are not applied to what is forwarded.
+ * The write proxy (service-spec.md §Cross-cutting behaviour): with SERVICE_WRITE_UPSTREAM set,
+ * every matched mutation but local-only ones is forwarded unchanged and the upstream's answer
+ * streamed back. The router's match decides, and the upstream gets the canonical path, so it runs
+ * exactly the route decided here. The upstream is the authority: local body checks do not apply.
  */
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -21,30 +14,18 @@ import { sendError } from './error-middleware.js';
 import { HttpError } from './errors.js';
 import { canonicalPath, type Api, type RouteMatch } from './route.js';
 
-/**
- * Whether a request the router matched to `route` is forwarded (when an upstream is
- * configured): a declared route other than a GET that is not `localOnly`. A request that
- * matches no route (null) is never forwarded: this instance answers it (404).
- */
+/** Whether a matched request is forwarded: a non-GET declared route that is not `localOnly`; unmatched ones never. */
 export function isForwardedMutation(route: RouteMatch | null): boolean {
   return route !== null && route.spec.method !== 'get' && route.spec.localOnly !== true;
 }
 
-/**
- * The request target sent to the upstream: the route's canonical path ({@link canonicalPath})
- * and the query string as the client sent it (a fragment, which no client sends, is dropped,
- * as the router drops it).
- * @param url the request's target as received (`req.url`).
- */
+/** The target sent upstream: the canonical path ({@link canonicalPath}) and the query as sent (fragment dropped). */
 export function forwardedTarget(route: RouteMatch, url: string): string {
   const q = url.search(/[?#]/);
   return canonicalPath(route) + (q !== -1 && url[q] === '?' ? url.slice(q).replace(/#.*$/s, '') : '');
 }
 
-/**
- * One element of the `Forwarded` header (RFC 7239) for this hop: the client's address as this
- * instance saw it (the TCP peer), the Host it asked for, and the protocol.
- */
+/** This hop's `Forwarded` element (RFC 7239): the TCP peer, the Host asked for, the protocol. */
 function forwardedElement(req: IncomingMessage): string {
   const peer = req.socket.remoteAddress;
   const node = peer === undefined ? 'unknown' : net.isIPv6(peer) ? `"[${peer}]"` : peer;

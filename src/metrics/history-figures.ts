@@ -1,9 +1,4 @@
-/**
- * The figures of the history (history.ts), in the order the ops page draws them: their names
- * as the route serves them, their units (base units: seconds, bytes, a ratio; the page shows
- * them in human units), and what each means. The Grafana dashboard in deploy/grafana draws the
- * same figures from the Prometheus families named here.
- */
+/** The history's figures in the ops page's order: names, base units, meaning; deploy/grafana draws the same Prometheus families. */
 
 export const HISTORY_FIGURES = [
   { name: 'runningJobs', label: 'Running jobs', unit: 'jobs', description: 'Generation jobs running on the instance at the sample.', prometheus: 'console_jobs_running' },

@@ -1,71 +1,55 @@
 /**
- * The last 15 minutes of the service's figures, in memory (`GET /api/system-status/history`,
- * the ops page's charts): a sample every CONSOLE_HISTORY_SAMPLE_MS (5 s by default) of the
- * figures an operator looks at after a storm. Bounded by construction: one fixed ring of
- * numbers per figure, sized for the window when the history is made, so hours of samples hold
- * the same memory as fifteen minutes. Nothing is stored in a database: a restarted instance
- * starts an empty history.
- *
- * Counters (lines, events, drops, pauses, busy time) are read as totals since start-up and
- * turned into a rate or a count per interval from the difference between two samples, over the
- * time that really passed between them (a late timer makes a longer interval, not a wrong rate).
+ * The last 15 minutes of figures in memory (`GET /api/system-status/history`), one fixed ring per figure.
+ * Counter rates use the time that really passed between samples (a late timer lengthens the interval).
  */
 import { HISTORY_FIGURES, type HistoryFigure } from './history-figures.js';
 import type { IntervalQuantiles } from './interval-quantiles.js';
 
-/** Where the figures are read, wired by the composition root; counters are totals since start-up. */
+/** Where the figures are read (composition root); counters are totals since start-up, durations in seconds. */
 export interface FigureSources {
-  /** Jobs running on this instance now. */
   runningJobs(): number;
-  /** Output lines (stdout and stderr) of this instance's jobs, total. */
+  /** Output lines (stdout and stderr) of this instance's jobs. */
   outputLines(): number;
-  /** Events this instance published that are stored, total. */
   eventsStored(): number;
-  /** Event frames handed to this instance's stream clients, live and replayed, total. */
+  /** Event frames handed to stream clients, live and replayed. */
   eventsDelivered(): number;
-  /** Open event streams now. */
   streamClients(): number;
-  /** Stream clients disconnected as too slow, total. */
   slowClientsDropped(): number;
-  /** Times the jobs' output stopped being read (backpressure), total. */
+  /** Times the jobs' output stopped being read (backpressure). */
   outputPauses(): number;
-  /** Replay pages read from the database (a resume point older than the replay memory), total. */
+  /** Replay pages read from the database (a resume point older than the replay memory). */
   replayPagesFromDatabase(): number;
-  /** Events of severity `fallback` published (a sanctioned fallback raised), total. */
+  /** Events of severity `fallback` published. */
   fallbacksRaised(): number;
-  /** Time the worker threads spent running tasks, total, ms. */
+  /** Ms the worker threads spent running tasks. */
   poolBusyMs(): number;
-  /** Worker threads now. */
   poolThreads(): number;
-  /** The event-loop delays recorded since the last sample (seconds). */
+  /** Recorded since the last sample. */
   loopDelay(): IntervalQuantiles;
-  /** The read latencies (GET answers but the event stream) recorded since the last sample (seconds). */
+  /** GET answers but the event stream, since the last sample. */
   readLatency(): IntervalQuantiles;
-  /** Resident set size and V8 heap in use, bytes. */
+  /** Bytes. */
   memory(): { rss: number; heapUsed: number };
 }
 
 export interface HistoryOptions {
-  /** Time between two samples, ms (CONSOLE_HISTORY_SAMPLE_MS). */
+  /** Ms between two samples (CONSOLE_HISTORY_SAMPLE_MS). */
   readonly intervalMs: number;
-  /** How far back samples are kept, ms: 15 minutes. */
+  /** Ms kept: 15 minutes. */
   readonly windowMs?: number;
-  /** The clock, in ms since the epoch (tests simulate hours with their own). */
+  /** Ms since the epoch (tests pass their own). */
   readonly now?: () => number;
 }
 
-/** The samples of one instance, oldest first, as the route serves them. */
+/** The samples of one instance, oldest first; `times` in ms since the epoch, null where nothing was measured. */
 export interface HistorySnapshot {
-  /** When each sample was taken, ms since the epoch. */
   readonly times: number[];
-  /** Each figure's value at each sample, in the figure's unit; null where there was nothing to measure. */
   readonly series: Record<HistoryFigure, (number | null)[]>;
 }
 
-/** The window of the charts: 15 minutes. */
+/** The charts' window: 15 minutes, in ms. */
 export const HISTORY_WINDOW_MS = 15 * 60 * 1000;
 
-/** The counters a sample differences with the previous one. */
 interface Totals {
   readonly at: number;
   readonly lines: number;
@@ -79,13 +63,12 @@ interface Totals {
 }
 
 export class MetricsHistory {
-  /** Samples kept: the window over the interval, and one more so the window is covered end to end. */
+  /** The window over the interval, plus one so the window is covered end to end. */
   readonly capacity: number;
   readonly intervalMs: number;
   readonly windowMs: number;
   private readonly times: Float64Array;
   private readonly columns: Record<HistoryFigure, Float64Array>;
-  /** Index of the next sample's slot, and how many slots hold a sample. */
   private next = 0;
   private size = 0;
   private last: Totals;
@@ -102,7 +85,6 @@ export class MetricsHistory {
     this.capacity = Math.ceil(this.windowMs / this.intervalMs) + 1;
     this.times = new Float64Array(this.capacity);
     this.columns = Object.fromEntries(HISTORY_FIGURES.map((f) => [f.name, new Float64Array(this.capacity)])) as Record<HistoryFigure, Float64Array>;
-    // The first sample's rates are over the time since the history was made.
     this.last = this.totals();
     // What was recorded before the first interval is not the first interval's.
     sources.loopDelay();
@@ -141,14 +123,13 @@ export class MetricsHistory {
     };
   }
 
-  /** Takes one sample now (the timer calls it; tests call it with their clock). */
+  /** Takes one sample now (the timer calls it; tests with their clock). */
   sample(): void {
     const s = this.sources;
     const prev = this.last;
     const cur = this.totals();
     this.last = cur;
     const seconds = (cur.at - prev.at) / 1000;
-    // A counter read lower than before (never expected) counts as nothing rather than negative.
     const delta = (a: number, b: number) => Math.max(0, a - b);
     const rate = (a: number, b: number) => (seconds > 0 ? delta(a, b) / seconds : NaN);
     const loop = s.loopDelay();
@@ -179,11 +160,7 @@ export class MetricsHistory {
     this.size = Math.min(this.size + 1, this.capacity);
   }
 
-  /**
-   * The samples of the last window, oldest first.
-   * @param since only samples taken after this time (ms since the epoch), for a client that has
-   *   the older ones already.
-   */
+  /** The samples of the last window, oldest first; `since` (ms since the epoch) keeps only newer ones. */
   snapshot(since?: number): HistorySnapshot {
     const oldest = this.now() - this.windowMs;
     const slots: number[] = [];
@@ -202,7 +179,6 @@ export class MetricsHistory {
   }
 }
 
-/** NaN (nothing measured) is served as null. */
 function finite(v: number): number | null {
   return Number.isFinite(v) ? v : null;
 }

@@ -1,12 +1,7 @@
-/**
- * Quantiles of what was recorded since the last look: the event-loop delays and read
- * latencies of one sampling interval of the history (history.ts). Prometheus's histograms
- * count since start-up and its quantiles come from rates over a window; the page's charts need
- * the interval's own p50 and p99, so each interval is recorded apart and reset when taken.
- */
+/** Quantiles of one history interval (its own p50/p99, unlike Prometheus's since-start histograms); reset when taken. */
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 
-/** What one interval held: quantiles in seconds, null when nothing was recorded. */
+/** Quantiles in seconds, null when nothing was recorded. */
 export interface IntervalQuantiles {
   readonly count: number;
   readonly p50: number | null;
@@ -22,7 +17,7 @@ export class IntervalRecorder {
     this.histogram.record(Math.max(1, Math.round(seconds * 1e6)));
   };
 
-  /** The quantiles of what was recorded since the last call, then starts a new interval. */
+  /** The quantiles since the last call; starts a new interval. */
   take(): IntervalQuantiles {
     const h = this.histogram;
     const count = h.count;

@@ -1,8 +1,6 @@
 /**
- * The service's Prometheus metrics (issue 4, item 8; api-decisions.md, "Service routes with
- * partial shape": `GET /api/metrics`). One prom-client {@link Registry} per service instance,
- * never the global default one, so two instances in one process (tests, a front and its
- * upstream) keep separate counts and never register a name twice.
+ * The service's Prometheus metrics (`GET /api/metrics`, api-decisions.md §Service routes with
+ * partial shape). One Registry per instance, never the global one, so two instances in a process never clash.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { SEVERITIES, type Severity } from '../bus/event.js';
@@ -23,23 +21,12 @@ export interface StreamCount {
 }
 
 /**
- * Collectors of one service instance. The counters are fed by hooks (`observe*`), the gauges
- * read their source at scrape time, so a scrape always shows the current value.
- *
- * Families (all prefixed `console_`): `jobs_started_total`, `jobs_exited_total{outcome}`,
- * `jobs_running`, `events_published_total{severity}`, `sse_subscribers`,
- * `http_request_duration_seconds{method,route,status}`, `write_proxy_requests_total{outcome}`,
- * `event_loop_delay_seconds`, `job_output_pauses_total`, `job_output_paused_seconds_total`; plus prom-client's default process and Node.js metrics (CPU,
- * memory, GC, handles, `nodejs_eventloop_lag_*_seconds`) but its `nodejs_active_*_total`
- * gauges (see {@link NON_COUNTER_TOTALS}). {@link close} stops the sampling.
- */
-/**
  * prom-client's default gauges named like counters (`_total`), which `promtool check metrics`
- * refuses (issue 11, item 10). Each is the sum of a by-type gauge that stays:
- * `sum(nodejs_active_handles)` is the number of handles.
+ * refuses; each is the sum of a by-type gauge that stays.
  */
 export const NON_COUNTER_TOTALS: readonly string[] = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
+/** Collectors of one instance: counters fed by `observe*` hooks, gauges read at scrape time. Families are prefixed `console_`. */
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly jobsStarted: Counter;
@@ -49,15 +36,11 @@ export class ServiceMetrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   private readonly proxyRequests: Counter<'outcome'>;
   private readonly stopSampling: () => void;
-  /** The event-loop delays of the history's current interval (history.ts). */
   readonly loopDelayInterval = new IntervalRecorder();
-  /** The read latencies of the history's current interval: GET answers, the event stream excepted. */
+  /** The read latencies of the history's interval: GET answers but the event stream. */
   readonly readLatencyInterval = new IntervalRecorder();
 
-  /**
-   * @param instance cluster mode: the instance's id, carried by every metric as the `instance`
-   *   label (cluster.md, Operations); absent on the embedded database's one instance.
-   */
+  /** @param instance cluster mode: the `instance` label on every metric (cluster.md §Operations). */
   constructor(instance?: string) {
     const registers = [this.registry];
     if (instance !== undefined) this.registry.setDefaultLabels({ instance });
@@ -96,22 +79,17 @@ export class ServiceMetrics {
       labelNames: ['outcome'],
       registers,
     });
-    // Every label value is shown from the start: a family that only appears after the first
-    // failure makes `rate()` and alerts blind to it.
+    // Every label value from the start: a family appearing only after the first failure blinds `rate()`.
     for (const outcome of ['ok', 'failed', 'lost'] as const) this.jobsExited.inc({ outcome }, 0);
     for (const severity of SEVERITIES) this.events.inc({ severity }, 0);
     for (const outcome of ['answered', 'failed'] as const) this.proxyRequests.inc({ outcome }, 0);
     this.reportEventsAtScrape();
   }
 
-  /** Events published since start-up, by severity (counted by {@link countEvent}). */
   private readonly published: Record<Severity, number> = { info: 0, success: 0, failure: 0, warning: 0, fallback: 0 };
   private publishedTotal = 0;
 
-  /**
-   * The bus's publish counter (EventBusOptions.onCount): one increment per event, nothing
-   * else on the hot path; prom-client's counter is brought up to date at scrape time.
-   */
+  /** The bus's publish counter (EventBusOptions.onCount): cheap on the hot path; prom-client catches up at scrape. */
   readonly countEvent = (severity: Severity, delta: 1 | -1): void => {
     this.published[severity] += delta;
     this.publishedTotal += delta;
@@ -122,16 +100,14 @@ export class ServiceMetrics {
     return this.publishedTotal;
   }
 
-  /** Events of one severity published since start-up (the history's fallbacks raised). */
+  /** Events of one severity published since start-up. */
   publishedOf(severity: Severity): number {
     return this.published[severity];
   }
 
-  /** Reports {@link countEvent}'s counts at scrape time. */
   private reportEventsAtScrape(): void {
     const reported: Record<string, number> = Object.fromEntries(SEVERITIES.map((s) => [s, 0]));
     const events = this.events;
-    // prom-client calls `collect` before each scrape; add what was published since the last.
     (events as unknown as { collect: () => void }).collect = () => {
       for (const severity of SEVERITIES) {
         const delta = this.published[severity] - (reported[severity] as number);
@@ -147,7 +123,7 @@ export class ServiceMetrics {
       if (trigger === 'accepted') this.jobsStarted.inc();
       else if (trigger === 'exit') this.jobsExited.inc({ outcome: job.state === 'exited ok' ? 'ok' : 'failed' });
     });
-    // Backpressure on the jobs' output (issue 12): counted by the gate, reported at scrape time.
+    // Output backpressure: counted by the gate, reported at scrape time.
     const gate = supervisor.gate;
     let pauses = 0;
     let pausedMs = 0;
@@ -193,14 +169,7 @@ export class ServiceMetrics {
     });
   }
 
-  /**
-   * Reports the history's counters as Prometheus families, read at scrape time from the same
-   * sources, so the dashboard (deploy/grafana) and the page's charts show the same figures:
-   * `console_job_output_lines_total`, `console_events_stored_total`,
-   * `console_sse_events_delivered_total`, `console_sse_slow_clients_dropped_total`,
-   * `console_sse_replay_pages_from_database_total`, `console_worker_pool_busy_seconds_total`
-   * and `console_worker_pool_threads`.
-   */
+  /** The history's counters as Prometheus families at scrape time, so deploy/grafana and the charts agree. */
   observeFigures(f: Pick<FigureSources, 'outputLines' | 'eventsStored' | 'eventsDelivered' | 'slowClientsDropped' | 'replayPagesFromDatabase' | 'poolBusyMs' | 'poolThreads'>): void {
     const registers = [this.registry];
     const fromTotal = (name: string, help: string, read: () => number, scale = 1): void => {
@@ -232,14 +201,9 @@ export class ServiceMetrics {
     });
   }
 
-  /**
-   * Reports readiness at scrape time (`GET /api/ready`'s checks): `console_ready` (1 ready, 0
-   * not) and `console_readiness_check{check}` per check, so alerts see a failing readiness and
-   * an unreachable state database (`check="stateDatabase"`).
-   */
+  /** Readiness at scrape time: `console_ready` and `console_readiness_check{check}` per check. */
   observeReadiness(readiness: { check(): Promise<{ readonly ready: boolean; readonly checks: readonly { readonly name: string; readonly ok: boolean }[] }> }): void {
     let last: Promise<{ ready: boolean; checks: readonly { name: string; ok: boolean }[] }> | null = null;
-    // Both gauges are collected in one scrape: the checks run once for the two.
     const report = () => (last ??= readiness.check().finally(() => setImmediate(() => (last = null))));
     new Gauge({
       name: 'console_ready',
@@ -260,11 +224,7 @@ export class ServiceMetrics {
     });
   }
 
-  /**
-   * Cluster mode: reports each instance of the cluster as this one sees it at scrape time,
-   * `console_cluster_peer_up{peer}` (1 beating, 0 stopped; a dead instance stays listed for an
-   * hour), so an alert names a missing instance even when nothing scrapes it any more.
-   */
+  /** Cluster mode: `console_cluster_peer_up{peer}` as this instance sees each peer, so alerts name a missing one. */
   observeMembership(membership: { list(): Promise<readonly { readonly id: string; readonly alive: boolean }[]> }): void {
     new Gauge({
       name: 'console_cluster_peer_up',
@@ -277,7 +237,6 @@ export class ServiceMetrics {
         try {
           instances = await membership.list();
         } catch {
-          // The database away: nothing to say about the others (console_readiness_check says it).
           return;
         }
         for (const i of instances) this.set({ peer: i.id }, i.alive ? 1 : 0);
@@ -285,7 +244,7 @@ export class ServiceMetrics {
     });
   }
 
-  /** Counts jobs marked lost by the start-up recovery (they never pass through a transition listener). */
+  /** Counts jobs marked lost at start-up recovery (no transition listener sees them). */
   countLost(n: number): void {
     if (n > 0) this.jobsExited.inc({ outcome: 'lost' }, n);
   }
@@ -295,12 +254,12 @@ export class ServiceMetrics {
     this.proxyRequests.inc({ outcome });
   }
 
-  /** Stops the event-loop sampling timer (service shutdown). */
+  /** Stops the event-loop sampling timer. */
   close(): void {
     this.stopSampling();
   }
 
-  /** `Content-Type` of {@link scrape}'s text (Prometheus text format 0.0.4). */
+  /** `Content-Type` of {@link scrape} (Prometheus text format 0.0.4). */
   get contentType(): string {
     return this.registry.contentType;
   }

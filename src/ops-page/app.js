@@ -1,4 +1,4 @@
-// The ops page (issue 14, item 1): one event stream for the whole page, shared by the views,
+// The ops page: one event stream for the whole page, shared by the views,
 // a hash router (#/jobs, #/jobs/<id>, #/events[?proposalId=<id>], #/terminals, #/status) and the
 // token dialog.
 import { forgetToken, hasToken, openStream, setTokenPrompt } from './api.js';

@@ -1,4 +1,4 @@
-// Starts Swagger UI on the service's own OpenAPI document (issue 14, item 7). A separate file:
+// Starts Swagger UI on the service's own OpenAPI document. A separate file:
 // the page's Content-Security-Policy allows no inline script.
 /* global SwaggerUIBundle */
 SwaggerUIBundle({

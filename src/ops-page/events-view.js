@@ -1,4 +1,4 @@
-// The event tail (issue 14, item 1): the newest events passing the severity and scope filters
+// The event tail: the newest events passing the severity and scope filters
 // (GET /api/events), then live ones from the page's stream, newest first; opened from a job
 // (`#/events?proposalId=<id>`), only that job's events. Rendering is batched
 // per animation frame and the table keeps at most MAX_ROWS rows, so thousands of events a second

@@ -1,4 +1,4 @@
-// One job's page (issue 14, item 1): its argv, times, state, rc and line counts, its output
+// One job's page: its argv, times, state, rc and line counts, its output
 // lines as they arrive (GET /api/jobs/{id}/events, then the stream filtered by proposalId from
 // the last event read), and a cancel button.
 import { api, openStream } from './api.js';

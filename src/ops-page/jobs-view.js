@@ -1,4 +1,4 @@
-// Jobs (issue 14, item 1, and operators at scale): the running jobs, live, and the job history
+// Jobs: the running jobs, live, and the job history
 // (the state database keeps CONSOLE_JOB_HISTORY of them, 10,000 by default) filtered by state,
 // project and start time, one page at a time (GET /api/jobs with `X-Next-Cursor`: the page never
 // holds more than PAGE_SIZE rows, however long the history). The lists are read again when a

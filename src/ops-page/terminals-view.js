@@ -1,4 +1,4 @@
-// Terminals (issue 14, item 1): each project's web terminal (GET /api/ttyd/status), started and
+// Terminals: each project's web terminal (GET /api/ttyd/status), started and
 // stopped from here; the list is read again when a terminal event comes on the page's stream.
 import { api } from './api.js';
 import { badge, fmtTime, h, replace, throttle } from './dom.js';

@@ -1,17 +1,11 @@
-/** Errors of managed child processes (src/process), with their stable codes (issue 11, item 3). */
+/** Errors of managed child processes, with stable codes (service-spec.md §Errors). */
 import { ServiceError } from '../errors/index.js';
 
-/** The codes of managed processes' errors. */
 export type ProcessErrorCode = 'spawn_refused';
 
 /**
- * The operating system refused to start the program (no pid); nothing runs (code
- * `spawn_refused`; jobs and terminals wrap it in their own error, with it as `cause`).
- *
- * Node reports most refusals (ENOENT, EACCES, EAGAIN, EMFILE, ENFILE) as an `error` event on the
- * next tick, after `spawn` returned without a pid: `errno` and `cause` are then filled in, the
- * message names the errno, and `settled` resolves. A refusal Node throws at once is known from
- * the start.
+ * The OS refused to start the program (code `spawn_refused`). Most refusals arrive as a next-tick
+ * `error` event; `errno` and `cause` are filled in then and `settled` resolves.
  */
 export class ProcessSpawnError extends ServiceError<'spawn_refused'> {
   override name = 'ProcessSpawnError';
@@ -20,11 +14,7 @@ export class ProcessSpawnError extends ServiceError<'spawn_refused'> {
   /** Resolves once the refusal's own error is known (or was never reported). */
   readonly settled: Promise<void>;
 
-  /**
-   * @param file the program that was refused.
-   * @param refusal Node's error (an errno exception), or a promise of it (undefined when Node
-   *   reported none).
-   */
+  /** @param refusal Node's errno exception, or a promise of it (undefined when Node reported none). */
   constructor(
     readonly file: string,
     refusal: Error | Promise<Error | undefined>,

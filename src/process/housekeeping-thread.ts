@@ -1,9 +1,7 @@
 /**
- * The main thread's side of the process worker: one long-lived worker thread (a Piscina pool
- * of one) runs every `/proc` scan and the signals that follow it, and these async methods
- * hand it tasks (issue 10, item 5: killing a big tree never stalls the event loop). It is the
- * service's housekeeping thread: other short tasks run on it too ({@link HousekeepingThread.runTask}). Where
- * `/proc` is missing, tree-kill's `ps` walk and a signal to the group stand in.
+ * Main-thread side of the process worker: one thread runs every `/proc` scan and its signals, so
+ * killing a big tree never stalls the event loop; other housekeeping tasks share it. Without
+ * `/proc`, tree-kill's `ps` walk and a group signal stand in.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,8 +14,7 @@ export class HousekeepingThread {
   private readonly pool: Piscina;
 
   /**
-   * @param filename the compiled worker (src/config/paths.ts: WORKER_FILES.proc; vitest's
-   *   transform does not reach worker threads, so it is always dist/); tests may pass another.
+   * @param filename the compiled worker (WORKER_FILES.proc in src/config/paths.ts).
    * @throws Error when the file does not exist (the service was not built).
    */
   constructor(filename: string) {

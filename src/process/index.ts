@@ -1,8 +1,4 @@
-/**
- * Managed child processes (issue 11, item 1): the one place that spawns a detached child,
- * turns its exit into facts, stops its tree with a grace period, and sweeps what it left
- * running. Used by the generation supervisor and the terminal manager.
- */
+/** Managed child processes: spawn detached, report the exit, stop the tree with a grace, sweep leftovers. */
 export { spawnManaged, ManagedProcess, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
 export { ProcessSpawnError, type ProcessErrorCode } from './errors.js';
 export { lowerPriority, type PriorityOutcome } from './lower-priority.js';

@@ -1,9 +1,6 @@
 /**
- * One managed child process (issue 11, item 1), for generation jobs and terminals alike:
- * spawned from an argument array, never through a shell, as the leader of its own process
- * group; its whole tree found by parent links, its group and an environment mark; stopped
- * with SIGTERM, then SIGKILL after a grace period; and, once it exited, what is left of its
- * tree swept until none is left (issue 10, item 5).
+ * One managed child (jobs and terminals): spawned from an argument array without a shell as a
+ * process-group leader; stopped with SIGTERM then SIGKILL after a grace; its tree swept after exit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ProcessSpawnError } from './errors.js';
@@ -12,18 +9,14 @@ import type { ProcInfo } from './proc-task.js';
 import type { HousekeepingThread } from './housekeeping-thread.js';
 import { sweepTree, type SweepBounds, type SweepReport } from './sweep-tree.js';
 
-/** How to start a managed process. */
 export interface ManagedSpawnOptions {
-  /** Working directory; the service's own when absent. */
   readonly cwd?: string;
   /** Its whole environment, `mark` included. */
   readonly env: Readonly<Record<string, string>>;
-  /** stdout and stderr: a pipe to read, or ignored; stdin is always ignored. */
   readonly stdout: 'pipe' | 'ignore';
   readonly stderr: 'pipe' | 'ignore';
-  /** The environment entry `NAME=value` (also in `env`) that marks every process of its tree. */
+  /** The environment entry `NAME=value` that marks every process of its tree. */
   readonly mark: string;
-  /** Bounds of the leftover sweep after it exited. */
   readonly sweep: SweepBounds;
 }
 
@@ -33,10 +26,7 @@ export interface ProcessEnd {
   readonly leftovers: SweepReport;
 }
 
-/**
- * Starts `file` with `args` as the leader of a new process group (and session).
- * @throws ProcessSpawnError when the operating system refuses it.
- */
+/** Starts `file` with `args` as a new process-group (and session) leader. @throws ProcessSpawnError when the OS refuses it. */
 export function spawnManaged(table: HousekeepingThread, file: string, args: readonly string[], opts: ManagedSpawnOptions): ManagedProcess {
   let child: ChildProcess;
   try {
@@ -55,9 +45,7 @@ export function spawnManaged(table: HousekeepingThread, file: string, args: read
     throw err;
   }
   if (child.pid === undefined) {
-    // ENOENT, EACCES, EAGAIN, EMFILE and ENFILE come as an `error` event on the next tick: the
-    // error keeps it (its errno) once it arrives. The check phase comes after every tick, so
-    // the wait ends there even if Node reported nothing.
+    // ENOENT, EACCES, EAGAIN, EMFILE, ENFILE arrive as a next-tick `error` event (or not at all).
     const refusal = new Promise<Error | undefined>((resolve) => {
       child.once('error', resolve);
       setImmediate(() => resolve(undefined));
@@ -67,24 +55,20 @@ export function spawnManaged(table: HousekeepingThread, file: string, args: read
     throw new ProcessSpawnError(file, refusal);
   }
   child.on('error', () => {
-    // After a successful spawn only signalling errors come here; the exit ends it.
   });
   return new ManagedProcess(table, child, child.pid, opts);
 }
 
 export class ManagedProcess {
-  /** Resolves with the leader's exit facts, at its exit. */
   readonly exited: Promise<ExitFacts>;
-  /** Resolves once it exited and the sweep of its tree ended (never rejects). */
+  /** Resolves once it exited and its tree was swept (never rejects). */
   readonly ended: Promise<ProcessEnd>;
-  /** Processes of its tree captured by passes, by pid: kept for the passes after. */
   private readonly known = new Map<number, ProcInfo>();
-  /** The leader's start time (ticks since boot), read once by the worker; undefined when unread. */
+  /** The leader's start time (ticks since boot); undefined when unread. */
   private readonly leaderStart: Promise<number | undefined>;
   private killTimer: NodeJS.Timeout | undefined;
   private hasExited = false;
 
-  /** Use {@link spawnManaged}. */
   constructor(
     private readonly table: HousekeepingThread,
     readonly child: ChildProcess,
@@ -103,10 +87,7 @@ export class ManagedProcess {
     this.ended = this.exited.then(async (exit) => ({ exit, leftovers: await this.sweep() }));
   }
 
-  /**
-   * One pass: `signal` to its group and to every process of its tree, captured first.
-   * @returns the number of its live processes signalled (0 where `/proc` is missing).
-   */
+  /** One pass: `signal` to its group and every captured process. @returns live processes signalled (0 without `/proc`). */
   async signalTree(signal: NodeJS.Signals): Promise<number> {
     // Once the leader exited its pid is not followed (it may be reused).
     const root = this.hasExited ? null : this.pid;
@@ -117,11 +98,7 @@ export class ManagedProcess {
     return pass.known.length;
   }
 
-  /**
-   * Stops it: SIGTERM to its tree now, SIGKILL after `graceMs` unless it exited by then (its
-   * exit starts the sweep, which SIGKILLs what is left). Calling again restarts the grace.
-   * Returns at once; await {@link ended} for the end.
-   */
+  /** SIGTERM to its tree now, SIGKILL after `graceMs` unless it exited; calling again restarts the grace. Await {@link ended}. */
   stop(graceMs: number): void {
     if (this.hasExited) return;
     void this.signalTree('SIGTERM').then(() => {

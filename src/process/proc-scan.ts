@@ -1,11 +1,7 @@
 /**
- * Process facts from Linux `/proc`, read synchronously so a process tree can be captured
- * before any of it is signalled (a dead parent's children are re-parented at once, after
- * which no parent link leads to them). Every function returns null or an empty result
- * where `/proc` is not available.
- *
- * Synchronous reads block their thread: this module runs in the process worker
- * (`proc-worker.ts`), never on the service's main thread (issue 10, item 5). Tests may use it.
+ * Process facts from Linux `/proc`, read synchronously so a tree is captured before any of it is
+ * signalled (orphans are re-parented at once). Blocking: runs only in the process worker
+ * (proc-worker.ts), never on the main thread. Null or empty results where `/proc` is missing.
  */
 import fs from 'node:fs';
 
@@ -23,15 +19,9 @@ export interface ProcInfo {
 /** Whether this machine has Linux `/proc` (elsewhere tree-kill's `ps` walk stands in). */
 export const HAS_PROC = fs.existsSync('/proc/self/stat');
 
-/**
- * One buffer for every `/proc` read (grown when a file needs more). `readFileSync` cannot
- * size a `/proc` file (its size reads as 0) and allocates 64 KB per call: a scan of every
- * process after each job's exit made megabytes of garbage per job (RSS rose ~6 MB per job
- * in the P6 soak until a full collection).
- */
+/** One buffer for every `/proc` read: `readFileSync` allocates 64 KB per call there (sizes read as 0), garbage per scan. */
 let scratch = Buffer.allocUnsafe(64 * 1024);
 
-/** Reads the whole of `file` into `scratch`; returns its length, or -1 when it cannot be read. */
 function readProcFile(file: string): number {
   let fd: number;
   try {

@@ -1,15 +1,9 @@
-/**
- * Tasks of the process worker (`proc-worker.ts`) and their results: plain, serialisable
- * objects (style.md, practice 7), so every `/proc` scan runs off the main thread.
- */
+/** Process-worker tasks and results: plain serialisable objects, so `/proc` scans run off the main thread. */
 import type { ProcInfo } from './proc-scan.js';
 
 export type { ProcInfo } from './proc-scan.js';
 
-/**
- * Where a process tree is: what leads to its processes in `/proc` (see `treeProcesses`).
- * Pids are those of this machine; `notBefore` is in clock ticks since boot.
- */
+/** What leads to a tree's processes in `/proc` (see `treeProcesses`); `notBefore` in clock ticks since boot. */
 export interface TreeTarget {
   /** The leader, whose descendants are followed by parent links; null once it was reaped. */
   readonly root: number | null;
@@ -23,16 +17,12 @@ export interface TreeTarget {
   readonly known: readonly ProcInfo[];
 }
 
-/**
- * One kill pass: capture the tree, then signal the group and every captured process, in one
- * go on the worker (a parent killed first would orphan its children before they were seen).
- */
+/** One kill pass, captured and signalled in one go (a parent killed first would orphan unseen children). */
 export interface TreePassTask extends TreeTarget {
   readonly kind: 'tree-pass';
   readonly signal: NodeJS.Signals;
 }
 
-/** What a pass saw. */
 export interface TreePassResult {
   /** False where `/proc` is missing: nothing was captured nor signalled. */
   readonly procAvailable: boolean;
@@ -40,7 +30,6 @@ export interface TreePassResult {
   readonly known: ProcInfo[];
 }
 
-/** One process's stat and command line (null when gone or unreadable). */
 export interface DescribeTask {
   readonly kind: 'describe';
   readonly pid: number;
@@ -51,16 +40,11 @@ export interface DescribeResult {
   readonly cmdline: string[] | null;
 }
 
-/** The system's boot time in ms since the epoch (null when unknown). */
 export interface BootTimeTask {
   readonly kind: 'boot-time';
 }
 
-/**
- * Sets the nice value of `pid`'s autogroup (issue 12; src/process/lower-priority.ts). The
- * result: `set`; `again` when the kernel's rate limit refused it (try later); `refused` (gone,
- * not ours); `none` where the kernel does not schedule by autogroup.
- */
+/** Sets `pid`'s autogroup nice: `set`, `again` (rate-limited), `refused` (gone, not ours), `none` (no autogroup). */
 export interface GroupNiceTask {
   readonly kind: 'group-nice';
   readonly pid: number;

@@ -1,9 +1,4 @@
-/**
- * The process worker: every synchronous `/proc` read, and the signals that must follow a
- * capture at once, run here, on a thread of their own, so a scan of a big tree never holds
- * the service's event loop (issue 10, item 5). One function of a serialisable task
- * (style.md, practice 7); run from the compiled `dist/process/proc-worker.js`.
- */
+/** The process worker: synchronous `/proc` reads and the signals that follow a capture, on their own thread (run from dist/). */
 import { bootTimeMs, HAS_PROC, isSameProcess, readCmdline, readProc, treeProcesses, type ProcInfo } from './proc-scan.js';
 import fs from 'node:fs';
 import type { DescribeResult, GroupNiceResult, GroupNiceTask, ProcTask, TreePassResult, TreePassTask } from './proc-task.js';

@@ -1,46 +1,27 @@
-/**
- * The leftover sweep (issue 10, item 5): SIGKILL what is left of a tree, scan again, and
- * again, until a scan finds none of it, within a bound. One pass can miss a process forked
- * between its scan and its signals (a daemon that keeps forking); the next pass finds it,
- * by its group, a parent link or the mark it inherited.
- */
+/** The leftover sweep: SIGKILL and rescan until a scan finds none, since one pass can miss a process forked meanwhile. */
 import type { ProcInfo, TreeTarget } from './proc-task.js';
 import type { HousekeepingThread } from './housekeeping-thread.js';
 
-/** How long a sweep keeps going (SweepBounds, set by CONSOLE_SWEEP_MAX_PASSES and _MS). */
+/** How long a sweep keeps going (CONSOLE_SWEEP_MAX_PASSES and _MS). */
 export interface SweepBounds {
-  /** Most passes (scan, then SIGKILL) a sweep makes; 1 or more. */
   readonly maxPasses: number;
   /** Time after which no new pass starts, in ms. */
   readonly maxMs: number;
 }
 
-/** What a sweep did. */
+/** What a sweep did: distinct kills, passes, pids still found when a bound stopped it, ms; `scanned` false without `/proc`. */
 export interface SweepReport {
-  /** Distinct processes it SIGKILLed. */
   readonly killed: number;
-  /** Passes made (the last one found nothing, unless `left` is not empty). */
   readonly passes: number;
-  /** Pids the last pass still found (and SIGKILLed) when a bound stopped the sweep; empty when a scan found nothing. */
   readonly left: readonly number[];
-  /** Time the sweep took, in ms. */
   readonly ms: number;
-  /** False where `/proc` is missing: the group was signalled once, nothing was counted. */
   readonly scanned: boolean;
 }
 
-/**
- * A pause before the next pass when a pass found only processes it had already SIGKILLed:
- * they are dying, and the kernel needs a moment to end them (a process with a pending SIGKILL
- * can fork no more).
- */
+/** Pause when a pass found only already-killed processes: the kernel needs a moment to end them. */
 const SETTLE_MS = 10;
 
-/**
- * SIGKILLs the tree until a pass finds none of its processes alive, or a bound is reached.
- * @param target what leads to the tree; `known` is read, the caller keeps its own copy.
- * @returns the report; never rejects.
- */
+/** SIGKILLs the tree until a pass finds none alive or a bound is reached. Never rejects. */
 export async function sweepTree(table: HousekeepingThread, target: TreeTarget, bounds: SweepBounds): Promise<SweepReport> {
   const started = Date.now();
   const killed = new Set<string>(); // pid:startTime, so a reused pid counts as another process

@@ -1,7 +1,6 @@
 /**
- * Errors of the generation supervisor (spec: Generation, rule 3; api-decisions.md, Jobs and
- * "Network and safety defaults"), each with its stable code (issue 11, item 3). The HTTP
- * catalogue (src/http/errors.ts) maps the codes to statuses.
+ * Supervisor errors with stable codes (service-spec.md §Generation; api-decisions.md §Mutations and
+ * lifecycle routes, §Network and safety defaults); src/http/errors.ts maps them to statuses.
  */
 import { ServiceError } from '../errors/index.js';
 import type { ProcessSpawnError } from '../process/errors.js';

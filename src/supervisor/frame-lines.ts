@@ -1,15 +1,8 @@
 /**
- * Line framing of a child's output pipe (spec: Events, one event per output line): bytes are
- * cut per line at a bound, then split2 splits and decodes them (undecodable bytes become
- * U+FFFD; `\r\n` and `\n` end a line; a last line without a newline is still delivered).
- * split2 alone would drop an over-long line entirely, and re-scan its whole buffer on every
- * chunk of it, so the cut happens first, on raw bytes.
- *
- * All streams together deliver at most TURN_LINES lines (TURN_CHARS characters) per
- * event-loop turn. split2's output is read in paused mode (`read()`), so a stream stops the
- * moment the budget is spent, without a line in hand; it then waits in a queue, the next turn
- * serves the queue in order, and meanwhile split2's buffers fill, the pipe is no longer read
- * and the child blocks on its writes.
+ * Line framing of a child's output (service-spec.md §Events: one event per line). Bytes are cut
+ * per line at a bound before split2, which would drop an over-long line and rescan its buffer.
+ * split2 is read in paused mode under a per-turn budget shared by all streams; a waiting stream
+ * stops reading, so the pipe fills and the child blocks.
  */
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import split2 from 'split2';
@@ -25,55 +18,36 @@ export interface FramedLine {
 const NL = 0x0a;
 
 /**
- * Lines, and characters of them, delivered per event-loop turn by all streams together; past
- * either, streams wait for the next turn, in turn order (a queue). Without a bound, a child
- * writing faster than lines are published had its whole backlog framed and published in one
- * turn (libuv reads up to 32 × 64 KB per poll, and every line is published synchronously):
- * the loop was held for 100-700 ms at a time, with every other job's lines and every request
- * behind it. A per-stream bound would still let 64 flooding jobs take 64 times as long.
- * 512 lines are one bus flush (FLUSH_BATCH), a few ms.
+ * Lines (and characters) per event-loop turn, all streams together. Unbounded, one flooding child
+ * held the loop 100-700 ms at a time; a per-stream bound would not stop 64 of them. 512 lines are one bus flush.
  */
 export const TURN_LINES = 512;
 export const TURN_CHARS = 256 * 1024;
 
-/**
- * The per-turn line budget shared by every stream one supervisor frames: at most `lines`
- * lines (and `chars` characters of them) per event-loop turn, all streams together; past
- * either, streams wait for the next turn in turn order (a queue). One instance per
- * supervisor (injected, not a module global), so two services in one process, or a test,
- * do not share a budget.
- */
+/** The per-turn budget shared by one supervisor's streams; waiting streams go next turn in order. Injected so instances never share it. */
 export class LineTurns {
-  /** What this turn has delivered so far; reset by the first `tick` after it. */
   private turnLines = 0;
   private turnChars = 0;
-  /** Streams with lines left to deliver, waiting for the next turn (oldest first). */
   private readonly waiting: LineReader[] = [];
   private tickScheduled = false;
   private readonly tickFn = () => this.tick();
 
-  /**
-   * @param lines lines per turn, all streams together (default {@link TURN_LINES}).
-   * @param chars characters per turn (default {@link TURN_CHARS}).
-   */
+  /** Defaults: {@link TURN_LINES}, {@link TURN_CHARS}. */
   constructor(
     private readonly lines: number = TURN_LINES,
     private readonly chars: number = TURN_CHARS,
   ) {}
 
-  /** True while this turn may deliver another line. */
   budgetLeft(): boolean {
     return this.turnLines < this.lines && this.turnChars < this.chars;
   }
 
-  /** Counts one delivered line against this turn; the budget is renewed next turn. */
   spend(chars: number): void {
     this.turnLines++;
     this.turnChars += chars;
     this.scheduleTick();
   }
 
-  /** Queues a reader whose lines wait for the next turn. */
   wait(reader: LineReader): void {
     this.waiting.push(reader);
     this.scheduleTick();
@@ -86,7 +60,6 @@ export class LineTurns {
     }
   }
 
-  /** A new turn: the budget is renewed, and the streams that waited go first, in order. */
   private tick(): void {
     this.tickScheduled = false;
     this.turnLines = 0;
@@ -103,9 +76,7 @@ export class LineTurns {
 /** Reads split2's lines of one stream within the shared budget and delivers them in order. */
 class LineReader {
   private number = 0;
-  /** In the turns' queue: its lines go when the queue reaches it, not before (turn order). */
   queued = false;
-  /** Waiting for the hold to be released. */
   private holding = false;
 
   constructor(
@@ -116,7 +87,6 @@ class LineReader {
     private readonly hold: LineHold | null,
   ) {}
 
-  /** Delivers lines until split2 has none ready, the turn's budget is spent, or the hold is on. */
   pump(): void {
     if (this.queued || this.holding) return;
     while (this.turns.budgetLeft()) {
@@ -130,7 +100,6 @@ class LineReader {
         return;
       }
       const text = this.lines.read() as string | null;
-      // None ready: 'readable' calls again when split2 has more (or ends the stream).
       if (text === null) return;
       const number = ++this.number;
       this.turns.spend(text.length);
@@ -143,7 +112,6 @@ class LineReader {
 
 /** Keeps the first `maxBytes` bytes of each line (on a UTF-8 boundary) and drops the rest. */
 class LineCutter extends Transform {
-  /** Bytes of the current line passed on so far. */
   private lineBytes = 0;
   private dropping = false;
   private completed = 0;
@@ -157,7 +125,6 @@ class LineCutter extends Transform {
   }
 
   override _transform(input: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    // A character split across chunks is judged whole, so a cut never falls inside it.
     const chunk = this.carry === null ? input : Buffer.concat([this.carry, input]);
     this.carry = null;
     let keep: Buffer[] | null = null; // only built when something in this chunk is dropped
@@ -211,7 +178,6 @@ class LineCutter extends Transform {
   }
 }
 
-/** Number of bytes (0-3) of an incomplete UTF-8 sequence at the end of `buf`. */
 function incompleteTail(buf: Buffer): number {
   for (let k = 1; k <= Math.min(3, buf.length); k++) {
     const b = buf[buf.length - k] as number;
@@ -222,12 +188,8 @@ function incompleteTail(buf: Buffer): number {
   return 0;
 }
 
-/**
- * What a framing has taken in and still holds, for the drain after a job's exit
- * (drain-watch.ts): filled in by {@link frameLines}.
- */
+/** What a framing has taken in and still holds, for the drain after a job's exit (drain-watch.ts). */
 export interface FramingMeter {
-  /** Bytes read from the source so far. */
   bytes: number;
   /** Whether bytes or lines read from the source wait in the framing, not delivered yet. */
   holding: () => boolean;
@@ -239,14 +201,10 @@ export function framingMeter(): FramingMeter {
 }
 
 /**
- * Frames `source` into lines and calls `onLine` for each, in order; all streams framed with
- * one `turns` deliver at most its lines (characters) per event-loop turn.
- * @param turns the budget shared with the other streams of the same supervisor.
+ * Frames `source` into lines and calls `onLine` for each, in order, within `turns`' shared budget.
  * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
  * @param hold while held, no line is delivered (backpressure: the source's pipe fills).
- * @param meter filled in with the bytes read and whether any wait in the framing.
- * @returns a promise that settles once the last line has been delivered (source ended,
- *   errored or was destroyed); it never rejects.
+ * @returns a promise that settles once the last line was delivered; never rejects.
  */
 export function frameLines(turns: LineTurns, source: Readable, maxBytes: number, onLine: (line: FramedLine) => void, hold: LineHold | null = null, meter?: FramingMeter): Promise<void> {
   const cutter = new LineCutter(maxBytes);

@@ -1,8 +1,6 @@
 /**
- * Generation job states and the transition table (spec: States and transitions,
- * "Generation job"), in one function a test walks row by row (style.md, practice 5).
- * State names are the spec's own: `running`, `exited ok`, `exited failed`; `lost` marks a
- * job found running in the state database after the service itself died.
+ * Generation job states and transitions (service-spec.md §States and transitions), one function a
+ * test walks row by row (style.md); `lost` marks a job found running after the service died.
  */
 import type { Severity } from '../bus/event.js';
 import { InvalidTransitionError } from './errors.js';
@@ -13,7 +11,7 @@ export type JobStatus =
   | { readonly state: 'running' }
   | {
       readonly state: 'exited ok' | 'exited failed';
-      /** Exit code; for a child killed by a signal, 128 + the signal number (shell convention). */
+      /** 128 + the signal number when a signal killed it (shell convention). */
       readonly rc: number;
       readonly signal: NodeJS.Signals | null;
     }
@@ -22,12 +20,7 @@ export type JobStatus =
 export type JobStateName = JobStatus['state'];
 export const JOB_STATES: readonly JobStateName[] = ['running', 'exited ok', 'exited failed', 'lost'];
 
-/**
- * Why a job ended (issue 14, item 2), on its record as `exitReason`: `exited` (the tool ended by
- * itself, whatever its code), `cancelled` (a cancel request), `shutdown` (the service stopped),
- * `lost` (found running after the service itself died), `spawn failed` (the operating system
- * refused to start the tool: the job is recorded as failed at once, without a pid).
- */
+/** Why a job ended, its record's `exitReason`; `spawn failed`: the OS refused the tool, recorded failed at once without a pid. */
 export const EXIT_REASONS = ['exited', 'cancelled', 'shutdown', 'lost', 'spawn failed'] as const;
 export type ExitReason = (typeof EXIT_REASONS)[number];
 
@@ -38,14 +31,13 @@ export type JobTrigger =
   | { readonly kind: 'exit'; readonly rc: number; readonly signal: NodeJS.Signals | null }
   | { readonly kind: 'lost' };
 
-/** The line rows, taken once per output line: shared, not rebuilt each time. */
+/** Shared line rows, not rebuilt per output line. */
 const RUNNING: JobStatus = Object.freeze({ state: 'running' });
 const STDOUT_LINE = Object.freeze({ next: RUNNING, severity: 'info' as Severity });
 const STDERR_LINE = Object.freeze({ next: RUNNING, severity: 'warning' as Severity });
 
 /**
- * One row of the table: from `current` (null before the job exists) on `trigger`, the next
- * status and the severity of the event the supervisor publishes.
+ * One table row: from `current` (null before the job exists) on `trigger`, the next status and the event's severity.
  * @throws InvalidTransitionError for any other combination.
  */
 export function transition(

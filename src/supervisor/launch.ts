@@ -1,9 +1,4 @@
-/**
- * Launching a generation job (spec: Generation, rules 1-3): the tool's argument list, the
- * spawn of `<node> <dispatch tool> …` as a managed process (from an argument array, without
- * a shell, in its own process group, marked with the job's id), and the record of the job
- * with its pending GenerationProposal and its spawn event in one transaction.
- */
+/** Launching a generation job (service-spec.md §Generation): the tool's argv, its spawn as a managed process, and its record. */
 import fs from 'node:fs';
 import type { EventInput } from '../bus/event.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
@@ -38,10 +33,7 @@ export interface LaunchOptions {
   readonly sweep: SweepBounds;
 }
 
-/**
- * Checks the dispatch tool is a file, before anything is started.
- * @throws ToolMissingError naming the file.
- */
+/** Checks the dispatch tool is a file before anything starts. @throws ToolMissingError naming the file. */
 export function requireTool(tool: string): void {
   if (!isFile(tool)) throw new ToolMissingError(tool);
 }
@@ -49,8 +41,7 @@ export function requireTool(tool: string): void {
 /**
  * Spawns the dispatch tool for job `proposalId` with piped stdout and stderr.
  * @returns the full argv (interpreter first) and the managed process.
- * @throws SpawnError (cause: the ProcessSpawnError with its errno) when the OS refuses the
- *   process.
+ * @throws SpawnError (cause: the ProcessSpawnError) when the OS refuses the process.
  */
 export function spawnTool(procs: HousekeepingThread, options: LaunchOptions, proposalId: string, req: GenerationRequest): { argv: string[]; proc: ManagedProcess } {
   const tool = options.dispatchCli;
@@ -70,11 +61,7 @@ export function spawnTool(procs: HousekeepingThread, options: LaunchOptions, pro
   }
 }
 
-/**
- * A spawn the operating system refused is recorded as a job that failed at once (issue 14,
- * item 2): no pid, `exitReason` `spawn failed`, the refusal with its errno as `exitDetail`;
- * written once the errno is known. No event: no process ever ran.
- */
+/** A refused spawn is recorded as a job failed at once: no pid, `spawn failed`, the errno as detail; no event (nothing ran). */
 export function recordRefused(state: StateStore, instanceId: string, proposalId: string, req: GenerationRequest, argv: readonly string[], refused: SpawnError): void {
   void refused.settled
     .then(async () => {
@@ -85,14 +72,11 @@ export function recordRefused(state: StateStore, instanceId: string, proposalId:
       });
     })
     .catch(() => {
-      // The database refuses writes: the 500 answer and its log line say what happened.
     });
 }
 
 /**
- * Stores the job (state `running`, on `instanceId`), its pending GenerationProposal and its
- * spawn event in one transaction (shared/design/cluster.md: a state change commits with its
- * events); the event is delivered once committed.
+ * Stores the running job, its pending GenerationProposal and its spawn event in one transaction (cluster.md).
  * @throws the state store's error; then none of them is stored.
  */
 export async function recordLaunch(committer: StateCommitter, instanceId: string, job: RunningJob, req: GenerationRequest, spawned: EventInput): Promise<void> {

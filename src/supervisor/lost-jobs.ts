@@ -1,10 +1,7 @@
 /**
- * Start-up recovery of jobs a previous run left behind (README, "Generation jobs": `lost`):
- * jobs the state store still records as running on this instance belong to a run that died.
- * Every process left of them is killed (their process groups, their trees, and every process
- * carrying their job mark, wherever it went, swept until none is left), and each is marked
- * `lost` with its failure event, in one transaction and only over `running`: of this start and
- * another instance judging the same job (cluster mode), exactly one marks it, with one event.
+ * Start-up recovery of jobs a dead run left `running` on this instance: what is left of their
+ * trees is swept, and each is marked `lost` with its event in one transaction guarded on
+ * `running`, so of this start and another instance (cluster mode) exactly one marks it.
  */
 import type { Bus } from '../bus/bus.js';
 import type { EventInput, JobEnd } from '../bus/event.js';
@@ -15,10 +12,8 @@ import { transition } from './job-state.js';
 import { GENERATION_SCOPE, jobMark } from './running-job.js';
 
 /**
- * Kills what is left of every job recorded as running on `instanceId`, marks each `lost` and publishes its
- * `dispatch_cli lost pid=N` failure event.
- * @param lostSince cluster mode: when this instance last started (ISO-8601); what is left of its
- *   jobs started since and marked lost by another instance is killed too (cluster.md, Jobs).
+ * Kills what is left of every job recorded running on `instanceId`, marks each `lost` and publishes its event.
+ * @param lostSince cluster mode: this instance's last start (ISO-8601); jobs others marked lost since are killed too (cluster.md §Jobs).
  * @returns the lost jobs' records, in their new state.
  * @throws the state database's error (start-up stops).
  */
@@ -52,10 +47,8 @@ export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: B
 }
 
 /**
- * Publishes a job's `dispatch_cli lost pid=N` event with its final state `end` (state `lost`),
- * both committed together and only over `running` (bus/event.ts JobGuard).
- * @returns once stored: true when this call marked the job, false when it was no longer
- *   running (another instance, or an earlier call, marked or ended it first).
+ * Publishes a job's lost event with its final state, committed together and only over `running` (bus/event.ts JobGuard).
+ * @returns once stored: whether this call marked the job (false when another got there first).
  */
 export function publishLost(bus: Bus, rec: Pick<JobRecord, 'proposalId' | 'pid'>, end: JobEnd, detail: string): Promise<boolean> {
   return new Promise((settled) => bus.publish({ ...lostJobEvent(rec, detail), guard: { job: rec.proposalId, end, settled } }));

@@ -1,20 +1,13 @@
-/**
- * A job while it runs (spec: States and transitions, "Generation job"): its managed process,
- * its state and its live line counts, and the record they make.
- */
+/** A running job (service-spec.md §States and transitions): its managed process, state, live line counts, and record. */
 import type { JobGuard } from '../bus/event.js';
 import type { JobRecord } from '../state/records.js';
 import type { ManagedProcess } from '../process/index.js';
 import type { ExitReason, JobStatus } from './job-state.js';
 
-/** Scope of every generation event (spec: Events). */
+/** Scope of every generation event (service-spec.md §Events). */
 export const GENERATION_SCOPE = 'engine/generation';
 
-/**
- * Environment variable set to the proposal id in every job's environment. Its descendants
- * inherit it, so every process of the job can be found in /proc and killed, also those that
- * left its process group and lost their parent, and also after the service itself died.
- */
+/** Marks every process of a job (inherited), so /proc finds even orphans that left the group, after a service death too. */
 export const JOB_ENV = 'CONSOLE_JOB_ID';
 
 /** The environment entry that marks the processes of job `proposalId`. */

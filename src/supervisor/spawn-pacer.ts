@@ -1,31 +1,16 @@
 /**
- * One job spawned at a time, each in an event-loop turn of its own (issue 12, P7).
- *
- * - A spawn holds the main thread until the child has exec'd (libuv waits for it), tens of ms
- *   on a busy machine; 64 generation requests arriving together were spawned back to back in
- *   one turn, and every read that came meanwhile waited for all of them (seconds). Paced, the
- *   reads of the console are answered between two spawns: each request waits for its turn, in
- *   arrival order.
- * - A new job runs in a scheduling group (autogroup) of its own at the service's weight until
- *   the process worker has lowered it (job-priority.ts). Spawned in a burst, dozens of such
- *   children started at full weight at once, starving the service's main thread and the very
- *   worker that lowers them: reads made during the burst waited up to a second. So the next
- *   turn comes only once the caller says its child was lowered (`done`), or after `holdMs`.
+ * One job spawned per event-loop turn: a spawn holds the main thread until exec (tens of ms when
+ * busy), so back-to-back spawns starved reads. The next turn also waits until the last child's
+ * priority was lowered (`done`) or `holdMs`, since full-weight children starved the service.
  */
 export class SpawnPacer {
   private readonly queue: ((done: () => void) => void)[] = [];
   private scheduled = false;
-  /** A turn was given and its `done` has not come yet. */
   private held = false;
 
-  /** @param holdMs longest wait for a turn's `done` before the next turn comes anyway. */
   constructor(private readonly holdMs = 100) {}
 
-  /**
-   * Resolves in a later event-loop turn, one caller at a time, in call order, with `done`:
-   * the next caller's turn comes after it is called (calling it again does nothing), or
-   * `holdMs` after this turn began.
-   */
+  /** Resolves in a later turn, one caller at a time in call order, with `done`, which (or `holdMs`) lets the next in. */
   turn(): Promise<() => void> {
     return new Promise((resolve) => {
       this.queue.push(resolve);
@@ -33,7 +18,6 @@ export class SpawnPacer {
     });
   }
 
-  /** Callers waiting for their turn. */
   get waiting(): number {
     return this.queue.length;
   }

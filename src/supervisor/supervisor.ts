@@ -1,15 +1,8 @@
 /**
- * The generation supervisor (spec: Generation; States and transitions, "Generation job").
- *
- * `start` spawns `<node> <dispatch tool> --project … [--shot …] [--model …] [--dry-run]`
- * as a managed process (launch.ts), records it with its spawn event in one transaction; frames
- * stdout and stderr into line events (job-output.ts); and publishes the exit once the process
- * has exited, what its tree left running was swept, and both pipes are drained, so a job's exit
- * event always follows its last line event. A job's final state commits with its exit event
- * (bus/event.ts JobGuard), only over `running`: until the bus stored it (the database may be
- * away), the record is served from memory. Jobs of a previous run are recovered by
- * lost-jobs.ts. A job another instance marked lost (this one was judged dead while paused) is
- * fenced: its tree killed, nothing more published for it (shared/design/cluster.md).
+ * The generation supervisor (service-spec.md §Generation, §States and transitions). The exit is
+ * published only after the process exited, its tree was swept and both pipes drained, so it
+ * follows the last line event; the final state commits with it, only over `running`. A job
+ * another instance marked lost is fenced: tree killed, nothing more published (cluster.md).
  */
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
@@ -34,24 +27,21 @@ export interface SupervisorOptions {
   readonly dispatchCli: string;
   readonly childEnv: Readonly<Record<string, string>>;
   readonly maxRunning: number;
-  /** The instance the jobs run on (recorded with each, cluster.md, Jobs). */
+  /** The instance the jobs run on (cluster.md §Jobs). */
   readonly instanceId: string;
-  /** Cluster mode: records served with their `instanceId` (one instance's leave it out). */
+  /** Cluster mode: records served with their `instanceId`. */
   readonly reportInstance?: boolean;
   readonly retryAfterSeconds: number;
   readonly killGraceMs: number;
   readonly lineMaxBytes: number;
-  /** Finished jobs kept in the state database; older ones are pruned. */
   readonly historySize: number;
-  /** Bounds of the sweep of what a job's tree left running after its exit (and at recovery). */
   readonly sweep: SweepBounds;
-  /** CONSOLE_JOB_NICE: the jobs' CPU priority below the service's (0..19; issue 12). */
+  /** CONSOLE_JOB_NICE: the jobs' CPU priority below the service's (0..19). */
   readonly nice?: number;
-  /** CONSOLE_EVENT_BACKLOG_MAX: events published and not stored at which job output is held (issue 12). */
+  /** CONSOLE_EVENT_BACKLOG_MAX: unstored events at which job output is held. */
   readonly backlogMax?: number;
 }
 
-/** Pruning runs once per this many finished jobs. */
 const PRUNE_EVERY = 50;
 
 /** Called when a job reached a final state (after its exit event is published). */
@@ -60,13 +50,10 @@ export type JobExitListener = (job: JobRecord) => void;
 /** Transition listener for logs and metrics. */
 export type JobTransitionListener = (job: JobRecord, trigger: JobTrigger['kind']) => void;
 
-/**
- * Called, before the exit is published, when the sweep after a job's exit killed processes its
- * tree left running (`killed` > 0), or could not end them all within its bounds (`left`).
- */
+/** Called before the exit is published when the post-exit sweep killed leftovers or could not end them all. */
 export type JobLeftoversListener = (job: JobRecord, leftovers: SweepReport) => void;
 
-/** Called when a job of this instance was fenced: marked lost by another instance, its tree killed here. */
+/** Called when a job was fenced: marked lost by another instance, its tree killed here. */
 export type JobFencedListener = (job: JobRecord) => void;
 
 export class Supervisor {
@@ -75,26 +62,21 @@ export class Supervisor {
   private readonly transitionListeners: JobTransitionListener[] = [];
   private readonly leftoversListeners: JobLeftoversListener[] = [];
   private readonly fencedListeners: JobFencedListener[] = [];
-  /** Jobs that ended and whose final state the bus has not stored yet (with their exit event): served from here. */
+  /** Ended jobs whose final state the bus has not stored yet: served from here. */
   private readonly ending = new Map<string, JobRecord>();
   private readonly state: StateStore;
-  /** The per-turn line budget every job's pipes share (frame-lines.ts). */
   private readonly turns = new LineTurns();
-  /** Lowers each job's CPU priority below the service's (issue 12). */
   readonly priority: JobPriority;
-  /** Holds every job's output while the bus is behind (backpressure, issue 12). */
+  /** Holds every job's output while the bus is behind (backpressure). */
   readonly gate: OutputGate;
   private readonly pacer = new SpawnPacer();
   private stopping = false;
-  /** Records of spawned jobs being written: they count against the cap, and shutdown waits for them. */
+  /** Jobs being recorded: they count against the cap, and shutdown waits for them. */
   private readonly starting = new Set<Promise<void>>();
   private startedTotal = 0;
   private finishedTotal = 0;
 
-  /**
-   * @param committer records a job with its spawn event in one transaction (its store serves the reads).
-   * @param procs the process worker that scans and signals the jobs' trees.
-   */
+  /** @param committer records a job with its spawn event in one transaction; @param procs the process worker. */
   constructor(
     private readonly bus: Bus,
     private readonly committer: StateCommitter,
@@ -123,26 +105,20 @@ export class Supervisor {
     this.fencedListeners.push(fn);
   }
 
-  /** Number of jobs currently running. */
   get runningCount(): number {
     return this.running.size;
   }
 
-  /** Jobs started since the service started. */
   get startedCount(): number {
     return this.startedTotal;
   }
 
-  /** The argument list given to the dispatch tool (spec: Generation, rule 1), without the interpreter. */
+  /** The dispatch tool's argument list (service-spec.md §Generation), without the interpreter. */
   static toolArgs(req: GenerationRequest): string[] {
     return toolArgs(req);
   }
 
-  /**
-   * {@link start} in the job's turn: one spawn per event-loop turn (spawn-pacer.ts), so that
-   * other requests are answered between the spawns of a burst. The cap is checked first too.
-   * @throws as {@link start}.
-   */
+  /** {@link start} in the job's own turn (spawn-pacer.ts), after the cap check. @throws as {@link start}. */
   async startPaced(req: GenerationRequest): Promise<JobRecord> {
     this.checkCapacity();
     const done = await this.pacer.turn();
@@ -160,11 +136,9 @@ export class Supervisor {
   }
 
   /**
-   * Starts one generation job: records it (and its `gen_` id as a pending
-   * GenerationProposal), spawns the tool and publishes the spawn event.
-   * @throws ToolMissingError when the tool file does not exist; JobCapacityError at the cap;
-   *   SpawnError when the OS refuses the process; the state store's error when it cannot record
-   *   the job (its process is then killed). In every case nothing was started.
+   * Starts one generation job: spawns the tool, records it with its pending GenerationProposal and spawn event.
+   * @throws ToolMissingError, JobCapacityError, SpawnError, or the state store's error (the process is
+   *   then killed); in every case nothing was started.
    */
   async start(req: GenerationRequest, lowered: () => void = () => {}): Promise<JobRecord> {
     requireTool(this.options.dispatchCli);
@@ -248,11 +222,7 @@ export class Supervisor {
     for (const fn of this.exitListeners) fn(rec);
   }
 
-  /**
-   * Fences a job of this instance that another instance marked lost (the bus dropped one of its
-   * events, or {@link fenceJudged} found it): its tree is killed at once, and nothing more is
-   * published for it; its record stays as the judge wrote it.
-   */
+  /** Fences a job another instance marked lost: its tree is killed now, nothing more published; the judge's record stays. */
   private fence(proposalId: string): void {
     const job = this.running.get(proposalId);
     if (!job || job.fenced) return;
@@ -264,10 +234,8 @@ export class Supervisor {
   }
 
   /**
-   * Cluster mode: this instance learnt it was judged dead (membership.ts): each of its running
-   * jobs that the database no longer records as running is fenced.
-   * @returns how many were.
-   * @throws the state store's error (the next heartbeat tries again).
+   * Cluster mode, judged dead (membership.ts): fences each running job the database no longer records running.
+   * @returns how many were. @throws the state store's error (the next heartbeat retries).
    */
   async fenceJudged(): Promise<number> {
     let n = 0;
@@ -281,10 +249,7 @@ export class Supervisor {
     return n;
   }
 
-  /**
-   * Tells the listeners what the sweep after the exit killed; processes it could not end within
-   * its bounds also get a warning event, published before the exit event (issue 10, item 5).
-   */
+  /** Tells the listeners what the post-exit sweep killed; survivors also get a warning event, before the exit event. */
   private reportLeftovers(job: RunningJob, rec: JobRecord, leftovers: SweepReport): void {
     if (leftovers.killed === 0 && leftovers.left.length === 0) return;
     for (const fn of this.leftoversListeners) fn(rec, leftovers);

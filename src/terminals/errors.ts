@@ -1,8 +1,6 @@
 /**
- * Why a terminal could not be started, or is not there (api-decisions.md, "Service routes with
- * partial shape": Terminal), each with its stable code (issue 11, item 3). The HTTP catalogue
- * answers the start failures 503 with the message as detail: the service works, the terminal
- * facility does not.
+ * Terminal errors with stable codes (api-decisions.md §Service routes with partial shape: Terminal).
+ * Start failures answer 503: the service works, the terminal facility does not.
  */
 import { ServiceError } from '../errors/index.js';
 import type { ProcessSpawnError } from '../process/errors.js';
@@ -27,9 +25,8 @@ export class TerminalPortsExhaustedError extends ServiceError<'terminal_ports_ex
 }
 
 /**
- * The program was refused by the operating system (the refusal, with its errno, is the
- * `cause`, and the message ends with the errno once known: `settled`), exited before it
- * accepted a connection, or the service is stopping (code `terminal_start_failed`).
+ * Refused by the OS (the refusal is the `cause`; `settled` once its errno is known), exited before
+ * accepting a connection, or the service is stopping (code `terminal_start_failed`).
  */
 export class TerminalStartError extends ServiceError<'terminal_start_failed'> {
   override name = 'TerminalStartError';

@@ -1,15 +1,10 @@
-/**
- * Resolving the terminal program (TTYD_BIN) before spawning it, so a missing program is a
- * clear 503 rather than a child that fails to exec.
- */
+/** Resolves TTYD_BIN before spawning, so a missing program is a clear 503, not a failed exec. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { TerminalProgramMissingError } from './errors.js';
 
 /**
- * Returns the absolute path of the program `bin`.
- * @param bin an absolute path, or a bare name looked up in `pathEnv` (like execvp does).
- * @param pathEnv the PATH of the child environment (colon-separated folders).
+ * The absolute path of `bin`: an absolute path, or a bare name looked up in `pathEnv` (like execvp).
  * @throws TerminalProgramMissingError naming the program and why it cannot be used.
  */
 export function findProgram(bin: string, pathEnv: string | undefined): string {

@@ -1,7 +1,4 @@
-/**
- * Tasks run one after the other per key (a project's terminal starts and stops; its records'
- * writes), tasks of different keys side by side. A key's chain is forgotten once it is idle.
- */
+/** Tasks run one after another per key, keys side by side; an idle key's chain is forgotten. */
 export class KeyedQueue {
   private readonly tails = new Map<string, Promise<unknown>>();
 
@@ -22,7 +19,6 @@ export class KeyedQueue {
     await this.tails.get(key);
   }
 
-  /** Keys with a task queued or running. */
   get size(): number {
     return this.tails.size;
   }

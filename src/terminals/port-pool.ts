@@ -1,29 +1,18 @@
-/**
- * Ports for terminals from the configured range (CONSOLE_TTYD_PORTS). A port is handed out
- * when no terminal of ours holds it and a trial bind on the terminal's interface succeeds, so
- * ports taken by other programs (or by terminals left over from an earlier run) are skipped.
- */
+/** Terminal ports from CONSOLE_TTYD_PORTS: free of our terminals and passing a trial bind (other programs skip). */
 import net from 'node:net';
 import { TerminalPortsExhaustedError } from './errors.js';
 
 export class PortPool {
   private readonly taken = new Set<number>();
 
-  /**
-   * @param first first port of the range (inclusive).
-   * @param last last port of the range (inclusive).
-   * @param probeHost address the trial bind uses: the terminal's interface, or `0.0.0.0`.
-   */
+  /** The range is inclusive; `probeHost` is the trial bind's address (the terminal's interface, or `0.0.0.0`). */
   constructor(
     readonly first: number,
     readonly last: number,
     private readonly probeHost: string,
   ) {}
 
-  /**
-   * Reserves the lowest free port of the range until {@link release}.
-   * @throws TerminalPortsExhaustedError when every port is taken.
-   */
+  /** Reserves the lowest free port until {@link release}. @throws TerminalPortsExhaustedError when all are taken. */
   async reserve(): Promise<number> {
     for (let port = this.first; port <= this.last; port++) {
       if (this.taken.has(port)) continue;

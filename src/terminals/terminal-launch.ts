@@ -1,14 +1,8 @@
-/**
- * How a terminal program is started: `<TTYD_BIN> --port <p> [--interface <addr>]
- * [--credential <user:password>] --writable --check-origin <command…>`, from an argument array
- * (no shell), and how that list is shown without the credential's password.
- */
+/** The terminal program's argument list (no shell), and how it is shown without the password. */
 import { randomBytes } from 'node:crypto';
 
-/** The user name of every terminal's credential. */
 const CREDENTIAL_USER = 'console';
 
-/** What stands for a credential's password where a terminal's argument list is shown. */
 const REDACTED_PASSWORD = '[REDACTED]';
 
 /** A new random credential `console:<24 characters>`. */

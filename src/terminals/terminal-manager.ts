@@ -1,25 +1,9 @@
 /**
- * Per-project web terminals (api-decisions.md, "Service routes with partial shape": Terminal;
- * "Network and safety defaults").
- *
- * One `ttyd` per project, started without a shell from an argument array as
- *   `<TTYD_BIN> --port <p> [--interface <addr>] [--credential <user:password>] --writable --check-origin <command…>`
- * with the project's directory of the engine store as working directory, as a managed process
- * (src/process: the leader of its own process group). Stop and shutdown kill its whole process
- * tree: the group, plus the descendants found by parent links (ttyd runs the command in a pty,
- * i.e. a session of its own), captured before anything is signalled, and, once it exited,
- * every process that holds its own mark `CONSOLE_TERMINAL_ID=<id>`, swept until none is left.
- * A terminal that dies by itself stays listed as `exited` with its code until the next start
- * for the project replaces it.
- *
- * Every terminal also starts with `CONSOLE_TERMINAL_OF=<state database path>` in its
- * environment, which its descendants inherit: by that mark, the next start of the service on
- * the same state folder kills what the terminals of a service killed with SIGKILL left running
- * ({@link TerminalManager.killLeftovers}).
- *
- * Events, scope `terminal/<projectId>`: `ttyd started pid=<pid> port=<port>` (info),
- * `ttyd stopped rc=<rc>` (info: stop or shutdown), `ttyd exited rc=<rc>` (died by itself:
- * failure, or warning for rc 0).
+ * Per-project web terminals (api-decisions.md §Service routes with partial shape: Terminal;
+ * §Network and safety defaults): one `ttyd` per project as a managed process, whose whole tree
+ * (ttyd runs the command in its own pty session) is killed on stop. Every terminal carries
+ * `CONSOLE_TERMINAL_OF=<state database path>` so the next start on the same state folder can
+ * kill what a SIGKILLed service left running ({@link TerminalManager.killLeftovers}).
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -38,33 +22,25 @@ import { scopeOf, STDERR_TAIL_CHARS, Terminal, TERMINAL_ID, TERMINAL_MARK, type 
 export type { StartResult, StopResult, TerminalInfo, Terminals, TerminalState } from './terminal.js';
 
 export interface TerminalManagerOptions {
-  /** Engine store root: a terminal's cwd is `<root>/projects/<projectId>`. */
+  /** Engine store root; a terminal's cwd is `<root>/projects/<projectId>`. */
   readonly storeRoot: string;
   /** TTYD_BIN: an absolute path or a name looked up on the child PATH at each start. */
   readonly bin: string;
-  /** TTYD_COMMAND. */
   readonly command: readonly string[];
   readonly portFirst: number;
   readonly portLast: number;
-  /**
-   * The address the terminals listen on: loopback, unless credentials are on (then the
-   * service's HOST: service.ts decides).
-   */
+  /** Listen address: loopback, unless credentials are on (then HOST; service.ts decides). */
   readonly host: string;
   /** Each terminal asks for an HTTP credential of its own (CONSOLE_API_TOKEN set). */
   readonly credentials?: boolean;
   /** Host name put in terminal URLs: TTYD_HOST when set, else HOST. */
   readonly urlHost: string;
-  /** Environment of the terminal program (PATH is also where TTYD_BIN is looked up). */
+  /** Environment of the terminal program; its PATH is where TTYD_BIN is looked up. */
   readonly env: Readonly<Record<string, string>>;
-  /**
-   * What marks this service's terminals: the value of `CONSOLE_TERMINAL_OF` in their
-   * environment (the state database's path: one service per state folder).
-   */
+  /** `CONSOLE_TERMINAL_OF` value marking this service's terminals: the state database's path. */
   readonly owner: string;
-  /** Time between SIGTERM and SIGKILL on stop and shutdown. */
+  /** Ms between SIGTERM and SIGKILL on stop and shutdown. */
   readonly killGraceMs: number;
-  /** Bounds of the sweep of what a terminal's tree left running after its exit (and at start-up). */
   readonly sweep: SweepBounds;
   /** Ceiling on the wait for a new terminal to accept connections before start returns. */
   readonly readyTimeoutMs: number;
@@ -74,13 +50,10 @@ export interface TerminalManagerOptions {
 
 export class TerminalManager implements Terminals {
   private readonly terminals = new Map<string, Terminal>();
-  /** Starts and stops of one project run one after the other. */
   private readonly queue = new KeyedQueue();
   private readonly ports: PortPool;
-  /** `--interface` value, or null to bind every interface (HOST is a wildcard address). */
   private readonly iface: string | null;
   private stopping = false;
-  /** `CONSOLE_TERMINAL_OF=<owner>`: the environment entry of every terminal of this service. */
   private readonly mark: string;
   private readonly childEnv: Readonly<Record<string, string>>;
 

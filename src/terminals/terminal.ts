@@ -1,7 +1,4 @@
-/**
- * One terminal of a project (terminal-manager.ts starts and stops them): what it reports, and
- * the names its events and its tree's marks use.
- */
+/** One project terminal as reported, and the names its events and tree marks use. */
 import type { ManagedProcess } from '../process/index.js';
 
 /** `running`; `exited` (died by itself); `stopped` (by a stop request or the shutdown). */
@@ -15,11 +12,9 @@ export interface TerminalInfo {
   readonly port: number;
   /** `http://<TTYD_HOST or HOST>:<port>/` */
   readonly url: string;
-  /** The project's directory in the engine store (absolute). */
   readonly cwd: string;
-  /** The program the terminal runs, with its arguments (TTYD_COMMAND). */
   readonly command: readonly string[];
-  /** The full argument list the terminal program was started with (resolved program first). */
+  /** The full argument list it was started with (resolved program first). */
   readonly argv: readonly string[];
   /** ISO-8601 UTC. */
   readonly startedAt: string;
@@ -27,17 +22,11 @@ export interface TerminalInfo {
   /** Exit code; 128 + the signal number when a signal ended it; null while running. */
   readonly rc: number | null;
   readonly signal: string | null;
-  /**
-   * The HTTP credential the terminal asks for (`user:password`, random per terminal), when
-   * credentials are on; null otherwise. Handed out only by the authenticated API.
-   */
+  /** `user:password`, random per terminal, when credentials are on; handed out only by the authenticated API. */
   readonly credential: string | null;
 }
 
-/**
- * The terminals as the routes use them: this instance's {@link TerminalManager}, or in cluster
- * mode every instance's (src/cluster/terminals.ts). `get` and `list` may be asynchronous.
- */
+/** The terminals as the routes use them: this instance's manager, or every instance's in cluster mode (src/cluster/terminals.ts). */
 export interface Terminals {
   start(projectId: string): Promise<StartResult>;
   stop(projectId: string): Promise<StopResult>;

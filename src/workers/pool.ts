@@ -1,15 +1,4 @@
-/**
- * The worker pool (Piscina): synthesis tasks and every other read of the engine store, so
- * that the event loop never reads or parses a store file (issue 10, item 3). Workers always
- * run the compiled JavaScript in `dist/workers`: vitest's transform does not reach worker
- * threads (style.md, practice 7), so `npm test` builds first.
- *
- * Every task has a deadline (CONSOLE_STORE_READ_TIMEOUT_MS, issue 10, item 2): past it the
- * task is aborted and a running one's thread is terminated and replaced, so one slow read
- * cannot stall the pool for every project. Reads never wait on a pipe or a device (they are
- * opened non-blocking and must be regular files: src/engine/read-store-file.ts); the deadline
- * is the net for the rest (a slow disk, a huge file with a raised bound).
- */
+/** Piscina pool for synthesis and store reads, so the event loop never parses a store file; runs compiled `dist/workers` (vitest cannot transform worker threads). */
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import { StoreReadTimeoutError } from '../engine/errors.js';
@@ -38,24 +27,18 @@ export interface PoolOptions {
   readonly timeoutMs?: number;
   /** `Retry-After` of the 503 a task past its deadline answers (CONSOLE_RETRY_AFTER_SECONDS). */
   readonly retryAfterSeconds?: number;
-  /** The store-read worker file (tests may pass another). */
   readonly readStoreFile?: string;
 }
 
 export class SynthesisPool implements SynthesisRunner {
   private readonly pool: Piscina;
   private readonly timeoutMs: number | null;
-  /** The tasks' deadlines, one timer for all (task-deadlines.ts); null without a timeout. */
   private readonly deadlines: TaskDeadlines | null;
   private readonly retryAfterSeconds: number;
   private readonly readStoreFile: string;
   private timedOut = 0;
 
-  /**
-   * @param threads number of worker threads, kept alive for the life of the service.
-   * @param files the compiled worker files: synthesis and store reads (src/config/paths.ts;
-   *   tests may pass others).
-   */
+  /** @param threads worker threads, kept for the service's life; @param files compiled worker files (src/config/paths.ts). */
   constructor(threads: number, files: { readonly synthesis: string; readonly readStore: string }, opts: PoolOptions = {}) {
     const filename = files.synthesis;
     this.timeoutMs = opts.timeoutMs ?? null;
@@ -67,12 +50,8 @@ export class SynthesisPool implements SynthesisRunner {
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Infinity,
-      // Piscina first tries require() on the worker file, then import(). On Node 20.19+
-      // require() of an ES module runs, and it can abort the whole process with a failed
-      // assertion in ModuleWrap::CreateRequiredModuleFacade (seen in CI). Turning require(esm)
-      // off in the workers makes require() throw ERR_REQUIRE_ESM, so Piscina takes import().
-      // Only this flag: a Worker refuses process-wide ones (--expose-gc) given explicitly, and
-      // V8 flags reach workers anyway.
+      // require() of an ES module can abort the process (ModuleWrap assertion, Node 20.19+);
+      // with require(esm) off Piscina falls back to import(). Workers refuse process-wide flags.
       execArgv: NO_REQUIRE_ESM,
     });
   }
@@ -90,8 +69,7 @@ export class SynthesisPool implements SynthesisRunner {
     try {
       return await this.pool.run(task, { ...(filename ? { filename } : {}), ...(signal ? { signal } : {}) });
     } catch (err) {
-      // Piscina rejects an aborted task with its own AbortError; a running one's thread is
-      // terminated and a new one started (minThreads).
+      // Piscina rejects an aborted task with an AbortError and replaces a running one's thread.
       if (signal?.aborted && (err as Error)?.name === 'AbortError') {
         this.timedOut++;
         throw new StoreReadTimeoutError(this.timeoutMs as number, this.retryAfterSeconds, { cause: err });
@@ -106,11 +84,7 @@ export class SynthesisPool implements SynthesisRunner {
     return this.pool.threads.map((t) => t.threadId);
   }
 
-  /**
-   * Time the threads spent running tasks since the pool started, in ms (summed over threads;
-   * Piscina's run-time histogram: its mean times its count, so an estimate). Its rate over the
-   * number of threads is the pool's utilisation over that time.
-   */
+  /** Ms the threads spent running tasks since start, summed over threads (an estimate from Piscina's histogram). */
   busyMs(): number {
     return this.pool.utilization * this.pool.duration * this.pool.options.maxThreads;
   }
@@ -127,8 +101,7 @@ export class SynthesisPool implements SynthesisRunner {
   }
 
   /**
-   * Stops the threads. A thread stuck in a system call cannot be stopped by V8: after `waitMs`
-   * the wait is given up, so that shutdown still ends within its grace.
+   * Stops the threads; one stuck in a system call cannot be stopped, so the wait ends after `waitMs`.
    * @returns whether every thread stopped.
    */
   async close(waitMs = Infinity): Promise<boolean> {

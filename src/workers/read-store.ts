@@ -1,9 +1,4 @@
-/**
- * Piscina worker: one read of the engine store for the main thread (the project list, a
- * project, the memory entries, a take file, a memory entry; src/engine/store-reads.ts), so
- * that no store file is read or parsed on the event loop (issue 10, items 2 and 3). Bodies are
- * moved to the main thread, not copied.
- */
+/** Piscina worker: one engine-store read for the main thread (src/engine/store-reads.ts); bodies are moved, not copied. */
 import { checkMemoryEntrySync, listMemorySync, listProjectsSync, readProjectSync, readTakeFileSync } from '../engine/store-reads.js';
 import type { ReadStoreResult, ReadStoreTask } from '../engine/read-store-task.js';
 import { moving } from './transfer.js';

@@ -1,9 +1,6 @@
 /**
- * Piscina worker: answers one synthesis task (episodes, scenes, beats, takes, lineage).
- * Each worker thread keeps the indexes of the projects it served last, each at the store
- * generation it reflects. A task of a newer generation brings the index up to date by
- * re-reading only the shot and take files changed since (issue 12, P8), when the task's
- * change log reaches back to it; otherwise the project is read whole.
+ * Piscina worker: answers one synthesis task. Each thread keeps recent project indexes and
+ * patches them from the change log when it reaches back far enough; otherwise re-reads the project.
  */
 import { threadId } from 'node:worker_threads';
 import { patchProjectIndex } from '../engine/index-patch.js';

@@ -1,24 +1,8 @@
 /**
- * The deadlines of the worker pool's tasks (CONSOLE_STORE_READ_TIMEOUT_MS, issue 10, item 2),
- * kept with one timer for all of them.
- *
- * `AbortSignal.timeout(ms)` per task made a timer of its own, held weakly by the signal and
- * cleared only once the signal was collected: each lived the whole timeout (30 s by default)
- * and went to the old generation with what it held. An `AbortController` per task, with one
- * timer, still sent most of that there (Node's event targets). Under a read load that
- * re-synthesises (bench P5, about 19,000 tasks a second) it was 50 MB a second into the old
- * generation, and each young-generation collection took 2-3 ms instead of 0.5-1
- * (bench/RESULTS.md, issue 11). So a task's signal is a small object of our own, in the shape
- * Piscina accepts (`addEventListener`, `removeEventListener`, `aborted`, `reason`).
- *
- * The timeout is one figure, so deadlines come in the order tasks start: the pending ones are
- * kept in that order (a Map), a finished one leaves at once, and one timer waits for the oldest.
+ * Worker-pool task deadlines on one timer. Per-task `AbortSignal.timeout`/`AbortController` filled
+ * the old generation under load (bench/RESULTS.md), so the signal is a small Piscina-shaped object.
  */
-
-/**
- * One task's deadline: the signal given to Piscina (`run(task, { signal })`). Aborted once its
- * time has passed, unless {@link done} was called first.
- */
+/** One task's deadline, the signal given to Piscina; aborted once passed unless {@link done} came first. */
 export class TaskDeadline {
   aborted = false;
   /** Why it was aborted: a `TimeoutError` DOMException, as `AbortSignal.timeout` gives. */
@@ -41,7 +25,7 @@ export class TaskDeadline {
     if (i !== -1) this.listeners.splice(i, 1);
   }
 
-  /** The task ended (either way): its deadline no longer counts. */
+  /** The task ended either way. */
   done(): void {
     this.owner.delete(this.key);
     this.listeners = [];
@@ -65,10 +49,7 @@ export class TaskDeadlines {
   /** @param timeoutMs how long a task may take from its start, queueing included (ms, ≥ 1). */
   constructor(readonly timeoutMs: number) {}
 
-  /**
-   * The deadline of a task that starts now, `timeoutMs` from now. Its abort comes on the
-   * timer's turn: never early, at most a turn of the event loop late.
-   */
+  /** A deadline `timeoutMs` from now; its abort is never early, at most one loop turn late. */
   start(): TaskDeadline {
     const key = this.nextKey++;
     const deadline = new TaskDeadline(this.pending, key, performance.now() + this.timeoutMs);
@@ -84,7 +65,6 @@ export class TaskDeadlines {
 
   private arm(ms: number): void {
     this.timer = setTimeout(() => this.expire(), Math.max(1, Math.ceil(ms)));
-    // A pending deadline never keeps the process alive on its own.
     this.timer.unref();
   }
 

@@ -1,5 +1,5 @@
 /**
- * Issue 6, item 3, "Slow and dead clients": event-stream clients that stop reading cost
+ * Slow and dead clients: event-stream clients that stop reading cost
  * bounded memory and are dropped once their queue passes CONSOLE_SSE_MAX_QUEUE_BYTES (the
  * drop itself is tested in test/http/stream.test.ts; here, the service's RSS while several
  * stalled clients are held against a flood); clients that vanish without closing are cleaned

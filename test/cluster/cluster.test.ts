@@ -1,5 +1,5 @@
 /**
- * Cluster mode (issue 13; shared/design/cluster.md): three service processes on one real
+ * Cluster mode (shared/design/cluster.md): three service processes on one real
  * PostgreSQL (one server for this file), each with its own state folder, all serving one
  * engine store. Every read answers the same on every instance; events published on any reach
  * the stream clients of all, in order, once; a client resumes on another instance; a decision

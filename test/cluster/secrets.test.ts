@@ -1,5 +1,5 @@
 /**
- * No configured secret is shown (security round 3, item 1; item 8): a PostgreSQL URL carries
+ * No configured secret is shown: a PostgreSQL URL carries
  * credentials in more places than its userinfo (`?password=`, `?sslpassword=`, `?passfile=`…, as
  * libpq and node-postgres read them). Every form is tried against a real server, and the secret
  * is looked for in every place the service writes: the open readiness answer (which, without

@@ -1,5 +1,5 @@
 /**
- * Acknowledged = durable (issue: console state, "Done when"): the compiled service runs as a
+ * Acknowledged = durable: the compiled service runs as a
  * separate process (`dist/main/run.js` through gen-start-service.mjs; build first) while the
  * test creates proposals, records decisions and appends clicks in concurrent loops; the
  * process is killed with SIGKILL at a random moment, 50 times in all. After each kill the

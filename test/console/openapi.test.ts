@@ -1,6 +1,6 @@
 /**
  * Every console-state route is in the OpenAPI document the service serves, with a summary,
- * its request body (when it has one) and its answers (issue: console state, "Done when").
+ * its request body (when it has one) and its answers.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';

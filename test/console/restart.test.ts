@@ -1,6 +1,5 @@
 /**
- * A restart on the same state directory keeps the console's recorded state (issue: console
- * state, "Done when"): every decision (fallback ones included), proposal status, take state,
+ * A restart on the same state directory keeps the console's recorded state: every decision (fallback ones included), proposal status, take state,
  * memory toggle, click, workspace blob and report, selection, recent item, fallback count and
  * their events. The first service is stopped, a second one starts on the same temp root.
  */

@@ -50,7 +50,7 @@ describe('engine doctor --fix', () => {
     const project = await status('/api/projects/night-market');
     expect(project.status).toBe(422);
     expect(project.body.detail.fix_cli).toBe('npm run engine -- doctor --project night-market --fix');
-    // The entry is left out of the list, and its warning event carries the fix (issue 14, item 6).
+    // The entry is left out of the list, and its warning event carries the fix.
     const mem = await status('/api/memory');
     expect(mem.status).toBe(200);
     expect(mem.body.map((m: any) => m.id)).not.toContain('handheld-only');

@@ -1,5 +1,5 @@
 /**
- * `engine doctor` reads the store as the service does (issue 10, items 2-4): named pipes,
+ * `engine doctor` reads the store as the service does: named pipes,
  * links out of the store and files past the bounds are findings, never a hang, and no
  * finding quotes a file's contents.
  */

@@ -1,5 +1,5 @@
 /**
- * The answer cache (src/engine/answer-cache.ts; issue 11, item 2): bounded in bytes by
+ * The answer cache (src/engine/answer-cache.ts): bounded in bytes by
  * CONSOLE_CACHE_MAX_BYTES through lru-cache, least recently used entries evicted first, an
  * answer larger than the whole bound never kept.
  */

@@ -1,5 +1,5 @@
 /**
- * Folder replacement (issue 10, item 6): the store cache follows folders that sync and deploy
+ * Folder replacement: the store cache follows folders that sync and deploy
  * tools publish by rename. Through the real server on port 0, with a temp copy of the sample
  * store: a project folder, its `shots/` or `takes/`, `memory/`, or `projects/` itself is
  * replaced the ways such tools replace folders (moved away then the new one moved in; renamed

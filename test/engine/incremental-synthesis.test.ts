@@ -1,5 +1,5 @@
 /**
- * Incremental re-synthesis through the real service (issue 12, P8): one take file landing as
+ * Incremental re-synthesis through the real service: one take file landing as
  * a job writes it (a dot-named temp file renamed into `takes/`) is read alone, not with the
  * project's other files (`cache.filesRead` in the system status grows by one, the project is
  * not read whole), and every answer then equals a full re-synthesis of the project. A real

@@ -1,5 +1,5 @@
 /**
- * Incremental re-synthesis (issue 12, P8; src/engine/index-patch.ts): after any sequence of
+ * Incremental re-synthesis (src/engine/index-patch.ts): after any sequence of
  * changes to shot and take files (added, rewritten, moved to another shot, beat or episode,
  * made invalid, removed, a folder or a dangling link where a file was), an index patched by
  * re-reading only the changed files gives exactly the answers of a full read of the project,

@@ -1,5 +1,5 @@
 /**
- * Reading the engine store safely (issue 10, items 2, 3 and 4), through the real server on
+ * Reading the engine store safely, through the real server on
  * port 0 with real files: for every kind of hostile file (test/helpers/
  * hostile-files.ts: a named pipe, a socket, a device, a folder, links to /etc/passwd, to the
  * state database and to another project through `..`, a link loop, a file past the byte

@@ -1,5 +1,5 @@
 /**
- * The store's messages (issue 14, item 6), through the real server on a temp store: invalid
+ * The store's messages, through the real server on a temp store: invalid
  * JSON says where and to fix the syntax (never "missing … add it"); a canonical member of the
  * wrong type says so (`"format": "2"` was reported as missing); one bad memory entry file is
  * left out of `GET /api/memory` with a warning event, as a broken project is left out of the

@@ -1,6 +1,6 @@
 /**
- * Reading the engine store safely, with the compiled service as its own process (issue 10,
- * items 2 and 3):
+ * Reading the engine store safely, with the compiled service as its own process
+ * (engine-format.md; src/engine/read-store-file.ts):
  *
  * - named pipes where a project, shot, take, memory and media file are expected: the service
  *   starts (the pipe as project.json used to hang start-up before listen, with no log line),

@@ -1,5 +1,5 @@
 /**
- * Hostile JSON shapes against the store (issue 10, item 3), property-based with fast-check,
+ * Hostile JSON shapes against the store, property-based with fast-check,
  * through the real server: random nestings (depth up to 100,000, arrays and objects mixed,
  * siblings at each level), huge strings, text cut short, written as a project, shot or take
  * file of a fresh project. Whatever the shape: the answer is 200 or a 422 naming that file

@@ -1,7 +1,6 @@
 /**
  * Checks the answers the service recorded (src/http/answer-recorder.ts) against the OpenAPI
- * document it served (issue 11, item 9: "a test validates every response of the test suite
- * against the document (ajv), not only a sample"). Used once per run by the global set-up's
+ * document it served: every response of the test suite, not only a sample. Used once per run by the global set-up's
  * teardown (answers-setup.ts), and by its own test (test/http/answers-check.test.ts).
  *
  * For each answer: its operation (route template and method; HEAD is its GET) must document

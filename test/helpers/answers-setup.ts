@@ -1,8 +1,7 @@
 /**
  * Vitest global set-up (vitest.config.ts): every service a test starts records its answers
  * (CONSOLE_RECORD_ANSWERS_DIR, src/http/answer-recorder.ts), and once every test has run, each
- * recorded answer is checked against the OpenAPI document its service served (issue 11, item
- * 9). A mismatch fails the run, listed; the recordings are then kept for a look.
+ * recorded answer is checked against the OpenAPI document its service served. A mismatch fails the run, listed; the recordings are then kept for a look.
  *
  * Test files pass the variable to the services they start (test/helpers/service.ts,
  * `recordingEnv`); the workers inherit it from this process.

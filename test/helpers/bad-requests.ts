@@ -1,5 +1,5 @@
 /**
- * fast-check arbitraries of hostile requests for every declared route (issue 6, item 1):
+ * fast-check arbitraries of hostile requests for every declared route:
  * the routes come from `api.routes`, so a route added later is covered without a change here.
  * Each request aims at one route and spoils it in one or more ways: its path parameters
  * (traversal forms, encodings, NUL, backslashes, unicode, ids up to 10 KB), its query, its

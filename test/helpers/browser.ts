@@ -1,5 +1,5 @@
 /**
- * A real browser for the ops page tests (issue 14, "How it is tested"): Debian's chromium
+ * A real browser for the ops page tests: Debian's chromium
  * driven by playwright-core. `.ci/run` installs chromium when it is missing; a test that cannot
  * launch it fails and says why (never skips).
  */

@@ -1,5 +1,5 @@
 /**
- * Store files that are not what they seem (issue 10, items 2-4), planted for real: named
+ * Store files that are not what they seem, planted for real: named
  * pipes (mkfifo), Unix sockets, a device node (mknod, a copy of /dev/null), folders where a
  * file is expected, symbolic links out of the store (to /etc/passwd, to the state database,
  * to another project through `..`), link loops, JSON nested 100,000 levels deep, files past

@@ -1,6 +1,5 @@
 /**
- * A real nginx balancing over service instances, for the cluster tests (issue 13, "How it is
- * tested"): Debian's nginx, which `.ci/run` installs when missing, run with the configuration the
+ * A real nginx balancing over service instances, for the cluster tests (cluster.md): Debian's nginx, which `.ci/run` installs when missing, run with the configuration the
  * README documents, deploy/nginx/console-cluster.conf, so the documented file is the tested one.
  * Only its paths (/tmp/cluster), its port (8430) and its upstream servers (127.0.0.1:8431-8433)
  * are replaced; one process group in the foreground, its files in a temp folder, a port of its

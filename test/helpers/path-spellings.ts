@@ -1,6 +1,5 @@
 /**
- * fast-check arbitraries of request-target spellings for every declared route (issue 10,
- * item 1): the same route written in other ways a client may write it. Some changes keep the
+ * fast-check arbitraries of request-target spellings for every declared route: the same route written in other ways a client may write it. Some changes keep the
  * route for the router (letter case, percent-encoding of any character but a separating `/`,
  * one trailing slash, a query, an absolute-form target, HEAD for a GET route); others make the
  * target another path (a doubled slash, a `.` or `..` segment, an encoded or back- slash as

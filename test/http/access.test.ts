@@ -1,5 +1,5 @@
 /**
- * Access (issue 6, item 8), counted for docs/RELIABILITY.md: with CONSOLE_API_TOKEN set, every
+ * Access, counted for docs/RELIABILITY.md: with CONSOLE_API_TOKEN set, every
  * protected route the service declares refuses a missing or wrong token (401) in many
  * spellings; the stream alone takes `?token=`; and CORS grants no origin outside the
  * allow-list, across thousands of generated look-alikes of the allowed ones. The per-route
@@ -13,7 +13,7 @@ import { startTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'tok-Reliability.7_~';
 const DEV_HOSTS = ['dev-a.mesh.internal', 'dev-b.mesh.internal'];
-// The OpenAPI document rendered for people is open like the document (issue 14, item 7).
+// The OpenAPI document rendered for people is open like the document.
 const OPEN = ['GET /api/health', 'GET /api/ready', 'GET /api/config', 'GET /api/openapi.json', 'GET /api/docs'];
 const HOSTS = ['localhost', '127.0.0.1', ...DEV_HOSTS];
 const ALLOWED = HOSTS.flatMap((h) => [5173, 5174, 5175].map((p) => `http://${h}:${p}`));

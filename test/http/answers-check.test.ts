@@ -1,6 +1,5 @@
 /**
- * The check of recorded answers against the OpenAPI document (issue 11, item 9: "a test
- * validates every response of the test suite against the document"): the recorder
+ * The check of recorded answers against the OpenAPI document: the recorder
  * (src/http/answer-recorder.ts) of a real service writes what it sends, the checker
  * (test/helpers/answers-check.ts) passes that recording, and flags each way an answer can
  * leave the document, shown on copies of real recorded answers changed by hand.

@@ -1,6 +1,6 @@
 /**
  * The optional bearer token CONSOLE_API_TOKEN (api-decisions.md, "Network and safety
- * defaults"; issue 4, item 10). The protected routes are not listed here: the tests walk every
+ * defaults"). The protected routes are not listed here: the tests walk every
  * route the service declares (`api.routes`), so a route added later is covered too.
  */
 import { Writable } from 'node:stream';
@@ -13,7 +13,7 @@ import { rawRequest } from '../helpers/raw.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'tok-3f9a.Zq_~+/x=';
-// The OpenAPI document rendered for people is open like the document (issue 14, item 7).
+// The OpenAPI document rendered for people is open like the document.
 const OPEN = ['GET /api/health', 'GET /api/ready', 'GET /api/config', 'GET /api/openapi.json', 'GET /api/docs'];
 
 const services: TestService[] = [];

@@ -1,5 +1,5 @@
 /**
- * Bad input (issue 6, item 1): property-based (fast-check) requests across every declared
+ * Bad input: property-based (fast-check) requests across every declared
  * route, spoilt in every way a client can spoil them. The service runs as its own process
  * (compiled `dist/`, as `npm start` runs it), under strace when the machine has it, so that
  * every file it touches after start-up is seen.
@@ -36,13 +36,13 @@ const TTYD = fixture('ttyd-standin.mjs');
 /**
  * Statuses any route may answer to bad input; 431 is Node's parser refusing a request line
  * and headers past 16 KB (an id of 10 KB, percent-encoded); 405 a method the path is not
- * served with (issue 11, item 9: it was a 404).
+ * served with.
  */
 const REJECTIONS = new Set([400, 404, 405, 413, 422, 431]);
 /**
  * Statuses allowed where the aimed route documents them (a real condition, not bad input);
  * 403: the internal bus refuses a request carrying a proxy's header (X-Forwarded-For…), which
- * the generated headers include (issue 10, item 1).
+ * the generated headers include.
  */
 const DOCUMENTED = new Set([403, 409, 410, 412, 416]);
 

@@ -1,5 +1,5 @@
 /**
- * `__proto__` in request bodies (issue 10, item 10). `JSON.parse` makes a `__proto__` member an
+ * `__proto__` in request bodies. `JSON.parse` makes a `__proto__` member an
  * own member; copying the body by assignment then set the copy's prototype instead: at the top
  * level the member was renamed (`_Proto__`) or its members became inherited, nested it was
  * silently dropped (zod rebuilds records by assignment) and the rest stored as if complete.

@@ -82,7 +82,7 @@ describe('POST /api/chat', () => {
       expect(res.status, JSON.stringify(body)).toBe(422);
       expect(JSON.parse(text).detail[0].loc).toEqual(['body', 'message']);
     }
-    // A malformed id in a body is a 422 like any other invalid member (issue 11, item 6: it was a 400).
+    // A malformed id in a body is a 422 like any other invalid member.
     const bad = await chat({ message: 'hi', projectId: '../x' });
     expect(bad.res.status).toBe(422);
     expect(JSON.parse(bad.text).detail).toEqual([{ loc: ['body', 'projectId'], msg: expect.stringMatching(/^invalid projectId "\.\.\/x": expected/), type: 'invalid_id' }]);

@@ -1,8 +1,8 @@
 /**
- * Errors and logs (issue 14, item 5), through the compiled service as its own process:
+ * Errors and logs, through the compiled service as its own process:
  * - an error the service did not expect is a 500 `internal` with a generic detail and the
  *   request's id, logged once at error with its stack; a module that cannot be loaded while a
- *   request is handled is such an error (the case of the issue: `npm ci` in another shell
+ *   request is handled is such an error (the case seen: `npm ci` in another shell
  *   deleted node_modules under the running service, and a generation request answered 400
  *   with `Cannot find module '../encodings'` and absolute paths, logged at info);
  * - every 5xx log line says why; every answer carries `X-Request-Id`;

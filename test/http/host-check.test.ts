@@ -1,5 +1,5 @@
 /**
- * DNS rebinding is refused (issue 10, item 9), through the real server: bound to a loopback
+ * DNS rebinding is refused, through the real server: bound to a loopback
  * address, the service answers only requests whose Host is a loopback name (any port) or one
  * listed in CONSOLE_ALLOWED_HOSTS; others get 421 with a detail and change nothing. Bound to
  * another address, the allow-list applies once it is set. Requests are sent as raw bytes, so

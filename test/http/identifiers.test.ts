@@ -1,5 +1,5 @@
 /**
- * One rule for identifiers (issue 11, item 6), on every route: a malformed identifier in a JSON
+ * One rule for identifiers, on every route: a malformed identifier in a JSON
  * body is a 422 like any other invalid member (an issue of type `invalid_id` whose `loc` names
  * the member); in the path or the query it is the identifier guard's 400 `invalid_id` (the
  * spec's rule for paths). Both say the same words; the OpenAPI document states the rule.

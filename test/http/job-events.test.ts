@@ -1,5 +1,5 @@
 /**
- * One job's events through the real server (issue 14, item 2): `GET /api/jobs/{id}/events`
+ * One job's events through the real server: `GET /api/jobs/{id}/events`
  * and the `proposalId` filter of `GET /api/events` and of the stream (live, replay and
  * `Last-Event-ID` resume), with real child processes and a real state database; and the
  * upgrade of a state database whose events were stored before the filter existed.

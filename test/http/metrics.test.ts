@@ -1,5 +1,5 @@
 /**
- * `GET /api/metrics` (issue 4, item 8): Prometheus text format from a registry per service
+ * `GET /api/metrics`: Prometheus text format from a registry per service
  * instance. Each family is scraped before and after the thing it counts.
  */
 import { spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * `GET /api/openapi.json` (issue 4, item 7): a valid OpenAPI 3.1 document of every route,
+ * `GET /api/openapi.json`: a valid OpenAPI 3.1 document of every route,
  * generated from the zod schemas that validate requests. The routes are not listed here: the
  * tests walk what the Express app serves and what the Api declares, so routes added later are
  * held to the same rules.

@@ -1,5 +1,5 @@
 /**
- * How the service serves the ops page and the API docs (issue 14, items 1 and 7) over HTTP:
+ * How the service serves the ops page and the API docs over HTTP:
  * every file the pages load, security headers, validators and compression; open without the
  * token while everything else keeps needing it; unknown paths and other methods keep their
  * 401/404/405.

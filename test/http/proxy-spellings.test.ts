@@ -1,5 +1,5 @@
 /**
- * The write proxy decides on the path the router will see (issue 10, item 1), property-based:
+ * The write proxy decides on the path the router will see, property-based:
  * fast-check writes every declared route in thousands of spellings (test/helpers/
  * path-spellings.ts) and sends each to a front whose SERVICE_WRITE_UPSTREAM is a recording
  * server. What must hold for every spelling:

@@ -1,5 +1,5 @@
 /**
- * Structured logs (issue 4, item 9): one JSON line per request and per job transition on
+ * Structured logs: one JSON line per request and per job transition on
  * stdout, at LOG_LEVEL. The compiled service runs as a separate process (build first) and its
  * stdout is read line by line.
  */

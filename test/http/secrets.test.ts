@@ -1,5 +1,5 @@
 /**
- * The token stays secret (issue 10, item 8), through the real server: CONSOLE_API_TOKEN never
+ * The token stays secret, through the real server: CONSOLE_API_TOKEN never
  * reaches a log line (whatever URL or header a logged request carried), nor the environment of
  * the dispatch tool or of the terminal program. The logged service runs as its own process,
  * built (`npm run build`), its stdout read line by line; the children are real fixture

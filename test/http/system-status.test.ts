@@ -1,5 +1,5 @@
 /**
- * `GET /api/system-status` (issue 4, item 1): what an operator reads during a generation
+ * `GET /api/system-status`: what an operator reads during a generation
  * storm, answering while 64 jobs stream output.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -47,7 +47,7 @@ describe('GET /api/system-status', () => {
     expect(s.database.binding).toMatch(Number(process.versions.node.split('.')[0]) >= 22 ? /^better-sqlite3 13\./ : /^better-sqlite3 12\./);
     expect(s.instances).toEqual([]);
     expect(s.instance).toBeNull();
-    // Every bound by the variable that sets it (issue 10, item 10).
+    // Every bound by the variable that sets it.
     expect(s.limits).toMatchObject({ CONSOLE_MAX_BODY_BYTES: 1024 * 1024, CONSOLE_CLICKS_PER_PROJECT: 1000, CONSOLE_LINE_MAX_BYTES: 16384 });
   });
 

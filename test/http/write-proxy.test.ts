@@ -1,5 +1,5 @@
 /**
- * The write proxy (spec: Cross-cutting behaviour, item 2; issue 4, item 6), with two real
+ * The write proxy (service-spec.md §Cross-cutting behaviour), with two real
  * instances of the service: an upstream and a front started with SERVICE_WRITE_UPSTREAM set
  * to the upstream's URL.
  */

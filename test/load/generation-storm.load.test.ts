@@ -1,10 +1,10 @@
 /**
- * The bounded load test (issue 5, "Load test in CI"): the service as its own process, 32
+ * The bounded load test: the service as its own process, 32
  * concurrent generation jobs streaming output, 20 SSE clients, and read traffic at once.
  * Asserts no lost or duplicated event on any client, no 5xx, every job reaching a final
  * state, and no child process left. It asserts no timing.
  *
- * Then a short storm on the same service (issue 12): 16 jobs flooding their pipes as fast as
+ * Then a short storm on the same service: 16 jobs flooding their pipes as fast as
  * they can, 2 stream clients and a reader. Asserts no line lost, each job's lines in order on
  * each pipe, both clients receiving exactly what is stored, and every read answered:
  * correctness under load, not timing.

@@ -1,5 +1,5 @@
 /**
- * A blank SERVICE_WRITE_UPSTREAM means unset, as a blank TTYD_HOST does (issue 11, item 7): a
+ * A blank SERVICE_WRITE_UPSTREAM means unset, as a blank TTYD_HOST does: a
  * deployment template that writes `SERVICE_WRITE_UPSTREAM=` starts the service, which then runs
  * mutations itself. It stopped start-up ("expected an http(s) URL"). The compiled service runs
  * as its own process, configured by its environment, as `npm start` runs it.

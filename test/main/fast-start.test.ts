@@ -1,5 +1,5 @@
 /**
- * Fast start (issue 14, item 4): `npm start` and `npm run engine` build first, but a build with
+ * Fast start: `npm start` and `npm run engine` build first, but a build with
  * nothing changed compiles nothing and writes nothing under `dist/` (an incremental build,
  * `tsc -b` with its build info in `dist/`), so the CLI never rewrites `dist/` under a running
  * service; `npm run dev` rebuilds and restarts the service when a source file changes.

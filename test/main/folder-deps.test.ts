@@ -33,7 +33,7 @@ it('has no import cycle between source folders', () => {
   };
   for (const n of edges.keys()) if (!state.has(n)) visit(n, []);
   expect(cycles).toEqual([]);
-  // The pairs issue 11 named point one way.
+  // These pairs must point one way (ARCHITECTURE.md).
   expect(edges.get('workers')?.has('engine')).toBe(true);
   expect(edges.get('engine')?.has('workers') ?? false).toBe(false);
   expect(edges.get('state')?.has('bus')).toBe(true);

@@ -1,6 +1,5 @@
 /**
- * What an instance on the defaults loads (issue 11, P6: every module loaded is memory of every
- * instance): `pg` (cluster mode, src/main/postgres-backend.ts), `pino-pretty` (LOG_FORMAT=pretty,
+ * What an instance on the defaults loads (every module loaded is memory of every instance): `pg` (cluster mode, src/main/postgres-backend.ts), `pino-pretty` (LOG_FORMAT=pretty,
  * logger.ts) and `http-proxy-middleware` (SERVICE_WRITE_UPSTREAM, write-proxy.ts) are loaded
  * only when their feature is on, so no static import from the service's entry reaches them.
  */

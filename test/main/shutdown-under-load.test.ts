@@ -1,5 +1,5 @@
 /**
- * Graceful shutdown under load (issue 6, item 5; api-decisions.md, "Network and safety
+ * Graceful shutdown under load (api-decisions.md, "Network and safety
  * defaults": on SIGTERM stop accepting, end event streams, kill every job's process tree,
  * publish the exits, close the state database, exit 0). The compiled service runs as a
  * separate process with 16 streaming jobs of rel-c-tree.mjs (five processes each, half of

@@ -1,5 +1,5 @@
 /**
- * The ops page in a real browser (issue 14, item 1 and "How it is tested"): chromium driven by
+ * The ops page in a real browser: chromium driven by
  * playwright-core against the real service on port 0, a real dispatch stand-in that prints a
  * line every 100 ms until it is cancelled. Waits are for selectors, never for times.
  */

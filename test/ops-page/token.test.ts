@@ -1,6 +1,5 @@
 /**
- * The ops page with CONSOLE_API_TOKEN set, in a real browser (issue 14, item 1: "It works with
- * CONSOLE_API_TOKEN set (asks for the token once)"): the page loads without the token, asks for
+ * The ops page with CONSOLE_API_TOKEN set, in a real browser (it asks for the token once): the page loads without the token, asks for
  * it, refuses a wrong one, then works, its event stream included; a reload does not ask again.
  */
 import type { Browser, Page } from 'playwright-core';

@@ -1,5 +1,5 @@
 /**
- * The service's logger scrubs every line of credentials (issue 10, item 8): the lines below are
+ * The service's logger scrubs every line of credentials: the lines below are
  * what any caller could log, written through the real pino logger into a stream the test reads.
  * (Through the server: test/http/secrets.test.ts.)
  */

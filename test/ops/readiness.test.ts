@@ -1,5 +1,5 @@
 /**
- * Readiness (issue 14, item 3): `GET /api/ready` answers 200 only when the store folder is
+ * Readiness: `GET /api/ready` answers 200 only when the store folder is
  * readable, the dispatch tool file exists, the state database takes writes and the worker pool
  * is up, else 503 with every check; it is open without the token. Start-up refuses a
  * CONSOLE_DATA_DIR that does not exist (naming the variable) and warns when the dispatch tool

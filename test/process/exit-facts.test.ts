@@ -1,5 +1,5 @@
 /**
- * Spawn and exit facts (issue 11, item 1): a managed process's exit as execa names it,
+ * Spawn and exit facts: a managed process's exit as execa names it,
  * `exitCode`, `signal`, `isTerminated`, and `rc` (128 + the signal's number for a signal),
  * from real fixture processes.
  */

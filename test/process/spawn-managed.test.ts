@@ -1,5 +1,5 @@
 /**
- * Spawning a managed process (issue 11, item 1): from an argument array, never through a
+ * Spawning a managed process: from an argument array, never through a
  * shell, as the leader of a process group of its own, with its environment (and mark) and
  * working directory; a spawn the operating system refuses throws and leaves nothing running.
  */

@@ -1,5 +1,5 @@
 /**
- * Stopping a managed process (issue 11, item 1; style.md, practice 5): SIGTERM to its group
+ * Stopping a managed process (style.md, practice 5): SIGTERM to its group
  * and to its tree captured first, SIGKILL after the grace period when it ignores SIGTERM; the
  * sweep after its exit ends what the SIGTERM left. Real fixture processes.
  */

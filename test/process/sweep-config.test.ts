@@ -1,5 +1,5 @@
 /**
- * The sweep's bounds are configuration (issue 10, item 5): CONSOLE_SWEEP_MAX_PASSES and
+ * The sweep's bounds are configuration: CONSOLE_SWEEP_MAX_PASSES and
  * CONSOLE_SWEEP_MAX_MS, read once by src/config/config.ts, with defaults and checked ranges.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The leftover sweep (issue 10, item 5): after a managed process exits, its group, its captured
+ * The leftover sweep: after a managed process exits, its group, its captured
  * tree and every holder of its mark are SIGKILLed pass after pass until a scan finds none,
  * within bounds in passes and time; what survives the bound is reported. Real fixture processes.
  */

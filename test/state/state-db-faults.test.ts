@@ -1,5 +1,5 @@
 /**
- * State database faults (issue 6, item 7). The service runs as its own process from the
+ * State database faults. The service runs as its own process from the
  * compiled `dist/` (as `npm start` runs it), on real faults of the file system:
  * - a read-only state folder: a read-only bind mount (EROFS, which root cannot bypass), and a
  *   folder the service's user cannot write (the service run as root without its file-permission

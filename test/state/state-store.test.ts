@@ -1,5 +1,5 @@
 /**
- * The state store's behaviour, one test file run against both back ends (issue 13, items 1-5):
+ * The state store's behaviour, one test file run against both back ends:
  * SQLite (a temp file) and PostgreSQL (a real server started by the test, a fresh database per
  * test). A second store opened on one database stands for a second instance: on PostgreSQL it
  * has its own pool, so its transactions interleave with the first's; SQLite has one instance.

@@ -1,5 +1,5 @@
 /**
- * Backpressure on the jobs' output (issue 12, item 1; src/supervisor/output-gate.ts): while
+ * Backpressure on the jobs' output (src/supervisor/output-gate.ts): while
  * the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored (here: the state database's
  * disk is full), the jobs' pipes are not read and the child blocks in its own write, instead
  * of the service holding every line it prints (it held them all, and dropped the oldest past

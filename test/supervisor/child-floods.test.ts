@@ -1,5 +1,5 @@
 /**
- * Issue 6, item 2, "Child floods": a child writing one 5 MB line, and one writing 100,000
+ * Child floods: a child writing one 5 MB line, and one writing 100,000
  * lines/s for 10 s, do not stall the event loop (delay p99 recorded), do not delay other
  * jobs' events, keep memory bounded, and every line (cut at CONSOLE_LINE_MAX_BYTES) is
  * published in order. The compiled service runs as a separate process, preloaded with an

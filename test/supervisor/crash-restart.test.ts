@@ -1,5 +1,5 @@
 /**
- * Crash and restart (issue 6, item 4; README, "Generation jobs": `lost`; api-decisions.md,
+ * Crash and restart (README, "Generation jobs": `lost`; api-decisions.md,
  * Events: ids never reused after a restart). The compiled service runs as a separate process
  * with 16 jobs of rel-c-tree.mjs: each job is a tree of five processes, two of them in
  * sessions of their own and one whose parent is gone (a double fork). The service is killed

@@ -1,5 +1,5 @@
 /**
- * Generation jobs run below the service's CPU priority (issue 12, P7; src/process/lower-priority.ts):
+ * Generation jobs run below the service's CPU priority (src/process/lower-priority.ts):
  * each job gets CONSOLE_JOB_NICE as its nice value and, under autogroup scheduling (where each
  * job, the leader of its own session, is a scheduling group weighted as much as the whole
  * service), as its autogroup's nice value. Terminals are not touched.

@@ -1,5 +1,5 @@
 /**
- * A job's processes all end with the job (issue 10, item 5), through the real server on port 0:
+ * A job's processes all end with the job, through the real server on port 0:
  * the dispatch tool leaves processes that keep forking (test/fixtures/gen-forking-tree.mjs: a
  * daemon in a session of its own whose parent is gone, and a member of the job's process group
  * that holds its stdout), then exits 0. After the exit event no process holding the job's mark

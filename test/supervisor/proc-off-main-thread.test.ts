@@ -1,5 +1,5 @@
 /**
- * No synchronous /proc reads on the main thread (issue 10, item 5): the compiled service runs
+ * No synchronous /proc reads on the main thread: the compiled service runs
  * as its own process, and strace, attached to its main thread alone (no -f: other threads are
  * not traced), records every file that thread names while a job's tool leaves a daemon that
  * keeps forking and the service sweeps a tree of hundreds of processes. The scans happen (every

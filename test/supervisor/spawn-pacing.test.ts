@@ -1,5 +1,5 @@
 /**
- * One job spawned per event-loop turn (issue 12, P7; src/supervisor/spawn-pacer.ts). A spawn
+ * One job spawned per event-loop turn (src/supervisor/spawn-pacer.ts). A spawn
  * holds the main thread until the child has exec'd; a burst of generation requests arriving
  * together was spawned back to back, and a read that came meanwhile was answered after the
  * whole burst.

@@ -1,5 +1,5 @@
 /**
- * A spawn the operating system refuses (issue 14, item 2): the generation request answers 500
+ * A spawn the operating system refuses: the generation request answers 500
  * `spawn_failed` with the errno, and the job is recorded as failed at once, `exitReason: "spawn
  * failed"`, the refusal as `exitDetail`, no pid, so an operator sees it among the jobs. The
  * refusal is real: the service process's limit of open files is lowered to what it holds

@@ -1,5 +1,5 @@
 /**
- * The supervisor on its own, without HTTP (issue 11, item 2): a real SQLite state database
+ * The supervisor on its own, without HTTP: a real SQLite state database
  * in a temp dir, the real bus and process worker, real fixture tools. Starting, line
  * events, the exit after the last line, cancel, final states the database refused (kept,
  * served, stored by the retry), and the start-up recovery of jobs a previous run left.

@@ -1,5 +1,5 @@
 /**
- * Issue 6, item 6, "Dispatch tool faults": a tool that exits before reading anything, one
+ * Dispatch tool faults: a tool that exits before reading anything, one
  * that closes stdout early and keeps running, one killed by a signal, one that is not
  * executable (or not something node can run), one whose grandchild holds its output open
  * after it exits: each ends in a final job state with a clear event, and none leaks a process

@@ -1,6 +1,5 @@
 /**
- * Terminals left by a service killed with SIGKILL (issue 4, item 3; issue 6, item 4: no orphan
- * survives): the next start on the same state folder kills them, marked by
+ * Terminals left by a service killed with SIGKILL (no orphan survives): the next start on the same state folder kills them, marked by
  * `CONSOLE_TERMINAL_OF=<state database path>`; another service's terminals are left alone.
  * The compiled service runs as a separate process; ttyd is the stand-in.
  */

@@ -1,5 +1,5 @@
 /**
- * A terminal's processes all end with it (issue 10, item 5, for terminals): its command leaves
+ * A terminal's processes all end with it: its command leaves
  * processes that keep forking (test/fixtures/gen-forking-tree.mjs: a daemon in a session of
  * its own whose parent is gone, and a forker in the command's group), through the real server
  * on port 0 with test/fixtures/ttyd-standin.mjs as TTYD_BIN. Only the terminal's own mark

@@ -40,7 +40,7 @@ export interface AppDeps {
   readonly metrics: ServiceMetrics;
   /** The write proxy (SERVICE_WRITE_UPSTREAM) and its counters. */
   readonly writeProxy: WriteProxy;
-  /** The checks of `GET /api/ready` (issue 14, item 3). */
+  /** The checks of `GET /api/ready`. */
   readonly readiness: Readiness;
   /** The last 15 minutes of this instance's figures (`GET /api/system-status/history`). */
   readonly history: MetricsHistory;

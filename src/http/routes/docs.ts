@@ -1,8 +1,4 @@
-/**
- * `GET /api/docs`: the OpenAPI document rendered for people (issue 14, item 7) by Swagger UI,
- * served from the swagger-ui-dist package by this service (`/ops/vendor/…`), no network. Open
- * without a token, like the document it renders.
- */
+/** `GET /api/docs`: the OpenAPI document rendered by Swagger UI from swagger-ui-dist, served locally; open like the document. */
 import { z } from 'zod';
 import { PAGE_CSP, securityHeaders, type StaticAssets } from '../static-assets.js';
 import { OPS_PREFIX } from '../ops-page.js';

@@ -1,7 +1,4 @@
-/**
- * `GET /api/events` and the Server-Sent Events stream (spec: Read routes; api-decisions.md,
- * Events and "Event stream"), with the `proposalId` filter of issue 14, item 2.
- */
+/** `GET /api/events` and the SSE stream (service-spec.md §Events; api-decisions.md §Events, §Event stream), with the `proposalId` filter. */
 import type { Response } from 'express';
 import { z } from 'zod';
 import type { Bus } from '../../bus/bus.js';

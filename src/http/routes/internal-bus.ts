@@ -1,9 +1,7 @@
 /**
- * `POST /api/internal/bus` (api-decisions.md, "Service routes with partial shape": Internal
- * bus): the loopback entry by which out-of-process callers on this machine publish a bus
- * event. The caller is judged by the socket's remote address: a forwarded header
- * (X-Forwarded-For…) is written by the client and proves nothing, except that the request
- * came through a proxy, and then the peer is the proxy, not the caller (issue 10, item 1).
+ * `POST /api/internal/bus` (api-decisions.md §Service routes with partial shape): local callers
+ * publish a bus event. The caller is judged by the socket's peer address: forwarded headers are
+ * client-written, and behind a proxy the peer is the proxy.
  */
 import net from 'node:net';
 import type { RequestHandler } from 'express';

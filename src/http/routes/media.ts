@@ -1,23 +1,10 @@
 /**
- * `GET /api/media/{project_id}/{file}` (api-decisions.md, "Service routes with partial shape":
- * Media; engine-format.md: `projects/<project_id>/media/<file>`). Served by Express's
- * `res.sendFile` (the `send` library) from a fixed root with dotfiles denied: byte ranges
- * (206, 416), content types by extension, conditional requests (ETag, Last-Modified → 304).
- * Both segments pass the identifier guard first (400).
- *
- * The file is opened through src/engine/read-store-file.ts first (issue 10, items 2 and 4): it
- * must resolve inside the project's `media/` folder and be a regular file, opened without
- * blocking; anything else (a link out of the store, a pipe, a device) is a 404 naming only the
- * file. `send` then reads that very file through `/proc/self/fd/<fd>`, so it cannot be swapped
- * between the check and the read.
- *
- * Every answer is inert in the service's origin: whoever supplies a project folder (or a tool
- * that writes media) must not get a page or a script of this origin out of it. Only the media
- * types of {@link INERT_TYPES} are served as themselves; anything else (HTML, XML, XHTML,
- * scripts, style sheets, PDF…) as `application/octet-stream` with `Content-Disposition:
- * attachment`; and every answer carries {@link MEDIA_CSP} (a sandbox without script) and
- * `X-Content-Type-Options: nosniff`, so not even an allowed type (SVG) runs anything when it is
- * opened as a document.
+ * `GET /api/media/{project_id}/{file}` (api-decisions.md §Service routes with partial shape;
+ * engine-format.md): `res.sendFile` with ranges and conditional requests, both segments
+ * id-guarded. The file is first opened via read-store-file.ts (inside `media/`, a regular file,
+ * non-blocking) and sent through `/proc/self/fd/<fd>`, so it cannot be swapped in between.
+ * Answers are inert in our origin: only {@link INERT_TYPES} are served as themselves, the rest as
+ * an attachment, always with {@link MEDIA_CSP} and `nosniff`, so a project folder cannot plant a script.
  */
 import path from 'node:path';
 import type { Response } from 'express';

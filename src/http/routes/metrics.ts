@@ -1,7 +1,4 @@
-/**
- * `GET /api/metrics`: Prometheus text format (issue 4, item 8; api-decisions.md, "Service
- * routes with partial shape"). Protected by the bearer token when one is set.
- */
+/** `GET /api/metrics`: Prometheus text (api-decisions.md §Service routes with partial shape); behind the token when one is set. */
 import { z } from 'zod';
 import type { Api } from '../route.js';
 import type { AppDeps } from './deps.js';

@@ -1,7 +1,4 @@
-/**
- * `GET /api/openapi.json`: the OpenAPI 3.1 document of every declared route, generated from
- * the zod schemas that validate the requests (issue 4, item 7). Open without a token.
- */
+/** `GET /api/openapi.json`: the OpenAPI 3.1 document generated from the zod schemas that validate requests; open without a token. */
 import { z } from 'zod';
 import { APP_VERSION, type Config } from '../../config/config.js';
 import { isOpenRoute, TOKEN_QUERY_ROUTE } from '../auth.js';

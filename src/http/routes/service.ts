@@ -1,7 +1,4 @@
-/**
- * Service routes: health, readiness, config and system status (spec: Service routes;
- * api-decisions.md, "Service routes with partial shape"; issue 14, item 3).
- */
+/** Service routes: health, readiness, config, system status (service-spec.md §Service routes; api-decisions.md §Service routes with partial shape). */
 import { z } from 'zod';
 import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../config/config.js';
 import { READINESS_CHECKS } from '../../ops/readiness.js';
