@@ -88,7 +88,7 @@ async function cachedRoundTrip(urls: readonly string[]): Promise<number> {
 /** Writes a take file as the dispatch tool does (src/dispatch/write-take.ts); returns the wall time of the rename. */
 function landTake(takesDir: string, takeId: string): { renamedAt: number; bytes: number } {
   const text = `${JSON.stringify(
-    { take_id: takeId, shot_id: SHOT, parent_take_id: null, model: 'local-testsrc-v1', created_at: new Date().toISOString().slice(0, 19) + 'Z', media: `media/${takeId}.png` },
+    { take_id: takeId, shot_id: SHOT, parent_take_id: null, model: 'local-testsrc-v1', created_at: `${new Date().toISOString().slice(0, 19)}Z`, media: `media/${takeId}.png` },
     null,
     2,
   )}\n`;

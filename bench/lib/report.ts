@@ -64,7 +64,7 @@ export function machine(): string {
 
 /** Appends a run to bench/RESULTS.md, newest last. */
 export function appendResults(rows: readonly Row[], extra: string): void {
-  const when = new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+  const when = `${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC`;
   const text = `\n## ${when}\n\nMachine: ${machine()}\n\n${table(rows)}\n${extra ? `\n${extra}\n` : ''}`;
   if (!fs.existsSync(RESULTS_FILE)) {
     fs.writeFileSync(

@@ -78,7 +78,7 @@ export class ClusterBus implements Bus {
   private constructor(
     private readonly log: SharedEventLog,
     head: number,
-    private readonly options: ClusterBusOptions,
+    options: ClusterBusOptions,
   ) {
     this.head = head;
     this.retry = new StorageRetry(options.maxUnstored, options.retryMs, () => this.retryAppend(), options.onStorageState);

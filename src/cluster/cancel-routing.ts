@@ -48,7 +48,7 @@ export class RoutedCancels implements JobCanceller {
     if (this.supervisor.runsHere(proposalId)) return this.supervisor.cancel(proposalId);
     const stored = await this.store.jobs.get(proposalId);
     // Unknown, ended, or this instance's own (ended here): answered as on one instance.
-    if (!stored || stored.state !== 'running' || stored.instanceId === this.self) return this.supervisor.cancel(proposalId);
+    if (stored?.state !== 'running' || stored.instanceId === this.self) return this.supervisor.cancel(proposalId);
     await this.store.jobs.markCancelRequested(proposalId);
     const outcome = await this.requests.ask(stored.instanceId, proposalId);
     const now = (await this.store.jobs.get(proposalId)) ?? stored;

@@ -1,6 +1,5 @@
 // The service's configuration, the only module that reads the environment (style.md, practice 1):
 // parsed once with zod into a deep-frozen {@link Config}; a bad value throws {@link ConfigError}.
-import fs from 'node:fs';
 import path from 'node:path';
 import { ServiceError } from '../errors/index.js';
 import { envSchema, type LogFormat, type LogLevel } from './env.js';

@@ -16,7 +16,7 @@ export interface ProjectRef {
  */
 export async function loadProject(storeRoot: string, projectId: string): Promise<ProjectRef> {
   const dir = path.join(storeRoot, 'projects', projectId);
-  let project;
+  let project: Awaited<ReturnType<typeof readJsonObject>>;
   try {
     project = await readJsonObject(path.join(dir, 'project.json'));
   } catch (error) {
@@ -33,13 +33,13 @@ export async function loadProject(storeRoot: string, projectId: string): Promise
     }
   }
   // A format of another type is a mistake in the file, not a legacy format (issue 14, item 6).
-  if (typeof project['format'] !== 'number') {
-    throw new DispatchError(`project ${projectId}: canonical field format has the wrong type (${Array.isArray(project['format']) ? 'an array' : `a ${typeof project['format']}`}, expected an integer)`);
+  if (typeof project.format !== 'number') {
+    throw new DispatchError(`project ${projectId}: canonical field format has the wrong type (${Array.isArray(project.format) ? 'an array' : `a ${typeof project.format}`}, expected an integer)`);
   }
-  if (project['format'] < 2) {
-    throw new DispatchError(`legacy project ${projectId}: format ${String(project['format'])}`);
+  if (project.format < 2) {
+    throw new DispatchError(`legacy project ${projectId}: format ${String(project.format)}`);
   }
-  if (project['id'] !== projectId) {
+  if (project.id !== projectId) {
     throw new DispatchError(`project ${projectId}: missing canonical field id`);
   }
   return { id: projectId, dir };

@@ -72,7 +72,7 @@ async function loadShots(projectDir: string, warn: Warn): Promise<Shot[]> {
 async function loadTakes(projectDir: string, warn: Warn): Promise<Take[]> {
   const takes: Take[] = [];
   for (const [name, data] of await readJsonDir(path.join(projectDir, 'takes'), warn)) {
-    const missing = data['take_id'] !== name ? 'take_id' : typeof data['shot_id'] !== 'string' ? 'shot_id' : null;
+    const missing = data.take_id !== name ? 'take_id' : typeof data.shot_id !== 'string' ? 'shot_id' : null;
     if (missing === null) takes.push(data as Take);
     else warn(`skipping take file ${name}.json: missing canonical field ${missing}`);
   }
@@ -81,12 +81,12 @@ async function loadTakes(projectDir: string, warn: Warn): Promise<Take[]> {
 
 /** The canonical-field check of a shot file; returns the problem or null. */
 function checkShot(data: JsonObject, fileId: string): string | null {
-  if (data['shot_id'] !== fileId) return 'missing canonical field shot_id';
-  const episode = data['episode'];
+  if (data.shot_id !== fileId) return 'missing canonical field shot_id';
+  const episode = data.episode;
   if (typeof episode !== 'number' || !Number.isInteger(episode) || episode < 0) {
     return 'missing canonical field episode';
   }
-  if (typeof data['beat_id'] !== 'string') return 'missing canonical field beat_id';
+  if (typeof data.beat_id !== 'string') return 'missing canonical field beat_id';
   return null;
 }
 
@@ -116,7 +116,7 @@ async function readJsonDir(dir: string, warn: Warn): Promise<Array<[string, Json
 }
 
 function compareShots(a: Shot, b: Shot): number {
-  const orderOf = (s: Shot): number => (typeof s['order'] === 'number' ? s['order'] : Infinity);
+  const orderOf = (s: Shot): number => (typeof s.order === 'number' ? s.order : Infinity);
   // Infinity - Infinity is NaN, which `||` skips like 0: two unordered shots tie on order.
   return a.episode - b.episode || orderOf(a) - orderOf(b) || (a.shot_id < b.shot_id ? -1 : a.shot_id > b.shot_id ? 1 : 0);
 }
@@ -124,7 +124,7 @@ function compareShots(a: Shot, b: Shot): number {
 /** Oldest first. Compared as instants, not strings: `…00Z` and `…00.500Z` sort wrongly as text. */
 function compareTakesByAge(a: Take, b: Take): number {
   const timeOf = (t: Take): number => {
-    const ms = typeof t['created_at'] === 'string' ? Date.parse(t['created_at']) : NaN;
+    const ms = typeof t.created_at === 'string' ? Date.parse(t.created_at) : NaN;
     return Number.isNaN(ms) ? -Infinity : ms;
   };
   const ta = timeOf(a);

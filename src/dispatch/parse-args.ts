@@ -21,22 +21,7 @@ export interface DispatchArgs {
  * @throws DispatchError (exit 2) for a usage error, a malformed id or an unprintable model name.
  */
 export function parseDispatchArgs(argv: readonly string[]): DispatchArgs {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        project: { type: 'string' },
-        shot: { type: 'string' },
-        model: { type: 'string' },
-        'dry-run': { type: 'boolean', default: false },
-      },
-    }));
-  } catch (error) {
-    throw new DispatchError(error instanceof Error ? error.message : String(error), { cause: error });
-  }
+  const values = parseFlags(argv);
   if (values.project === undefined) throw new DispatchError('missing required flag --project');
   const model = values.model ?? null;
   if (model !== null && !MODEL_PATTERN.test(model)) {
@@ -48,4 +33,23 @@ export function parseDispatchArgs(argv: readonly string[]): DispatchArgs {
     model,
     dryRun: values['dry-run'] ?? false,
   };
+}
+
+/** node:util's parseArgs of the tool's flags. @throws DispatchError (exit 2) for a usage error. */
+function parseFlags(argv: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        project: { type: 'string' },
+        shot: { type: 'string' },
+        model: { type: 'string' },
+        'dry-run': { type: 'boolean', default: false },
+      },
+    }).values;
+  } catch (error) {
+    throw new DispatchError(error instanceof Error ? error.message : String(error), { cause: error });
+  }
 }

@@ -176,7 +176,9 @@ export function serve(app: Express, chain: RequestHandler, noRoute: (req: Reques
     req.res = res;
     res.req = req;
     // Made by the classes of messageClasses(app), they have Express's methods already.
+    // biome-ignore lint/suspicious/noPrototypeBuiltins: reqProto is Express's own prototype object, never a request's data.
     if (!reqProto.isPrototypeOf(req)) Object.setPrototypeOf(req, reqProto);
+    // biome-ignore lint/suspicious/noPrototypeBuiltins: as above.
     if (!resProto.isPrototypeOf(res)) Object.setPrototypeOf(res, resProto);
     res.locals = Object.create(null) as Response['locals'];
     req.baseUrl = '';

@@ -125,7 +125,7 @@ export class Api {
     const handle: RequestHandler = (req, res) => {
       const params = spec.params ? parseInput(spec.params, req.params, 'path') : {};
       const query = spec.query ? parseInput(spec.query, camelizeKeys(req.query), 'query') : {};
-      let body: unknown = undefined;
+      let body: unknown ;
       if (spec.body) {
         const raw = req.body === undefined && spec.bodyOptional ? {} : (req.body ?? undefined);
         body = parseInput(spec.body, raw === undefined ? undefined : camelizeKeys(raw), 'body');

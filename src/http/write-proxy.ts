@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import type { Request, RequestHandler, Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import { sendError } from './error-middleware.js';
 import { HttpError } from './errors.js';
 import { canonicalPath, type Api, type RouteMatch } from './route.js';

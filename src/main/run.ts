@@ -1,11 +1,11 @@
 // Process-level start-up and shutdown: SIGTERM/SIGINT stop gracefully (exit 0); a start-up failure prints one message and exits 1.
 import { readConfig, secretsOf } from '../config/config.js';
 import { Scrubber } from '../ops/log-scrub.js';
-import { startService, type ServiceOptions } from './service.js';
+import { startService, type Service, type ServiceOptions } from './service.js';
 
 /** Runs the service in this process until a signal stops it; `opts` are injected by the start-up guards' tests. */
 export async function runMain(opts: ServiceOptions = {}): Promise<void> {
-  let service;
+  let service: Service;
   try {
     const config = readConfig(process.env);
     service = await startService(config, opts);

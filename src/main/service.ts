@@ -39,8 +39,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const log = opts.logger ?? createLogger(config.logLevel, { secrets: config.secrets, format: config.logFormat });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
   const { parts, abandon } = await composeService(config, log, opts.registries);
-  let web;
-  let bound;
+  let web: ReturnType<typeof buildHttp>;
+  let bound: Awaited<ReturnType<typeof listen>>;
   try {
     web = buildHttp(parts, guards);
     bound = await listen(web.server, config.host, config.port);

@@ -151,7 +151,7 @@ export function chartsView() {
           width: 1.5,
           spanGaps: true,
           points: { show: false },
-          value: (u, v) => {
+          value: (_u, v) => {
             if (v === null || v === undefined) return '—';
             const x = byUnit(v, panel.unit);
             return `${x.text} ${x.unit}`;
@@ -180,7 +180,7 @@ export function chartsView() {
             scales: {
               x: { time: true },
               // From zero, so a flat line near zero is not drawn as a storm; a share up to 100 %.
-              y: { range: (u, min, max) => [0, panel.unit === 'ratio' ? 1 : max > 0 ? max * 1.1 : 1] },
+              y: { range: (_u, _min, max) => [0, panel.unit === 'ratio' ? 1 : max > 0 ? max * 1.1 : 1] },
             },
             axes: [
               { stroke: '#687087', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#dde1e8', width: 1 } },
@@ -191,7 +191,7 @@ export function chartsView() {
                 ticks: { stroke: '#dde1e8', width: 1 },
                 // Things counted (jobs, clients, pauses) in whole steps: no tick at half a job.
                 ...(COUNTED.has(panel.unit) ? { incrs: WHOLE_STEPS } : {}),
-                values: (u, splits) => splits.map((v) => tick(v, panel.unit)),
+                values: (_u, splits) => splits.map((v) => tick(v, panel.unit)),
               },
             ],
             series,

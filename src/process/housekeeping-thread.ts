@@ -4,7 +4,6 @@
  * `/proc`, tree-kill's `ps` walk and a group signal stand in.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
 import { NO_REQUIRE_ESM } from '../workers/pool.js';

@@ -6,7 +6,7 @@
  * smaller id, whichever instance stored it. Database faults surface as src/state/errors.ts ServiceErrors.
  */
 import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
-import type { BusEvent, EventFilter, EventInput, JobEnd, Severity } from '../bus/event.js';
+import type { BusEvent, EventInput, JobEnd, } from '../bus/event.js';
 import type { EventRow } from '../bus/local-event-log.js';
 import type { JobPosition, JobQuery } from './job-query.js';
 import type { ClickRecord, DecisionRecord, InstanceRecord, JobRecord, MemoryToggleRecord, ProposalRecord, PutOutcome, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord, TerminalRecord, WorkspaceRecord, WorkspaceReport } from './records.js';

@@ -88,7 +88,7 @@ async function groupOfJob(procs: HousekeepingThread, pid: number, argv: readonly
   if (!groupAlive(pid)) return false;
   const { info, cmdline } = await procs.describe(pid);
   if (info === null || info.state === 'Z') return true;
-  return info.pgid === pid && argv.length > 1 && cmdline !== null && cmdline.includes(argv[1] as string);
+  return info.pgid === pid && argv.length > 1 && cmdline?.includes(argv[1] as string) === true;
 }
 
 /** True while a group led by `pgid` exists that we may signal (a signal 0 to it succeeds). */

@@ -106,7 +106,7 @@ export class TerminalManager implements Terminals {
     this.projectDirOf(id);
     return this.queue.run(id, async () => {
       const t = this.terminals.get(id);
-      if (!t || t.state !== 'running') return { stopped: false, terminal: t?.info() ?? null };
+      if (t?.state !== 'running') return { stopped: false, terminal: t?.info() ?? null };
       await this.kill(t, 'stop');
       return { stopped: true, terminal: t.info() };
     });

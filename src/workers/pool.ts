@@ -1,5 +1,4 @@
 /** Piscina pool for synthesis and store reads, so the event loop never parses a store file; runs compiled `dist/workers` (vitest cannot transform worker threads). */
-import path from 'node:path';
 import { Piscina } from 'piscina';
 import { StoreReadTimeoutError } from '../engine/errors.js';
 import type { ReadStoreResult, ReadStoreTask } from '../engine/read-store-task.js';

@@ -18,7 +18,7 @@ const framed = (r: EventRow): Framed => ({ id: r.id, data: r.data });
 const frameOf = (r: EventRow) => `id: ${r.id}\ndata: ${r.data}\n\n`;
 
 /** `framesAfter`, its frames parsed back into events (and checked against its count and last id). */
-function after(m: RecentEvents, sinceId: number, limit: number, filter: EventFilter, upTo: number): Framed[] | null {
+function framesAfter(m: RecentEvents, sinceId: number, limit: number, filter: EventFilter, upTo: number): Framed[] | null {
   const page = m.framesAfter(sinceId, limit, filter, upTo);
   if (page === null) return null;
   const text = page.frames.toString('utf8');
@@ -41,18 +41,18 @@ describe('the replay memory', () => {
     m.add([row(11), row(12), row(13)]);
     m.add([row(14), row(15)]);
     expect(m.floor).toBe(10);
-    expect(ids(after(m, 10, 500, ALL, 15))).toEqual([11, 12, 13, 14, 15]);
-    expect(ids(after(m, 12, 500, ALL, 14))).toEqual([13, 14]);
-    expect(ids(after(m, 11, 2, ALL, 99))).toEqual([12, 13]);
-    expect(ids(after(m, 15, 500, ALL, 15))).toEqual([]);
+    expect(ids(framesAfter(m, 10, 500, ALL, 15))).toEqual([11, 12, 13, 14, 15]);
+    expect(ids(framesAfter(m, 12, 500, ALL, 14))).toEqual([13, 14]);
+    expect(ids(framesAfter(m, 11, 2, ALL, 99))).toEqual([12, 13]);
+    expect(ids(framesAfter(m, 15, 500, ALL, 15))).toEqual([]);
   });
 
   it('applies the stream filters as the database does', () => {
     const m = new RecentEvents(1 << 20, 1000, 0);
     m.add([row(1, 'info', 'a/x'), row(2, 'warning', 'b/x'), row(3, 'warning', 'a/y'), row(4, 'failure', 'a/x')]);
-    expect(ids(after(m, 0, 500, filter({ severities: ['warning', 'failure'] }), 9))).toEqual([2, 3, 4]);
-    expect(ids(after(m, 0, 500, filter({ scopePrefix: 'a/' }), 9))).toEqual([1, 3, 4]);
-    expect(ids(after(m, 0, 1, filter({ severities: ['warning'], scopePrefix: 'a/' }), 9))).toEqual([3]);
+    expect(ids(framesAfter(m, 0, 500, filter({ severities: ['warning', 'failure'] }), 9))).toEqual([2, 3, 4]);
+    expect(ids(framesAfter(m, 0, 500, filter({ scopePrefix: 'a/' }), 9))).toEqual([1, 3, 4]);
+    expect(ids(framesAfter(m, 0, 1, filter({ severities: ['warning'], scopePrefix: 'a/' }), 9))).toEqual([3]);
   });
 
   it('drops the oldest pages past its bytes and past the retention, raising its floor; older resume points are the database’s', () => {
@@ -63,11 +63,11 @@ describe('the replay memory', () => {
     expect(bytes).toBeLessThanOrEqual(64 * 1024);
     expect(events).toBeGreaterThan(500);
     expect(m.floor).toBe(1000 - events);
-    expect(after(m, m.floor - 1, 5000, ALL, 1000)).toBeNull();
-    expect(ids(after(m, m.floor, 5000, ALL, 1000))).toEqual(Array.from({ length: events }, (_, i) => m.floor + 1 + i));
+    expect(framesAfter(m, m.floor - 1, 5000, ALL, 1000)).toBeNull();
+    expect(ids(framesAfter(m, m.floor, 5000, ALL, 1000))).toEqual(Array.from({ length: events }, (_, i) => m.floor + 1 + i));
     expect(m.stats()).toMatchObject({ pagesFromMemory: 1, pagesFromDatabase: 1 });
     // The JSON comes back as it went in.
-    expect(after(m, 999, 1, ALL, 1000)?.[0]).toEqual(framed(row(1000)));
+    expect(framesAfter(m, 999, 1, ALL, 1000)?.[0]).toEqual(framed(row(1000)));
 
     // The retention bounds the events kept (whole pages go, so fewer may stay).
     const r = new RecentEvents(64 * 1024, 100, 0);
@@ -79,15 +79,15 @@ describe('the replay memory', () => {
   it('keeps an event larger than a page in a page of its own', () => {
     const m = new RecentEvents(64 * 1024, 1000, 0);
     m.add([row(1), row(2, 'info', 'a/x', 10_000), row(3)]);
-    expect(after(m, 0, 10, ALL, 3)).toEqual([row(1), row(2, 'info', 'a/x', 10_000), row(3)].map(framed));
+    expect(framesAfter(m, 0, 10, ALL, 3)).toEqual([row(1), row(2, 'info', 'a/x', 10_000), row(3)].map(framed));
   });
 
   it('keeps nothing at 0 bytes: every resume point below the newest is the database’s', () => {
     const m = new RecentEvents(0, 1000, 0);
     m.add([row(1), row(2)]);
     expect(m.floor).toBe(2);
-    expect(after(m, 1, 500, ALL, 2)).toBeNull();
-    expect(ids(after(m, 2, 500, ALL, 2))).toEqual([]);
+    expect(framesAfter(m, 1, 500, ALL, 2)).toBeNull();
+    expect(ids(framesAfter(m, 2, 500, ALL, 2))).toEqual([]);
   });
 
   it('stays correct over many batches: pages filled, dropped, and searched', () => {
@@ -96,9 +96,9 @@ describe('the replay memory', () => {
     for (let batch = 0; batch < 200; batch++) m.add(Array.from({ length: 37 }, () => row(++id, 'info', 'a/x', 50 + (id % 90))));
     const kept = m.stats().events;
     expect(m.floor).toBe(id - kept);
-    expect(ids(after(m, m.floor, 100_000, ALL, id))).toEqual(Array.from({ length: kept }, (_, i) => id - kept + 1 + i));
-    expect(ids(after(m, id - 10, 3, ALL, id))).toEqual([id - 9, id - 8, id - 7]);
-    expect(ids(after(m, id - 10, 100, ALL, id - 5))).toEqual([id - 9, id - 8, id - 7, id - 6, id - 5]);
+    expect(ids(framesAfter(m, m.floor, 100_000, ALL, id))).toEqual(Array.from({ length: kept }, (_, i) => id - kept + 1 + i));
+    expect(ids(framesAfter(m, id - 10, 3, ALL, id))).toEqual([id - 9, id - 8, id - 7]);
+    expect(ids(framesAfter(m, id - 10, 100, ALL, id - 5))).toEqual([id - 9, id - 8, id - 7, id - 6, id - 5]);
   });
 
   it('writes dropped pages again instead of allocating new ones, and answers the new events from them intact', () => {
@@ -116,7 +116,7 @@ describe('the replay memory', () => {
       // 14,800 events of ~100 bytes: ~360 pages of 4 KB went through a memory of 16.
       expect(alloc.mock.calls.length).toBeLessThanOrEqual(16 + 1 + 2);
       const kept = m.stats().events;
-      expect(after(m, m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept).map(framed));
+      expect(framesAfter(m, m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept).map(framed));
     } finally {
       alloc.mockRestore();
     }
@@ -134,8 +134,8 @@ describe('the replay memory', () => {
     }
     const kept = m.stats().events;
     expect(kept).toBeGreaterThan(2000);
-    expect(after(m, m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept).map(framed));
-    expect(ids(after(m, m.floor, 100_000, filter({ severities: ['warning'], scopePrefix: 's/3' }), id))).toEqual(
+    expect(framesAfter(m, m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept).map(framed));
+    expect(ids(framesAfter(m, m.floor, 100_000, filter({ severities: ['warning'], scopePrefix: 's/3' }), id))).toEqual(
       made.slice(made.length - kept).filter((r) => r.severity === 'warning' && r.scope === 's/3').map((r) => r.id),
     );
   });
@@ -153,7 +153,7 @@ describe('the replay memory', () => {
     const big = [10 ** 15 - 1, 10 ** 15, Number.MAX_SAFE_INTEGER].map((n) => row(n));
     m.add(big);
     expect(m.lastFrames()?.toString('utf8')).toBe(big.map(frameOf).join(''));
-    expect(after(m, 10 ** 15 - 1, 10, ALL, Number.MAX_SAFE_INTEGER)).toEqual(big.slice(1).map(framed));
+    expect(framesAfter(m, 10 ** 15 - 1, 10, ALL, Number.MAX_SAFE_INTEGER)).toEqual(big.slice(1).map(framed));
     m.add([]);
     expect(m.lastFrames()?.length).toBe(0);
   });

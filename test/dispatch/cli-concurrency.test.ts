@@ -37,7 +37,7 @@ describe('dispatch tool: concurrent runs', () => {
     // readReceipts throws on any line that is not JSON, so interleaving would fail here.
     const receipts = readReceipts(store, 'harbor-lights').slice(before);
     expect(receipts).toHaveLength(RUNS);
-    expect(new Set(receipts.map((r) => r['take_id']))).toEqual(ids);
+    expect(new Set(receipts.map((r) => r.take_id))).toEqual(ids);
     for (const receipt of receipts) expect(receipt).toMatchObject({ outcome: 'rendered', shot: 'sh010' });
   });
 });

@@ -25,8 +25,8 @@ describe('dispatch tool: --dry-run', () => {
       'done',
     ]);
     const after = snapshotTree(dir);
-    const { ['receipts.jsonl']: _receiptsAfter, ...restAfter } = after;
-    const { ['receipts.jsonl']: _receiptsBefore, ...restBefore } = before;
+    const { 'receipts.jsonl': _receiptsAfter, ...restAfter } = after;
+    const { 'receipts.jsonl': _receiptsBefore, ...restBefore } = before;
     expect(restAfter).toEqual(restBefore);
     expect(readReceipts(store, 'harbor-lights').at(-1)).toMatchObject({
       shot: 'sh010',

@@ -63,9 +63,9 @@ describe('dispatch tool: rendering a take', () => {
 
     const dir = projectDir(store, 'harbor-lights');
     // sh030 had no take: the first is a root take, the second its child.
-    expect(readJson(path.join(dir, 'takes', 'tk_0009.json'))['parent_take_id']).toBeNull();
+    expect(readJson(path.join(dir, 'takes', 'tk_0009.json')).parent_take_id).toBeNull();
     expect(first.stdout[0]).toContain('parent=none');
-    expect(readJson(path.join(dir, 'takes', 'tk_0010.json'))['parent_take_id']).toBe('tk_0009');
+    expect(readJson(path.join(dir, 'takes', 'tk_0010.json')).parent_take_id).toBe('tk_0009');
     const a = fs.readFileSync(path.join(dir, 'media', 'tk_0009.png'));
     const b = fs.readFileSync(path.join(dir, 'media', 'tk_0010.png'));
     expect(a.equals(b)).toBe(false);
@@ -79,7 +79,7 @@ describe('dispatch tool: rendering a take', () => {
       'warning: model veo-3 is not available locally; rendering with the local-testsrc-v1 backend',
     ]);
     const dir = projectDir(store, 'harbor-lights');
-    expect(readJson(path.join(dir, 'takes', 'tk_0009.json'))['model']).toBe('local-testsrc-v1');
+    expect(readJson(path.join(dir, 'takes', 'tk_0009.json')).model).toBe('local-testsrc-v1');
     expect(readReceipts(store, 'harbor-lights').at(-1)).toMatchObject({
       argv: ['--project', 'harbor-lights', '--shot', 'sh010', '--model', 'veo-3'],
       model: 'local-testsrc-v1',

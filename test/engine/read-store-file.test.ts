@@ -37,7 +37,7 @@ function docOf(n: number, bytes: number): string {
 
 function folderOf(rel: string, files: readonly string[]): StoreFolder {
   fs.mkdirSync(path.join(root, rel), { recursive: true });
-  files.forEach((text, i) => fs.writeFileSync(path.join(root, rel, `f${String(i).padStart(3, '0')}.json`), text));
+  for (const [i, text] of files.entries()) fs.writeFileSync(path.join(root, rel, `f${String(i).padStart(3, '0')}.json`), text);
   const listed = listStoreDirSync(storeAccess(root, { fileMaxBytes: 1 << 30, jsonMaxDepth: 64 }), rel, rel);
   if (listed.kind !== 'ok') throw new Error(`cannot list ${rel}`);
   return listed.value;

@@ -158,7 +158,9 @@ describe('the read deadline (CONSOLE_STORE_READ_TIMEOUT_MS)', () => {
     const recovered = Date.now();
     const other = await waitFor(async () => {
       const r = await fetch(`${svc.url}/api/projects/${P}/episodes`);
-      return r.status === 200 ? r : (await r.body?.cancel(), undefined);
+      if (r.status === 200) return r;
+      await r.body?.cancel();
+      return undefined;
     }, 'another project to be served');
     expect(((await other.json()) as unknown[]).length).toBeGreaterThan(0);
     const status = (await (await fetch(`${svc.url}/api/system-status`)).json()) as { workers: { timedOut: number; threads: number } };

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { allEvents, waitFor, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
+import { allEvents, waitForJobEvents, type EngineEvent } from '../helpers/events.js';
 import { DISPATCH_TOOL, fixture, startTestService, type TestService } from '../helpers/service.js';
 
 const SCOPE = 'engine/generation';

@@ -13,7 +13,7 @@
  *   internal bus reaches a real upstream at all.
  */
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteSpec } from '../../src/http/route.js';

@@ -108,7 +108,6 @@ describe('the token in children’s environment', () => {
     services.push(t);
     const res = await t.post('/api/proposals/generate', { project: 'harbor-lights' }, { headers: AUTH });
     expect(res.status).toBe(202);
-    const { proposalId } = (await res.json()) as { proposalId: string };
     const events = await waitFor(async () => {
       const evs = (await (await t.get('/api/events?scopePrefix=engine/generation&limit=500', { headers: AUTH })).json()) as EngineEvent[];
       return evs.some((e) => e.summary.startsWith('dispatch_cli exited')) ? evs : undefined;

@@ -75,7 +75,7 @@ describe('GET /api/system-status/history', () => {
     // From the first sample that saw the client, every interval after it is the load's.
     const from = await waitFor(async () => {
       const h = await own();
-      const i = h.series.streamClients?.findIndex((n) => n === 1) ?? -1;
+      const i = h.series.streamClients?.indexOf(1) ?? -1;
       return i >= 0 ? (h.times[i] as number) : undefined;
     }, 'a sample with the stream client');
     const res = await t.post('/api/proposals/generate', { project: 'harbor-lights', shotId: 'flood2000' });

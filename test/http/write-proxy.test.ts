@@ -4,7 +4,7 @@
  * to the upstream's URL.
  */
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allEvents, waitFor } from '../helpers/events.js';
 import { rawRequest } from '../helpers/raw.js';

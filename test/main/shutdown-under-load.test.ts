@@ -212,7 +212,9 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
 
   // Event streams: three readers and one client that never reads.
   const readers = ['', 'scopePrefix=engine/generation', 'scopePrefix=chat/proposals'].map((q) => new SseClient(`${svc.url}/api/events/stream${q ? `?${q}` : ''}`));
-  onCleanup(() => readers.forEach((c) => c.close()));
+  onCleanup(() => {
+    for (const c of readers) c.close();
+  });
   const stalled = net.connect(svc.port, '127.0.0.1');
   onCleanup(() => stalled.destroy());
   stalled.write('GET /api/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');

@@ -80,7 +80,7 @@ describe('GET /api/ready on a running service', () => {
     const other = new Database(path.join(t.stateDir, 'console-state.db'));
     other.pragma('busy_timeout = 0');
     other.exec('BEGIN IMMEDIATE');
-    let r;
+    let r: Awaited<ReturnType<typeof ready>>;
     try {
       r = await ready(t.url);
     } finally {

@@ -263,7 +263,7 @@ describe('event log: segment tables', () => {
              CREATE INDEX event_segment_1_proposal ON event_segment_1 (proposal_id) WHERE proposal_id IS NOT NULL`);
     const insert = db.prepare(`INSERT INTO event_segment_1 (id, severity, scope, proposal_id, data) VALUES (?, 'info', 's', ?, '{}')`);
     const owners = ['gen_aaaaaaaaaaaa', null, 'gen_bbbbbbbbbbbb', 'gen_aaaaaaaaaaaa', 'gen_bbbbbbbbbbbb', null, 'gen_aaaaaaaaaaaa'];
-    owners.forEach((p, i) => insert.run(i + 1, p));
+    for (const [i, p] of owners.entries()) insert.run(i + 1, p);
     const log = new EventLog(db, 1000);
     expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_segment_1'`).all()).toEqual([]);
     const runs = () => db.prepare(`SELECT proposal_id, first_id, last_id FROM event_segment_1_runs ORDER BY first_id`).raw().all();
@@ -325,7 +325,7 @@ describe('event log: a caller transaction that rolls back', () => {
 });
 
 describe('event log: reads filtered by severity and scope', () => {
-  const SEVERITIES = ['info', 'success', 'failure', 'warning', 'fallback'] as const;
+  const _SEVERITIES = ['info', 'success', 'failure', 'warning', 'fallback'] as const;
   const SCOPES = ['engine/generation', 'engine', 'engine/memory', 'chat/proposals', 'chat/slash', 'test/é/x', 'engine/generation2'];
 
   /** A log of 200,000 events over four segments, and every row as JS keeps it, for comparison. */

@@ -84,7 +84,9 @@ async function round(point: CrashPoint): Promise<Round> {
   const first = await startServiceProcess(store, env, onCleanup);
 
   const clients = FILTERS.map((q) => new SseClient(`${first.url}/api/events/stream${q ? `?${q}` : ''}`));
-  onCleanup(() => clients.forEach((c) => c.close()));
+  onCleanup(() => {
+    for (const c of clients) c.close();
+  });
   for (const c of clients) await c.until((s) => s.frames.length > 0, 'the retry frame');
 
   const accepted = await Promise.all(

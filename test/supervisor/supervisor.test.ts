@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
-import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
+import type { BusEvent } from '../../src/bus/event.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import { HousekeepingThread } from '../../src/process/index.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
@@ -99,7 +99,11 @@ it('cancels a running job: SIGTERM to its tree, the exit as a failure with cance
   // which on a loaded machine took longer than 500 ms, and the SIGKILL came first.
   const sup = supervisor(fixture('forever.mjs'), { killGraceMs: 60_000 });
   const job = await sup.start(REQ);
-  await waitFor(() => (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready ')) ? true : (bus.flush(), undefined)), 'the tool ready');
+  await waitFor(() => {
+    if (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready '))) return true;
+    bus.flush();
+    return undefined;
+  }, 'the tool ready');
   expect(await sup.cancel(job.proposalId)).toMatchObject({ state: 'running', cancelRequested: true });
   await waitFor(() => (sup.runningCount === 0 ? true : undefined), 'the exit');
   expect(await sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true });
@@ -108,7 +112,11 @@ it('cancels a running job: SIGTERM to its tree, the exit as a failure with cance
 it('keeps a final state the database refuses, serves it, and stores it by the retry', async () => {
   const sup = supervisor(fixture('forever.mjs'));
   const job = await sup.start(REQ);
-  await waitFor(() => (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready ')) ? true : (bus.flush(), undefined)), 'the tool ready');
+  await waitFor(() => {
+    if (ofJob(job.proposalId).some((e) => e.summary.startsWith('ready '))) return true;
+    bus.flush();
+    return undefined;
+  }, 'the tool ready');
   db.pragma('query_only = ON'); // every write refused from now on, as a full disk would
   try {
     await sup.cancel(job.proposalId);

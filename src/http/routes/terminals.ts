@@ -139,7 +139,7 @@ export function terminalRoutes(api: Api, { terminals }: AppDeps): void {
     handler: async ({ res, query }) => {
       const id = checkId('project_id', query.projectId);
       const t = await terminals.get(id);
-      if (!t || t.state !== 'running') throw new TerminalNotRunningError(id);
+      if (t?.state !== 'running') throw new TerminalNotRunningError(id);
       res.json({ projectId: t.projectId, cwd: t.cwd, command: t.command, port: t.port, url: t.url, startedAt: t.startedAt, pid: t.pid });
     },
   });

@@ -47,4 +47,5 @@ export default Database;
 export const SQLITE_BINDING: string = `better-sqlite3 ${(require(`${SQLITE_PACKAGE}/package.json`) as { version: string }).version}`;
 
 export type Db = BetterSqlite3.Database;
+// biome-ignore lint/complexity/noBannedTypes: the constraint of better-sqlite3's own Statement type, which this names.
 export type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
