@@ -36,7 +36,7 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
   );
 }
 
-/** pino-pretty's stream, loaded only for LOG_FORMAT=pretty: it costs about 10 MB of memory JSON logs never use. */
+/** pino-pretty's stream, loaded only for LOG_FORMAT=pretty: JSON logs never pay its memory. */
 function pretty(destination: DestinationStream | undefined): DestinationStream {
   const { build: prettyStream } = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   return prettyStream({
