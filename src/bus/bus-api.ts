@@ -1,8 +1,5 @@
-/**
- * What the service's parts need from the event bus (spec: What the service does; api-decisions.md, Events),
- * implemented by {@link EventBus} (bus.ts, SQLite) and ClusterBus (cluster-bus.ts, PostgreSQL; cluster.md,
- * Events). Reads may be asynchronous (the cluster's are); callers await them.
- */
+// What the service needs from the event bus (api-decisions.md, "Events"), implemented by EventBus (bus.ts,
+// SQLite) and ClusterBus (cluster-bus.ts; cluster.md, "Events"), whose reads are asynchronous.
 import type { BusEvent, EventFilter, EventInput } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import type { StorageOutage } from './storage-outage.js';
@@ -14,10 +11,7 @@ export type BusSubscriber = (batch: readonly EventRow[]) => void;
 export interface Bus {
   /** Publishes one event, synchronously, from any main-thread code; never throws for the database (held and retried). */
   publish(input: EventInput): void;
-  /**
-   * Publishes one event and stores it before resolving, for answers that carry its id.
-   * @throws the state database's error; the event is then withdrawn (never stored nor delivered).
-   */
+  /** Publishes one event and stores it before resolving (answers carry its id). @throws the database's error; the event is withdrawn. */
   publishStored(input: EventInput): BusEvent | Promise<BusEvent>;
   /** Adds a subscriber that receives exactly the events after `headId`, so callers replay up to it and lose nothing. */
   subscribe(sub: BusSubscriber): { headId: number; unsubscribe: () => void };
@@ -32,10 +26,7 @@ export interface Bus {
   readonly storageOutage: Readonly<StorageOutage> | null;
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]>;
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]>;
-  /**
-   * Tells `fn` of each job whose event the log dropped because the job is no longer `running` (another
-   * instance judged this one dead); the supervisor then stops it without publishing more.
-   */
+  /** Tells `fn` of each job whose event was dropped as it is no longer `running` (judged dead elsewhere); the supervisor stops it. */
   onFenced(fn: (proposalId: string) => void): void;
   /** Stores what is queued, where the back end can (best effort before shutdown steps). */
   flush(): void;

@@ -1,11 +1,6 @@
-/**
- * The in-process event bus on SQLite (api-decisions.md, Events). `publish` assigns `id` and `ts` and
- * queues; the queue is stored in one transaction, then delivered as one batch. Flushes are at least
- * `flushIntervalMs` apart: a flush per turn while many jobs print costs a transaction and a socket write
- * per stream client for a handful of events. While the database refuses events nothing unstored is
- * delivered: events are held (bounded), retried every `retryMs`, and an event in `service/state` reports
- * the outage once storing works again.
- */
+// The in-process event bus on SQLite (api-decisions.md, "Events"): the queue is stored in one transaction, then
+// delivered as one batch, flushes at least `flushIntervalMs` apart. Nothing unstored is delivered: while the
+// database refuses events they are held (bounded) and retried (storage-outage.ts).
 import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
 import { EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
@@ -26,7 +21,7 @@ export interface EventBusOptions {
   readonly retryMs?: number;
   readonly onStorageState?: StorageStateListener;
   readonly onCount?: PublishCounter;
-    /** Least time between flushes of a small queue, ms (default 0); a flush after a quiet period is never delayed. */
+  /** Least time between flushes of a small queue, ms (default 0); a flush after a quiet period is never delayed. */
   readonly flushIntervalMs?: number;
 }
 
@@ -70,17 +65,14 @@ export class EventBus implements Bus {
     return this.retry.outage;
   }
 
-  /**
-   * Publishes one event; see {@link Bus.publish}.
-   * @returns the event as it will be stored, with its `id` (decimal string) and `ts`.
-   */
+  /** See {@link Bus.publish}; @returns the event as it will be stored, with its `id` and `ts`. */
   publish(input: EventInput): BusEvent {
     const { event, row } = this.make(input);
     this.pending.push(row);
     this.onCount(row.severity, 1);
     if (this.closed || this.pending.length >= FLUSH_BATCH) {
-        // Late events during shutdown are stored at once; a huge turn flushes every FLUSH_BATCH so
-        // the rows die young instead of reaching the old generation. While stores fail only the retry tries.
+      // Late events during shutdown are stored at once; a huge turn flushes every FLUSH_BATCH so
+      // the rows die young instead of reaching the old generation. While stores fail only the retry tries.
       if (this.retry.outage === null || this.closed) this.tryFlush();
     } else {
       this.scheduleFlush();
@@ -96,10 +88,8 @@ export class EventBus implements Bus {
     else setTimeout(this.flushTick, wait);
   }
 
-  /**
-   * Publishes one event and stores it before returning.
-   * @throws the state database's error; the event is withdrawn (its id never reused) and events queued before it stay held.
-   */
+  /** Publishes one event and stores it before returning.
+   * @throws the state database's error; the event is withdrawn (its id never reused) and events queued before it stay held. */
   publishStored(input: EventInput): BusEvent {
     const event = this.publish(input);
     try {
@@ -118,11 +108,8 @@ export class EventBus implements Bus {
     return event;
   }
 
-  /**
-   * Stores `inputs` inside the caller's open transaction, after every queued event (ids stay in stored
-   * order), delivering nothing yet, so a write and its events commit together. Call {@link settle} after.
-   * @throws the state database's error (queued events are queued again; the caller must roll back).
-   */
+  /** Stores `inputs` in the caller's transaction after every queued event, delivering nothing until {@link settle}.
+   * @throws the state database's error (queued events are queued again; the caller must roll back). */
   stage(inputs: readonly EventInput[]): StagedEvents {
     const carried = this.pending;
     this.pending = [];
@@ -140,10 +127,7 @@ export class EventBus implements Bus {
     return { events: made.map((m) => m.event), rows, carried, kept };
   }
 
-  /**
-   * Ends a {@link stage}: committed, events are counted and delivered (carried ones first); rolled back, the
-   * carried events are queued again, the write's own are gone, and the log re-reads the database.
-   */
+  /** Ends a {@link stage}: committed, delivers (carried events first); rolled back, queues the carried events again. */
   settle(staged: StagedEvents, committed: boolean): void {
     if (!committed) {
       this.log.resync();
@@ -181,10 +165,7 @@ export class EventBus implements Bus {
     return { event, row: { ...row, guard: input.guard } };
   }
 
-  /**
-   * Adds a subscriber after flushing what was published, so it receives exactly the events after the
-   * returned `headId`: callers replay up to it from the database and lose or duplicate nothing.
-   */
+  /** See {@link Bus.subscribe}; flushes first. */
   subscribe(sub: BusSubscriber): { headId: number; unsubscribe: () => void } {
     // Events not storable now reach the subscriber once stored: after its replay, whose ids are all smaller.
     this.tryFlush();
@@ -202,7 +183,6 @@ export class EventBus implements Bus {
     return this.lastId;
   }
 
-  /** Events published and not stored yet (queued, or held while the database refuses them). */
   get backlog(): number {
     return this.pending.length;
   }
@@ -228,10 +208,7 @@ export class EventBus implements Bus {
     if (this.retry.outage === null) this.tryFlush();
   };
 
-  /**
-   * Stores queued events and delivers them, now.
-   * @throws the state database's error; nothing is delivered and the events stay held for the retry.
-   */
+  /** Stores and delivers queued events now. @throws the database's error; the events stay held for the retry. */
   flush(): void {
     this.store(0);
   }

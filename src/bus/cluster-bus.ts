@@ -1,11 +1,6 @@
-/**
- * The event bus of cluster mode (cluster.md, Events). Once per turn the queue is appended to the shared
- * log in one transaction, which assigns ids in commit order; appends run one at a time, so an instance's
- * events keep their publish order. Delivery reads the log after the head, in id order with no gap; own
- * appends that directly follow the head are delivered without reading back. Woken by own appends,
- * NOTIFY ({@link ClusterBus.wake}) and a `pollMs` poll for notifications missed while listening was down.
- * While the database refuses appends, events are held (storage-outage.ts) and appended in order later.
- */
+// The event bus of cluster mode (cluster.md, "Events"). Each turn the queue is appended to the shared log in one
+// transaction (ids in commit order; one append at a time keeps publish order). Delivery reads after the head, in id
+// order with no gap, woken by own appends, NOTIFY and a `pollMs` poll for missed notifications.
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
 import type { EventRow } from './local-event-log.js';

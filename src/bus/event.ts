@@ -12,10 +12,7 @@ export interface EventInput {
   readonly summary: string;
   readonly detail?: string | null;
   readonly payload?: Readonly<Record<string, unknown>>;
-  /**
-   * The proposal the event is about when its payload has no `proposal_id` (a job's line events, payload
-   * fixed to `{ source }`); stored for the `proposalId` filter, never served.
-   */
+  /** The proposal the event is about when its payload has no `proposal_id` (job line events); for the filter, never served. */
   readonly proposalId?: string;
   /** The job state the event commits with, or the event is dropped (cluster.md, "Under faults"). Never served. */
   readonly guard?: JobGuard;
@@ -36,10 +33,9 @@ export interface JobEnd {
 }
 
 /**
- * What an event about a job commits with, so a job's state and its events never disagree (cluster.md,
- * "Under faults"). With `end`, the final state is written with the event, only over `running` (lost stays
- * lost), else the event is dropped. Without `end`, on PostgreSQL the event is stored only while the job is
- * `running`, and the bus reports it fenced otherwise; SQLite's single instance has nobody to fence it.
+ * What a job's event commits with, so the job's state and events never disagree (cluster.md, "Under faults"): with
+ * `end`, the final state is written only over `running`, else the event is dropped; without, on PostgreSQL it is
+ * stored only while the job is `running` (else fenced).
  */
 export interface JobGuard {
   readonly job: string;

@@ -17,10 +17,7 @@ export interface EventRow {
 export interface LocalEventLog {
   /** The next id, never handed out before (also across restarts). */
   takeId(): number;
-  /**
-   * Stores rows (ids ascending) in one transaction with their job ends; a row whose job is no longer running is dropped.
-   * @returns null when every row was stored, else the rows stored.
-   */
+  /** Stores rows (ids ascending) with their job ends in one transaction, dropping those of jobs not running; @returns null if all stored, else those stored. */
   append(rows: readonly EventRow[]): readonly EventRow[] | null;
   /** Re-reads what the database holds after a rolled-back transaction that appended rows. */
   resync(): void;

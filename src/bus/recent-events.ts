@@ -1,12 +1,6 @@
-/**
- * The newest stored events in memory, for event stream replays (api-decisions.md, Events: `Last-Event-ID`):
- * clients dropped as slow reconnect far behind, and replaying from SQLite on the main thread took a
- * quarter of it (bench/RESULTS.md). Every stored event after {@link floor}, up to the newest delivered, is
- * kept in id order, so a page here equals the database's; oldest pages go first past the bounds.
- * Frames are UTF-8 in fixed pages outside the JS heap, so memory is what the bound says and each event is
- * encoded once for replay and fan-out ({@link lastFrames}). Dropped pages are reused (up to
- * {@link SPARE_PAGES}): left to the collector they stayed allocated and added tens of MB over the bound.
- */
+// The newest stored events in memory, so `Last-Event-ID` replays need not read SQLite on the main thread. Every
+// event after {@link floor} is kept in id order (a page equals the database's), as UTF-8 frames in fixed pages
+// outside the JS heap, reused rather than collected, so memory stays within the bound.
 import { passes, type EventFilter, type Severity } from './event.js';
 import type { EventRow } from './local-event-log.js';
 

@@ -1,10 +1,6 @@
-/**
- * Server-Sent Events delivery of bus events (api-decisions.md, "Event stream"): a `retry:` line, a replay
- * after `Last-Event-ID`/`sinceId`, then live frames; live frames arriving during the replay are held, so
- * there is no gap and no duplicate. A client past its queue bound is disconnected (it can resume): the bus
- * never waits for it. Each batch is encoded once and sliced per filter, the total queued bytes and open
- * streams are bounded, and database replays run a few at a time, so a burst of resumes cannot hold the main thread.
- */
+// Server-Sent Events delivery of bus events (api-decisions.md, "Event stream"): a
+// `retry:` line, a replay after `Last-Event-ID`, then live frames (held during the replay: no gap, no duplicate).
+// A client past its queue bound is dropped (it can resume), so the bus never waits for one.
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Bus } from './bus.js';
@@ -63,11 +59,7 @@ function framesOf(rows: readonly EventRow[], sinceId: number): { frames: string;
 
 const isEverything = (f: EventFilter): boolean => f.severities === null && f.scopePrefix === null && f.proposalId == null;
 
-/**
- * Owns every open stream: the one bus subscription they share, one heartbeat timer for all,
- * counts, and shutdown. Each flush of the bus is framed once per distinct filter: one shared
- * buffer written as is to every client with that filter.
- */
+/** Owns every open stream: one shared bus subscription and heartbeat, counts, shutdown; each batch is framed once per filter. */
 export class SseHub {
   /** Clients receiving live frames (a client joins once its replay point is fixed). */
   private readonly live = new Set<SseClient>();
@@ -78,11 +70,8 @@ export class SseHub {
   private droppedOverTotal = 0;
   private refusedTotal = 0;
   private refusedPerAddress = 0;
-  /** Open streams by remote address. */
   private readonly perAddress = new Map<string, number>();
-  /** Turns for replays that read the database. */
   private readonly replays: Turns;
-  /** Event frames handed to clients, live and replayed (one per event per client). */
   private deliveredFrames = 0;
   /** The newest stored events, which replays read before the database. */
   private readonly recent: RecentEvents;
@@ -106,8 +95,7 @@ export class SseHub {
   private fanOut(batch: readonly EventRow[]): void {
     this.recent.add(batch);
     if (this.live.size === 0) return;
-    // The batch's frames, encoded once for every client: the replay memory's bytes when it
-    // keeps them, else made here. Each filter gets slices of them, never a copy.
+    // Encoded once for every client (the replay memory's bytes when kept); each filter gets slices, never a copy.
     let shared: Buffer | undefined;
     let ends: readonly number[] = [];
     const byFilter = new Map<string, { readonly chunks: readonly Buffer[]; readonly count: number }>();
@@ -142,10 +130,7 @@ export class SseHub {
     return { shared: Buffer.from(text, 'utf8'), ends };
   }
 
-  /**
-   * Keeps the bytes queued for all clients within CONSOLE_SSE_TOTAL_QUEUE_BYTES: past it, the
-   * clients with the most queued (the slowest) are dropped, as a slow client is, until it holds.
-   */
+  /** Past CONSOLE_SSE_TOTAL_QUEUE_BYTES queued in all, drops the clients with the most queued until it holds. */
   private boundTotal(): void {
     let total = 0;
     for (const c of this.clients) total += c.queued;
@@ -159,10 +144,7 @@ export class SseHub {
     }
   }
 
-  /**
-   * Whether a stream from `address` may open now (a HEAD opens none): refused at the bound on
-   * streams in all, or on those of one address. Counted when refused.
-   */
+  /** Null when a stream from `address` may open, else which bound refuses it (counted). */
   admit(address: string): SseRefusal | null {
     if (this.clients.size >= this.options.maxStreams) {
       this.refusedTotal++;
@@ -195,9 +177,8 @@ export class SseHub {
   }
 
   /**
-   * Starts a stream on `res` (headers are written here). A HEAD request gets the stream's
-   * headers and no body at once, and is not a subscriber (issue 10, item 7): Node writes no
-   * body for HEAD, so an endless stream would hold it forever without sending even the headers.
+   * Starts a stream on `res`. A HEAD gets the headers and no body at once: Node writes no body for HEAD,
+   * so an endless stream would hold it without sending even the headers.
    * @param sinceId resume point: events with a greater id are replayed first; null for live only.
    * @param address the client's remote address (counted against its bound; {@link admit} first).
    */
@@ -233,7 +214,6 @@ export class SseHub {
     client.start(sinceId, headId);
   }
 
-  /** Number of open streams. */
   get size(): number {
     return this.clients.size;
   }
@@ -248,10 +228,7 @@ export class SseHub {
     return this.droppedSlow;
   }
 
-  /**
-   * Event frames handed to stream clients since start-up, live and replayed: one per event per
-   * client (the figure "events delivered" of the history and `console_sse_events_delivered_total`).
-   */
+  /** Event frames handed to clients since start-up, one per event per client (`console_sse_events_delivered_total`). */
   get delivered(): number {
     return this.deliveredFrames;
   }
@@ -265,10 +242,7 @@ export class SseHub {
   }
 }
 
-/**
- * The frames of `batch` (encoded in `shared`, event `i` ending at `ends[i]`) that pass `filter`,
- * as slices of `shared`: one per run of consecutive passing events.
- */
+/** The frames of `batch` passing `filter`, as slices of `shared` (event `i` ends at `ends[i]`), one per run. */
 function slicesFor(filter: EventFilter, batch: readonly EventRow[], shared: Buffer, ends: readonly number[]): { chunks: Buffer[]; count: number } {
   const chunks: Buffer[] = [];
   let count = 0;
@@ -318,11 +292,8 @@ class SseClient {
   private held: Buffer[] = [];
   private heldBytes = 0;
   private closed = false;
-  /**
-   * Ids at or below this are never sent (0: no floor). Set when a client resumes from an id this
-   * instance has not delivered yet (cluster mode: another instance delivered further, or this
-   * one's head trails after an outage): the live events up to it are ones the client has.
-   */
+  /** Ids at or below this are never sent (0: none): a client resumed from an id this instance has not
+   * delivered yet (cluster mode), so the live events up to it are ones the client has. */
   private floor = 0;
 
   constructor(
@@ -352,11 +323,8 @@ class SseClient {
     this.replay(sinceId, headId).catch(() => this.close('client'));
   }
 
-  /**
-   * Writes stored events in (sinceId, headId], page by page, honouring socket back-pressure and
-   * yielding to the event loop between pages; pages read from the database take a turn (Turns),
-   * so a burst of resumes from far back reads a few at a time.
-   */
+  /** Writes stored events in (sinceId, headId] page by page, honouring back-pressure and yielding between pages;
+   * database pages take a turn, so a burst of resumes reads a few at a time. */
   private async replay(sinceId: number, headId: number): Promise<void> {
     let cursor = sinceId;
     let turn: (() => void) | null = null;

@@ -26,24 +26,15 @@ export function outageEvent(outage: Readonly<StorageOutage>, until: string): Eve
   };
 }
 
-/**
- * The bus's side of an outage: the period, the bound on held events and the retry timer
- * (README, "Events"). The bus keeps the queue; this trims it past the bound and schedules the
- * next attempt.
- */
+/** The bus's side of an outage: the period, the bound on held events (the bus keeps the queue) and the retry timer. */
 export class StorageRetry {
-  /** Set while the state database refuses events. */
   private period: StorageOutage | null = null;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   /** The period's report is queued as the retry's attempt ({@link attemptReport}). */
   private reportQueued = false;
 
-  /**
-   * @param maxUnstored bound on the events held while they cannot be stored (the oldest go past it).
-   * @param retryMs time between attempts to store them.
-   * @param retry the attempt (the bus's flush that swallows its failure).
-   */
+  /** @param maxUnstored bound on held events (the oldest go past it). @param retry the attempt, every `retryMs`. */
   constructor(
     private readonly maxUnstored: number,
     private readonly retryMs: number,
@@ -56,10 +47,8 @@ export class StorageRetry {
     return this.period;
   }
 
-  /**
-   * A store failed: opens or extends the period, drops the oldest held events past the bound
-   * (from `held`, in place; its `spare` newest do not count), schedules the next attempt.
-   */
+  /** A store failed: opens or extends the period, drops the oldest of `held` past the bound (in place; its `spare`
+   * newest do not count), schedules the next attempt. */
   failed(err: unknown, held: unknown[], spare = 0): void {
     const error = err instanceof Error ? err.message : String(err);
     const first = this.period === null;
@@ -85,10 +74,8 @@ export class StorageRetry {
   }
 
   /**
-   * For a retry that finds nothing held (the events that failed were refused stored publishes,
-   * withdrawn): the period's report, to store as the attempt. Without it the period would never
-   * end, and events published later would wait for a timer that is no longer set.
-   * @returns the report to publish, or null when there is no period or its report is queued.
+   * For a retry that finds nothing held (only refused, withdrawn publishes failed): the period's report, stored as the
+   * attempt, else the period would never end. @returns null when there is no period or its report is queued.
    */
   attemptReport(): EventInput | null {
     if (this.period === null || this.reportQueued) return null;
@@ -96,11 +83,7 @@ export class StorageRetry {
     return outageEvent(this.period, new Date().toISOString());
   }
 
-  /**
-   * Storing works again: ends the period.
-   * @returns the event that reports it (to publish), or null when there was no period or its
-   *   report was stored as the attempt ({@link attemptReport}).
-   */
+  /** Storing works again: ends the period. @returns its report to publish; null if no period or reported as the attempt. */
   recovered(): EventInput | null {
     const outage = this.period;
     if (outage === null) return null;

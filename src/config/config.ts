@@ -57,7 +57,6 @@ export interface Config {
     readonly maxRunning: number;
     readonly retryAfterSeconds: number;
     readonly killGraceMs: number;
-    /** Longer output lines are cut to it, bytes. */
     readonly lineMaxBytes: number;
     readonly historySize: number;
     /** CONSOLE_JOB_NICE, 0..19; 0 leaves jobs at the service's. */
@@ -98,43 +97,41 @@ export interface Config {
   readonly http: {
     readonly maxBodyBytes: number;
   };
-  /** How store files are read (src/engine/read-store-file.ts). */
   readonly store: {
-      /** A larger store file is a 422, never read. */
+    /** A larger store file is a 422, never read. */
     readonly fileMaxBytes: number;
     readonly jsonMaxDepth: number;
-      /** Ceiling on one store read in the worker pool; past it, 503. */
+    /** Ceiling on one store read in the worker pool; past it, 503. */
     readonly readTimeoutMs: number;
-      /** Inotify watch; off on a network share, where the kernel hears no other machine's writes. */
+    /** Inotify watch; off on a network share, where the kernel hears no other machine's writes. */
     readonly watch: boolean;
   };
   readonly consoleState: {
     readonly clicksPerProject: number;
     readonly clicksMaxTotal: number;
-      /** One corrupt workspace blob report's JSON size; past it, 413. */
+    /** One corrupt workspace blob report's JSON size; past it, 413. */
     readonly workspaceReportMaxBytes: number;
   };
   readonly cors: {
-      /** Exact origins allowed cross-origin (spec: Cross-cutting behaviour). */
+    /** Exact origins allowed cross-origin (spec: Cross-cutting behaviour). */
     readonly origins: readonly string[];
   };
   /** CONSOLE_ALLOWED_HOSTS: `Host` values served besides loopback, canonical (canonicalHost), alone (any port) or with `:port`. */
   readonly allowedHosts: readonly string[];
   /** Cluster mode (cluster.md). */
   readonly cluster: {
-      /** The PostgreSQL state store; null: the embedded SQLite database. */
+    /** The PostgreSQL state store; null: the embedded SQLite database. */
     readonly databaseUrl: string | null;
     readonly connectTimeoutMs: number;
-      /** Null: `<host name>:<port>`, known once the service listens. */
+    /** Null: `<host name>:<port>`, known once the service listens. */
     readonly instanceId: string | null;
     readonly instanceTimeoutMs: number;
     readonly heldEventsMax: number;
     readonly storeRevalidateMs: number;
-      /** Where other instances reach this one (the history route reads there); null: `http://<HOST>:<PORT>`. */
+    /** Where other instances reach this one (the history route reads there); null: `http://<HOST>:<PORT>`. */
     readonly instanceUrl: string | null;
   };
   readonly history: {
-      /** 15 minutes of samples are kept. */
     readonly sampleMs: number;
   };
   readonly logLevel: LogLevel;
@@ -152,10 +149,7 @@ export const SERVICE_ONLY_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', '
 
 const SECRET_VARIABLES: readonly string[] = ['CONSOLE_API_TOKEN', 'CONSOLE_DATABASE_URL'];
 
-/**
- * Secret values of an environment for the log scrubber: CONSOLE_API_TOKEN and CONSOLE_DATABASE_URL's credentials
- * (password, parameters named like one). Best effort on an environment that does not parse.
- */
+/** Secret values for the log scrubber: CONSOLE_API_TOKEN, and CONSOLE_DATABASE_URL's password and password-like parameters. */
 export function secretsOf(env: NodeJS.ProcessEnv): string[] {
   const out: string[] = [];
   const token = env.CONSOLE_API_TOKEN?.trim();
@@ -173,13 +167,11 @@ export function secretsOf(env: NodeJS.ProcessEnv): string[] {
   return out.filter((x) => x.length > 0);
 }
 
-/** Variables whose parsed value differs from the default's, as given (trimmed), secrets as `(set)`. */
 function nonDefaultSettings(env: NodeJS.ProcessEnv, parsed: Record<string, unknown>): Record<string, string> {
   const defaults = envSchema.parse({}) as Record<string, unknown>;
   const out: Record<string, string> = {};
   for (const name of Object.keys(envSchema.shape)) {
     const given = env[name];
-    // Blank means unset (TTYD_HOST, CONSOLE_API_TOKEN, SERVICE_WRITE_UPSTREAM).
     if (given === undefined || given.trim() === '' || JSON.stringify(parsed[name]) === JSON.stringify(defaults[name])) continue;
     out[name] = SECRET_VARIABLES.includes(name) ? '(set)' : given.trim();
   }
@@ -187,9 +179,7 @@ function nonDefaultSettings(env: NodeJS.ProcessEnv, parsed: Record<string, unkno
 }
 
 /**
- * Parses the service configuration from an environment object (normally `process.env`).
- * @param env variables by name; unknown names are ignored.
- * @param cwd base for relative paths in the environment.
+ * Parses the configuration from `env` (normally `process.env`; unknown names ignored), relative paths against `cwd`.
  * @throws ConfigError naming every variable with a bad value.
  */
 export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()): Config {

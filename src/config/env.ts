@@ -54,24 +54,16 @@ const url = z
   });
 
 
-/**
- * One CONSOLE_ALLOWED_HOSTS entry in its canonical form, as {@link Config.allowedHosts} holds
- * it: a host name, IPv4 address or bracketed IPv6 address, optionally `:port`.
- * @returns null for an entry that is not such a host.
- */
+/** One CONSOLE_ALLOWED_HOSTS entry (host name, IPv4 or [IPv6], optional `:port`) in canonical form; null if not a host. */
 export function canonicalHost(entry: string): { host: string; port: number | null } | null {
-  // Only the characters of a host and port: no userinfo, path or percent-encoding, which the
-  // URL parser below would otherwise accept and strip or decode. `_` is not in RFC 1123 host
-  // names, but it is in names that container networks resolve (a Compose service), and
-  // browsers send it.
+  // No userinfo, path or %-encoding (the URL parser would strip or decode them); `_` for container network names.
   const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(entry);
   if (!m) return null;
   const port = m[2] === undefined ? null : Number(m[2]);
   if (port !== null && port > 65535) return null;
   let host: string;
   try {
-    // The WHATWG parser gives the form a browser puts in Host: lower case, IPv4 in dotted
-    // decimal, IPv6 compressed.
+    // The WHATWG parser gives the form a browser puts in Host (lower case, dotted IPv4, compressed IPv6).
     host = new URL(`http://${m[1] as string}/`).hostname;
   } catch {
     return null;
@@ -94,10 +86,7 @@ function parseAllowedHosts(s: string, ctx: z.RefinementCtx): string[] {
   return out;
 }
 
-/**
- * TTYD_COMMAND: a JSON array of strings (`["node","/path with space/x.mjs"]`), or words
- * separated by white space (no quoting: nothing here goes through a shell).
- */
+/** TTYD_COMMAND: a JSON array of strings, or words split on white space (no quoting: no shell runs it). */
 function parseCommand(s: string, ctx: z.RefinementCtx): string[] {
   if (s.startsWith('[')) {
     try {
@@ -126,7 +115,7 @@ function parsePortRange(s: string, ctx: z.RefinementCtx): { first: number; last:
 
 const defaultThreads = Math.max(1, Math.min(4, os.availableParallelism() - 1));
 
-/** Every variable the service reads, with its default. Documented in README's configuration table. */
+/** Every variable the service reads, with its default. */
 export const envSchema = z.object({
   PORT: int(0, 65535).default(8431),
   HOST: nonEmpty.default('127.0.0.1'),
@@ -161,7 +150,7 @@ export const envSchema = z.object({
   CONSOLE_EVENT_RETENTION: int(100, 100_000_000).default(200_000),
   // Below the 100,000 events the bus holds at most while stores fail (past those it drops).
   CONSOLE_EVENT_BACKLOG_MAX: int(1000, 50_000).default(10_000),
-  // A flush per turn cost a transaction and a write per stream client for a few events.
+  // Batches events: a flush costs a transaction and a write per stream client.
   CONSOLE_EVENT_FLUSH_INTERVAL_MS: int(0, 1000).default(5),
   CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
@@ -201,7 +190,7 @@ export const envSchema = z.object({
   CONSOLE_HELD_EVENTS_MAX: int(1000, 100_000_000).default(100_000),
   CONSOLE_STORE_REVALIDATE_MS: int(100, 3_600_000).default(2000),
   CONSOLE_INSTANCE_URL: url.optional(),
-  // At 100 ms the 15-minute window is 9,001 samples of 15 figures: about 1 MB, still bounded.
+  // At 100 ms the 15-minute window is still only about 1 MB.
   CONSOLE_HISTORY_SAMPLE_MS: int(100, 60_000).default(5000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),

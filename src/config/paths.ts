@@ -1,5 +1,4 @@
-// Where the service's own files are. Only src/main reads these and hands them on, so no module reaches
-// back into src/main for its location.
+// Where the service's own files are; only src/main reads these and hands them on.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,4 @@
-// Clicks (api-decisions.md, "Service routes with partial shape", Clicks), a persisted ring buffer per
-// project. They emit no event: high-rate telemetry would drown the bus.
+// Clicks (api-decisions.md, "Service routes with partial shape"), a ring buffer per project; no events, which they would drown.
 import type { ClickRecord, ClickStore } from '../state/state-store.js';
 import { nowIso } from './now.js';
 

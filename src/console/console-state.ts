@@ -23,7 +23,7 @@ export class ConsoleState {
   private constructor(
     readonly fallbacks: FallbackCounter,
     readonly proposals: ProposalDesk,
-  /** Also the engine store's take-state source (as `memory` is its memory-toggle source). */
+    /** Also the engine store's take-state source (as `memory` is its memory-toggle source). */
     readonly takes: TakeStateBook,
     readonly memory: MemoryToggles,
     readonly clicks: ClickLog,
@@ -31,10 +31,7 @@ export class ConsoleState {
     readonly selection: Selections,
   ) {}
 
-  /**
-   * Reads the take states and memory toggles again (cluster mode: another instance changed them). Calls
-   * while one runs share it and trigger one more pass, so the last change is always read.
-   */
+  /** Reads take states and memory toggles again (cluster mode); a call during a pass shares it and adds one more, so the last change is read. */
   reload(): Promise<void> {
     if (this.reloading) {
       this.reloadAgain = true;
@@ -56,10 +53,7 @@ export class ConsoleState {
   private reloading: Promise<void> | undefined;
   private reloadAgain = false;
 
-  /**
-   * Loads the recorded take states and toggles and builds the console's services over them.
-   * @throws the state store's errors (src/state/errors.ts).
-   */
+  /** Loads the recorded take states and toggles and builds the services over them. @throws the state store's errors. */
   static async open(state: StateCommitter, opts: ConsoleStateOptions): Promise<ConsoleState> {
     const store = state.store;
     const fallbacks = new FallbackCounter(store.fallbacks, opts.registries.fallbacks);

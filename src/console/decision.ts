@@ -1,5 +1,4 @@
-// The proposal decision table (spec: Proposal decisions; Events, rules 1-4) as one pure function; the
-// caller resolves was_pending atomically and records the outcome.
+// The proposal decision table (spec: Proposal decisions; Events) as a pure function; the caller records it.
 import type { EventInput, Severity } from '../bus/event.js';
 import { SERVICE_ERROR, type ServiceErrorLike } from '../errors/index.js';
 import type { ProposalKind } from '../registry/index.js';
@@ -16,10 +15,7 @@ export const NO_KIND_LABEL = 'Proposal';
 
 export type ConsoleErrorCode = 'invalid_decision';
 
-/**
- * A decision value outside {@link DECISIONS} (Events rule 4, the spec's ValueError), hence a RangeError,
- * marked as a service error; routes validate first, so it is answered 422 only if one slips past.
- */
+/** A decision outside {@link DECISIONS}: the spec's ValueError, so a RangeError marked as a service error (422). */
 export class DecisionValueError extends RangeError implements ServiceErrorLike {
   override name = 'DecisionValueError';
   readonly [SERVICE_ERROR] = true as const;
@@ -31,15 +27,12 @@ export class DecisionValueError extends RangeError implements ServiceErrorLike {
 
 export interface DecisionInput {
   readonly proposalId: string;
-  /** Checked against {@link DECISIONS}. */
   readonly decision: string;
-  /** The kind to evaluate with; null when none. */
   readonly kind: string | null;
   /** Whether the id was pending when this decision claimed it. */
   readonly wasPending: boolean;
   /** Extra payload members; they never replace the four members the spec names. */
   readonly extra?: Readonly<Record<string, unknown>>;
-  /** Scope of the decision event. */
   readonly scope: string;
 }
 
@@ -61,14 +54,9 @@ export function isDecision(value: unknown): value is Decision {
 }
 
 /**
- * Evaluates one decision.
- * - label: the registered label of `kind`; `kind` itself when unregistered; `Proposal` when null.
- * - deferred_execution: true unless `kind` is registered with an executor.
- * - severity: approved success, rejected info, deferred info; `fallback` when not pending,
- *   with the `proposal_id_not_pending` fallback and its event (scope `api/proposals`).
- * - summary `<label> <decision> (<proposal_id>)`; payload proposal_id, decision, kind,
- *   deferred_execution, then the extra members (which cannot replace those four).
- * @param kinds the proposal-kind registry.
+ * Evaluates one decision (spec: Proposal decisions): label registered for `kind`, else `kind`, else `Proposal`;
+ * deferred_execution unless `kind` has an executor; severity by decision, or `fallback` with the
+ * `proposal_id_not_pending` event when not pending; summary `<label> <decision> (<proposal_id>)`.
  * @throws DecisionValueError for a decision value outside approved, rejected, deferred.
  */
 export function evaluateDecision(input: DecisionInput, kinds: readonly ProposalKind[]): DecisionOutcome {

@@ -1,5 +1,4 @@
-// Memory toggles (spec: What the service does; Events table, "memory toggle"); the engine store's
-// {@link MemoryToggleSource}, so `GET /api/memory` shows each entry's last toggle as `enabled`.
+// Memory toggles (spec: Events); the engine store's {@link MemoryToggleSource}, `enabled` in `GET /api/memory`.
 import type { MemoryToggleSource } from '../engine/store.js';
 import type { EventInput } from '../bus/event.js';
 import type { MemoryToggleRecord, StateCommitter } from '../state/state-store.js';
@@ -34,18 +33,14 @@ export class MemoryToggles implements MemoryToggleSource {
     return toggles;
   }
 
-  /**
-   * Reads the toggles again (cluster mode: another instance recorded one); the version changes
-   * when they did. A row read before this instance's own newer commit is skipped: the mirror
-   * never moves backwards. @throws the state store's errors (nothing is changed then).
-   */
+  /** Reads the toggles again (cluster mode); the version changes when they did. @throws the state store's errors. */
   async reload(): Promise<void> {
     let moved = false;
     for (const r of await this.state.store.memoryToggles.list()) moved = this.remember(r) || moved;
     if (moved) this.changes++;
   }
 
-  /** Takes a committed row unless the mirror's is as new; @returns whether it did. */
+  /** Takes a committed row unless the mirror's is as new (it never moves backwards); @returns whether it did. */
   private remember(r: MemoryToggleRecord): boolean {
     if ((this.versions.get(r.entryId) ?? 0) >= r.version) return false;
     this.versions.set(r.entryId, r.version);
@@ -63,11 +58,7 @@ export class MemoryToggles implements MemoryToggleSource {
     return this.current;
   }
 
-  /**
-   * Records a toggle and emits `Memory entry enabled|disabled: <id>` (info) in `scope`.
-   * The caller checks that the entry exists.
-   * @returns the id of the event.
-   */
+  /** Records a toggle and emits its event in `scope`; the caller checks the entry exists. @returns the event id. */
   async toggle(t: { entryId: string; on: boolean; scope: string; extra?: Readonly<Record<string, unknown>> }): Promise<string> {
     const at = nowIso();
     const { result, events } = await this.state.commit(async (tx) => {

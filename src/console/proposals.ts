@@ -1,8 +1,5 @@
-/**
- * Proposals and decisions (spec: Proposal kinds, Proposal decisions; api-decisions.md, "Mutations and
- * lifecycle routes"). was_pending comes from a conditional UPDATE in the transaction that logs the
- * decision, so of any number of decisions on one pending id exactly one finds it pending.
- */
+// Proposals and decisions (spec: Proposal decisions; api-decisions.md, "Mutations and lifecycle routes").
+// was_pending comes from a conditional UPDATE in the decision's transaction, so exactly one decision finds an id pending.
 import { randomBytes } from 'node:crypto';
 import type { ProposalKind } from '../registry/index.js';
 import type { DecisionRecord, ProposalRecord } from '../state/state-store.js';
@@ -76,14 +73,10 @@ export class ProposalDesk {
   }
 
   /**
-   * Records one decision: resolves was_pending and marks the id acted on, logs the decision,
-   * raises `proposal_id_not_pending` when it was not pending, and stores the events (the
-   * fallback event first, then the decision event), all in one transaction.
-   * @throws DecisionValueError for a decision value outside approved, rejected, deferred
-   *   (nothing is recorded).
+   * Records one decision in one transaction: was_pending, the log row, the fallback when not pending, the events (fallback first).
+   * @throws DecisionValueError for a decision value outside approved, rejected, deferred (nothing is recorded).
    */
   async decide(req: DecideRequest): Promise<DecideResult> {
-    // Checked before anything is written, so an invalid value changes nothing.
     if (!isDecision(req.decision)) throw new DecisionValueError(req.decision);
     const at = nowIso();
     const { result, events } = await this.state.commit(async (tx) => {

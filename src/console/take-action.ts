@@ -46,11 +46,7 @@ export function evaluateTakeAction(input: TakeActionInput): TakeActionOutcome {
   };
 }
 
-/**
- * The state a take has after `action`: marked_primary sets primary (the caller clears the
- * shot's other primaries), circled_toggled flips circled, rejected sets rejected; any other
- * action leaves it unchanged.
- */
+/** A take's state after `action` (spec: Take actions); the caller clears the shot's other primaries. */
 export function nextTakeState(s: TakeState, action: string): TakeState {
   switch (action) {
     case 'marked_primary':

@@ -1,7 +1,5 @@
-/**
- * Take actions and the recorded take states (spec: Take actions; api-decisions.md, "Mutations and
- * lifecycle routes"); the engine store's {@link TakeStateSource}, each write bumping the project's version.
- */
+// Take actions and the recorded take states (spec: Take actions; api-decisions.md, "Mutations and
+// lifecycle routes"); the engine store's {@link TakeStateSource}, each write bumping the project's version.
 import type { Severity } from '../bus/event.js';
 import { MissingCanonicalFieldError, missingField, type MissingCanonicalFieldDetail } from '../engine/errors.js';
 import { checkId } from '../engine/ids.js';
@@ -39,11 +37,8 @@ export type TakeFile =
   | { readonly onDisk: false }
   | { readonly onDisk: true; readonly shotId: string | null; readonly unreadable: MissingCanonicalFieldDetail | null };
 
-/**
- * Reads a take file in the worker pool (EngineStore.readTakeFile), never on the event loop and never
- * a pipe or a file outside the store.
- * @throws MissingCanonicalFieldError when the file cannot be used at all; StoreReadTimeoutError.
- */
+/** Reads a take file in the worker pool, never a pipe or a file outside the store (EngineStore.readTakeFile).
+ * @throws MissingCanonicalFieldError when the file cannot be used at all; StoreReadTimeoutError. */
 export type TakeFileReader = (projectId: string, takeId: string) => Promise<TakeFile>;
 
 export class TakeStateBook implements TakeStateSource {
@@ -64,13 +59,9 @@ export class TakeStateBook implements TakeStateSource {
     return book;
   }
 
-  /**
-   * Reads every take state again (cluster mode); projects whose states changed get a new version.
-   * @throws the state store's errors (the mirror is then unchanged).
-   */
+  /** Reads every take state again (cluster mode), bumping changed projects' versions. @throws the state store's errors. */
   async reload(): Promise<void> {
     const moved = new Set<string>();
-      // A row read before this instance's own newer commit is skipped.
     for (const r of await this.state.store.takeStates.all()) if (this.remember(r)) moved.add(r.projectId);
     for (const projectId of moved) this.versions.set(projectId, this.version(projectId) + 1);
   }
@@ -95,10 +86,8 @@ export class TakeStateBook implements TakeStateSource {
   }
 
   /**
-   * Records a take action and emits its event. A missing take file raises `take_id_not_on_disk` and leaves
-   * the state unchanged; `marked_primary` makes the take its shot's only primary.
-   * @throws InvalidIdError; MissingCanonicalFieldError when the take file cannot be used, or has no
-   *   readable `shot_id` for `marked_primary`; StoreReadTimeoutError.
+   * Records a take action and its event; a missing take file raises `take_id_not_on_disk` and changes no state.
+   * @throws InvalidIdError; MissingCanonicalFieldError (take file unusable, or no readable `shot_id` for `marked_primary`); StoreReadTimeoutError.
    */
   async act(req: TakeActionRequest): Promise<TakeActionResult> {
     checkId('project_id', req.projectId);
@@ -118,8 +107,7 @@ export class TakeStateBook implements TakeStateSource {
       if (out.fallback) {
         await this.fallbacks.raise(tx, out.fallback, at);
       } else if (file.onDisk) {
-        // From the row as committed, locked until this commits: never from the mirror, which
-        // may trail another instance's action (cluster.md, "Under faults").
+        // From the locked committed row, never the mirror, which may trail another instance (cluster.md, "Under faults").
         const row = await tx.takeStates.lock(req.projectId, req.takeId, file.shotId, primary, at);
         const before: TakeState = { primary: row.primary, circled: row.circled, rejected: row.rejected };
         const after = nextTakeState(before, req.action);
@@ -148,10 +136,7 @@ export class TakeStateBook implements TakeStateSource {
     };
   }
 
-  /**
-   * Takes a committed row into the mirror unless the mirror's is as new (versions).
-   * @returns whether the mirror changed.
-   */
+  /** Takes a committed row into the mirror unless the mirror's is as new, so it never moves backwards; @returns whether it did. */
   private remember(r: TakeStateRecord): boolean {
     let takes = this.byProject.get(r.projectId);
     if (!takes) this.byProject.set(r.projectId, (takes = new Map()));

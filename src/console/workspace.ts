@@ -1,8 +1,5 @@
-/**
- * Workspace state (api-decisions.md, "Service routes with partial shape", Workspace state):
- * an opaque JSON blob per workspace id with a revision number, written only by a caller that
- * read the current revision; and corrupt blobs reported by the console, kept for inspection.
- */
+// Workspace state (api-decisions.md, "Service routes with partial shape"): an opaque JSON blob per id,
+// written only at the current revision; and corrupt blobs the console reports, kept for inspection.
 import type { PutOutcome, WorkspaceRecord, WorkspaceReport, WorkspaceStore } from '../state/state-store.js';
 import { nowIso } from './now.js';
 
@@ -23,10 +20,7 @@ export class WorkspaceStates {
     return this.repo.get(wid);
   }
 
-  /**
-   * Writes `state` when `revision` is the current revision (0 for a new workspace); the
-   * revision then goes up by one. Otherwise nothing is written and the current revision returned.
-   */
+  /** Writes `state` and bumps the revision if `revision` is current (0: new); else returns the current revision. */
   put(wid: string, revision: number, state: unknown): Promise<PutOutcome> {
     return this.repo.put(wid, revision, state, nowIso());
   }

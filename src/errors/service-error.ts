@@ -1,9 +1,7 @@
-// The base of every service error (style.md, "Errors in one catalogue"); a leaf module, so any folder
-// may import it. Only src/http/errors.ts turns a `code` into an HTTP status.
+// The base of every service error (style.md, "Errors in one catalogue"); a leaf module any folder may import.
 
 /** Options of a {@link ServiceError}. */
 export interface ServiceErrorOptions {
-  /** The underlying error, kept for logs. */
   readonly cause?: unknown;
   /** Seconds a client should wait before trying again (sent as `Retry-After`). */
   readonly retryAfterSeconds?: number;

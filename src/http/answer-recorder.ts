@@ -1,10 +1,6 @@
-/**
- * Records every answer for checking against the service's own OpenAPI document; on only with
- * CONSOLE_RECORD_ANSWERS_DIR (test/helpers/answers-setup.ts). Writes `doc-<key>.json` once per
- * document key and one `answers-<pid>-<n>-<random>.jsonl` per instance: a `{"doc":"<key>"}` line,
- * then `<meta JSON>\t<body>` per answer (meta `{ m, r, s, t, n, h, u }`; body empty unless JSON
- * within {@link BODY_CAP}), one `write` per line so a SIGKILL loses only answers in flight.
- */
+// Records every answer to check against the OpenAPI document, only with CONSOLE_RECORD_ANSWERS_DIR (the tests):
+// `doc-<key>.json` per document and an `answers-*.jsonl` per instance, one `write` per line so a SIGKILL loses
+// only answers in flight.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
@@ -20,21 +16,16 @@ export const CLIENT_ERROR_ROUTE = '(client error)';
 
 /** One recorded answer, as a line's meta. */
 export interface RecordedMeta {
-  /** Method (`-` for an answer to a request Node's parser refused). */
+  /** `-` for a request Node's parser refused. */
   readonly m: string;
   /** Route template (`/api/projects/:projectId`), `(unmatched)`, or {@link CLIENT_ERROR_ROUTE}. */
   readonly r: string;
   readonly s: number;
-  /** Content-Type, or null. */
   readonly t: string | null;
-  /** Bytes of the body sent. */
   readonly n: number;
   /** The answer's headers, by lower-cased name (the document requires some: Allow, ETag…). */
   readonly h?: Readonly<Record<string, string>>;
-  /**
-   * True when the answer is the write upstream's, relayed as it came (write-proxy.ts): it is
-   * the upstream's to match its own document, not this instance's.
-   */
+  /** The write upstream's answer, to match its own document, not this instance's. */
   readonly u?: true;
 }
 
@@ -52,11 +43,7 @@ export class AnswerRecorder {
     this.file = path.join(dir, `answers-${process.pid}-${++instances}-${randomBytes(4).toString('hex')}.jsonl`);
   }
 
-  /**
-   * Names the document the answers are checked against, writing it unless a file of its key
-   * is there already (written to a temporary name, then renamed: never seen half-written).
-   * @param render called only when the document must be written.
-   */
+  /** Names the document answers are checked against, writing it (via a renamed temporary) unless its key's file exists. */
   useDocument(key: string, render: () => object): void {
     const target = path.join(this.dir, `doc-${key}.json`);
     if (!fs.existsSync(target)) {
@@ -67,13 +54,7 @@ export class AnswerRecorder {
     this.docKey = key;
   }
 
-  /**
-   * The middleware; register it first, so every answer is seen (a 421, a 401, the shutdown's
-   * 503, a forwarded one). It keeps the bytes of JSON bodies (up to {@link BODY_CAP}) and writes
-   * the line when the answer ends.
-   * @param routeOf the route template of a request (route-template.ts).
-   * @param isUpstreamAnswer whether an answer is the write upstream's (WriteProxy.isUpstreamAnswer).
-   */
+  /** The middleware; register it first, so every answer is seen (421s, 401s, the shutdown's 503, forwarded ones). */
   middleware(routeOf: (req: Request) => string, isUpstreamAnswer: (res: ServerResponse) => boolean = () => false): RequestHandler {
     return (req, res, next) => {
       const chunks: Buffer[] = [];
@@ -122,7 +103,6 @@ export class AnswerRecorder {
     this.write({ m: '-', r: CLIENT_ERROR_ROUTE, s: status, t: type, n: Buffer.byteLength(body) }, body);
   }
 
-  /** Closes the file (service shutdown). */
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;

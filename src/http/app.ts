@@ -1,7 +1,5 @@
-/**
- * The Express app (style.md, practice 2): `createApp(deps)` wires middleware, one router
- * module per resource group and the error mapping, and returns the app without listening.
- */
+// The Express app (style.md, practice 2): `createApp(deps)` wires middleware, one router module per resource
+// group and the error mapping, and returns the app without listening.
 import cors from 'cors';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
@@ -47,24 +45,13 @@ export type { AppDeps } from './routes/deps.js';
 
 /** What {@link createApp} builds. */
 export interface CreatedApp {
-  /**
-   * The request listener to serve (`http.createServer(handler)`): the app's middleware, routes
-   * and error answers (see {@link createApp}).
-   */
+  /** The request listener to serve (`http.createServer(handler)`). */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
-  /**
-   * The server's options that make its requests and responses Express's from birth
-   * (`http.createServer(serverOptions, handler)`, see {@link messageClasses}); a server created
-   * without them still works, each request paying for a change of prototype.
-   */
+  /** Options making requests and responses Express's from birth ({@link messageClasses}); optional, but each request then pays a prototype change. */
   readonly serverOptions: http.ServerOptions;
-  /**
-   * The Express application: its settings, and the request and response prototypes that the
-   * classes of `serverOptions` carry (and that `handler` gives a request made otherwise).
-   */
   readonly app: Express;
   readonly api: Api;
-  /** The answer recorder (CONSOLE_RECORD_ANSWERS_DIR), or null when none is set. */
+  /** CONSOLE_RECORD_ANSWERS_DIR's recorder, or null. */
   readonly recorder: AnswerRecorder | null;
 }
 
@@ -84,15 +71,11 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
 
   const api = new Api();
   const routeOf = routeTemplates(api);
-  // Order matters. 0. The request id. 1. The request log and the request timer see every answer, 421s, 401s and
-  // forwarded ones included. 2. The Host check, before anything that acts (a refused request
-  // changes nothing). 3. CORS answers preflights before the token check. 4. The token. 5. The
-  // write proxy, before the body parsers, so forwarded bodies stream through untouched. The ops
-  // page's files (open: the page asks for the token itself) come before the token. The
-  // token check, the proxy and the dispatcher decide on one match of the request (`api.match`).
+  // Order matters: the log and timer see every answer (421s, 401s, forwarded); the Host check comes before
+  // anything that acts; CORS answers preflights before the token; the ops page's files (the page asks for the
+  // token itself) before the token; the write proxy before the body parser, so forwarded bodies stream through.
   // Features that are off add no middleware: every layer costs every request.
   const chain: RequestHandler[] = [];
-  // 0. The answer recorder, when on (the test suite): it sees every answer this app sends.
   const recorder = deps.config.recordAnswersDir === null ? null : new AnswerRecorder(deps.config.recordAnswersDir);
   if (recorder) chain.push(recorder.middleware(routeOf, (res) => deps.writeProxy.isUpstreamAnswer(res)));
   chain.push(requestId());
@@ -110,7 +93,6 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
       credentials: false,
     }),
   );
-  // After CORS (a refused cross-site write is readable by nobody it was not meant for anyway).
   chain.push(originCheck(deps.config.cors.origins));
   // After CORS, so a browser can read the 503 of a request that arrives during the shutdown.
   if (opts.gate) chain.push(opts.gate);
@@ -143,7 +125,7 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
   mediaRoutes(api, deps);
 
   chain.push(api.dispatch);
-  // No route: a path some route has with other methods is a 405 naming them, any other a 404.
+  // A path some route has with other methods is a 405 naming them, any other a 404.
   const noRoute = (req: Request): HttpError => {
     const allowed = api.allowedMethods(req);
     return allowed.length > 0 ? new MethodNotAllowedError(req.method, req.path, allowed) : new HttpError('route_not_found', `no route for ${req.method} ${req.path}`);
@@ -156,16 +138,9 @@ export function createApp(deps: AppDeps, opts: CreateAppOptions = {}): CreatedAp
 }
 
 /**
- * The request listener: what Express's `app.handle` does for a request (the circular
- * references, the app's request and response prototypes, `res.locals`; the URL fields its
- * router sets), then `chain`, without Express's router. The app's middleware is one handler
- * (`inSequence`) and the routes are matched by `Api` (find-my-way): the router would only
- * match that one layer on every request, saving and restoring the request's URL, base URL and
- * parameters around it, about 5 µs of every request (issue 11, bench P1). A request `chain`
- * passes on without an error gets `noRoute`'s; every error (passed on, thrown, or a rejection)
- * goes to `onError`, which answers it; should that throw, the answer is a bare 500, or the
- * connection is destroyed when an answer had begun.
- * @returns the listener for `http.createServer`.
+ * The request listener: what Express's `app.handle` sets up, then `chain`, without Express's router, whose
+ * one-layer match would cost every request its URL save and restore. A request `chain` passes on gets
+ * `noRoute`'s error; every error goes to `onError`, and should that throw, a bare 500 (or a destroyed connection).
  */
 export function serve(app: Express, chain: RequestHandler, noRoute: (req: Request) => Error, onError: ErrorRequestHandler): (req: IncomingMessage, res: ServerResponse) => void {
   const reqProto = app.request as object;
@@ -197,13 +172,9 @@ export function serve(app: Express, chain: RequestHandler, noRoute: (req: Reques
 }
 
 /**
- * Node's request and response classes with Express's methods on their prototypes, for
- * `http.createServer`'s `IncomingMessage` and `ServerResponse` options. Express's own request
- * listener gives each request and response Express's prototype with `Object.setPrototypeOf`.
- * V8 then gives them maps of their own, and they outlive the young generation: a bare Node server
- * doing only that answered 29,000 requests a second instead of 73,000, its young-generation
- * collections took 1.8 ms instead of 0.2, and 70 MB a second went to the old generation
- * (bench/RESULTS.md, issue 11, P1).
+ * Node's request and response classes with Express's methods on their prototypes, for `http.createServer`'s
+ * options: setting the prototype per request, as Express does, gives each object its own V8 map and costs
+ * most of the throughput (bench/RESULTS.md).
  */
 export function messageClasses(app: Express): http.ServerOptions {
   class ExpressRequest extends http.IncomingMessage {}
@@ -215,13 +186,8 @@ export function messageClasses(app: Express): http.ServerOptions {
 }
 
 /**
- * Parses JSON bodies; a body with another content type is a 422 `content_type` (as a body that
- * is not JSON is a 422 `json_invalid`: every rejection of a body is a 413 or a 422, issue 6,
- * item 1). Besides clarity, this keeps
- * a cross-site page from posting "simple" (preflight-free) requests past the CORS allow-list.
- * Requests without a body (every read) pass straight through. A body nested deeper than
- * MAX_JSON_DEPTH levels is a 422 `json_too_deep`, one with a `__proto__` member at any depth
- * a 422 `forbidden_member` (json-depth.ts): so no route ever sees either.
+ * Parses JSON bodies; another content type is a 422 `content_type`, which also keeps a cross-site page from
+ * posting preflight-free requests past the CORS allow-list. Too deep, or holding `__proto__`: a 422 (json-depth.ts).
  */
 function jsonBody(limit: number): RequestHandler {
   const parse = express.json({ limit, strict: false });
@@ -236,18 +202,13 @@ function jsonBody(limit: number): RequestHandler {
       next(new ValidationError([{ loc: ['body'], msg: `request bodies must be JSON (Content-Type: application/json), not ${type}`, type: 'content_type' }]));
       return;
     }
-    // Nested past MAX_JSON_DEPTH, or holding `__proto__`: a 422 here, before any step that
-    // recurses or copies members by assignment (json-depth.ts).
+    // Before any step that recurses or copies members by assignment.
     parse(req, res, (err?: unknown) => next(err ?? bodyShapeError(req.body)));
   };
 }
 
-/**
- * How 5xx answers are logged (issue 14, item 5): with a request log, its line (at error) carries
- * the `code` and `reason` (set by the error middleware); without one (below info), a line of
- * its own. An error the service did not expect is also logged once with its stack, the request's
- * id and URL (`unhandled error`).
- */
+/** How 5xx answers are logged: in the request log's line when there is one, else a line of their own; an
+ * unexpected error also once with its stack (`unhandled error`). */
 function serverFaultLog(logger: Logger | undefined, requestLogged: boolean, routeOf: (req: Request) => string) {
   return (req: Request, _res: Response, f: ServerFault): void => {
     const reqId = requestIdOf(req);

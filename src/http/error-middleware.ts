@@ -1,8 +1,5 @@
-/**
- * Answering errors (style.md): the error middleware turns anything passed on into the catalogue's
- * answer (errors.ts) and logs why every 5xx was sent; unexpected errors are a 500 `internal`
- * with a generic detail and the request's id.
- */
+// Answering errors (style.md, "Errors in one catalogue"): anything passed on becomes the catalogue's answer
+// (errors.ts), and every 5xx is logged with why.
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { isServiceError, type ServiceErrorLike, type ServiceErrorOptions } from '../errors/index.js';
 import { stateDbFault } from '../state/sqlite/errors.js';
@@ -12,22 +9,14 @@ import { addToRequestLine } from './request-log.js';
 /** Errnos of the service's own resources running out, whatever call met them. */
 const SERVICE_RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM']);
 
-/**
- * Whether an error body-parser passes on as a 4xx is the request's fault: its typed errors and
- * errno-carrying stream errors (bad compression, ECONNRESET). body-parser also says 400 for its
- * own failures (an unloadable module, EMFILE, a file errno): those are the service's.
- */
+/** Whether a body-parser 4xx is the request's fault; it also says 400 for its own failures (EMFILE…), the service's. */
 function isRequestFault(err: unknown): boolean {
   const e = err as { type?: unknown; errno?: unknown; path?: unknown; code?: unknown } | null | undefined;
   if (typeof e?.type === 'string') return true;
   return typeof e?.errno === 'number' && e.path === undefined && !SERVICE_RESOURCE_CODES.has(String(e.code));
 }
 
-/**
- * The service's error for anything thrown: ServiceErrors as they are, SqliteErrors via
- * src/state/errors.ts, body-parser's as 413/422/400 when the request's fault
- * ({@link isRequestFault}); anything else `internal`, with the thrown value as `cause`.
- */
+/** The service's error for anything thrown; what it does not know is `internal`, the thrown value as `cause`. */
 export function toServiceError(err: unknown): ServiceErrorLike {
   if (isServiceError(err)) return err;
   const fault = stateDbFault(err);
@@ -52,11 +41,7 @@ function withCause<E extends Error>(err: E, cause: unknown): E {
   return err;
 }
 
-/**
- * What the log is told of a 5xx answer (issue 14, item 5): every such line says why.
- * `err` is the thrown value; `internal` answers are errors the service did not expect (bugs,
- * a module that cannot be loaded), to be logged with their stack.
- */
+/** What the log is told of a 5xx answer; `internal` ones were not expected and are logged with their stack. */
 export interface ServerFault {
   readonly status: number;
   readonly code: string;
@@ -71,11 +56,8 @@ export interface ServerFault {
 export type ServerFaultReporter = (req: Request, res: Response, fault: ServerFault) => void;
 
 /**
- * The error middleware, registered last: every error a route or middleware passes on is
- * answered from the catalogue. An error whose facts come later (`settled`: a refused spawn's
- * errno) is answered once they came.
- * @param report called for every 5xx answer, expected ones included, before it is sent.
- * @param requestIdOf the request's id (request-id.ts), put in the body of `internal` answers.
+ * The error middleware, registered last: answers from the catalogue, once a `settled` error's facts came.
+ * @param report called for every 5xx answer before it is sent.
  */
 export function errorMiddleware(report: ServerFaultReporter, requestIdOf: (req: Request) => string | undefined = () => undefined): ErrorRequestHandler {
   return (err, req, res, _next) => {
@@ -96,11 +78,7 @@ export function errorMiddleware(report: ServerFaultReporter, requestIdOf: (req: 
   };
 }
 
-/**
- * An error in one line for a log: its message's first line (with the errno or error code of a
- * Node error: `ENOSPC`, `MODULE_NOT_FOUND`), then each cause's (`…: caused by …`), at most four
- * deep. Never sent to a client.
- */
+/** An error in one line for a log, with its errno and up to four causes (`…: caused by …`); never sent to a client. */
 export function reasonOf(err: unknown): string {
   const parts: string[] = [];
   let e: unknown = err;

@@ -1,9 +1,5 @@
-/**
- * The error catalogue (style.md): one table maps every error code to status, headers and body,
- * and every error answer is made from it. Errors are {@link ServiceError}s with a stable `code`
- * (HTTP-only ones are {@link HttpError}s below); bodies are `{ detail, code }` (service-spec.md
- * §Errors; api-decisions.md §Validation errors).
- */
+// The error catalogue (style.md, "Errors in one catalogue"): one table maps every code to status, headers and
+// body `{ detail, code }` (service-spec.md §Errors; api-decisions.md §Validation errors).
 import type { ConsoleErrorCode } from '../console/decision.js';
 import type { EngineErrorCode } from '../engine/errors.js';
 import { ServiceError, type ServiceErrorLike } from '../errors/index.js';
@@ -117,10 +113,7 @@ export class StaleRevisionError extends HttpError {
   }
 }
 
-/**
- * `GET /api/ready` found this instance not ready (code `not_ready`, issue 14, item 3): the body
- * also carries `ready: false` and every check, the failing ones named in the detail.
- */
+/** `GET /api/ready` found this instance not ready (code `not_ready`); the body also carries `ready: false` and every check. */
 export class NotReadyError extends HttpError {
   override name = 'NotReadyError';
   /** @param checks every check; those without `detail` (the caller has no token) are named alone. */
@@ -138,10 +131,7 @@ export interface CatalogueEntry {
   readonly headers?: (err: ServiceErrorLike) => Readonly<Record<string, string>>;
   /** Members of the body besides `detail` and `code`. */
   readonly members?: (err: ServiceErrorLike) => Readonly<Record<string, unknown>>;
-  /**
-   * Never answered as itself: a bug, or an error that stops start-up. Such an error is answered
-   * 500 `internal` with a generic detail, and logged with its stack.
-   */
+  /** Never answered as itself (a bug, or a start-up error): 500 `internal`, logged with its stack. */
   readonly internal?: true;
   /** Also answered before an operation is chosen (unknown paths, refused Host, token…). */
   readonly unrouted?: true;
@@ -276,11 +266,8 @@ export interface ErrorAnswer {
 const INTERNAL: ErrorAnswer = Object.freeze({ status: 500, headers: {}, body: Object.freeze({ detail: 'internal server error', code: 'internal' }) });
 
 /**
- * The answer to an error of the service, from the catalogue. An internal code, or a code the
- * catalogue does not know, is answered 500 `internal` with a generic detail that names no
- * internal path, and the request's id (`requestId`, also its `X-Request-Id`), by which the
- * error is found in the log (issue 14, item 5).
- * @param requestId the request's id (request-id.ts), when the answer is for a request.
+ * The catalogue's answer to an error. An internal or unknown code is a 500 `internal` whose generic detail names
+ * nothing internal, with the `requestId` that finds the error in the log.
  */
 export function answerOf(err: ServiceErrorLike, requestId?: string): ErrorAnswer {
   const entry = (ERROR_CATALOGUE as Readonly<Record<string, CatalogueEntry>>)[err.code];

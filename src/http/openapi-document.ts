@@ -1,15 +1,6 @@
-/**
- * The OpenAPI 3.1 document of the declared routes (route-spec.ts), rendered through
- * zod-openapi: it says what the service sends. Besides each route's own answers it documents
- * the framework's, on every operation: 422 (validation of the query or body; and every request
- * body, even where none is expected, is parsed as JSON first) and 413 (a body past the bound),
- * 421 (Host not served), 500 (`internal`), 503 (state database faults for writes, the shutdown
- * for all), 403 for writes from another site, 502 and 508 for the mutations a write proxy
- * forwards, and 401 where the bearer token is required. The security schemes are always
- * declared and used: with the token unset, every operation but the open ones says "bearer, or
- * nothing". Each path item says which methods it has (others answer 405); the answers given
- * before any operation is chosen are `components.responses`, named by their code.
- */
+// The OpenAPI 3.1 document of the declared routes (route-spec.ts), through zod-openapi: each route's own answers
+// and the framework's that any operation may give (every request body is parsed as JSON first). Answers given
+// before an operation is chosen are `components.responses`, named by their code.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
@@ -26,12 +17,8 @@ export interface DocumentInfo {
 
 /** Options of {@link renderDocument}. */
 export interface DocumentOptions {
-  /**
-   * The bearer token scheme (api-decisions.md, "Network and safety defaults"). The scheme is
-   * always declared; when `required` (CONSOLE_API_TOKEN is set) every operation that
-   * `isOpen` does not name requires it and documents the 401, and `queryTokenPath` (the event
-   * stream) also accepts the token as `?token=`.
-   */
+  /** The bearer scheme (api-decisions.md, "Network and safety defaults"), always declared; `required` when
+   * CONSOLE_API_TOKEN is set; `queryTokenPath` (the event stream) also takes `?token=`. */
   readonly bearer?: {
     readonly required: boolean;
     readonly isOpen: (method: string, path: string) => boolean;
@@ -39,10 +26,7 @@ export interface DocumentOptions {
   };
 }
 
-/**
- * The 422s of the JSON body parser (app.ts, json-depth.ts), which every route with a body
- * answers before its own validation.
- */
+/** The 422s of the JSON body parser (app.ts), given before a route's own validation. */
 const BODY_REJECTIONS =
   'a body that is not JSON (`json_invalid`, `content_type`, `body_encoding`), nested too deep (`json_too_deep`), or holding a member named `__proto__` at any depth (`forbidden_member`, `loc` its path: such a body is refused and nothing is stored; `constructor`, `prototype` and every other name are ordinary members)';
 
@@ -75,14 +59,10 @@ function unroutedResponses(): Record<string, object> {
 export const BEARER_SCHEME = 'bearerAuth';
 export const QUERY_TOKEN_SCHEME = 'queryToken';
 
-/**
- * A route's answers as documented: its own, and the framework's that every operation (or every
- * write) may give; `tokenRequired`: the bearer token is required for it (the 401).
- */
+/** A route's own answers and the framework's that every operation (or write) may give; `tokenRequired` adds the 401. */
 function answersOf(s: RouteSpec, tokenRequired: boolean): Record<number, AnswerSpec> {
   const answers: Record<number, AnswerSpec> = { ...s.answers };
-  // A route's own 422 (a store file that cannot be used…) does not replace the body
-  // parser's: every request body is read, and refused, before the route runs.
+  // A route's own 422 does not replace the body parser's, which runs first.
   const own422 = answers[422];
   if (own422?.schema !== undefined && own422.schema !== ErrorBody && !(own422.schema instanceof z.ZodUnion && own422.schema.options.includes(ErrorBody))) {
     answers[422] = {
@@ -99,12 +79,8 @@ function answersOf(s: RouteSpec, tokenRequired: boolean): Record<number, AnswerS
         : `A request body (this operation takes none: any body is read first) that ${BODY_REJECTIONS_SHORT} (\`validation_failed\`).`,
     schema: ErrorBody,
   };
-  // `If-None-Match: *` names any current representation: a GET (or HEAD) answers 304, as RFC
-  // 9110 (13.1.2) says, on routes without an ETag too (Express's freshness check). The event
-  // stream writes its head itself and never answers 304.
+  // Express answers `If-None-Match: *` with 304 on every GET (RFC 9110 13.1.2); the event stream never does.
   if (s.method === 'get' && s.answers[200]?.contentType !== 'text/event-stream') answers[304] ??= { description: 'Not modified: `If-None-Match: *` (any current representation, RFC 9110 13.1.2) or an ETag of the answer. No body.' };
-  // Any body is read first: a client that goes away before its body is complete gets a 400
-  // (`bad_request`), written to a connection that is closing.
   answers[400] ??= { description: 'The request body was cut short (the client went away while sending it) or its size could not be read (`bad_request`).', schema: ErrorBody };
   answers[413] ??= {
     description: s.body
@@ -113,7 +89,6 @@ function answersOf(s: RouteSpec, tokenRequired: boolean): Record<number, AnswerS
     schema: ErrorBody,
   };
   if (s.method !== 'get') {
-    // Writes meet the state database's faults (src/state/errors.ts, stateDbFault).
     answers[507] ??= { description: 'The state database has no space left on its disk (`state_db_full`): nothing was stored.', schema: ErrorBody };
     answers[503] ??= {
       description:
@@ -121,25 +96,22 @@ function answersOf(s: RouteSpec, tokenRequired: boolean): Record<number, AnswerS
       schema: ErrorBody,
     };
   }
-  // Every operation: a request that comes during the shutdown (shutdown-gate.ts).
+  // Every operation: the shutdown gate (shutdown-gate.ts).
   answers[503] ??= {
     description:
       'The service is shutting down (`shutting_down`); the connection is closed. In cluster mode, a read of console state, jobs or events while the PostgreSQL database cannot be reached (`state_db_unreachable`, with Retry-After).',
     schema: ErrorBody,
   };
   if (s.method !== 'get') {
-    // Writes from a page of another site are refused before any operation runs (origin-check.ts).
     answers[403] ??= {
       description: 'A request from a browser page of another site (`cross_site_request`): its `Origin` is neither this service’s own nor an allowed CORS origin. Nothing was done.',
       schema: ErrorBody,
     };
   }
   if (s.method !== 'get' && s.localOnly !== true) {
-    // Only with SERVICE_WRITE_UPSTREAM set: this operation is forwarded (write-proxy.ts).
     answers[502] ??= { description: 'Only with SERVICE_WRITE_UPSTREAM set: the upstream could not be reached, or cut the connection before answering (`upstream_unreachable`).', schema: ErrorBody };
     answers[508] ??= { description: 'Only with SERVICE_WRITE_UPSTREAM set: the upstream forwards back to this service (`proxy_loop`).', schema: ErrorBody };
   }
-  // Every operation: the Host check runs before any (host-check.ts).
   answers[421] ??= {
     description:
       'The Host header (or an absolute request target) names a host this instance does not serve (DNS rebinding defence, `host_not_allowed`): bound to a loopback address it serves loopback names (localhost, 127.0.0.1, [::1], any port) and the hosts of CONSOLE_ALLOWED_HOSTS only; bound elsewhere, the same once CONSOLE_ALLOWED_HOSTS is set. Nothing was done.',
@@ -176,8 +148,7 @@ export function renderDocument(specs: readonly RouteSpec[], info: DocumentInfo, 
       summary: s.summary,
       ...(s.description ? { description: s.description } : {}),
       tags: [s.tag],
-      // Always stated: open operations need nothing; the others the token when it is set, and
-      // accept one or nothing when it is not (`{}`: no requirement).
+      // Always stated; without a token set, protected operations accept one or nothing (`{}`).
       ...(bearer ? { security: !protectedOp ? [] : bearer.required ? schemes : [...schemes, {}] } : {}),
       requestParams: {
         ...(s.params ? { path: s.params as never } : {}),
@@ -186,7 +157,6 @@ export function renderDocument(specs: readonly RouteSpec[], info: DocumentInfo, 
       ...(s.body
         ? {
             requestBody: {
-              // Also on routes that document their own 422s: every body meets the parser's checks first.
               description: `JSON (\`Content-Type: application/json\`); member names in camelCase or snake_case. Answered 422 before the route's own checks: ${BODY_REJECTIONS}.`,
               required: !s.bodyOptional,
               content: { 'application/json': { schema: s.body } },
@@ -200,9 +170,7 @@ export function renderDocument(specs: readonly RouteSpec[], info: DocumentInfo, 
             description: a.description,
             ...(a.headers || a.optionalHeaders
               ? {
-                  // A 503 covers several causes (a busy database or store read, which say
-                  // when to retry, and the shutdown, which does not): its Retry-After is
-                  // optional. Other declared headers are always sent, but the optional ones.
+                  // A 503's Retry-After is optional: the shutdown sends none.
                   headers: z.object(
                     Object.fromEntries([
                       ...Object.entries(a.headers ?? {}).map(([h, d]) => [h, status === '503' && h === 'Retry-After' ? z.string().optional().meta({ description: d }) : z.string().meta({ description: d })]),
@@ -250,8 +218,7 @@ export function renderDocument(specs: readonly RouteSpec[], info: DocumentInfo, 
         }
       : {}),
   }) as unknown as { paths: Record<string, Record<string, unknown>>; components?: Record<string, unknown> };
-  // A path's other methods answer 405 with Allow (app.ts): said once per path item, which has
-  // no place for responses of methods it does not have.
+  // Said on the path item, which has no place for responses of methods it lacks.
   for (const [path, methods] of methodsOf) {
     const item = doc.paths[path];
     const allow = [...SERVED_METHODS.filter((m) => methods.has(m)), 'OPTIONS'].join(', ');
@@ -261,12 +228,8 @@ export function renderDocument(specs: readonly RouteSpec[], info: DocumentInfo, 
   return doc;
 }
 
-/**
- * A key of the document {@link renderDocument} renders with these arguments: equal keys, equal
- * documents. Made of the routes' text (paths, ids, descriptions of operations and answers,
- * where configured values appear) without rendering: the zod schemas do not depend on the
- * configuration. The answer recorder writes one document per key (answer-recorder.ts).
- */
+/** A key of the document {@link renderDocument} makes of these arguments (equal keys, equal documents), from the
+ * routes' text without rendering: the zod schemas do not depend on the configuration. */
 export function documentKey(specs: readonly RouteSpec[], info: DocumentInfo, options: DocumentOptions = {}): string {
   const text = JSON.stringify([
     info,

@@ -120,7 +120,7 @@ const EventFilterFields = {
     .meta({ description: 'Only events with a greater id.' }),
 };
 
-/** `proposalId`: events about one proposal or generation job (issue 14, item 2). */
+/** `proposalId`: events about one proposal or generation job. */
 const ProposalFilterField = {
   proposalId: QueryId(
     'Keeps the events about this proposal: those whose payload has it as `proposal_id` (a job’s spawn, exit, leftovers and lost events; proposal and decision events) and a generation job’s output lines.',
@@ -333,10 +333,7 @@ export const MissingCanonicalField = z
   })
   .meta({ id: 'MissingCanonicalField' });
 
-/**
- * How a 422 describes a store file that cannot be used (issue 10, items 2-4), for the
- * descriptions of the routes that read the store.
- */
+/** How a 422 describes a store file that cannot be used, for the routes that read the store. */
 export const STORE_FILE_422 =
   'A store file that cannot be used answers the same detail: `field` is its first canonical field, `remediation` names the file relative to the store and why: `not a regular file (a named pipe)` (a socket, a character device, a folder…), `a symbolic link leading outside <its folder>`, `a symbolic link loop…`, `larger than <n> bytes, CONSOLE_STORE_FILE_MAX_BYTES`, `nested deeper than <n> levels at line <l> column <c>, CONSOLE_STORE_JSON_MAX_DEPTH`, `invalid JSON at line <l> column <c>: <what was expected>` (fix: `fix the JSON syntax`). A canonical field present with another type says so: `has the wrong type (a string, expected an integer)` (fix: `make it an integer`). It never quotes the file’s contents.';
 
@@ -349,7 +346,7 @@ export const NotModified = {
   headers: { ETag: 'The current ETag.' },
 };
 
-/** The 503 of a store read past CONSOLE_STORE_READ_TIMEOUT_MS (issue 10, item 2). */
+/** The 503 of a store read past CONSOLE_STORE_READ_TIMEOUT_MS. */
 export const StoreReadTimeout = {
   description:
     'Reading the store took longer than CONSOLE_STORE_READ_TIMEOUT_MS: `reading the engine store took longer than <n> ms (CONSOLE_STORE_READ_TIMEOUT_MS): try again`, with `Retry-After` (CONSOLE_RETRY_AFTER_SECONDS). Nothing is cached: the next request reads again.',

@@ -23,11 +23,7 @@ const TYPES: Readonly<Record<string, string>> = {
 /** Smaller bodies are sent as they are: compressing them saves nothing worth the header. */
 const GZIP_MIN_BYTES = 1024;
 
-/**
- * Headers of every answer of the page and the viewer: a strict Content-Security-Policy (this
- * origin only, no inline script), no MIME sniffing, no framing, no referrer; `no-cache` makes
- * the browser revalidate (a 304 when nothing changed), so an upgraded service is seen at once.
- */
+/** Headers of the page's and viewer's answers: a strict CSP, no sniffing, framing or referrer; `no-cache`, so an upgrade shows at once. */
 export function securityHeaders(csp: string): Readonly<Record<string, string>> {
   return {
     'Content-Security-Policy': csp,
@@ -38,11 +34,7 @@ export function securityHeaders(csp: string): Readonly<Record<string, string>> {
   };
 }
 
-/**
- * The policy of the page and of the docs viewer: scripts, styles, images and connections of this
- * origin only (Swagger UI sets styles through the DOM, which the policy allows; a browser test
- * checks that neither page meets a refusal).
- */
+/** The page's and viewer's policy: this origin only (Swagger UI's DOM-set styles are allowed). */
 export const PAGE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 

@@ -1,9 +1,5 @@
-/**
- * The write proxy (service-spec.md §Cross-cutting behaviour): with SERVICE_WRITE_UPSTREAM set,
- * every matched mutation but local-only ones is forwarded unchanged and the upstream's answer
- * streamed back. The router's match decides, and the upstream gets the canonical path, so it runs
- * exactly the route decided here. The upstream is the authority: local body checks do not apply.
- */
+// The write proxy (service-spec.md §Cross-cutting behaviour): with SERVICE_WRITE_UPSTREAM set, matched mutations
+// but local-only ones are forwarded unchanged, at their canonical path, and the answer streamed back.
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -46,9 +42,9 @@ export interface WriteProxyStatus {
   readonly upstream: string | null;
   /** Mutations sent to the upstream since start-up. */
   readonly forwarded: number;
-  /** Of those, the ones the upstream answered (any status; an answer cut midway also counts as a failure). */
+  /** Answered, any status (an answer cut midway also counts as a failure). */
   readonly answered: number;
-  /** Of those, the ones that failed: upstream unreachable, or the connection cut. */
+  /** Upstream unreachable, or the connection cut. */
   readonly failures: number;
   readonly lastFailure: { readonly at: string; readonly detail: string } | null;
 }
@@ -68,7 +64,6 @@ export class WriteProxy {
   private readonly via = `1.1 console-backend-${randomBytes(4).toString('hex')}`;
   /** Answers already failed: a cut can be reported by both the request and the answer. */
   private readonly failed = new WeakSet<object>();
-  /** Answers that are the upstream's (status, headers, body), not this instance's. */
   private readonly relayed = new WeakSet<object>();
 
   /** @param upstream an http(s) URL without a trailing slash, or null for local mutations. */
@@ -77,20 +72,12 @@ export class WriteProxy {
     private readonly options: WriteProxyOptions = {},
   ) {}
 
-  /**
-   * Express middleware: forwards the mutations `api` matches, passes everything else on.
-   * Mount it after the token check and before the body parsers (forwarded bodies stream
-   * through untouched).
-   */
+  /** Forwards the mutations `api` matches; mount after the token check, before the body parser. */
   middleware(api: Pick<Api, 'match'>): RequestHandler {
     return this.upstream === null ? (_req, _res, next) => next() : this.build(this.upstream, api);
   }
 
-  /**
-   * Whether `res` carries the upstream's answer (its status, headers and body), not one this
-   * instance made: the answer recorder leaves it to the upstream's own document
-   * (answer-recorder.ts). False for this instance's 502 and 508.
-   */
+  /** Whether `res` carries the upstream's answer, not one this instance made (the answer recorder skips those). */
   isUpstreamAnswer(res: object): boolean {
     return this.relayed.has(res);
   }
@@ -107,21 +94,17 @@ export class WriteProxy {
   }
 
   private build(upstream: string, api: Pick<Api, 'match'>): RequestHandler {
-    // Loaded only with an upstream: http-proxy and its dependencies are about 10 MB of an
-    // instance's memory that local mutations never use (issue 11, P6).
+    // Loaded only with an upstream: http-proxy costs memory local mutations never use.
     const { createProxyMiddleware } = createRequire(import.meta.url)('http-proxy-middleware') as typeof import('http-proxy-middleware');
     const proxy = createProxyMiddleware<IncomingMessage, ServerResponse>({
       target: upstream,
       changeOrigin: true, // the upstream sees its own host name in Host
-      // The caller in X-Forwarded-For/-Proto/-Port, each appended to what the client sent, and
-      // X-Forwarded-Host (the client's own when it sent one); `Forwarded` is set below.
+      // X-Forwarded-*, appended to the client's; `Forwarded` is set below.
       xfwd: true,
-      // No keep-alive agent: http-proxy then sends `Connection: close`. A reused idle socket
-      // that the upstream closes at the same moment would fail a POST that cannot be retried.
+      // No keep-alive agent: an idle socket the upstream closes at the same moment would fail an unretriable POST.
       on: {
         proxyReq: (proxyReq, _req, res) => {
-          // An answer the client stopped reading (a stream) stops the upstream request too.
-          // (http-proxy does so on the request's deprecated 'aborted' event; this does not rely on it.)
+          // A client that stops reading stops the upstream request (not relying on the deprecated 'aborted').
           res.once('close', () => {
             if (!res.writableFinished) proxyReq.destroy();
           });
@@ -130,8 +113,7 @@ export class WriteProxy {
           this.relayed.add(res);
           this.answered++;
           this.options.onOutcome?.('answered');
-          // http-proxy pipes the answer and reports only errors of the request: an answer the
-          // upstream cuts midway would leave the client waiting for the rest forever.
+          // http-proxy reports only request errors: a cut answer would leave the client waiting forever.
           proxyRes.once('close', () => {
             if (!proxyRes.complete) this.fail(upstream, new Error('the upstream cut its answer midway'), res);
           });
@@ -150,19 +132,14 @@ export class WriteProxy {
         return;
       }
       this.forwarded++;
-      // Set on the incoming headers, which http-proxy copies: a header set on the outgoing
-      // request in its `proxyReq` event can come after a streamed body already sent them.
+      // On the incoming headers: set in `proxyReq` it may come after a streamed body sent them.
       req.headers.via = req.headers.via ? `${req.headers.via}, ${this.via}` : this.via;
-      // The front checked the browser's Origin (origin-check.ts); the upstream, reached under
-      // its own host name (changeOrigin), would take this front's origin for another site's.
+      // Checked here (origin-check.ts); the upstream, under its own host name, would take it for another site's.
       delete req.headers.origin;
-      // The client's address for the upstream (its own peer is this instance), after any
-      // elements a proxy before this one added; the upstream never takes the request as
-      // coming from its own machine (internal-bus.ts).
+      // The client's address, so the upstream never takes the request as its own machine's (internal-bus.ts).
       const hop = forwardedElement(req);
       req.headers.forwarded = req.headers.forwarded ? `${req.headers.forwarded}, ${hop}` : hop;
-      // The route decided here, in its one spelling: the upstream runs exactly this route
-      // (http-proxy would otherwise pass on the raw path, collapsing doubled slashes on the way).
+      // The canonical path, so the upstream runs exactly the route decided here.
       req.url = forwardedTarget(route, req.url);
       void proxy(req, res, next);
     };

@@ -1,8 +1,5 @@
-/**
- * Keeps credentials out of log lines, whatever a caller logs: members named like a credential, at any
- * depth ({@link Scrubber.members}), then in the written line ({@link Scrubber.text}) credential query
- * parameters (also percent-encoded names), URL userinfo and the service's own secrets.
- */
+// Keeps credentials out of log lines, whatever a caller logs: members named like a credential, then in the
+// written line credential query parameters (also percent-encoded), URL userinfo and the service's secrets.
 
 export const REDACTED = '[REDACTED]';
 
@@ -62,10 +59,7 @@ export class Scrubber {
     this.secrets = secrets.filter((s): s is string => typeof s === 'string' && s.length > 0).map(secretPattern);
   }
 
-  /**
-   * A JSON line with its credentials replaced. It stays valid JSON: no replacement crosses a quote, and
-   * secrets are replaced inside string literals only (a token of digits must not turn `"level":30` into `"level":[REDACTED]`).
-   */
+  /** A JSON line scrubbed; still JSON, as secrets are replaced only inside strings (a digit token must not touch `"level":30`). */
   text(s: string): string {
     let out = s;
     if (out.includes('?')) {
@@ -78,10 +72,7 @@ export class Scrubber {
     return out;
   }
 
-  /**
-   * A plain message (a start-up error on stderr) with its credentials replaced: the same rules
-   * as {@link text}, the secrets replaced wherever they appear.
-   */
+  /** A plain message (a start-up error on stderr) scrubbed as {@link text}, secrets replaced anywhere. */
   plain(s: string): string {
     let out = s;
     if (out.includes('?')) {
@@ -92,11 +83,7 @@ export class Scrubber {
     return out;
   }
 
-  /**
-   * A value with every member named like a credential redacted, through plain objects and
-   * arrays; other objects (errors go through pino's serializer first, then here) are left as
-   * they are. Returns the value itself when nothing changed.
-   */
+  /** `v` with credential-named members redacted through plain objects and arrays; `v` itself when nothing changed. */
   members<T>(v: T, depth = 0): T {
     if (v === null || typeof v !== 'object' || depth >= MAX_DEPTH) return v;
     if (Array.isArray(v)) {

@@ -1,5 +1,4 @@
-// Structured logs (pino). The logger itself scrubs every line (log-scrub.ts), so no line, present or
-// future, can carry a credential.
+// Structured logs (pino); the logger scrubs every line itself (log-scrub.ts), so no caller can leak a credential.
 import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { LogFormat, LogLevel } from '../config/config.js';
@@ -16,10 +15,7 @@ export interface LoggerOptions {
   readonly format?: LogFormat;
 }
 
-/**
- * A logger writing JSON lines at `level`. Stdout writes are asynchronous, so a request's line costs no
- * system call on its path; pino flushes at exit.
- */
+/** A logger writing JSON lines at `level`; stdout writes are asynchronous, so logging costs a request no system call. */
 export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {
   const scrub = new Scrubber(options.secrets);
   return pino(
@@ -40,7 +36,7 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
   );
 }
 
-/** pino-pretty's stream, loaded only for LOG_FORMAT=pretty: it costs about 10 MB of memory JSON logs never use. */
+/** pino-pretty's stream, loaded only for LOG_FORMAT=pretty: JSON logs never pay its memory. */
 function pretty(destination: DestinationStream | undefined): DestinationStream {
   const { build: prettyStream } = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   return prettyStream({

@@ -1,7 +1,5 @@
-/**
- * Readiness (cluster.md, "When the database is away"): named checks a balancer polls through
- * `GET /api/ready`, each cheap enough to run every second (no scan of the store).
- */
+// Readiness (cluster.md, "When the database is away"): named checks a balancer polls through
+// `GET /api/ready`, each cheap enough to run every second.
 import fs from 'node:fs';
 
 export interface PoolThreads {

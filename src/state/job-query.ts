@@ -1,23 +1,17 @@
-/**
- * A query of the job history, as both back ends answer it (`JobStore.search`; the SQLite
- * repository in jobs-repo.ts, PostgreSQL's in pg/job-repos.ts): filters, newest first, and a
- * page that starts after the last job of the previous one (a keyset, not an offset: page 50 of
- * 10,000 jobs costs what page 1 does, and a job started meanwhile shifts nothing).
- */
+// A query of the job history as both back ends answer it (`JobStore.search`): filters, newest first, paged by
+// keyset, not offset, so a late page costs what page 1 does and a job started meanwhile shifts nothing.
 
 /** Jobs matching every filter given, newest first (`startedAt`, then `proposalId`, descending). */
 export interface JobQuery {
-  /** Only jobs in one of these states (`running`, `exited ok`, `exited failed`, `lost`); absent or empty: any. */
+  /** `running`, `exited ok`, `exited failed`, `lost`; absent or empty: any. */
   readonly states?: readonly string[];
-  /** Only the jobs of this project. */
   readonly projectId?: string;
   /** Only jobs started at or after this time (ISO-8601 UTC with milliseconds, as stored). */
   readonly from?: string;
-  /** Only jobs started before this time (ISO-8601 UTC with milliseconds). */
+  /** Exclusive. */
   readonly to?: string;
   /** The last job of the previous page: only jobs after it in the order (older, or as old with a smaller id). */
   readonly after?: JobPosition;
-  /** Most jobs answered. */
   readonly limit: number;
 }
 
@@ -27,12 +21,8 @@ export interface JobPosition {
   readonly proposalId: string;
 }
 
-/**
- * The WHERE clause of a query and its parameters, in the dialect of `param` (SQLite's `?`,
- * PostgreSQL's `$n`). The state and project filters are written `+state`/`+project_id` on
- * SQLite so that its planner walks the `started_at` index in the order answered and stops at
- * the limit, instead of collecting every job in a state to sort them.
- */
+/** The WHERE clause and parameters in the dialect of `param`; on SQLite `+state`/`+project_id` keep the planner
+ * on the `started_at` index, in answer order, stopping at the limit. */
 export function jobQueryWhere(q: JobQuery, param: (value: unknown) => string, opts: { readonly unindexed: (column: string) => string; readonly byId: string }): string {
   const where: string[] = [];
   if (q.states !== undefined && q.states.length > 0) where.push(`${opts.unindexed('state')} IN (${q.states.map((s) => param(s)).join(', ')})`);

@@ -1,10 +1,6 @@
-/**
- * The state store: one asynchronous interface over the console's state database, implemented on SQLite
- * (single instance) and PostgreSQL (a cluster; cluster.md); test/state/state-store.test.ts runs against
- * both. Times are ISO-8601 UTC. {@link StateStore.transaction} commits a write and its events together or
- * rolls both back. Event ids increase in commit order, so a reader that has seen id N has seen every
- * smaller id, whichever instance stored it. Database faults surface as src/state/errors.ts ServiceErrors.
- */
+// The state store: one asynchronous interface over the state database, on SQLite or PostgreSQL (cluster.md).
+// Times are ISO-8601 UTC; event ids increase in commit order, so a reader that has seen id N has seen every
+// smaller one. Database faults surface as src/state/errors.ts ServiceErrors.
 import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
 import type { BusEvent, EventInput, JobEnd, } from '../bus/event.js';
 import type { EventRow } from '../bus/local-event-log.js';
@@ -30,10 +26,7 @@ export interface NewProposal {
 export interface ProposalStore {
   insertPending(p: NewProposal): Promise<void>;
   get(id: string): Promise<ProposalRecord | undefined>;
-  /**
-   * Marks a pending proposal decided with a conditional update: of concurrent calls on one id, on any
-   * instance, exactly one returns true.
-   */
+  /** Marks a pending proposal decided with a conditional update: of concurrent calls on one id, exactly one returns true. */
   markDecided(id: string, decision: string, decidedAt: string): Promise<boolean>;
   list(status: string | null, limit: number): Promise<ProposalRecord[]>;
 }
@@ -63,16 +56,11 @@ export interface MemoryToggleStore {
   record(t: MemoryToggleWrite): Promise<MemoryToggleRecord>;
 }
 
-/**
- * Take states and the take action log (one primary per shot). An action is a read-modify-write in one
- * transaction: {@link lock} the committed row, never a mirror (cluster.md, "Under faults").
- */
+/** Take states and the action log (one primary per shot); an action locks the committed row, never a mirror (cluster.md, "Under faults"). */
 export interface TakeStateStore {
   all(): Promise<TakeStateRecord[]>;
-  /**
-   * The take's committed state (created all false when absent), locked until the transaction ends. With
-   * `lockShot` the shot is locked first, so two instances marking takes of one shot primary are serialised.
-   */
+  /** The take's committed state (created all false), locked until the transaction ends; `lockShot` first locks
+   * the shot, so two instances marking takes of one shot primary are serialised. */
   lock(projectId: string, takeId: string, shotId: string | null, lockShot: boolean, at: string): Promise<TakeStateRecord>;
   clearOtherPrimaries(projectId: string, shotId: string, keepTakeId: string, at: string): Promise<TakeStateRecord[]>;
   /** The file's shot wins only when the take is marked primary; resolves to the row as it is now. */
@@ -131,10 +119,7 @@ export interface JobStore {
   countsByState(): Promise<Record<string, number>>;
   /** Output lines as the stored line events count them, for a job whose run died before storing its counts. */
   lineCounts(proposalId: string): Promise<{ stdoutLines: number; stderrLines: number }>;
-  /**
-   * Marks a dead instance's running jobs `lost` with one conditional update; each job is returned by exactly one caller (cluster.md, Jobs).
-   * @returns the jobs this call marked.
-   */
+  /** Marks a dead instance's running jobs `lost` in one conditional update; @returns those this call marked (cluster.md, "Jobs"). */
   markLost(instanceId: string, endedAt: string): Promise<StoredJob[]>;
 }
 
@@ -145,24 +130,16 @@ export interface EventStore extends SharedEventLog {
   /** Newest events kept at least (CONSOLE_EVENT_RETENTION); at most a segment more. */
   readonly retention: number;
   /**
-   * Stores events with the job states they carry (an event whose guard fails is dropped). On PostgreSQL
-   * the sequencer is held until commit, so a write inside a transaction uses {@link appendOnCommit}.
-   * @param retryAfter see SharedEventLog.append (PostgreSQL only: SQLite rolls failed transactions back).
-   * @returns the events with ids, in order; null for one dropped by its guard.
+   * Stores events with their job states; @returns them with ids, null for one its guard dropped. In a transaction
+   * on PostgreSQL use {@link appendOnCommit}, as the sequencer is held until commit.
    */
   append(drafts: readonly EventDraft[], retryAfter?: number | null): Promise<(BusEvent | null)[]>;
-  /**
-   * {@link append} sent with the commit in one round trip, so the sequencer is never held while the
-   * database waits for this instance. Resolves after commit: never await it inside the transaction.
-   * @throws (rejects) the database's error when the transaction failed.
-   */
+  /** {@link append} sent with the commit in one round trip, so the sequencer is never held waiting for this instance.
+   * Resolves after commit: never await it inside the transaction. @throws the database's error when it failed. */
   appendOnCommit(drafts: readonly EventDraft[]): Promise<(BusEvent | null)[]>;
 }
 
-/**
- * The instances and their heartbeats, each record with an epoch (cluster.md, "Under faults"): renewed at
- * registration and when judged dead, so a paused instance's heartbeat learns it was judged.
- */
+/** Instances and heartbeats, with an epoch renewed when judged dead, so a paused instance learns it (cluster.md, "Under faults"). */
 export interface InstanceStore {
   /** Records an instance as started under a new epoch (replacing an earlier record); @returns the epoch. */
   register(i: Omit<InstanceRecord, 'heartbeatAt' | 'streamClients'> & { readonly heartbeatAt?: string }): Promise<number>;
@@ -206,10 +183,7 @@ export type StateTx = Omit<StateRepos, 'clicks'>;
 export interface StateStore extends StateRepos {
   readonly backend: BackendKind;
   readonly schemaVersion: number;
-  /**
-   * Runs `fn` in one transaction: commits when it resolves, rolls back (events included) when it throws.
-   * @throws what `fn` throws; database faults as src/state/errors.ts ServiceErrors.
-   */
+  /** Runs `fn` in one transaction, events included: commits when it resolves, else rolls back. @throws what `fn` throws. */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -224,10 +198,7 @@ export type StateWrite<T> = (tx: StateTx) => Promise<Written<T>>;
 /** Commits a state change with its events (cluster.md, "Under faults"); implemented in sqlite/committer.ts and pg/committer.ts. */
 export interface StateCommitter {
   readonly store: StateStore;
-  /**
-   * Runs `write` in one transaction with its events, delivering them only after commit: a failed commit
-   * leaves neither state nor events anyone saw.
-   * @throws whatever `write`, the event log or the commit throws (rolled back, nothing delivered).
-   */
+  /** Runs `write` in one transaction with its events, delivered only after commit.
+   * @throws whatever `write`, the event log or the commit throws (rolled back, nothing delivered). */
   commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }>;
 }

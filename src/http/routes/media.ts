@@ -1,11 +1,6 @@
-/**
- * `GET /api/media/{project_id}/{file}` (api-decisions.md §Service routes with partial shape;
- * engine-format.md): `res.sendFile` with ranges and conditional requests, both segments
- * id-guarded. The file is first opened via read-store-file.ts (inside `media/`, a regular file,
- * non-blocking) and sent through `/proc/self/fd/<fd>`, so it cannot be swapped in between.
- * Answers are inert in our origin: only {@link INERT_TYPES} are served as themselves, the rest as
- * an attachment, always with {@link MEDIA_CSP} and `nosniff`, so a project folder cannot plant a script.
- */
+// `GET /api/media/{project_id}/{file}` (api-decisions.md §Service routes with partial shape): `res.sendFile` with
+// ranges, of a file opened first (read-store-file.ts) and sent through `/proc/self/fd/<fd>`, so it cannot be
+// swapped in between. Only inert types are served as themselves, all with a sandbox CSP: a project cannot plant a script.
 import path from 'node:path';
 import type { Response } from 'express';
 import { z } from 'zod';
@@ -16,17 +11,10 @@ import type { Api } from '../route.js';
 import { ErrorBody, PathId } from '../schemas.js';
 import type { AppDeps } from './deps.js';
 
-/**
- * The policy of every media answer: a sandbox, nothing loaded, no script (SVG keeps its inline
- * styles). Opened as a document, no media file runs anything in this origin.
- */
+/** Every media answer's policy: a sandbox, nothing loaded, no script (SVG keeps its inline styles). */
 export const MEDIA_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
-/**
- * The media types served as themselves, by extension (lower case): images, video, audio and
- * plain text, which a browser shows and never runs (SVG is scriptable as a document, and gets
- * MEDIA_CSP's sandbox like every answer).
- */
+/** Types served as themselves, by lower-case extension: what a browser shows and never runs (SVG only under MEDIA_CSP). */
 export const INERT_TYPES: Readonly<Record<string, string>> = Object.freeze({
   '.png': 'image/png',
   '.jpg': 'image/jpeg',
@@ -116,9 +104,7 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
           res.attachment(file);
           res.setHeader('Content-Type', 'application/octet-stream');
         }
-        // The app turns generated ETags off (app.set('etag', false)), which res.sendFile follows;
-        // set the validator `send` would compute (the `etag` package's stat form), and `send`
-        // uses it for If-None-Match and If-Range.
+        // The app turns generated ETags off, which res.sendFile follows: set the one `send` would compute.
         res.setHeader('ETag', `W/"${stats.size.toString(16)}-${stats.mtime.getTime().toString(16)}"`);
         await sendFile(res, file, reopen, stats.size);
       } finally {
@@ -128,11 +114,7 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
   });
 }
 
-/**
- * res.sendFile of the checked file as a promise; its errors become the catalogue's (JSON
- * answers), with send's error as `cause`.
- * @param file the file's name, for messages. @param at an absolute path that opens it.
- */
+/** res.sendFile as a promise, its errors the catalogue's. @param file the name, for messages. @param at a path that opens it. */
 function sendFile(res: Response, file: string, at: string, size: number): Promise<void> {
   return new Promise((resolve, reject) => {
     res.sendFile(at, { dotfiles: 'deny', lastModified: true, acceptRanges: true, maxAge: 0 }, (err?: Error) => {

@@ -1,10 +1,6 @@
-/**
- * The global event log on PostgreSQL (cluster.md, Events, "Under faults"). `console_append` numbers events
- * from the locked `event_sequencer` row, applies their job states, stores and notifies in one statement;
- * the lock lasts until commit, so ids follow commit order without gaps. It runs autocommitted or as the last
- * statement sent with COMMIT ({@link EventStore.appendOnCommit}), so a paused instance never holds the lock.
- * Retention as on SQLite: ids have no gaps, so each crossing of a segment multiple deletes below it, after commit.
- */
+// The global event log on PostgreSQL (cluster.md, "Events"). `console_append` numbers events from the locked
+// `event_sequencer` row until commit, so ids follow commit order without gaps; it runs autocommitted or sent with
+// COMMIT, so a paused instance never holds the lock.
 import pg from 'pg';
 import { proposalOf, type BusEvent } from '../../bus/event.js';
 import type { EventDraft, EventRow, EventStore } from '../state-store.js';
@@ -18,10 +14,7 @@ export function segmentSizeOf(retention: number): number {
   return Math.min(100_000, Math.max(100, Math.ceil(retention / 4)));
 }
 
-/**
- * The event log on PostgreSQL.
- * @param x runs the appends (the pool, or a transaction); `pool` runs retention after commit and the reads.
- */
+/** The event log on PostgreSQL. @param x runs the appends (pool or transaction); `pool` runs retention and reads. */
 export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   const segment = segmentSizeOf(retention);
     /** Retention runs after commit, awaited when the append committed by itself. */
@@ -59,8 +52,7 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
       const events = x
         .onCommit(`SELECT console_append(${lists.join(', ')}, NULL::bigint[], NULL) AS ids`)
         .then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
-      // The transaction throws the same failure: a caller that never awaits this (the
-      // transaction failed first) must not leave an unhandled rejection, which ends the process.
+      // A caller that never awaits this (its transaction failed first) must not leave an unhandled rejection.
       events.catch(() => undefined);
       return events;
     },
@@ -83,11 +75,7 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   };
 }
 
-/**
- * The arguments of `console_append`, one array per column: severity, scope, proposal id, the
- * event's JSON without its id (the function puts the id first: the same bytes JSON.stringify
- * gives the event with its id), the guarded job, and its final state as JSON.
- */
+/** `console_append`'s arguments, one array per column; the JSON lacks the id, which the function puts first. */
 function appendArgs(drafts: readonly EventDraft[]): (string | null)[][] {
   const severity: string[] = [];
   const scope: string[] = [];

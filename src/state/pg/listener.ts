@@ -1,21 +1,12 @@
-/**
- * The LISTEN side of cluster mode (shared/design/cluster.md, Events: "LISTEN/NOTIFY to wake"):
- * one dedicated connection per instance listening on the channels the instances notify, kept
- * open, and opened again (with back-off) when the server restarts or the network drops it.
- *
- * Notifications sent while the connection was down are lost (PostgreSQL keeps none for a
- * listener that is not connected): on every (re)connection the `onConnected` callback runs, so
- * its owner reads what it may have missed.
- */
+// The LISTEN side of cluster mode (cluster.md, "Events"): one dedicated connection per instance, reopened with
+// back-off. PostgreSQL keeps no notifications for a disconnected listener, so `onConnected` runs on every
+// (re)connection for its owner to read what it missed.
 import pg from 'pg';
 
 /** What a listener does with the notifications of each channel, and with its connection's state. */
 export interface PgListenerOptions {
   readonly url: string;
-  /**
-   * Handlers by channel name (constant identifiers of this code, never from a request); the
-   * channels are those it holds at each connection.
-   */
+  /** Handlers by channel name (constants of this code, never from a request). */
   readonly channels: Readonly<Record<string, (payload: string) => void>>;
   /** Runs once the connection listens, first and after every reconnection. */
   readonly onConnected?: () => void;
@@ -27,7 +18,7 @@ export interface PgListenerOptions {
 
 const CHANNEL_NAME = /^[a-z_][a-z0-9_]*$/;
 
-/** A connection that listens on fixed channels (see the module's comment). */
+/** A connection that listens on fixed channels. */
 export class PgListener {
   private client: pg.Client | null = null;
   private stopped = false;

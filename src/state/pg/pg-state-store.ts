@@ -1,8 +1,4 @@
-/**
- * The PostgreSQL back end of the state store (cluster.md), shared by every instance through a node-postgres
- * pool. Opening waits for a starting server until the connect time-out (a refused login or missing database
- * fails at once), migrates under an advisory lock (schema.ts) and applies the bounds.
- */
+// The PostgreSQL back end of the state store (cluster.md), shared by every instance through a node-postgres pool.
 import pg from 'pg';
 import { StateDbError } from '../errors.js';
 import type { StateRepos, StateStore, StateTx } from '../state-store.js';
@@ -27,10 +23,7 @@ export interface PgStateStoreOptions {
   /** Told of idle pooled connections' errors (server restart); without a listener node-postgres would end the process. */
   readonly onPoolError?: (err: Error) => void;
   readonly migrations?: readonly string[];
-  /**
-   * Bounds every pooled session sets, ms (cluster.md, "Under faults": no instance can stall another):
-   * `lock_timeout`, `idle_in_transaction_session_timeout`, `statement_timeout`. Default: {@link sessionBoundsFor} 10 s.
-   */
+  /** Bounds every pooled session sets, ms, so no instance can stall another (cluster.md, "Under faults"). */
   readonly sessionBounds?: SessionBounds;
 }
 
@@ -41,11 +34,8 @@ export interface SessionBounds {
   readonly statementTimeoutMs: number;
 }
 
-/**
- * Session bounds for an instance timeout: lock waits and transactions left by a frozen client end within
- * half of it (at least 1 s), so a peer stalled holding a lock costs less than judging it dead; statements
- * may run 30 s or three timeouts, stopping only runaways.
- */
+/** Session bounds for an instance timeout: lock waits and idle transactions end within half of it, so a stalled
+ * peer costs less than judging it dead; statements get 30 s or three timeouts, to stop only runaways. */
 export function sessionBoundsFor(instanceTimeoutMs: number): SessionBounds {
   const half = Math.max(1000, Math.floor(instanceTimeoutMs / 2));
   return { lockTimeoutMs: half, idleInTransactionTimeoutMs: half, statementTimeoutMs: Math.max(30_000, 3 * instanceTimeoutMs) };
@@ -61,10 +51,9 @@ const types = {
 };
 
 /**
- * Opens the PostgreSQL state store: connects, migrates, applies the bounds.
- * @throws StateDbError (`state_db_open_failed`) naming the database (host:port/database, no credential) and
- *   the cause: not a PostgreSQL URL, refused login, missing database, unreachable after `connectTimeoutMs`,
- *   or a schema newer than this code.
+ * Opens the PostgreSQL state store: connects (waiting for a starting server up to `connectTimeoutMs`), migrates
+ * under an advisory lock (schema.ts), applies the bounds.
+ * @throws StateDbError (`state_db_open_failed`) naming the database (no credential) and the cause.
  */
 export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgStateStore> {
   const where = `CONSOLE_DATABASE_URL (${describeDatabaseUrl(opts.url)})`;
@@ -135,10 +124,7 @@ async function connectWithin(pool: pg.Pool, timeoutMs: number, where: string): P
   }
 }
 
-/**
- * Where a database URL points, for messages, status and logs: `host:port/database` only, since a URL carries
- * credentials in more places than its password (`?passfile=`, `?sslkey=`…).
- */
+/** `host:port/database` of a URL, for messages and logs: a URL carries credentials beyond its password (`?sslkey=`…). */
 export function describeDatabaseUrl(raw: string): string {
   try {
     const u = new URL(raw);
@@ -213,10 +199,7 @@ export class PgStateStore implements StateStore {
     return runTransaction(this.pool, (x) => fn(reposOver(x, this.exec, this.opts)));
   }
 
-  /**
-   * Sends a notification to every instance listening on `channel` (src/state/pg/listener.ts).
-   * @throws the database's error as a StateDbError when it is away.
-   */
+  /** Notifies every instance listening on `channel` (listener.ts). @throws StateDbError when the database is away. */
   async notify(channel: string, payload: string): Promise<void> {
     await this.exec.q('SELECT pg_notify($1, $2)', [channel, payload]);
   }

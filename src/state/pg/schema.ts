@@ -1,12 +1,8 @@
-/**
- * The PostgreSQL schema of the state store (cluster.md): SQLite's tables with PostgreSQL types, plus what
- * the cluster needs, migrated at start-up under an advisory lock. `event_sequencer` holds the last event
- * id; `UPDATE … RETURNING` on it locks the row until the storing transaction ends, so ids are assigned in
- * commit order without gaps and a reader that has seen id N has seen every smaller one. `counters` keeps
- * the click count, its row lock serialising appends across instances; `recent_seq` orders recent items
- * (`max(seq) + 1` would race). Ordered text is `COLLATE "C"`, byte order as on SQLite. Never edit a
- * shipped migration: append one.
- */
+// The PostgreSQL schema of the state store (cluster.md): SQLite's tables plus what the cluster needs, migrated at
+// start-up under an advisory lock. `event_sequencer`'s row lock, held until commit, assigns event ids in commit
+// order without gaps; `counters` serialises click appends across instances; `recent_seq` orders recent items
+// (`max(seq) + 1` would race). Ordered text is `COLLATE "C"`, byte order as on SQLite. Never edit a shipped
+// migration: append one.
 import type { PoolClient } from 'pg';
 import { StateDbError } from '../errors.js';
 import { PG_MIGRATIONS } from './migrations/index.js';
@@ -19,11 +15,8 @@ export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 const MIGRATION_LOCK = 0x636f6e73;
 
 /**
- * Brings the schema to {@link PG_SCHEMA_VERSION} under the advisory lock, one transaction per migration;
- * the lock is released and `client` left usable whatever happens.
- * @returns the schema version now.
- * @throws StateDbError (`state_db_open_failed`) when the schema is newer than this code (naming both
- *   versions) or a migration failed (naming it, with the database's error as `cause`).
+ * Brings the schema to {@link PG_SCHEMA_VERSION} under the advisory lock, a transaction per migration; @returns the version.
+ * @throws StateDbError (`state_db_open_failed`) when the schema is newer than this code or a migration failed.
  */
 export async function migrateSchema(client: PoolClient, migrations: readonly string[] = PG_MIGRATIONS): Promise<number> {
     // Others wait here for the first instance's migrations, and a migration may outlast the pool's statement bound.

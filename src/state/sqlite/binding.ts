@@ -1,23 +1,9 @@
-/**
- * The SQLite binding of the runtime the service runs on: one API (better-sqlite3's), two
- * builds of it, because no single release of the library runs on every Node.js we support.
- *
- * - Node.js 20: better-sqlite3 12, built from source at install (its `node::ObjectWrap`
- *   addon). better-sqlite3 13 crashes on 20 (a segmentation fault at the first statement).
- * - Node.js 22 and newer: better-sqlite3 13 (installed as `better-sqlite3-13`), a Node-API
- *   addon shipped prebuilt. better-sqlite3 12 aborts the process on Node.js 24: a statement
- *   finalised by the garbage collector outside any JavaScript context calls
- *   `node::RemoveEnvironmentCleanupHook` with no current environment
- *   (`Assertion failed: (env) != nullptr`), seconds into serving.
- *
- * better-sqlite3 12 is an optional dependency: on Node.js 22 and newer it is built (when a
- * compiler is there) but never loaded, and a failed build does not fail the install. On
- * Node.js 20 a missing build is reported here, with what to install.
- */
+// The SQLite binding for this runtime: better-sqlite3's API in two builds, as no release runs on every Node.js
+// we support. Node.js 20 loads better-sqlite3 12 (13 segfaults there); 22 and newer load 13, prebuilt (12 aborts
+// on Node.js 24 when the collector finalises a statement). 12 is optional: a missing build on 20 is reported here.
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 
-/** The runtime's major version. */
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
 /** The package this runtime loads: `better-sqlite3` (12) on Node.js 20, `better-sqlite3-13` on 22 and newer. */

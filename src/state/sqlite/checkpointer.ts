@@ -1,8 +1,5 @@
-/**
- * WAL checkpoints off the main thread: left to SQLite, a main-thread commit every ~1000 pages copies the WAL
- * back and syncs, about half the cost of storing an event. A PASSIVE checkpoint on a timer never blocks
- * commits; db.ts keeps the threshold as a backstop. They run on the housekeeping thread, since each thread costs ~11 MB.
- */
+// WAL checkpoints off the main thread, where SQLite's own would copy the WAL back and sync inside a commit; a
+// PASSIVE checkpoint on a timer never blocks commits. On the housekeeping thread, as each thread costs memory.
 import type { CheckpointResult, CheckpointTask } from './checkpoint-task.js';
 
 /** Runs a checkpoint task on the housekeeping thread (HousekeepingThread.runTask with the compiled checkpoint-task.js). */

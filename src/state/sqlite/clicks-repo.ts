@@ -1,8 +1,5 @@
-/**
- * Clicks (api-decisions.md, "Service routes with partial shape", Clicks): a ring per project and a bound on
- * all (per-project rings alone are no bound with many projects), enforced with the insert in one
- * transaction, so neither is exceeded and an acknowledged click survives a crash.
- */
+// Clicks (api-decisions.md, "Service routes with partial shape"): a ring per project and a bound on all (rings
+// alone bound nothing with many projects), enforced with the insert in one transaction.
 import type { Db } from './db.js';
 import type { ClickRecord } from '../records.js';
 
@@ -36,10 +33,7 @@ export class ClicksRepo {
   /** Rows in the table, counted once and kept in step by each append: a `count(*)` per insert would scan up to a million rows. */
   private total: number;
 
-  /**
-   * @param maxTotal clicks kept in all; a table holding more (a lowered bound) is trimmed here, before the first request.
-   * @throws RangeError for a bound that is not a positive integer.
-   */
+  /** @param maxTotal clicks kept in all; a larger table (a lowered bound) is trimmed here. @throws RangeError for a bound not a positive integer. */
   constructor(
     db: Db,
     readonly ringSize: number,
@@ -74,16 +68,12 @@ export class ClicksRepo {
     }
   }
 
-  /** Clicks stored now, of all projects. */
   get size(): number {
     return this.total;
   }
 
-  /**
-   * Appends a click and, in the same transaction, evicts the project's oldest past the ring
-   * size and the oldest of all past the total. Not to be called inside another transaction:
-   * the running count follows this one's commit.
-   */
+  /** Appends a click, evicting past the ring and the total in the same transaction; never inside another
+   * transaction, as the running count follows this one's commit. */
   append(c: Omit<ClickRecord, 'id'>): ClickRecord {
     const { record, total } = this.appendTx(c);
     // Only once committed: a transaction that failed changed nothing.

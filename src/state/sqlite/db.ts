@@ -1,9 +1,5 @@
-/**
- * Opens the state database (SQLite through better-sqlite3, the build of this runtime: sqlite/binding.ts) in WAL mode and migrates it.
- * WAL with `synchronous = NORMAL` keeps every committed transaction across a process
- * crash (SIGKILL); only a power loss can lose the last commits, which is the trade the
- * console makes for per-tick batching of events.
- */
+// Opens the state database (better-sqlite3, binding.ts) in WAL mode and migrates it. `synchronous = NORMAL` keeps
+// commits across a process crash; only a power loss can lose the last ones, the price of batching events.
 import fs from 'node:fs';
 import path from 'node:path';
 import Database, { type Db } from './binding.js';
@@ -18,14 +14,9 @@ export type { Db };
 export const BACKSTOP_CHECKPOINT_PAGES = 20_000;
 
 /**
- * Opens (creating if needed) the database at `file`, checks it (`PRAGMA quick_check`), applies
- * pending migrations, and writes once (`meta.opened_at`): a damaged database, or one that
- * cannot be written (a full disk, a read-only file or folder), stops start-up here, named,
- * instead of failing the first request.
- * @throws StateDbError whose message names `file` and says why in plain words: the folder
- *   cannot be created or written (read-only file system, permission denied, not a folder), no
- *   space left, the file is not a database or is corrupt (it is then left exactly as it is,
- *   never replaced), or a migration failed.
+ * Opens (creating if needed) the database at `file`, checks it, migrates it and writes once, so a damaged or
+ * unwritable database stops start-up here rather than failing the first request.
+ * @throws StateDbError naming `file` and why in plain words (a corrupt file is left exactly as it is).
  */
 export function openStateDb(file: string): Db {
   const dir = path.dirname(file);
@@ -40,11 +31,9 @@ export function openStateDb(file: string): Db {
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
     db.pragma('foreign_keys = ON');
-    // Checkpoints run on the checkpointer's thread (checkpointer.ts); this threshold is only a
-    // backstop that bounds the WAL (about 80 MB) when no checkpointer runs (tools, tests).
+    // A backstop bounding the WAL when no checkpointer runs (tools, tests); see checkpointer.ts.
     db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
-    // Damage inside the file (a page overwritten, cut short) is found now, named, rather than
-    // by whichever read meets it later. A tenth of a second for 80 MB.
+    // Damage inside the file is found now, named, rather than by whichever read meets it later.
     const check = String(db.pragma('quick_check(1)', { simple: true }));
     if (check !== 'ok') throw Object.assign(new Error(`database disk image is malformed: ${check}`), { code: 'SQLITE_CORRUPT' });
     migrate(db);
@@ -56,10 +45,7 @@ export function openStateDb(file: string): Db {
   }
 }
 
-/**
- * Creates the folder (and its parents). Node reports a folder that cannot be created on a
- * read-only file system as ENOENT; the nearest existing parent tells the real reason.
- */
+/** Creates the folder; Node reports a read-only file system as ENOENT, so the nearest existing parent tells why. */
 function makeFolder(dir: string): void {
   try {
     fs.mkdirSync(dir, { recursive: true });

@@ -1,17 +1,9 @@
-/**
- * The SQLite back end's faults as the state layer's errors. SQLite's error codes are read here
- * and nowhere else: {@link stateDbFault} turns a SqliteError into the state layer's own error
- * (the SqliteError as its `cause`), which the HTTP catalogue maps to a status like any other.
- */
+// The SQLite back end's faults as the state layer's errors; SQLite's error codes are read here and nowhere else.
 import Database from './binding.js';
 import { ServiceError } from '../../errors/index.js';
 
-/**
- * The state database refused an operation while the service runs: a fault of the machine, not
- * of the request, and nothing was stored. `state_db_full` (its disk is full),
- * `state_db_busy` (locked: try again, `retryAfterSeconds` 1), `state_db_unavailable`
- * (read-only, failing or damaged). The message says what happened and that nothing was stored.
- */
+/** The state database refused an operation, nothing stored: `state_db_full`, `state_db_busy` (retry after 1 s)
+ * or `state_db_unavailable` (read-only, failing or damaged). */
 export class StateDbFaultError extends ServiceError<'state_db_full' | 'state_db_busy' | 'state_db_unavailable'> {
   override name = 'StateDbFaultError';
   /** The SQLite error code (`SQLITE_FULL`, `SQLITE_BUSY_SNAPSHOT`…). */
@@ -22,11 +14,7 @@ export class StateDbFaultError extends ServiceError<'state_db_full' | 'state_db_
   }
 }
 
-/**
- * The state layer's own error for a SqliteError that is a fault of the database (full, busy or
- * locked, read-only, failing, damaged), or undefined for anything else: any other SqliteError (a
- * constraint) is a bug, and not an error of the state database's.
- */
+/** The state layer's error for a SqliteError that is a database fault; undefined for others (a constraint is a bug). */
 export function stateDbFault(err: unknown): StateDbFaultError | undefined {
   if (!(err instanceof Database.SqliteError)) return undefined;
   const c = err.code;

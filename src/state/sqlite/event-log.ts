@@ -1,10 +1,5 @@
-/**
- * Bus events in the state database (api-decisions.md, Events), in a ring of segment tables: retention drops
- * the oldest whole, since deleting rows one by one cost as much as inserting them and blocked the event loop
- * for tens of ms per batch. The view `events` unites the segments for outside readers. Per segment, the runs
- * table (event-segments.ts) and in-memory severity/scope pairs (event-pairs.ts) let filtered reads fetch only
- * the rows they return.
- */
+// Bus events in the state database (api-decisions.md, "Events"), in a ring of segment tables: retention drops the
+// oldest whole, as deleting rows one by one blocks the event loop. The view `events` unites them for outside readers.
 import type { Statement } from './binding.js';
 import type { Db } from './db.js';
 import type { EventFilter, Severity } from '../../bus/event.js';
@@ -41,7 +36,6 @@ export class EventLog implements LocalEventLog {
   private nextId: number;
   private reservedUpTo: number;
   private reservationUnsaved = false;
-  /** Newest id handed out (or stored, after a restart). */
   private lastId: number;
   private readonly segments: Segment[];
   readonly segmentSize: number;
@@ -129,12 +123,8 @@ export class EventLog implements LocalEventLog {
   }
 
 
-  /**
-   * Writes the final state of each row that carries one (a job's exit or lost event, JobGuard),
-   * only over `running`, in the append's transaction: a job's state commits with its event. A
-   * row whose job is no longer running is dropped.
-   * @returns `rows` itself when none was dropped (the hot path allocates nothing), else the kept rows.
-   */
+  /** Writes each row's job end (JobGuard) only over `running`, in the append's transaction, dropping rows whose job
+   * is not running; @returns `rows` itself when none was dropped (the hot path allocates nothing). */
   private applyJobEnds(rows: readonly EventRow[]): readonly EventRow[] {
     let kept: EventRow[] | null = null;
     for (let i = 0; i < rows.length; i++) {
@@ -173,8 +163,7 @@ export class EventLog implements LocalEventLog {
       dropped = true;
     }
     if (dropped) this.rebuildView();
-    // Segments made under a larger bound (before a restart with a smaller one) can hold more
-    // than a segment: trim the oldest by rows, a one-off cost of lowering the bound.
+    // Segments made under a larger bound (before a restart) can hold more: trim the oldest by rows, once.
     const excess = total - this.retention - this.segmentSize;
     if (excess > 0) {
       const oldest = this.segments[0] as Segment;
@@ -212,8 +201,7 @@ export class EventLog implements LocalEventLog {
       const r = rows[i] as EventRow;
       seg.insertOne.run(r.id, r.severity, r.scope, r.data);
     }
-    // In memory as they are written: a transaction that rolls back makes the log reopen its
-    // segments (resync), which reads them again.
+    // A rolled-back transaction makes the log reopen its segments (resync), which reads these again.
     for (let k = from; k < to; k++) {
       const r = rows[k] as EventRow;
       seg.pairs.note(r.id, r.severity, r.scope);
@@ -224,11 +212,7 @@ export class EventLog implements LocalEventLog {
     seg.maxId = Math.max(seg.maxId, (rows[to - 1] as EventRow).id);
   }
 
-  /**
-   * The runs of `rows[from, to)`: each stretch of consecutive events about one proposal, its
-   * first and last id (event-segments.ts). A stretch ends at an event about another proposal
-   * or none, and at the end of the batch.
-   */
+  /** The runs of `rows[from, to)` (event-segments.ts): each stretch of consecutive events about one proposal. */
   private insertRuns(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
     let proposal: string | null = null;
     let first = 0;
@@ -246,11 +230,8 @@ export class EventLog implements LocalEventLog {
     if (proposal !== null) seg.insertRun.run(proposal, last, first);
   }
 
-  /**
-   * Hands out the next event id (synchronous; reserves a new block in the database when needed).
-   * Never throws: a reservation the database cannot store now (disk full) is stored by the next
-   * append, in its transaction, so no event is ever stored beyond a stored reservation.
-   */
+  /** The next event id, reserving blocks as needed. Never throws: a reservation the database refuses now is stored
+   * by the next append, in its transaction, so no event is stored beyond a stored reservation. */
   takeId(): number {
     if (this.nextId > this.reservedUpTo) {
       this.reservedUpTo = this.nextId + ID_BLOCK - 1;
@@ -269,20 +250,14 @@ export class EventLog implements LocalEventLog {
     return this.lastId;
   }
 
-  /** Number of stored rows. */
   get size(): number {
     let n = 0;
     for (const s of this.segments) n += s.count;
     return n;
   }
 
-  /**
-   * Writes `rows` (ascending ids) in one transaction, with the job final states they carry
-   * (applyJobEnds), then applies retention. When called
-   * inside a caller's transaction that later rolls back, what it did is undone but its
-   * in-memory view of the segments is not: a write that fails re-reads the segments from the
-   * database, and retries once when its segment table had vanished that way.
-   */
+  /** Writes `rows` (ascending ids) with their job ends in one transaction, then applies retention. A caller's rollback
+   * leaves the in-memory segments stale, so a failed write re-reads them and retries once if its table vanished. */
   append(rows: readonly EventRow[]): readonly EventRow[] | null {
     if (rows.length === 0) return null;
     let kept: readonly EventRow[] | null;
@@ -298,17 +273,13 @@ export class EventLog implements LocalEventLog {
     return kept;
   }
 
-  /**
-   * Re-reads what the database holds after a transaction that stored events rolled back (the
-   * caller's, see EventBus.settle): the segments and their extents.
-   */
+  /** Re-reads the segments after a caller's transaction that stored events rolled back (EventBus.settle). */
   resync(): void {
     this.reload();
     // The reservation may have been stored by the rolled-back transaction: store it again.
     this.reservationUnsaved = true;
   }
 
-  /** Re-reads the segment tables and their extents from the database. */
   private reload(): void {
     this.segments.length = 0;
     for (const n of segmentNumbers(this.db)) this.segments.push(this.openSegment(n));
@@ -317,15 +288,11 @@ export class EventLog implements LocalEventLog {
     try {
       this.rebuildView();
     } catch {
-      // The database refuses writes (the failure that brought us here, often): the view, for
-      // readers outside the service, is rebuilt at the next rotation or retention pass.
+      // The database refuses writes (often why we are here): the view is rebuilt at the next rotation or retention.
     }
   }
 
-  /**
-   * Events with `sinceId < id <= upTo` that pass `filter`, ascending, at most `limit`.
-   * @returns rows with the served JSON text.
-   */
+  /** Events with `sinceId < id <= upTo` that pass `filter`, ascending, at most `limit`, with their served JSON. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo: number = Number.MAX_SAFE_INTEGER): EventRow[] {
     const { sql, args } = where(filter);
     const out: EventRow[] = [];
@@ -390,10 +357,7 @@ export class EventLog implements LocalEventLog {
   }
 }
 
-/**
- * The severity and scope filters' SQL, on the segment table aliased `e` in every read (the runs
- * joins name two tables); the proposal filter is the join itself (after/newest).
- */
+/** The severity and scope filters' SQL on the segment table aliased `e` (the runs joins name two tables). */
 function where(filter: EventFilter): { sql: string; args: (string | number)[] } {
   let sql = '';
   const args: (string | number)[] = [];

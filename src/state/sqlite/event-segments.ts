@@ -1,9 +1,5 @@
-/**
- * The event log's segment tables (event-log.ts) and their runs tables: a run is a stretch of consecutive
- * events about one proposal, so a job's events are found without a scan. A run stands for hundreds of lines
- * under load; a `proposal_id` column with an index instead cost a second B-tree entry per line and made
- * inserts 77% slower (bench/RESULTS.md).
- */
+// The event log's segment tables (event-log.ts) and their runs tables: a run is a stretch of consecutive events
+// about one proposal, so a job's events are found without a scan, at far less insert cost than an indexed column.
 import type { Db } from './db.js';
 
 export const SEGMENT_PREFIX = 'event_segment_';
@@ -14,11 +10,8 @@ export const ROW_PARAMS = '(?, ?, ?, ?)';
 
 export const runsOf = (table: string): string => `${table}_runs`;
 
-/**
- * The proposal of an event stored before issue 14, from its JSON: the payload's `proposal_id`,
- * or for a job's line event (payload `{ source: "dispatch_cli" }`) the first word of its
- * `detail` (`<proposal id> stdout line <n>`), the only place such events named their job.
- */
+/** The proposal of an event stored without one, from its JSON: the payload's `proposal_id`, or for a job's
+ * line event the first word of its `detail`, the only place such events name their job. */
 const PROPOSAL_OF_JSON = `CASE WHEN NOT json_valid(data) THEN NULL
     WHEN json_type(data, '$.payload.proposal_id') = 'text' THEN json_extract(data, '$.payload.proposal_id')
     WHEN scope = 'engine/generation' AND json_extract(data, '$.payload.source') = 'dispatch_cli'
@@ -26,10 +19,8 @@ const PROPOSAL_OF_JSON = `CASE WHEN NOT json_valid(data) THEN NULL
       THEN substr(json_extract(data, '$.detail'), 1, instr(json_extract(data, '$.detail'), ' ') - 1)
   END`;
 
-/**
- * The runs of segment `%T`'s rows, given each row's proposal as `p` by `%P` (gaps and islands:
- * consecutive rows of one proposal share their rank overall minus their rank in the proposal).
- */
+/** The runs of segment `%T`'s rows, each row's proposal `p` given by `%P` (gaps and islands: consecutive rows
+ * of one proposal share their rank overall minus their rank in the proposal). */
 const RUNS_OF_ROWS = `
   INSERT INTO %R (proposal_id, last_id, first_id)
     SELECT p, max(id), min(id) FROM (
@@ -37,11 +28,7 @@ const RUNS_OF_ROWS = `
       FROM (SELECT id, %P AS p FROM %T))
     WHERE p IS NOT NULL GROUP BY p, island`;
 
-/**
- * The runs table: keyed by proposal and last id, so a reader after an id seeks to the first
- * run that ends past it, and runs come in id order (a proposal's runs never overlap: each
- * batch's ids are above the last one's).
- */
+/** Keyed by proposal and last id, so a reader after an id seeks to the first run ending past it, in id order. */
 function runsTable(table: string): string {
   return `CREATE TABLE IF NOT EXISTS ${runsOf(table)} (proposal_id TEXT NOT NULL, last_id INTEGER NOT NULL, first_id INTEGER NOT NULL, PRIMARY KEY (proposal_id, last_id)) STRICT, WITHOUT ROWID`;
 }
@@ -67,11 +54,8 @@ const tableExists = (db: Db, name: string): boolean =>
   db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined;
 
 /**
- * Gives segments stored by earlier versions their runs table, once, at start-up, in one
- * transaction (a no-op afterwards):
- * - before issue 14, the rows named no proposal: it is read from their JSON;
- * - from issue 14 to issue 11's P3 work, a `proposal_id` column with a partial index: the
- *   runs come from the column, and the index is dropped (the column stays, unused).
+ * Gives segments of older schemas their runs table, once, in one transaction: from their `proposal_id` column
+ * (whose index is dropped) when they have one, else from their JSON.
  * @throws the database's error (start-up stops, naming the state database).
  */
 export function upgradeSegments(db: Db): void {

@@ -1,9 +1,5 @@
-/**
- * Take actions and the take states they leave (api-decisions.md, "Mutations and lifecycle
- * routes"): every action is appended to a log; `take_states` holds the current `primary`,
- * `circled` and `rejected` of each take, with a partial unique index that keeps one primary
- * per shot.
- */
+// Take actions and the states they leave (api-decisions.md, "Mutations and lifecycle routes"): actions are
+// logged; `take_states` holds each take's current state, a partial unique index keeping one primary per shot.
 import type { Db } from './db.js';
 import type { TakeStateRecord, TakeActionRecord } from '../records.js';
 
@@ -46,9 +42,8 @@ export class TakeStateRepo {
       `UPDATE take_states SET is_primary = 0, updated_at = ?, version = version + 1
        WHERE project_id = ? AND shot_id = ? AND take_id != ? AND is_primary = 1 RETURNING *`,
     );
-    // A take keeps the shot it was first recorded with, except when it is marked primary:
-    // then the shot read from its file at that moment wins (the caller cleared that shot's
-    // other primaries first, so the unique index holds).
+    // A take keeps its first shot unless marked primary: then its file's shot wins (the caller cleared that
+    // shot's other primaries first, so the unique index holds).
     this.upsertStmt = db.prepare(
       `INSERT INTO take_states (project_id, take_id, shot_id, is_primary, circled, rejected, updated_at)
        VALUES (@projectId, @takeId, @shotId, @primary, @circled, @rejected, @at)
@@ -69,20 +64,14 @@ export class TakeStateRepo {
     return this.allStmt.all().map(fromRow);
   }
 
-  /**
-   * The take's state as committed, recorded now (all false, with `shotId`) when it had none, so
-   * that the caller's write that follows updates the row it read. Call inside the caller's
-   * transaction: it is the only one (SQLite serialises writers), so the row stays as read.
-   */
+  /** The take's committed state, created all false when absent. In the caller's transaction, the only writer
+   * on SQLite, so the row stays as read. */
   lock(projectId: string, takeId: string, shotId: string | null, at: string): TakeStateRecord {
     this.ensureStmt.run(projectId, takeId, shotId, at);
     return fromRow(this.getStmt.get(projectId, takeId) as StateRow);
   }
 
-  /**
-   * Clears `primary` on the other takes of a shot. Call inside the caller's transaction.
-   * @returns the rows that lost it, as they are now.
-   */
+  /** Clears `primary` on the shot's other takes, in the caller's transaction; @returns the rows that lost it. */
   clearOtherPrimaries(projectId: string, shotId: string, keepTakeId: string, at: string): TakeStateRecord[] {
     return this.clearPrimaryStmt.all(at, projectId, shotId, keepTakeId).map(fromRow);
   }
