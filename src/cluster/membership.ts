@@ -1,9 +1,6 @@
 /**
- * Cluster membership (cluster.md, Jobs, Operations): heartbeats under an epoch, refusal of a second process
- * under one id, and judgement of dead instances. Staleness is judged only after this instance has been
- * connected for a whole timeout, so after an outage everyone gets a full timeout to beat again. A dead
- * instance's running jobs are marked `lost` in one transaction over `running` (publishLost), so of any
- * number of judges one marks each; a merely slow instance finds its epoch moved and fences those jobs.
+ * Cluster membership (cluster.md §Jobs, §Operations): heartbeats under an epoch, one live process per id, and judgement of dead
+ * instances only after a whole timeout connected; a dead one's jobs are marked `lost` once, and a slow one finds its epoch moved.
  */
 import type { Bus } from '../bus/bus-api.js';
 import type { InstanceRecord, StateStore } from '../state/state-store.js';

@@ -32,10 +32,7 @@ export class OwnerRequests {
     return { [this.options.channel]: (p) => this.onRequest(p), [this.options.ackChannel]: (p) => this.onAck(p) };
   }
 
-  /**
-   * Asks `owner` to carry the request for `key` out.
-   * @throws OwnerNotAcknowledgedError after `waitMs` without an answer; the notification's error.
-   */
+  /** Asks `owner` to carry the request for `key` out. @throws OwnerNotAcknowledgedError after `waitMs` unanswered; the notification's error. */
   ask(owner: string, key: string): Promise<OwnerOutcome> {
     return new Promise((resolve, reject) => {
       let waiters = this.waiting.get(key);

@@ -16,11 +16,7 @@ export interface Receipt {
   take_id: string | null;
 }
 
-/**
- * Appends one receipt line and fsyncs it, in a single O_APPEND write so concurrent runs never
- * interleave; a short write is reported, not completed.
- * @throws Error on an fs error or a short write.
- */
+/** Appends one receipt line, fsynced, in a single O_APPEND write so concurrent runs never interleave. @throws Error on an fs error or a short write. */
 export async function appendReceipt(projectDir: string, receipt: Receipt): Promise<void> {
   const line = Buffer.from(`${JSON.stringify(receipt)}\n`, 'utf8');
   const handle = await open(path.join(projectDir, 'receipts.jsonl'), 'a');

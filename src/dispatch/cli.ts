@@ -1,7 +1,4 @@
-/**
- * Entry point of the dispatch tool (engine-format.md §The dispatch tool); see `runDispatch`.
- * Reads only CONSOLE_DATA_DIR: it is a separate program and cannot share src/config.
- */
+/** Entry point of the dispatch tool (engine-format.md §The dispatch tool); a separate program, it reads only CONSOLE_DATA_DIR, not src/config. */
 import { runDispatch } from './run-dispatch.js';
 import { resolveStoreRoot } from './resolve-store-root.js';
 

@@ -10,9 +10,8 @@ export interface ProjectRef {
 }
 
 /**
- * Opens `projects/<projectId>/` (engine-format.md §project.json, §Legacy format); the id must be checked.
- * @throws DispatchError (exit 2) for an unknown or legacy project or a missing/mistyped canonical field.
- * @throws Error (exit 1) when `project.json` is unreadable or not a JSON object.
+ * Opens `projects/<projectId>/` (checked id; engine-format.md §project.json). @throws DispatchError (exit 2) for an unknown or
+ * legacy project or a missing/mistyped canonical field; Error (exit 1) when `project.json` is unreadable or not an object.
  */
 export async function loadProject(storeRoot: string, projectId: string): Promise<ProjectRef> {
   const dir = path.join(storeRoot, 'projects', projectId);
@@ -32,7 +31,7 @@ export async function loadProject(storeRoot: string, projectId: string): Promise
       throw new DispatchError(`project ${projectId}: missing canonical field ${field}`);
     }
   }
-  // A format of another type is a mistake in the file, not a legacy format (issue 14, item 6).
+  // A format of another type is a mistake in the file, not a legacy format.
   if (typeof project.format !== 'number') {
     throw new DispatchError(`project ${projectId}: canonical field format has the wrong type (${Array.isArray(project.format) ? 'an array' : `a ${typeof project.format}`}, expected an integer)`);
   }

@@ -26,10 +26,8 @@ export type Target =
 export type Warn = (message: string) => void;
 
 /**
- * Resolves the shot a run renders (engine-format.md §The dispatch tool): `shotId`, else the first
- * shot without a take (episode, `order`, `shot_id`); the parent is its newest take. Invalid
- * files are skipped with a warning, except the named shot.
- * @throws DispatchError (exit 2) for a named shot that is missing or invalid.
+ * The shot a run renders: `shotId`, else the first shot without a take (episode, `order`, `shot_id`),
+ * invalid files skipped with a warning; its newest take is the parent. @throws DispatchError (exit 2) for a bad named shot.
  */
 export async function loadTarget(project: ProjectRef, shotId: string | null, warn: Warn): Promise<Target> {
   const takes = await loadTakes(project.dir, warn);
@@ -79,7 +77,6 @@ async function loadTakes(projectDir: string, warn: Warn): Promise<Take[]> {
   return takes;
 }
 
-/** The canonical-field check of a shot file; returns the problem or null. */
 function checkShot(data: JsonObject, fileId: string): string | null {
   if (data.shot_id !== fileId) return 'missing canonical field shot_id';
   const episode = data.episode;
@@ -90,10 +87,7 @@ function checkShot(data: JsonObject, fileId: string): string | null {
   return null;
 }
 
-/**
- * Reads every `*.json` file of a directory as [name without `.json`, object] pairs.
- * Dot files are skipped: they are temp files of takes still being written.
- */
+/** Every `*.json` file of a directory as [name without `.json`, object]; dot files are takes still being written. */
 async function readJsonDir(dir: string, warn: Warn): Promise<Array<[string, JsonObject]>> {
   let names: string[];
   try {

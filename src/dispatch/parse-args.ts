@@ -16,10 +16,7 @@ export interface DispatchArgs {
   dryRun: boolean;
 }
 
-/**
- * Parses `--project <id> [--shot <id>] [--model <name>] [--dry-run]` in any order; ids are checked before any disk access.
- * @throws DispatchError (exit 2) for a usage error, a malformed id or an unprintable model name.
- */
+/** Parses `--project <id> [--shot <id>] [--model <name>] [--dry-run]`, ids checked before any disk access. @throws DispatchError (exit 2). */
 export function parseDispatchArgs(argv: readonly string[]): DispatchArgs {
   const values = parseFlags(argv);
   if (values.project === undefined) throw new DispatchError('missing required flag --project');

@@ -25,12 +25,7 @@ const GLYPHS: Readonly<Record<string, string>> = {
 };
 const GLYPH_SCALE = 4;
 
-/**
- * Renders one take with the `local-testsrc-v1` backend: a 320x180 RGB PNG test pattern
- * (engine-format.md §The dispatch tool). Deterministic per take id, but varied per take number
- * (bar rotation, ramp phase, printed id) so successive takes look different.
- * @returns the encoded PNG file.
- */
+/** Renders one take with `local-testsrc-v1`: a 320x180 RGB PNG test pattern, deterministic per take id, varied per take number so takes look different. */
 export function renderTestPattern(takeId: string, takeNumber: number, onProgress: OnProgress = () => {}): Buffer {
   const png = new PNG({ width: FRAME_WIDTH, height: FRAME_HEIGHT });
   const rotation = takeNumber % BARS.length;

@@ -24,10 +24,8 @@ export interface DispatchOptions {
 }
 
 /**
- * Runs the dispatch tool once (engine-format.md §The dispatch tool) and returns its exit code;
- * never throws. Exit 0 for `rendered`, `planned`, `nothing_to_do`; 2 for caller mistakes; 1 otherwise.
- * Every run that reached a valid format-2 project appends a receipt, failed ones included;
- * earlier rejections leave the store untouched. Output lines are those the spec page lists.
+ * Runs the dispatch tool once (engine-format.md §The dispatch tool); never throws. Exit 0 for `rendered`, `planned`,
+ * `nothing_to_do`, 2 for caller mistakes, else 1. A run that reached a valid format-2 project appends a receipt, failed or not.
  */
 export async function runDispatch(options: DispatchOptions): Promise<number> {
   const { io } = options;
@@ -59,8 +57,7 @@ export async function runDispatch(options: DispatchOptions): Promise<number> {
     const shotId = target.shot.shot_id;
     run.shot = shotId;
     if (args.model !== null && args.model !== DEFAULT_MODEL) {
-      // Only one backend exists locally; render anyway so the request still yields a take,
-      // and say so where the console shows warnings. The take records the model actually used.
+      // One backend exists locally: render anyway so the request yields a take (which records the model used), and warn.
       io.err(`warning: model ${args.model} is not available locally; rendering with the ${DEFAULT_MODEL} backend`);
     }
     const parentId = target.parent?.take_id ?? null;

@@ -9,19 +9,13 @@ export function formatTakeId(takeNumber: number): string {
   return `tk_${String(takeNumber).padStart(4, '0')}`;
 }
 
-/**
- * The take number in a take id or in a file named after one (`tk_0007.json`,
- * `tk_0007.png`), or null when the name does not follow the scheme.
- */
+/** The take number in a take id or a file named after one (`tk_0007.png`), or null. */
 export function parseTakeNumber(name: string): number | null {
   const match = TAKE_NAME.exec(name);
   return match?.[1] === undefined ? null : Number(match[1]);
 }
 
-/**
- * Orders take ids by number when both follow the scheme (so `tk_9999` < `tk_10000`),
- * otherwise by code units. Used as the tie-break after `created_at`.
- */
+/** Take ids by number when both follow the scheme (`tk_9999` < `tk_10000`), else by code units. */
 export function compareTakeIds(a: string, b: string): number {
   const na = parseTakeNumber(a);
   const nb = parseTakeNumber(b);
@@ -29,12 +23,7 @@ export function compareTakeIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/**
- * The highest take number among the file names in the given directories (the project's
- * `takes/` and `media/`), or 0 when there is none. Media files count too, so an id whose
- * media was reserved by a run that has not yet written its take file is never reused.
- * A missing directory counts as empty.
- */
+/** The highest take number among file names in `dirs` (missing: empty), or 0; media files count, so a reserved id whose take file is not written yet is never reused. */
 export async function findHighestTakeNumber(dirs: readonly string[]): Promise<number> {
   let highest = 0;
   for (const dir of dirs) {

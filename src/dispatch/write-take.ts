@@ -30,11 +30,7 @@ export async function findNextTakeNumber(projectDir: string): Promise<number> {
   return (await findHighestTakeNumber([path.join(projectDir, 'takes'), path.join(projectDir, 'media')])) + 1;
 }
 
-/**
- * Reserves the next free take id: concurrent runs see the same highest number, so the id is
- * claimed by creating `media/<id>.png` with O_EXCL; losers try the next.
- * @throws Error when no id is free after MAX_ATTEMPTS probes, or on an fs error.
- */
+/** Reserves the next free take id by creating `media/<id>.png` with O_EXCL, as concurrent runs see the same highest number. @throws Error past MAX_ATTEMPTS or on an fs error. */
 export async function reserveTakeId(projectDir: string): Promise<Reservation> {
   const mediaDir = path.join(projectDir, 'media');
   await mkdir(mediaDir, { recursive: true });
@@ -64,19 +60,14 @@ export async function writeMedia(reservation: Reservation, data: Uint8Array): Pr
   }
 }
 
-/**
- * Gives a reservation back after a failure: closes the handle and removes the media file,
- * so no half-written media is left without a take. Never throws.
- */
+/** Gives a reservation back after a failure, removing the media file so none is left without a take. Never throws. */
 export async function releaseReservation(projectDir: string, reservation: Reservation): Promise<void> {
   await reservation.handle.close().catch(() => {});
   await unlink(path.join(projectDir, reservation.media)).catch(() => {});
 }
 
 /**
- * Writes `takes/<take_id>.json` atomically: readers see either no file or the whole take.
- * The JSON goes to a temp file in the same directory (named `.<take_id>.<random>.tmp`:
- * the leading dot and missing `.json` keep readers from listing it), is fsynced, then
+ * Writes `takes/<take_id>.json` atomically via a fsynced temp file `.<take_id>.<random>.tmp` (a dot and no `.json`: never listed),
  * renamed into place; the directory is fsynced so the rename survives a crash.
  */
 export async function writeTakeFile(projectDir: string, take: NewTake): Promise<void> {

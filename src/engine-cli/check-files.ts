@@ -1,10 +1,6 @@
 /**
- * Every canonical-field problem of one store file, found with the service's own rules
- * (classifyProject, parseShot, parseTake, parseMemoryEntry), never a copy of them.
- *
- * The service stops at a file's first problem; the doctor wants them all. So after each
- * problem the member is replaced, in memory only, by its derived value or by a stand-in,
- * and the file is checked again, until the rules accept it (or stop making progress).
+ * Every canonical-field problem of one store file, by the service's own rules. The service stops
+ * at the first; here the member is set in memory to its derived value or a stand-in, and re-checked.
  */
 import { fixCli, missingFieldReason, type MissingCanonicalFieldDetail } from '../engine/errors.js';
 import { classifyProjectRead } from '../engine/project-file.js';
@@ -21,11 +17,7 @@ type Check = (doc: Record<string, unknown>) => MissingCanonicalFieldDetail | nul
 /** Bound on re-checks of one file: more than the canonical members of any kind of file. */
 const MAX_ROUNDS = 8;
 
-/**
- * Checks `project.json` of project `id`.
- * @param read the file as the service reads it (src/engine/read-store-file.ts).
- * @param hasYaml whether `project.yaml` lies beside it.
- */
+/** Checks `project.json` of project `id`, `read` as the service reads it; `hasYaml`: a `project.yaml` lies beside it. */
 export function checkProjectJson(id: string, read: StoreRead<unknown>, hasYaml: boolean): Finding[] {
   const file = `projects/${id}/project.json`;
   const check: Check = (doc) => {
@@ -94,10 +86,7 @@ export function checkTake(projectId: string, file: string, parsed: Parsed): Find
   });
 }
 
-/**
- * Checks `memory/<name>`, read as the service reads it (an unreadable file is reported as the
- * service reports it: canonical `id` cannot be read).
- */
+/** Checks `memory/<name>`; an unreadable file is reported as the service does (canonical `id` cannot be read). */
 export function checkMemoryEntry(name: string, parsed: Parsed): Finding[] {
   const where = `memory/${name}`;
   const first = parseMemoryEntry(name, parsed);
@@ -148,13 +137,9 @@ function collect(
   return out;
 }
 
-/** What to do with a file whose contents are JSON but not an object. */
 const NOT_AN_OBJECT_FIX = 'make it a JSON object (see engine-format.md)';
 
-/**
- * A file that cannot be checked member by member: its problem, and its own fix (`fix the JSON
- * syntax` for invalid JSON, whose problem says where; issue 14, item 6).
- */
+/** A file that cannot be checked member by member: its problem and its own fix (for invalid JSON, where the syntax breaks). */
 function unreadable(detail: MissingCanonicalFieldDetail, file: string, entity: EntityKind, fix: string | undefined): Finding {
   return {
     severity: 'error',
@@ -173,7 +158,6 @@ function errorOf(r: object): MissingCanonicalFieldDetail | null {
   return 'error' in r ? (r.error as MissingCanonicalFieldDetail) : null;
 }
 
-/** `v` when it is a JSON object, else null. */
 function asObject(v: unknown): Record<string, unknown> | null {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }

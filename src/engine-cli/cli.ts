@@ -1,11 +1,6 @@
 /**
- * Entry point of the engine CLI (README, "Engine doctor and migrate"):
- *
- *   npm run engine -- doctor [--project <id>] [--fix] [--strict] [--json]
- *   npm run engine -- migrate --project <id> [--dry-run] [--json]
- *
- * Built to dist/engine-cli/cli.js. The store is found with the service's own `readConfig`
- * (src/config/config.ts), so the CLI and the service always agree on where it is.
+ * Entry point of the engine CLI, `doctor` and `migrate` (README, "Engine doctor and migrate"); the
+ * store is found by the service's own `readConfig`, so both always agree on where it is.
  */
 import { runEngine } from './run-engine.js';
 

@@ -1,7 +1,4 @@
-/**
- * The engine CLI's commands as a person types them (README, "Engine doctor and migrate").
- * The doctor's fix command is `fixCli` in src/engine/errors.ts, shared with the service's 422s.
- */
+/** The engine CLI's commands as typed (README, "Engine doctor and migrate"); the doctor's is `fixCli` in src/engine/errors.ts. */
 
 /** The command that converts legacy project `id` to format 2. */
 export function migrateCommand(id: string): string {

@@ -1,8 +1,6 @@
 /**
- * `engine doctor`: reports every problem of the engine store that the service answers 410 or
- * 422 for (engine-format.md: legacy format, canonical fields of project.json, shots, takes and
- * memory entries), plus warnings that do not break the service (dangling take links, missing
- * media), and with `--fix` repairs what can be derived safely.
+ * `engine doctor`: every problem the service answers 410 or 422 for (engine-format.md), warnings
+ * that do not break it (dangling take links, missing media), and with `--fix` the safe repairs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -33,7 +31,6 @@ export interface ProjectReport {
 }
 
 export interface DoctorReport {
-  /** Absolute store root. */
   readonly store: string;
   /** The project the run was limited to, or null for the whole store. */
   readonly project: string | null;
@@ -52,10 +49,9 @@ export function defaultAccess(root: string): StoreAccess {
 }
 
 /**
- * Checks the store at `root`, or only project `only` (which must exist) and its memory entries.
- * Reads only, every file as the service reads it (`access`: its real root and bounds; a pipe,
- * a link out of the store, a file too large or too deep is a finding, never a hang).
- * Never throws for store content (unreadable files are findings).
+ * Checks the store at `root`, or only project `only` (which must exist) and its memory entries,
+ * reading every file as the service does (`access`): a pipe, a link out, a file too large or too
+ * deep is a finding, never a hang or a throw.
  */
 export function diagnose(root: string, only: string | null, access: StoreAccess = defaultAccess(root)): DoctorReport {
   const projects: ProjectReport[] = [];
@@ -250,12 +246,7 @@ function folderFinding(projectId: string | null, folder: string, kind: 'shots' |
   };
 }
 
-/**
- * Applies every derivable repair of `report` (findings with `derived`): each file is read again,
- * its members set, and written atomically; no other file is touched. A file that changed into
- * something unreadable since the report is skipped.
- * @returns the changes made, in file order.
- */
+/** Applies the derivable repairs of `report`: each file read again and written atomically, skipped if now unreadable. @returns the changes, in file order. */
 export function applyFixes(root: string, report: DoctorReport, access: StoreAccess = defaultAccess(root)): Change[] {
   const byFile = new Map<string, { entity: EntityKind; sets: Map<string, { value: unknown; placeholder: boolean }> }>();
   const all = [...report.projects.flatMap((p) => p.findings), ...report.memory.findings];

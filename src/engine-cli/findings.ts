@@ -1,8 +1,4 @@
-/**
- * What the engine doctor reports (src/engine-cli/doctor.ts): one finding per problem, in the
- * shape printed by `--json`. Errors are what the service answers 410 or 422 for; warnings do
- * not break the service.
- */
+/** What the engine doctor reports, one finding per problem in the shape `--json` prints: errors are the service's 410s and 422s; warnings do not break it. */
 
 export type Severity = 'error' | 'warning';
 
@@ -42,7 +38,6 @@ export interface Finding {
   readonly entity: EntityKind | null;
   /** The member concerned, or null when the finding is about the whole file. */
   readonly field: string | null;
-  /** What is wrong, e.g. `is missing`, `does not match the file name "sh010"`. */
   readonly problem: string;
   /** What to do: the command that fixes it, or the exact member to set by hand. */
   readonly fix: string;
@@ -67,10 +62,7 @@ export const CANONICAL_ORDER: Readonly<Record<EntityKind, readonly string[]>> = 
   memory: ['id', 'text'],
 };
 
-/**
- * `doc` with `sets` applied and the canonical members of `kind` first, in canonical order,
- * followed by every other member in its original order.
- */
+/** `doc` with `sets` applied, the canonical members of `kind` first in canonical order, then the others in their own order. */
 export function withMembers(kind: EntityKind, doc: Readonly<Record<string, unknown>>, sets: ReadonlyMap<string, unknown>): Record<string, unknown> {
   const merged: Record<string, unknown> = { ...doc };
   for (const [k, v] of sets) merged[k] = v;

@@ -1,35 +1,15 @@
 /**
- * How a legacy (format 1) file maps to format 2 (engine-format.md). Decided from the bundled
- * legacy project `sample-store/projects/old-pilot/` (project.yaml: `id`, `title`, `created`;
- * shots/sh001.yaml: `shot`, `scene`, `description`) and documented in README:
- *
- * | format 2         | taken from (first present)              | when absent                       |
- * |------------------|-----------------------------------------|-----------------------------------|
- * | project `format` | —                                       | always 2                          |
- * | project `id`     | `id`, `project_id`                      | the directory name (which wins)   |
- * | project `title`  | `title`, `name`                         | the id title-cased (placeholder)  |
- * | `created_at`     | `created_at`, `created`                 | left absent                       |
- * | `shot_id`        | `shot_id`, `shot`, `id`                 | the file name                     |
- * | `episode`        | `episode`                               | 1: format 1 has no episodes, a    |
- * |                  |                                         | legacy project is one episode     |
- * | `beat_id`        | `beat_id`, `beat`, else `scene` N →     | refused: the file needs a `scene` |
- * |                  | `scene-N` (a legacy scene is a beat)    |                                   |
- * | `take_id`        | `take_id`, `take`, `id`                 | the file name                     |
- * | take `shot_id`   | `shot_id`, `shot`                       | refused                           |
- * | `parent_take_id` | `parent_take_id`, `parent_take`, `parent` | left absent (a first take)      |
- *
- * A legacy member used for a format-2 one is renamed (not kept twice); every other member is
- * passed through untouched (`description`, `order`, `media`, `model`…).
+ * How a legacy (format 1) file maps to format 2: the table in README ("Engine doctor and
+ * migrate"), decided from the bundled `sample-store/projects/old-pilot/`. A legacy member used for
+ * a format-2 one is renamed, not kept twice; every other member passes through untouched.
  */
 import { isValidId } from '../engine/ids.js';
 import { titleFromId } from './findings.js';
 
-/** A mapped file: the format-2 document, what the mapping did, and why it cannot be mapped. */
+/** A mapped file: the format-2 document, one note per decision, and the problems that stop it (each names the member to add). */
 export interface Mapped {
   readonly doc: Record<string, unknown>;
-  /** One note per decision, e.g. `scene 1 → beat_id "scene-1"`. */
   readonly notes: string[];
-  /** Non-empty when the file cannot be migrated; each names the member to add. */
   readonly problems: string[];
 }
 

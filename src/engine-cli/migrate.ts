@@ -212,10 +212,7 @@ function removals(dir: string, mapped: MappedSources, fresh = false): MigrationS
   return steps;
 }
 
-/**
- * One legacy source: `storeRel` is its store-relative path, `rel` the name problems give it.
- * JSON syntax errors give a position, never the text (issue 10, item 4).
- */
+/** One legacy source: `storeRel` its store-relative path, `rel` the name problems give; a syntax error gives a position, never the text. */
 function readLegacySource(access: StoreAccess, within: string, storeRel: string, rel: string, problems: string[]): Record<string, unknown> | null {
   const bytes = readStoreFileSync(access, storeRel, within);
   if (bytes.kind !== 'ok') {

@@ -1,10 +1,4 @@
-/**
- * The engine CLI's command line (README, "Engine doctor and migrate"):
- *
- *   engine doctor [--project <id>] [--fix] [--strict] [--json]
- *   engine migrate --project <id> [--dry-run] [--json]
- *   engine help
- */
+/** The engine CLI's command line (README, "Engine doctor and migrate"); `USAGE` lists it. */
 import { parseArgs } from 'node:util';
 import { checkId } from '../engine/ids.js';
 

@@ -51,10 +51,8 @@ export function runEngine({ argv, env, io }: EngineRun): number {
 }
 
 /**
- * The store the service would serve: `readConfig(env).dataDir`, read with the service's bounds
- * (CONSOLE_STORE_FILE_MAX_BYTES, CONSOLE_STORE_JSON_MAX_DEPTH). When that is the default working
- * copy of the bundled sample store and it does not exist yet, it is seeded the way the service
- * seeds it at start-up, so both always look at the same files.
+ * The store the service would serve, with its bounds; a missing default copy of the bundled sample
+ * store is seeded as the service seeds it, so both look at the same files.
  * @throws UsageError when the store directory does not exist; ConfigError for a bad variable.
  */
 function storeRoot(env: NodeJS.ProcessEnv, io: EngineIo): { root: string; access: StoreAccess } {

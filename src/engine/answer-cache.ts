@@ -10,11 +10,9 @@ export interface CachedBody {
   readonly etag: string;
 }
 
-/** One cached answer: the body (or the error thrown for it) and what it is valid for. */
+/** One cached answer, valid for one project `generation` and take-state `stateVersion` (0: uses none). */
 export interface CachedAnswer {
-  /** The project's store generation it was synthesised at. */
   readonly generation: number;
-  /** The version of the project's recorded take states it used (0 when it uses none). */
   readonly stateVersion: number;
   readonly value: CachedBody | Error;
 }
@@ -22,13 +20,11 @@ export interface CachedAnswer {
 /** Bytes counted for a cached error answer (its object, not a body). */
 const ERROR_BYTES = 256;
 
-/** Cache figures for the system status (`cache`). */
+/** Cache figures for the system status (`cache`): `bytes` of bodies and keys, `hits` since start-up. */
 export interface AnswerCacheStats {
   readonly entries: number;
-  /** Bytes of the cached bodies and their keys. */
   readonly bytes: number;
   readonly maxBytes: number;
-  /** Answers served from the cache since start-up. */
   readonly hits: number;
 }
 

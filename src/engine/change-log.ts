@@ -1,7 +1,6 @@
 /**
  * Which entity files of each project changed since a worker's index, sent with every synthesis
- * task so workers patch instead of re-reading (index-patch.ts). Before `since` anything may have
- * changed (a whole re-read); entries every holder has seen are dropped.
+ * task so workers patch instead of re-reading (index-patch.ts).
  */
 import type { EntityFile } from './index-patch.js';
 
@@ -23,7 +22,6 @@ interface Log {
 
 export class ProjectChangeLog {
   private readonly logs = new Map<string, Log>();
-  /** By project, the generation each worker thread (by thread id) holds. */
   private readonly held = new Map<string, Map<number, number>>();
 
   /** A whole change of the project at generation `gen`: nothing before it can be patched. */
@@ -46,14 +44,10 @@ export class ProjectChangeLog {
   /** The changes a task for the project at generation `current` carries. */
   changesOf(projectId: string, current: number): ProjectChanges {
     const log = this.logs.get(projectId);
-    // No log: the project has not changed by file since the workers could have read it.
     return log ? { since: log.since, files: log.files } : { since: current, files: [] };
   }
 
-  /**
-   * A thread reports the generation it holds for the project and the projects it evicted; fully seen entries drop.
-   * @param live the threads running now (others' held generations are forgotten).
-   */
+  /** A thread reports the generation it holds and the projects it evicted; entries every `live` thread has seen drop. */
   noteHeld(projectId: string, thread: number, gen: number, evicted: readonly string[], live: ReadonlySet<number> | null): void {
     for (const p of evicted) this.held.get(p)?.delete(thread);
     let held = this.held.get(projectId);

@@ -26,11 +26,7 @@ export function fixCli(projectId: string | null): string {
   return projectId === null ? 'npm run engine -- doctor --fix' : `npm run engine -- doctor --project ${projectId} --fix`;
 }
 
-/**
- * Builds the MissingCanonicalField detail. `where` names the file, relative to the store root;
- * `why` says what is wrong with the field (`is missing`, `cannot be read (…)`); `fix` what to
- * do (default: add it). Neither may hold the file's contents (issue 10, item 4), nor `; `.
- */
+/** The MissingCanonicalField detail: `where` the store-relative file, `why` what is wrong, `fix` what to do; never the file's contents (a client must not see store data), nor `; `. */
 export function missingField(
   projectId: string | null,
   field: string,
@@ -47,10 +43,7 @@ export function missingField(
   };
 }
 
-/**
- * How a JSON value is named in a message: `a string`, `a number that is not an integer`,
- * `null`, `an array`… Never the value itself (issue 10, item 4: no message quotes a file).
- */
+/** A JSON value's kind in words (`a string`, `null`, `an array`…), never the value: no message quotes a file. */
 export function jsonTypeOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
@@ -60,21 +53,15 @@ export function jsonTypeOf(value: unknown): string {
 }
 
 /**
- * The detail of a canonical member that is absent or of the wrong type (issue 14, item 6): an
- * absent member (or null, or an empty string: no value) `is missing` (add it); any other value
- * `has the wrong type (<found>, expected <expected>)`, and the fix says to make it so.
- * `"format": "2"` is a string, not a missing format.
- * @param expected what the member must be, e.g. `an integer`, `a non-empty string`.
+ * The detail of a canonical member absent (null and `""` too: `is missing`) or of the wrong type
+ * (`has the wrong type (<found>, expected <expected>)`, so `"format": "2"` is not missing).
  */
 export function fieldProblem(projectId: string | null, field: string, where: string, value: unknown, expected: string): MissingCanonicalFieldDetail {
   if (value === undefined || value === null || value === '') return missingField(projectId, field, where);
   return missingField(projectId, field, where, `has the wrong type (${jsonTypeOf(value)}, expected ${expected})`, `make it ${expected} (see engine-format.md)`);
 }
 
-/**
- * What is wrong, as `missingField` was told (`is missing`, `does not match the file name "x"`…),
- * read back from a detail's `remediation`; the whole remediation when it has another shape.
- */
+/** The `why` a detail was built with, read back from its `remediation` (the whole of it when of another shape). */
 export function missingFieldReason(detail: MissingCanonicalFieldDetail): string {
   const prefix = `Canonical field "${detail.field}" `;
   const { remediation } = detail;
@@ -82,18 +69,12 @@ export function missingFieldReason(detail: MissingCanonicalFieldDetail): string 
   return remediation.startsWith(prefix) && end > prefix.length ? remediation.slice(prefix.length, end) : remediation;
 }
 
-/**
- * The detail of a store file that cannot be read (issue 10, items 2-4): `cannot be read (<why>)`
- * with the problem's own fix; `field` is the file's first canonical field.
- */
+/** The detail of a store file that cannot be read: `cannot be read (<why>)`; `field` is its first canonical field. */
 export function unreadableField(projectId: string | null, field: string, where: string, problem: { readonly why: string; readonly fix: string }): MissingCanonicalFieldDetail {
   return missingField(projectId, field, where, `cannot be read (${problem.why})`, problem.fix);
 }
 
-/**
- * A canonical field is missing, or a store file cannot be used (code `missing_canonical_field`);
- * the answer's `detail` is the MissingCanonicalField object (spec: Resources).
- */
+/** A missing canonical field or an unusable store file; `detail` is service-spec.md §MissingCanonicalField. */
 export class MissingCanonicalFieldError extends ServiceError<'missing_canonical_field'> {
   override name = 'MissingCanonicalFieldError';
   readonly #detail: MissingCanonicalFieldDetail;
@@ -121,10 +102,7 @@ export class LegacyProjectError extends ServiceError<'legacy_project'> {
 /** What a {@link NotFoundError} did not find: its code is `<what>_not_found`. */
 export type NotFoundWhat = 'project' | 'episode' | 'scene' | 'lineage';
 
-/**
- * An unknown project, episode or scene, or a beat without lineage (code `<what>_not_found`);
- * the message is the detail (`unknown project <id>`, `no lineage for beat <id>`…).
- */
+/** An unknown project, episode or scene, or a beat without lineage; the message is the detail (`unknown project <id>`…). */
 export class NotFoundError extends ServiceError<`${NotFoundWhat}_not_found`> {
   override name = 'NotFoundError';
   constructor(
@@ -140,10 +118,7 @@ export function unknownProject(projectId: string): NotFoundError {
   return new NotFoundError('project', `unknown project ${projectId}`);
 }
 
-/**
- * A read of the engine store that took longer than CONSOLE_STORE_READ_TIMEOUT_MS (issue 10,
- * item 2; code `store_read_timeout`): answered 503 with `Retry-After`; nothing is cached.
- */
+/** A store read past CONSOLE_STORE_READ_TIMEOUT_MS: 503 with `Retry-After`, nothing cached (api-decisions.md §Network and safety defaults). */
 export class StoreReadTimeoutError extends ServiceError<'store_read_timeout'> {
   override name = 'StoreReadTimeoutError';
   constructor(

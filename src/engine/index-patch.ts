@@ -1,7 +1,4 @@
-/**
- * Incremental re-synthesis: a worker's project index updated by re-reading only the changed shot
- * and take files, to the index a full read would build (test/engine/index-patch.test.ts checks).
- */
+/** Incremental re-synthesis: a worker's index patched from the changed shot and take files to what a full read builds. */
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -27,17 +24,12 @@ export interface EntityFile {
   readonly name: string;
 }
 
-/**
- * Updates `index` in place from the entity `files` to what a full read would give; non-entity
- * names are ignored, and an unserved project has nothing to patch.
- * @returns the number of store files read.
- */
+/** Patches `index` from the entity `files` to what a full read gives. @returns the number of store files read. */
 export function patchProjectIndex(access: StoreAccess, index: MutableProjectIndex, files: readonly EntityFile[]): number {
   if (index.status.kind !== 'ok') return 0;
   const id = index.status.id;
   const within = `projects/${id}`;
   const seen = new Set<string>();
-  /** Beats touched, by episode number: those episodes' beat lists are rebuilt. */
   const touched = new Map<number, Set<string>>();
   let read = 0;
   for (const f of files) {
@@ -55,10 +47,7 @@ export function patchProjectIndex(access: StoreAccess, index: MutableProjectInde
   return read;
 }
 
-/**
- * The file's parse, or null when it is gone. A name still listed in its folder but without a
- * file behind it (a dangling link) is a problem, as a full read finds it.
- */
+/** The file's parse, or null when gone; a dangling link is a problem, as a full read finds it. */
 function readEntityFile(access: StoreAccess, rel: string, within: string): Parsed | null {
   const read = readStoreJsonSync(access, rel, within);
   if (read.kind === 'absent' && !listed(path.join(access.root, rel))) return null;
@@ -128,7 +117,6 @@ function patchShot(index: MutableProjectIndex, id: string, name: string, doc: Pa
   touch(s);
 }
 
-/** Rebuilds the touched beats of one episode from `shotsByBeat`; the others are kept as they are. */
 function rebuildEpisode(index: MutableProjectIndex, episode: number, touchedBeats: ReadonlySet<string>): void {
   const key = String(episode);
   const current = index.episodes.get(key);
@@ -152,7 +140,6 @@ function rebuildEpisode(index: MutableProjectIndex, episode: number, touchedBeat
   }
 }
 
-/** Inserts `v` into the list of `k` at its place in `order` (a total order). */
 function insertSorted<V>(m: Map<string, V[]>, k: string, v: V, order: (a: V, b: V) => number): void {
   const list = m.get(k);
   if (!list) {

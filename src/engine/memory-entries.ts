@@ -28,10 +28,7 @@ export class MemoryEntries {
     private readonly skips: MemorySkipReporter,
   ) {}
 
-  /**
-   * `GET /api/memory` at memory generation `gen`, toggles applied; unusable entry files are left out and reported.
-   * @throws MissingCanonicalFieldError when `memory/` itself cannot be listed; StoreReadTimeoutError.
-   */
+  /** `GET /api/memory` at memory generation `gen`, toggles applied. @throws MissingCanonicalFieldError when `memory/` cannot be listed; StoreReadTimeoutError. */
   async list(gen: number): Promise<CachedBody> {
     const toggles = this.toggles.version();
     const m = this.cached;
@@ -49,10 +46,7 @@ export class MemoryEntries {
     return value;
   }
 
-  /**
-   * Whether a memory entry file is there, for toggles (engine-format.md §memory).
-   * @throws InvalidIdError; MissingCanonicalFieldError when it is unusable; StoreReadTimeoutError.
-   */
+  /** Whether a memory entry file is there, for toggles. @throws InvalidIdError; MissingCanonicalFieldError when unusable; StoreReadTimeoutError. */
   async exists(entryId: string): Promise<boolean> {
     checkId('entry_id', entryId);
     const r: MemoryEntryCheck = await this.runner.read({ op: 'memory-entry', access: this.access, entryId });

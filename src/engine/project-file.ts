@@ -18,10 +18,7 @@ export function projectDir(root: string, id: string): string {
   return path.join(root, 'projects', id);
 }
 
-/**
- * Pure classification from project.json's text (null: absent), for the engine CLI.
- * @param maxDepth CONSOLE_STORE_JSON_MAX_DEPTH.
- */
+/** Classification from project.json's text (null: absent), for the engine CLI; `maxDepth` is CONSOLE_STORE_JSON_MAX_DEPTH. */
 export function classifyProject(id: string, json: string | null, hasYaml: boolean, maxDepth = DEFAULT_STORE_JSON_MAX_DEPTH): ProjectStatus {
   return classifyProjectRead(id, json === null ? { kind: 'absent' } : parseStoreJson(json, maxDepth), hasYaml);
 }
@@ -44,7 +41,7 @@ export function classifyProjectRead(id: string, read: StoreRead<unknown>, hasYam
   if (p.format < CURRENT_FORMAT) return { kind: 'legacy', id, reason: `format ${p.format}` };
   if (typeof p.id !== 'string' || p.id.length === 0) return { kind: 'invalid', id, detail: fieldProblem(id, 'id', where, p.id, 'a non-empty string') };
   if (p.id !== id) {
-    // The value found is not quoted: no error message carries a file's contents (issue 10, item 4).
+    // Not quoted: no error message carries a file's contents.
     return { kind: 'invalid', id, detail: missingField(id, 'id', where, `does not match the directory name "${id}"`) };
   }
   if (typeof p.title !== 'string' || p.title.length === 0) {
@@ -53,10 +50,7 @@ export function classifyProjectRead(id: string, read: StoreRead<unknown>, hasYam
   return { kind: 'ok', id, project: p };
 }
 
-/**
- * Reads and classifies a project (synchronous: worker threads and the engine CLI). `id` must
- * already be a valid identifier. Never throws for store content.
- */
+/** Reads and classifies project `id` (already a valid id) synchronously, for workers and the CLI; never throws for store content. */
 export function readProjectStatusSync(access: StoreAccess, id: string): ProjectStatus {
   const within = `projects/${id}`;
   const json = readStoreJsonSync(access, `${within}/project.json`, within);

@@ -1,7 +1,4 @@
-/**
- * Loads one project's shots and takes into an index (engine-format.md §shots, §takes), in the
- * synthesis workers, where synchronous reads hold no event loop; all reads go through read-store-file.ts.
- */
+/** One project's shots and takes as an index (engine-format.md), read in the synthesis workers, where synchronous reads hold no event loop. */
 import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
 import { readProjectStatusSync, type ProjectStatus } from './project-file.js';
@@ -51,7 +48,6 @@ export interface ProjectIndex {
   readonly invalid: MissingCanonicalFieldDetail | null;
   /** By decimal episode id, ascending by number. */
   readonly episodes: ReadonlyMap<string, EpisodeOfProject>;
-  /** Every shot of a beat id across the project, in order. */
   readonly shotsByBeat: ReadonlyMap<string, readonly Shot[]>;
   /** Takes of each shot, oldest first (created_at, then take_id). */
   readonly takesByShot: ReadonlyMap<string, readonly Take[]>;
@@ -74,18 +70,13 @@ export interface MutableProjectIndex extends ProjectIndex {
   takeCount: number;
   /** Problems of `shots/` and `takes/` themselves (not a folder, a link out…). */
   readonly folderProblems: { shots: MissingCanonicalFieldDetail | null; takes: MissingCanonicalFieldDetail | null };
-  /** Every listed shot and take file's outcome, by file name. */
   readonly shotFiles: Map<string, EntityOutcome<Shot>>;
   readonly takeFiles: Map<string, EntityOutcome<Take>>;
-  /** The files of those whose outcome is a problem, by file name. */
   readonly shotErrors: Map<string, MissingCanonicalFieldDetail>;
   readonly takeErrors: Map<string, MissingCanonicalFieldDetail>;
 }
 
-/**
- * Reads project `id`; never throws for store content: problems go to `status` and `invalid`.
- * @param onRead called once per store file read.
- */
+/** Reads project `id`, calling `onRead` per file read; store problems go to `status` and `invalid`, never thrown. */
 export function loadProjectIndex(access: StoreAccess, id: string, onRead: () => void = () => {}): MutableProjectIndex {
   const status = readProjectStatusSync(access, id);
   onRead();
@@ -158,15 +149,11 @@ export function loadProjectIndex(access: StoreAccess, id: string, onRead: () => 
 
 /** Shots in `order` (absent last), then by id. */
 export const shotOrder = (a: Shot, b: Shot): number => a.order - b.order || cmp(a.shot_id, b.shot_id);
-/** Beats of an episode by the smallest `order` of their shots, then by id. */
 export const beatOrder = (a: BeatOfEpisode, b: BeatOfEpisode): number => a.order - b.order || cmp(a.id, b.id);
 /** Takes oldest first (created_at), then by id. */
 export const takeOrder = (a: Take, b: Take): number => cmp(a.created_at, b.created_at) || cmp(a.take_id, b.take_id);
 
-/**
- * The problem every entity route reports: the shots folder's, else the first shot file's in
- * name order, else the takes folder's, else the first take file's (the order of a full read).
- */
+/** The problem every entity route reports: the first in the order of a full read (shots folder, shot files by name, takes…). */
 export function firstProblem(index: MutableProjectIndex): MissingCanonicalFieldDetail | null {
   return index.folderProblems.shots ?? firstError(index.shotErrors) ?? index.folderProblems.takes ?? firstError(index.takeErrors);
 }
@@ -183,11 +170,8 @@ export function isEntityFileName(name: string, ext: RegExp = /\.json$/): boolean
 }
 
 /**
- * The entity files of the store folder `rel` (inside `within`) as the service lists them:
- * names matching `ext` (default `.json`), never dot-files (the dispatch tool's temp files),
- * sorted so that the first reported problem is deterministic; read them with
- * `readFolderEntryJsonSync`. A missing folder has none; a folder that cannot be listed (not a
- * folder, a link out of `within`) is a problem.
+ * The entity files of `rel` (inside `within`): names matching `ext`, no dot-files (the dispatch
+ * tool's temp files), sorted so the first problem is deterministic. A missing folder has none.
  */
 export function listEntityFiles(access: StoreAccess, rel: string, within: string, ext: RegExp = /\.json$/): StoreRead<StoreFolder> {
   const listed = listStoreDirSync(access, rel, within);
@@ -199,11 +183,7 @@ export function listEntityFiles(access: StoreAccess, rel: string, within: string
 /** A parsed entity file, or why it could not be read (never its contents). */
 export type Parsed = { readonly doc: Record<string, unknown> } | { readonly unreadable: string; readonly fix?: string; readonly level?: StoreFileProblem['level'] };
 
-/**
- * Reads the store file `rel` (inside `within`) as a JSON object (exported for the engine CLI's
- * doctor). Never throws. A file removed between the listing and the read is unreadable too:
- * the next change event reloads.
- */
+/** Reads `rel` as a JSON object, for the doctor; never throws (a file gone since the listing: the next change event reloads). */
 export function readJson(access: StoreAccess, rel: string, within: string): Parsed {
   return parsedOf(readStoreJsonSync(access, rel, within));
 }
@@ -217,11 +197,7 @@ export function parsedOf(read: StoreRead<unknown>): Parsed {
   return { unreadable: 'not a JSON object', fix: 'make it a JSON object (see engine-format.md)', level: 'content' };
 }
 
-/**
- * Validates one shot file's canonical fields (engine-format.md, shots/): the first problem found,
- * in the order shot_id, episode, beat_id, as a MissingCanonicalField detail. Exported so the
- * engine CLI's doctor applies exactly the service's rules.
- */
+/** A shot file's canonical fields checked (shot_id, episode, beat_id: the first problem); shared with the doctor so both apply one rule. */
 export function parseShot(projectId: string, file: string, doc: Parsed): Shot | { error: MissingCanonicalFieldDetail } {
   const where = `projects/${projectId}/shots/${file}`;
   const fail = (field: string, why?: string) => ({ error: missingField(projectId, field, where, why) });

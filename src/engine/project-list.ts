@@ -1,7 +1,6 @@
 /**
- * The project list as the main thread keeps it (service-spec.md §Read routes): read in the worker
- * pool when the store changed, shared by concurrent requests; legacy and invalid projects are
- * reported by one warning event each, again only when the reason changes.
+ * The project list as the main thread keeps it (service-spec.md §Read routes): read in the
+ * worker pool when the store changed, shared by concurrent requests.
  */
 import type { Bus } from '../bus/bus.js';
 import type { SynthesisRunner } from './runner.js';
@@ -33,16 +32,11 @@ export class ProjectList {
   private readonly listings = new SingleFlight<ListedProjects>();
   /** Why `projects/` could not be listed, as last reported (null when it could). */
   private listProblem: string | null = null;
-  /** Legacy or invalid projects already reported by a warning event, with the reason. */
   private readonly warned = new Map<string, string>();
 
   constructor(private readonly opts: ProjectListOptions) {}
 
-  /**
-   * The list at store change `change`: the kept one while the store has not changed since,
-   * else one read (in the worker pool), shared by every caller at the same change meanwhile.
-   * @throws StoreReadTimeoutError past CONSOLE_STORE_READ_TIMEOUT_MS.
-   */
+  /** The list at store change `change`: the kept one, or one read shared by every caller at that change. @throws StoreReadTimeoutError. */
   async at(change: number): Promise<ListedProjects> {
     if (this.list && this.list.change === change) return this.list;
     // Only a read started at this change is joined: one started before it may have listed the

@@ -1,9 +1,7 @@
 /**
- * The one way the service reads an engine-store file (engine-format.md), so that nothing outside
- * the store is read (realpath must stay inside the container; `/proc` closes the swap race),
- * nothing blocks (only regular files, O_NONBLOCK | O_NOFOLLOW), nothing is unbounded (byte and
- * JSON-depth limits), and problems never quote contents or paths beyond the store.
- * Synchronous reads run in workers and the engine CLI; the main thread only opens media.
+ * The one way the service reads an engine-store file: never outside the store (realpath, then
+ * `/proc` against a swap), never blocking (O_NONBLOCK | O_NOFOLLOW, regular files only), always
+ * bounded (bytes, JSON depth); problems never quote contents or paths beyond the store.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -12,10 +10,8 @@ import { promisify } from 'node:util';
 import { problem, type StoreFileProblem, type StoreRead } from './store-read.js';
 import { parseStoreJson } from './store-json.js';
 
-
 /** Where and how store files are read: plain data, handed to the workers with each task. */
 export interface StoreAccess {
-  /** The store root's real path, absolute. */
   readonly root: string;
   /** CONSOLE_STORE_FILE_MAX_BYTES: larger files are refused before they are read. */
   readonly maxBytes: number;
@@ -33,10 +29,7 @@ const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constant
 /** Node's own realpath walk (`lstat` per component), so folders above the store are only ever `lstat`ed. */
 const realpathWalk = promisify(fs.realpath);
 
-/**
- * The access to the store at `root`, its real path computed once (later links cannot redirect it).
- * @param limits CONSOLE_STORE_FILE_MAX_BYTES and CONSOLE_STORE_JSON_MAX_DEPTH.
- */
+/** The access to the store at `root`, its real path resolved once so later links cannot redirect it. */
 export function storeAccess(root: string, limits: { readonly fileMaxBytes: number; readonly jsonMaxDepth: number }): StoreAccess {
   let real: string;
   try {
@@ -64,14 +57,11 @@ export function readFolderEntryJsonSync(access: StoreAccess, folder: StoreFolder
 function readFolderEntrySync(access: StoreAccess, folder: StoreFolder, entry: fs.Dirent): StoreRead<Buffer> {
   if (entry.isSymbolicLink()) return readStoreFileSync(access, `${folder.rel}/${entry.name}`, folder.within);
   if (!entry.isFile()) return notRegular(entry);
-  // The folder was resolved and checked once for all its entries, and the listing says this is
-  // a regular file: no `/proc` check and no fstat per file (they would add a third to the cost
-  // of loading a project of thousands of files, bench P8 cold). O_NOFOLLOW still refuses a file
-  // swapped for a link since the listing; one swapped for a pipe reads nothing or fails
-  // (O_NONBLOCK), and the read stops past the byte bound whatever the file is.
+  // The folder was checked once for all its entries and the listing says regular file: no
+  // `/proc` check or fstat per file (a third of a large project's cold load). O_NOFOLLOW still
+  // refuses a swapped-in link, O_NONBLOCK a pipe, and the byte bound holds whatever the file is.
   let fd: number;
   try {
-    // The name comes from the listing: one component, no separator to normalise.
     fd = fs.openSync(`${folder.real}/${entry.name}`, OPEN_FLAGS);
   } catch (err) {
     return failure(err);
@@ -79,12 +69,7 @@ function readFolderEntrySync(access: StoreAccess, folder: StoreFolder, entry: fs
   return readOpened({ kind: 'ok', value: { fd, size: SCRATCH_BYTES - 1 } }, access.maxBytes, true);
 }
 
-/**
- * Bytes of the thread's read buffer, which JSON reads use: each file's bytes are parsed before
- * the next read, so a project's thousands of files are read without a buffer each (the
- * allocations and their collection were a twentieth of a project's cold load, bench P8). Most
- * shot and take files are a few KB; a larger one gets a buffer of its own.
- */
+/** The thread's read buffer for JSON reads, each parsed before the next read: no buffer per file of a large project. */
 const SCRATCH_BYTES = 64 * 1024;
 let scratch: Buffer | undefined;
 
@@ -93,11 +78,7 @@ export function readStoreFileSync(access: StoreAccess, rel: string, within: stri
   return readOpened(openSync(access, rel, within), access.maxBytes, false);
 }
 
-/**
- * Reads an opened file whole (within `maxBytes`) and closes it.
- * @param transient whether the bytes may be the thread's read buffer: valid only until the
- *   next read on this thread (the caller parses them at once).
- */
+/** Reads an opened file whole (within `maxBytes`) and closes it; `transient` bytes may be the thread's buffer, valid until its next read. */
 function readOpened(opened: StoreRead<Opened>, maxBytes: number, transient: boolean): StoreRead<Buffer> {
   if (opened.kind !== 'ok') return opened;
   const { fd, size } = opened.value;
@@ -113,10 +94,7 @@ function readOpened(opened: StoreRead<Opened>, maxBytes: number, transient: bool
   }
 }
 
-/**
- * Whether the store file `rel` is there and usable as a file (inside `within`, a regular file,
- * within the byte bound), without reading it: opened and closed again.
- */
+/** Whether the store file `rel` is there and usable as a file (inside `within`, regular, within the byte bound), without reading it. */
 export function checkStoreFileSync(access: StoreAccess, rel: string, within: string): StoreRead<{ readonly size: number }> {
   const opened = openSync(access, rel, within);
   if (opened.kind !== 'ok') return opened;
@@ -124,22 +102,15 @@ export function checkStoreFileSync(access: StoreAccess, rel: string, within: str
   return { kind: 'ok', value: { size: opened.value.size } };
 }
 
-/** A folder of the store as listed: where it really is, and its entries. */
+/** A folder of the store as listed: `rel` as asked, `within` its files' bound, `real` checked inside it; entries sorted by name. */
 export interface StoreFolder {
-  /** Store-relative path, as asked. */
   readonly rel: string;
-  /** The folder its files must stay in (store-relative). */
   readonly within: string;
-  /** Its real path, checked to be inside `within`. */
   readonly real: string;
-  /** Entries, sorted by name; each knows its type from the listing (no extra call). */
   readonly entries: readonly fs.Dirent[];
 }
 
-/**
- * The entries of the store folder `rel` (inside `within`, or `within` itself), sorted by name.
- * `absent` when there is no such folder.
- */
+/** The entries of the store folder `rel` (inside `within`, or `within` itself), sorted by name; `absent` when there is none. */
 export function listStoreDirSync(access: StoreAccess, rel: string, within: string): StoreRead<StoreFolder> {
   const abs = path.join(access.root, rel);
   let real: string;
@@ -163,18 +134,11 @@ export function listStoreDirSync(access: StoreAccess, rel: string, within: strin
 export interface OpenStoreFile {
   readonly handle: fsp.FileHandle;
   readonly stats: fs.Stats;
-  /**
-   * A path that opens exactly this file again: `/proc/self/fd/<fd>` where `/proc` is mounted
-   * (no race with a file swapped afterwards), else its real path. Valid while `handle` is open.
-   */
+  /** Opens exactly this file again while `handle` is open: `/proc/self/fd/<fd>` (no swap race), else its real path. */
   readonly path: string;
 }
 
-/**
- * Opens the store file `rel` inside `within` for streaming (media), on the main thread:
- * the same checks as the synchronous reads, no byte bound (media files are streamed, never
- * held whole). The caller closes `handle`.
- */
+/** Opens the store file `rel` inside `within` for streaming media on the main thread: the same checks, no byte bound. The caller closes `handle`. */
 export async function openStoreFile(access: StoreAccess, rel: string, within: string): Promise<StoreRead<OpenStoreFile>> {
   let real: string;
   try {
@@ -234,10 +198,7 @@ function openSync(access: StoreAccess, rel: string, within: string): StoreRead<O
   return openResolvedSync(access, real, within);
 }
 
-/**
- * Opens `real` (a path without links, inside `within`) and checks the descriptor.
- * @param procCheck whether the descriptor's own path must be inside `within` too (`/proc`).
- */
+/** Opens `real` (no links, inside `within`) and checks the descriptor; `procCheck`: its `/proc` path must be inside too. */
 function openResolvedSync(access: StoreAccess, real: string, within: string, procCheck = true): StoreRead<Opened> {
   let fd: number;
   try {
@@ -262,10 +223,7 @@ function openResolvedSync(access: StoreAccess, real: string, within: string, pro
   }
 }
 
-/**
- * Reads from `fd` until its end, at most `max` bytes: a file that grew past it is too large.
- * @param first the buffer to read into first (a bigger one is made when it fills up).
- */
+/** Reads `fd` to its end into `first` (grown as it fills), at most `max` bytes: a file that grew past it is too large. */
 function readAll(fd: number, first: Buffer, max: number): StoreRead<Buffer> {
   let buf = first;
   let length = 0;
@@ -301,10 +259,7 @@ function stripDeleted(p: string): string {
   return p.endsWith(' (deleted)') ? p.slice(0, -' (deleted)'.length) : p;
 }
 
-/**
- * The problem of a real path outside the folder `within` (store-relative), or null.
- * @param self whether the folder itself is allowed (listings).
- */
+/** The problem of a real path outside `within` (store-relative), or null; `self` allows the folder itself (listings). */
 function outsideProblem(access: StoreAccess, real: string, within: string, self: boolean): StoreFileProblem | null {
   const folder = path.join(access.root, within);
   if (real.startsWith(folder + path.sep) || (self && real === folder)) return null;

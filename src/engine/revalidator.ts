@@ -1,7 +1,7 @@
 /**
- * Revalidation of a store on a shared folder (cluster.md §Switching it on: remote writes raise no
- * notifications). Every `intervalMs` the folders answers depend on are `stat`ed; a folder's mtime
- * moves on add, remove or rename (how the dispatch tool writes). In-place rewrites are not seen.
+ * Revalidation of a store on a shared folder, where remote writes raise no notifications
+ * (cluster.md §Switching it on): folders are `stat`ed every `intervalMs`; a folder's mtime moves
+ * on add, remove or rename (how the dispatch tool writes); in-place rewrites are not seen.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,10 +26,7 @@ export class StoreRevalidator {
   private readonly seen = new Map<string, Signature>();
   private passes = 0;
 
-  /**
-   * @param root the store root (CONSOLE_DATA_DIR, its real path).
-   * @param onChange told of each change, as the watcher tells it.
-   */
+  /** @param root the store's real path; @param onChange told of each change, as the watcher tells it. */
   constructor(
     private readonly root: string,
     private readonly intervalMs: number,

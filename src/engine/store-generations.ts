@@ -1,7 +1,6 @@
 /**
- * Store generations: one monotonic counter whose next value each watcher change gives what it
- * touched; an answer is valid while its generation is current. Entity-file changes are also
- * logged (change-log.ts) so workers re-read only that file.
+ * Store generations: each watcher change gives what it touched the counter's next value; an answer
+ * is valid while its generation is current. Entity-file changes are logged too (change-log.ts).
  */
 import { ProjectChangeLog, type ProjectChanges } from './change-log.js';
 import { isEntityFileName } from './project-index.js';
@@ -26,7 +25,6 @@ export class StoreGenerations {
     return Math.max(this.projectGen.get(projectId) ?? 0, this.allSince);
   }
 
-  /** The current generation of the memory entries. */
   get memory(): number {
     return this.memoryGen;
   }
@@ -50,7 +48,6 @@ export class StoreGenerations {
     this.changeLog.wholeAll();
   }
 
-  /** Applies one change reported by the store watcher. */
   apply(c: StoreChange): void {
     switch (c.kind) {
       case 'entity-file': {

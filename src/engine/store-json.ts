@@ -1,14 +1,8 @@
-/**
- * Store-file JSON parsed within CONSOLE_STORE_JSON_MAX_DEPTH. Depth is found by a byte scan before
- * parsing (walking the parsed value costs 5x and builds it first); syntax errors give line and
- * column, never V8's message, which quotes the text.
- */
+/** Store-file JSON within CONSOLE_STORE_JSON_MAX_DEPTH, depth found by a byte scan before parsing (walking the value costs 5x); errors give line and column, never V8's message, which quotes the text. */
 import { printParseErrorCode, visit } from 'jsonc-parser';
 import { problem, type StoreRead } from './store-read.js';
 
-/**
- * Parses a store file's bytes or text: its value, or a problem at the syntax error or first container past the depth bound.
- */
+/** Parses a store file's bytes or text: its value, or a problem at the syntax error or first container past the depth bound. */
 export function parseStoreJson(text: Buffer | string, maxDepth: number): StoreRead<unknown> {
   const bytes = typeof text === 'string' ? Buffer.from(text) : text;
   const tooDeep = offsetPastDepth(bytes, maxDepth);
@@ -39,16 +33,12 @@ const OPEN_OBJECT = 0x7b;
 const CLOSE_ARRAY = 0x5d;
 const CLOSE_OBJECT = 0x7d;
 
-/**
- * The byte offset of the first `[` or `{` that opens level `max + 1`, or -1. Brackets inside
- * strings do not count. Works on UTF-8 bytes: no byte of a multi-byte character is ASCII.
- */
+/** The byte offset of the first `[` or `{` opening level `max + 1`, or -1; brackets in strings do not count (UTF-8 safe: no byte of a multi-byte character is ASCII). */
 export function offsetPastDepth(bytes: Uint8Array, max: number): number {
   let depth = 0;
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i] as number;
     if (c === QUOTE) {
-      // Skip the string: to the next quote that no backslash escapes.
       for (i++; i < bytes.length; i++) {
         const d = bytes[i] as number;
         if (d === BACKSLASH) i++;

@@ -1,8 +1,4 @@
-/**
- * The store reads the main thread needs, run in the worker pool (src/workers/read-store.ts) and
- * answered as ready JSON bytes, so the event loop never reads or parses a store file. Pure
- * functions of the files: they never throw for store content.
- */
+/** The store reads the main thread needs, run in the worker pool and answered as ready JSON bytes, so the event loop never reads or parses a store file. */
 import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
 import { readProjectStatusSync } from './project-file.js';
@@ -16,19 +12,15 @@ export type ProjectEntry<Ok = { readonly body: Uint8Array }> =
   | { readonly kind: 'legacy'; readonly id: string; readonly reason: string }
   | { readonly kind: 'invalid'; readonly id: string; readonly detail: MissingCanonicalFieldDetail };
 
-/**
- * The store's projects by id: `body` is `GET /api/projects`'s array, each served project's JSON a
- * byte range of it (nothing joined or copied). `problem` when `projects/` cannot be listed.
- */
+/** The store's projects: `body` is `GET /api/projects`'s array, each served project a byte range of it (nothing copied); `problem` when `projects/` cannot be listed. */
 export interface ProjectListing {
   readonly entries: readonly ProjectEntry<{ readonly start: number; readonly end: number }>[];
   readonly body: Uint8Array;
   readonly problem: StoreFileProblem | null;
 }
 
-/** A memory entry file left out of `GET /api/memory`, and why (one bad file never fails the list). */
+/** A memory entry file left out of `GET /api/memory` (`name` in `memory/`), and why. */
 export interface SkippedMemoryEntry {
-  /** The file's name in `memory/`. */
   readonly name: string;
   readonly detail: MissingCanonicalFieldDetail;
 }
@@ -82,11 +74,9 @@ export function readProjectSync(access: StoreAccess, id: string): ProjectEntry |
 }
 
 /**
- * The memory entries of `memory/` by file name, with `enabled` replaced by the recorded toggle
- * (`toggles`, by entry id), else the file's value, else true. An entry file that cannot be used
- * (unreadable, not JSON, a canonical field missing or of the wrong type) is left out and listed
- * in `skipped`, as a broken project is left out of the project list: one bad file never fails
- * the whole list (issue 14, item 6).
+ * The memory entries of `memory/` by file name, `enabled` from `toggles` (by entry id), else the
+ * file, else true. An unusable entry file is left out and listed in `skipped`, as a broken project
+ * is left out of the project list: one bad file never fails the whole list.
  */
 export function listMemorySync(access: StoreAccess, toggles: Readonly<Record<string, boolean>>): MemoryListing {
   const dir = listStoreDirSync(access, 'memory', 'memory');
@@ -112,12 +102,7 @@ export function listMemorySync(access: StoreAccess, toggles: Readonly<Record<str
   return { ok: true, body: encoder.encode(JSON.stringify(out)), skipped };
 }
 
-/**
- * Validates one memory file (engine-format.md, memory/): canonical `id` (equal to the file name
- * without `.json`), then `text`. `name` is the file name. Returns the entry, or the first
- * problem as a MissingCanonicalField detail whose `project_id` is the entry's own `project_id`
- * when it has one. Exported so the engine CLI's doctor applies the same rules.
- */
+/** One memory file's canonical fields (`id`, the file name without `.json`, then `text`): the entry, or the first problem, whose `project_id` is the entry's own; shared with the doctor. */
 export function parseMemoryEntry(
   name: string,
   read: Parsed,
@@ -133,17 +118,14 @@ export function parseMemoryEntry(
   return { doc: doc as Record<string, unknown> & { id: string; text: string } };
 }
 
-/**
- * `projects/<projectId>/takes/<takeId>.json` for a take action ("the take id is on disk"):
- * ids must be valid (checked by the caller).
- */
+/** `projects/<projectId>/takes/<takeId>.json` for a take action ("the take id is on disk"); ids checked by the caller. */
 export function readTakeFileSync(access: StoreAccess, projectId: string, takeId: string): TakeFileRead {
   const within = `projects/${projectId}`;
   const where = `${within}/takes/${takeId}.json`;
   const read = readStoreJsonSync(access, where, within);
   if (read.kind === 'absent') return { onDisk: false };
   if (read.kind === 'problem' && read.problem.level === 'file') return { onDisk: 'unusable', detail: unreadableField(projectId, 'shot_id', where, read.problem) };
-  // Contents that are not a take (syntax, depth, no object): on disk, without a shot, as before.
+  // Contents that are not a take (syntax, depth, no object): on disk, without a shot.
   const parsed = parsedOf(read);
   if ('unreadable' in parsed) {
     return { onDisk: true, shotId: null, unreadable: unreadableField(projectId, 'shot_id', where, { why: parsed.unreadable, fix: parsed.fix ?? 'repair it' }) };

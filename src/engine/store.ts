@@ -1,8 +1,6 @@
 /**
- * The engine store as the main thread sees it (engine-format.md). Answers are cached as ready JSON
- * keyed by route and the project's store generation; a miss runs one shared synthesis task in the
- * worker pool. No store file is read or parsed on this thread: reads are worker tasks with a
- * deadline. A project whose files cannot be used is a 422 for that project alone.
+ * The engine store as the main thread sees it (engine-format.md): answers cached as ready JSON by
+ * route and store generation, a miss one shared task in the worker pool; no file read here.
  */
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
@@ -50,7 +48,6 @@ export interface EngineStoreOptions {
 
 export class EngineStore {
   readonly root: string;
-  /** The store's real root and file bounds: every store read goes through it. */
   readonly access: StoreAccess;
   private readonly runner: SynthesisRunner;
   private readonly bus: Bus;
@@ -112,10 +109,7 @@ export class EngineStore {
     this.generations.invalidateProject(projectId);
   }
 
-  /**
-   * A generation job of the project ended: a watched project already saw its new take file;
-   * otherwise the project is marked stale whole.
-   */
+  /** A generation job of the project ended: a watched project already saw its take file, else it is marked stale whole. */
   jobEnded(projectId: string): void {
     if (this.watcher?.covers(projectId) !== true) this.invalidateProject(projectId);
   }
@@ -130,10 +124,7 @@ export class EngineStore {
     return (await this.projectList()).body;
   }
 
-  /**
-   * `GET /api/projects/{id}`.
-   * @throws InvalidIdError, NotFoundError (unknown), LegacyProjectError, MissingCanonicalFieldError.
-   */
+  /** `GET /api/projects/{id}`. @throws InvalidIdError, NotFoundError, LegacyProjectError, MissingCanonicalFieldError. */
   async getProject(projectId: string): Promise<CachedBody> {
     const { list, status } = await this.statusOf(projectId);
     switch (status.kind) {
@@ -149,9 +140,8 @@ export class EngineStore {
   }
 
   /**
-   * Whether `projectId` names a project (`projects/<id>` with project.json or project.yaml), as
-   * `GET /api/projects/{id}` decides: legacy and invalid ones count (410/422, not 404). From the cached list.
-   * @throws InvalidIdError for a malformed id.
+   * Whether `projectId` names a project as `GET /api/projects/{id}` decides (legacy and invalid
+   * ones count: 410/422, not 404), from the cached list. @throws InvalidIdError.
    */
   async hasProject(projectId: string): Promise<boolean> {
     return (await this.statusOf(projectId)).status.kind !== 'absent';
@@ -170,10 +160,8 @@ export class EngineStore {
   }
 
   /**
-   * Answers an entity query: a cache hit synchronously (the read routes' hot path), a miss by one
-   * shared synthesis task. Ids must be checked by the caller.
-   * @returns the body on a hit, else a promise of it.
-   * @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError (thrown on a hit, rejected on a miss).
+   * An entity query (ids checked by the caller): the body at once on a cache hit (the hot path),
+   * else a promise of one shared task. @throws NotFoundError, LegacyProjectError, MissingCanonicalFieldError.
    */
   query(projectId: string, q: SynthesisQuery): CachedBody | Promise<CachedBody> {
     const key = `${projectId}\0${queryKey(q)}`;
@@ -226,21 +214,12 @@ export class EngineStore {
     return this.memory.list(this.generations.memory);
   }
 
-  /**
-   * Whether a memory entry file is there, for toggles (engine-format.md: memory/).
-   * @throws InvalidIdError; MissingCanonicalFieldError when it cannot be used (not a regular
-   *   file, a link out of `memory/`, too large); StoreReadTimeoutError.
-   */
+  /** Whether a memory entry file is there, for toggles. @throws InvalidIdError; MissingCanonicalFieldError when unusable; StoreReadTimeoutError. */
   memoryEntryExists(entryId: string): Promise<boolean> {
     return this.memory.exists(entryId);
   }
 
-  /**
-   * The take file of a take action ("the take id is on disk", engine-format.md: takes/).
-   * Ids must be valid (checked by the caller).
-   * @throws MissingCanonicalFieldError when the file cannot be used (not a regular file, a link
-   *   out of its project, too large); StoreReadTimeoutError.
-   */
+  /** The take file of a take action (valid ids, checked by the caller). @throws MissingCanonicalFieldError when unusable; StoreReadTimeoutError. */
   async readTakeFile(projectId: string, takeId: string): Promise<Exclude<TakeFileRead, { onDisk: 'unusable' }>> {
     const r = await this.runner.read({ op: 'take-file', access: this.access, projectId, takeId });
     if (r.onDisk === 'unusable') throw new MissingCanonicalFieldError(r.detail);

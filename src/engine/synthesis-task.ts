@@ -6,9 +6,8 @@ import type { SynthesisOutcome, SynthesisQuery, TakeStates } from './synthesize.
 export interface SynthesisTask {
   readonly access: StoreAccess;
   readonly projectId: string;
-  /** The project's store generation on the main thread; a worker index of another generation is updated first. */
+  /** The project's generation on the main thread; `changes` since the workers' indexes let a recent index re-read only those. */
   readonly generation: number;
-  /** Entity files changed since the workers' indexes: a recent enough index re-reads only those. */
   readonly changes: ProjectChanges;
   readonly query: SynthesisQuery;
   readonly takeStates: TakeStates;

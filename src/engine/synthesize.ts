@@ -39,9 +39,7 @@ export function dependsOnTakeState(q: SynthesisQuery): boolean {
 
 const NO_STATE: TakeState = Object.freeze({ primary: false, circled: false, rejected: false });
 
-/**
- * Answers one query for one project. Unknown project: episodes and takes `[]`; scenes, beats and lineage not found.
- */
+/** Answers one query for one project. Unknown project: episodes and takes `[]`; scenes, beats and lineage not found. */
 export function synthesize(index: ProjectIndex, q: SynthesisQuery, states: TakeStates): SynthesisOutcome {
   const { status } = index;
   const projectId = status.id;
@@ -118,10 +116,8 @@ interface Node {
 }
 
 /**
- * Lineage of a beat: nodes for the beat, its shots and their takes; edges beat→shot,
- * shot→take for takes with no parent (or a parent outside the beat), parent→take otherwise.
- * Rooted at a take: only that take and its `parent_take_id` ancestors within the beat, with
- * the beat and their shots: no siblings.
+ * Lineage of a beat: the beat, its shots and their takes; edges beat→shot, shot→take for a take
+ * without a parent in the beat, else parent→take. Rooted at a take: it and its ancestors only.
  */
 function lineage(
   index: ProjectIndex,

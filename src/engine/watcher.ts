@@ -1,18 +1,13 @@
 /**
- * Watches the engine store so cached reads are invalidated. The layout is fixed and shallow
- * (engine-format.md), so one non-recursive watch per entity-feeding directory suffices (3 + 3 per
- * project). An inotify watch follows its inode, not its path, and tools publish folders by rename,
- * so each watch records its directory's identity and every parent change re-walks the layout
- * (debounced), re-watching replaced directories; a late watch reports its whole scope changed.
+ * Watches the engine store so cached reads are invalidated: one non-recursive watch per directory
+ * that feeds an entity (3 + 3 per project). An inotify watch follows its inode and tools publish
+ * folders by rename, so a parent's change re-walks the layout and re-watches replaced directories.
  * The root itself is not followed: replace `projects/` or `memory/`, not the root.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
-/**
- * What changed: one shot or take file of a project (by name, as the kernel reports it), one
- * project as a whole, the set of projects, the memory entries, or everything.
- */
+/** What changed: a shot or take file of a project (by name, as the kernel reports it), a project, the set of projects, the memory entries, or everything. */
 export type StoreChange =
   | { readonly kind: 'entity-file'; readonly projectId: string; readonly folder: 'shots' | 'takes'; readonly name: string }
   | { readonly kind: 'project'; readonly projectId: string }
@@ -32,10 +27,7 @@ export interface WatcherStats {
 
 const ENTITY_DIRS = ['shots', 'takes'] as const;
 const PROJECT_FILES = new Set(['project.json', 'project.yaml']);
-/**
- * A parent's change waits this long before the layout is walked again: changes come in bursts
- * (a copy, a tool's writes), and one walk after the burst settles them all.
- */
+/** Changes come in bursts (a copy, a tool's writes): one walk after this delay settles them all. */
 const RESCAN_DELAY_MS = 50;
 
 /** The identity of a directory: what an inotify watch is attached to. */
@@ -48,12 +40,8 @@ interface Watch extends DirIdentity {
   readonly fsw: fs.FSWatcher;
 }
 
-/**
- * The store's watches (see the module comment). `start` sets them up; changes are reported
- * through `onChange`, synchronously, as the kernel reports them; `close` removes every watch.
- */
+/** The store's watches; `onChange` is called synchronously as the kernel reports. */
 export class StoreWatcher {
-  /** By path; each holds the identity of the directory its watch is attached to. */
   private readonly watches = new Map<string, Watch>();
   private rescanTimer: NodeJS.Timeout | undefined;
   private started = false;
@@ -61,31 +49,23 @@ export class StoreWatcher {
   private failures = 0;
   private replaced = 0;
 
-  /**
-   * @param root the store root (CONSOLE_DATA_DIR), absolute.
-   * @param onChange called synchronously for every change seen; it must not throw.
-   */
+  /** @param root the store root, absolute; @param onChange must not throw. */
   constructor(
     private readonly root: string,
     private readonly onChange: (change: StoreChange) => void,
   ) {}
 
-  /** Starts watching. Directories created or replaced later are picked up as they appear. */
+  /** Directories created or replaced later are picked up as they appear. */
   start(): void {
     this.rescan();
     this.started = true;
   }
 
-  /** Watched directories, failed set-ups, and watches re-created after a replacement. */
   get stats(): WatcherStats {
     return { directories: this.watches.size, failures: this.failures, replaced: this.replaced };
   }
 
-  /**
-   * Whether every folder of the project that feeds an entity is watched now: its folder, and
-   * its `shots/` and `takes/` where they exist. Changes there are then seen as they happen.
-   * @param projectId a valid project id.
-   */
+  /** Whether the project's folder and its existing `shots/` and `takes/` are all watched now (a valid id). */
   covers(projectId: string): boolean {
     const dir = path.join(this.root, 'projects', projectId);
     if (!this.watches.has(dir)) return false;
@@ -149,11 +129,7 @@ export class StoreWatcher {
     }
   }
 
-  /**
-   * Makes sure `dir` is watched by a watch on the directory now at that path: keeps a watch
-   * whose identity matches, replaces one that does not, closes one whose directory is gone.
-   * @param scope what a new watch reports as changed once it exists (after start-up).
-   */
+  /** Watches `dir` by the directory now at that path, replacing a stale watch; a new one reports `scope` changed (after start-up). */
   private ensure(expected: Set<string>, dir: string, scope: readonly StoreChange[], handler: (name: string | null) => void): void {
     expected.add(dir);
     const id = identityOf(dir);
@@ -211,10 +187,7 @@ function identityOf(dir: string): DirIdentity | null {
 
 const sameIdentity = (a: DirIdentity, b: DirIdentity): boolean => a.dev === b.dev && a.ino === b.ino;
 
-/**
- * Project directories as the store lists them: real directories whose names do not start with
- * a dot (a dot-named folder is where tools stage a copy before they rename it into place).
- */
+/** Project directories, without dot-named ones (where tools stage a copy before renaming it into place). */
 function listDirs(dir: string): string[] {
   try {
     return fs

@@ -54,10 +54,7 @@ export interface Parts {
   readonly descriptors: DescriptorLimits;
 }
 
-/**
- * Builds every part, in dependency order; on a failure, what was built is closed again.
- * @throws ConfigError (CONSOLE_DATA_DIR not a folder), StateDbError, or a cluster join refusal.
- */
+/** Builds every part in dependency order, closing what was built on a failure. @throws ConfigError, StateDbError, or a cluster join refusal. */
 export async function composeService(config: Config, log: Logger, registries: Registries = SHIPPED_REGISTRIES): Promise<{ parts: Parts; abandon: () => Promise<void> }> {
   prepareStore(config, log);
   // The embedded database has one instance, whatever its port: its jobs are found again after a restart.
@@ -239,11 +236,7 @@ function terminalsOf(config: Config, backend: StateBackend, housekeeping: Housek
   });
 }
 
-/**
- * Seeds the default working copy of the bundled sample store, then checks the store root and
- * the dispatch tool.
- * @throws ConfigError naming CONSOLE_DATA_DIR when it is not a folder.
- */
+/** Seeds the default copy of the bundled sample store, then checks the store root and the dispatch tool. @throws ConfigError naming CONSOLE_DATA_DIR. */
 function prepareStore(config: Config, log: Logger): void {
   if (config.sampleSeedDir !== null && !fs.existsSync(config.dataDir)) {
     // The bundled store is copied once into the state folder, so generated takes and media
@@ -272,11 +265,7 @@ function logJobs(supervisor: Supervisor, store: EngineStore, log: Logger): void 
   });
 }
 
-/**
- * Refuses a store root that is not a folder: CONSOLE_DATA_DIR naming nothing would otherwise
- * serve an empty store without a word.
- * @throws ConfigError naming CONSOLE_DATA_DIR.
- */
+/** Refuses a store root that is not a folder, which would serve an empty store without a word. @throws ConfigError naming CONSOLE_DATA_DIR. */
 function checkStoreRoot(dir: string): void {
   let stat: fs.Stats;
   try {

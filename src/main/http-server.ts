@@ -49,11 +49,7 @@ export function buildHttp(parts: Parts, guards: GuardReport): HttpParts {
   return { deps, app, server, gate };
 }
 
-/**
- * Listens on HOST:PORT.
- * @returns the port (PORT=0: the one the system chose) and the base URL.
- * @throws the listen error (EADDRINUSE, EACCES…).
- */
+/** Listens on HOST:PORT. @returns the port (with PORT=0, the system's choice) and base URL. @throws the listen error (EADDRINUSE…). */
 export async function listen(server: http.Server, host: string, port: number): Promise<{ port: number; url: string }> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -2,10 +2,7 @@
 import type { Config } from '../config/config.js';
 import type { BackendHooks, StateBackend } from './backend.js';
 
-/**
- * Opens the back end CONSOLE_DATABASE_URL selects: SQLite when unset, PostgreSQL when set.
- * @throws StateDbError naming the database (and CONSOLE_DATABASE_URL) when it cannot be opened.
- */
+/** Opens the back end CONSOLE_DATABASE_URL selects (unset: SQLite). @throws StateDbError naming the database when it cannot be opened. */
 export async function openStateBackend(config: Config, hooks: BackendHooks): Promise<StateBackend> {
   const url = config.cluster.databaseUrl;
   if (url === null) return (await import('./sqlite-backend.js')).openSqliteBackend(config, hooks);

@@ -10,10 +10,7 @@ import type { Config } from '../config/config.js';
 import { outageCheck, type ReadinessCheck } from '../ops/readiness.js';
 import { CONSOLE_CHANNEL, storageStateLogger, type BackendHooks, type StateBackend } from './backend.js';
 
-/**
- * Opens the shared PostgreSQL back end at `url` (CONSOLE_DATABASE_URL).
- * @throws StateDbError naming the database when it cannot be opened.
- */
+/** Opens the shared PostgreSQL back end at `url` (CONSOLE_DATABASE_URL). @throws StateDbError naming the database. */
 export async function openPostgresBackend(config: Config, url: string, { metrics, log, instanceId }: BackendHooks): Promise<StateBackend> {
   const store = await openPgStateStore({
     url,

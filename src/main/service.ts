@@ -31,10 +31,7 @@ export interface Service {
   close(): Promise<void>;
 }
 
-/**
- * Starts the service; nothing is opened when a guard fails.
- * @throws StartupGuardError, ConfigError (CONSOLE_DATA_DIR not a folder), StateDbError, or a listen error (EADDRINUSE…).
- */
+/** Starts the service, opening nothing when a guard fails. @throws StartupGuardError, ConfigError, StateDbError, or a listen error. */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.logger ?? createLogger(config.logLevel, { secrets: config.secrets, format: config.logFormat });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());

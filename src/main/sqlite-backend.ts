@@ -13,10 +13,7 @@ import type { Config } from '../config/config.js';
 import { WORKER_FILES } from '../config/paths.js';
 import { outageCheck, type EventStorage, type ReadinessCheck } from '../ops/readiness.js';
 
-/**
- * Opens the embedded SQLite state database at CONSOLE_STATE_DIR with its bus and committer.
- * @throws StateDbError naming the file when it cannot be opened or migrated.
- */
+/** Opens the SQLite state database at CONSOLE_STATE_DIR with its bus and committer. @throws StateDbError naming the file. */
 export function openSqliteBackend(config: Config, { metrics, log, housekeeping }: BackendHooks): StateBackend {
   const db = openStateDb(config.stateDbPath);
   try {

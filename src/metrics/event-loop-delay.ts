@@ -2,11 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Histogram } from 'prom-client';
 
-/**
- * Starts sampling into `histogram` (seconds) on an unref'd timer.
- * @param also called with each delay too (seconds), for the history's quantiles.
- * @returns a function that stops the sampling.
- */
+/** Starts sampling into `histogram` (seconds) on an unref'd timer, `also` told each delay. @returns a function that stops it. */
 export function sampleEventLoopDelay(histogram: Histogram, intervalMs = 20, also?: (seconds: number) => void): () => void {
   let due = performance.now() + intervalMs;
   const timer = setInterval(() => {

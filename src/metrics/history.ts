@@ -1,7 +1,4 @@
-/**
- * The last 15 minutes of figures in memory (`GET /api/system-status/history`), one fixed ring per figure.
- * Counter rates use the time that really passed between samples (a late timer lengthens the interval).
- */
+/** The last 15 minutes of figures in memory (`GET /api/system-status/history`), one ring per figure; rates use the time that really passed. */
 import { HISTORY_FIGURES, type HistoryFigure } from './history-figures.js';
 import type { IntervalQuantiles } from './interval-quantiles.js';
 

@@ -20,10 +20,7 @@ export interface StreamCount {
   readonly size: number;
 }
 
-/**
- * prom-client's default gauges named like counters (`_total`), which `promtool check metrics`
- * refuses; each is the sum of a by-type gauge that stays.
- */
+/** prom-client's default gauges named like counters (`_total`), which `promtool check metrics` refuses; each sums a by-type gauge that stays. */
 export const NON_COUNTER_TOTALS: readonly string[] = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 /** Collectors of one instance: counters fed by `observe*` hooks, gauges read at scrape time. Families are prefixed `console_`. */

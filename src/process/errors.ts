@@ -3,18 +3,13 @@ import { ServiceError } from '../errors/index.js';
 
 export type ProcessErrorCode = 'spawn_refused';
 
-/**
- * The OS refused to start the program (code `spawn_refused`). Most refusals arrive as a next-tick
- * `error` event; `errno` and `cause` are filled in then and `settled` resolves.
- */
+/** The OS refused to start the program (code `spawn_refused`); most refusals arrive a tick later, filling `errno` and `cause` as `settled` resolves. */
 export class ProcessSpawnError extends ServiceError<'spawn_refused'> {
   override name = 'ProcessSpawnError';
   /** The errno code (`ENOENT`, `EACCES`, `EAGAIN`…), once known. */
   errno: string | undefined;
-  /** Resolves once the refusal's own error is known (or was never reported). */
   readonly settled: Promise<void>;
 
-  /** @param refusal Node's errno exception, or a promise of it (undefined when Node reported none). */
   constructor(
     readonly file: string,
     refusal: Error | Promise<Error | undefined>,

@@ -9,7 +9,6 @@ export interface ExitFacts {
   readonly rc: number;
 }
 
-/** The facts of a child's `exit` event (Node passes a code or a signal). */
 export function exitFactsOf(code: number | null, signal: NodeJS.Signals | null): ExitFacts {
   const n = signal ? (os.constants.signals[signal] ?? 0) : 0;
   return { exitCode: code, signal, isTerminated: code === null && signal !== null, rc: code ?? 128 + n };

@@ -1,8 +1,4 @@
-/**
- * Main-thread side of the process worker: one thread runs every `/proc` scan and its signals, so
- * killing a big tree never stalls the event loop; other housekeeping tasks share it. Without
- * `/proc`, tree-kill's `ps` walk and a group signal stand in.
- */
+/** Main-thread side of the process worker: one thread runs every `/proc` scan and its signals, so killing a big tree never stalls the event loop. */
 import fs from 'node:fs';
 import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
@@ -12,24 +8,18 @@ import type { DescribeResult, GroupNiceResult, ProcTask, TreePassResult, TreeTar
 export class HousekeepingThread {
   private readonly pool: Piscina;
 
-  /**
-   * @param filename the compiled worker (WORKER_FILES.proc in src/config/paths.ts).
-   * @throws Error when the file does not exist (the service was not built).
-   */
+  /** @param filename the compiled worker (WORKER_FILES.proc). @throws Error when it does not exist (not built). */
   constructor(filename: string) {
     if (!fs.existsSync(filename)) throw new Error(`process worker not found: ${filename} (run npm run build)`);
     // One thread: passes of one tree run in order, and a scan never competes with another.
     this.pool = new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
-    // A worker that dies outside a task is replaced by Piscina; unheard, the event would end
-    // the service. Tasks it took reject, and the methods below fall back.
+    // Unheard, a worker's death outside a task would end the service; Piscina replaces it, and the methods below fall back.
     this.pool.on('error', () => {});
   }
 
   /**
-   * One kill pass over a tree: captures it in `/proc`, then signals its group and every
-   * captured process (see `TreePassTask`). Never rejects: when the worker cannot run it, or
-   * `/proc` is missing, the group (and, with a live root, tree-kill's walk) is signalled here.
-   * @returns the tree's processes alive when signalled; `procAvailable` false when unknown.
+   * One kill pass over a tree (TreePassTask). Never rejects: without the worker or `/proc` the group
+   * (and a live root's tree, by tree-kill's `ps` walk) is signalled here; `procAvailable` then false.
    */
   async signalTree(target: TreeTarget, signal: NodeJS.Signals): Promise<TreePassResult> {
     let result: TreePassResult;
@@ -57,14 +47,7 @@ export class HousekeepingThread {
     return this.run<GroupNiceResult>({ kind: 'group-nice', pid, nice }).catch(() => 'refused' as const);
   }
 
-  /**
-   * Runs another housekeeping task on this thread, between the /proc tasks: the service keeps
-   * one such thread (each costs about 11 MB), and the state database's WAL checkpoints run here
-   * (src/state/checkpointer.ts).
-   * @param filename a compiled Piscina task module (src/config/paths.ts: WORKER_FILES).
-   * @returns what the task returns.
-   * @throws what the task throws; Piscina's error once the thread was closed.
-   */
+  /** Runs another housekeeping task (a WORKER_FILES module) on this thread, as threads cost about 11 MB each. @throws what the task throws. */
   runTask<T>(filename: string, task: object): Promise<T> {
     return this.pool.run(task, { filename }) as Promise<T>;
   }
@@ -79,7 +62,6 @@ export class HousekeepingThread {
   }
 }
 
-/** Without `/proc`: the group, and the root's tree as `ps` shows it. */
 function signalWithoutProc(target: TreeTarget, signal: NodeJS.Signals): void {
   if (target.root !== null) {
     treeKill(target.root, signal, () => {

@@ -1,7 +1,4 @@
-/**
- * Lowers a child's CPU priority so the console stays fast during generation. Each session is its
- * own autogroup weighing as much as the service, so the autogroup's nice is set too (rate-limited: retried).
- */
+/** Lowers a child's CPU priority so the console stays fast during generation: the process, and its autogroup, which weighs as much as the service's. */
 import os from 'node:os';
 import type { HousekeepingThread } from './housekeeping-thread.js';
 
@@ -11,15 +8,13 @@ export interface PriorityOutcome {
   readonly group: boolean | null;
 }
 
-/** The kernel's rate limit on autogroup changes by unprivileged processes. */
+/** The kernel's rate limit on unprivileged autogroup changes, and tries of a refused one (about 10 s). */
 const GROUP_RETRY_MS = 110;
-/** Tries of a refused autogroup change: about 10 s, then given up. */
 const GROUP_TRIES = 90;
 
 /**
- * Sets `nice` (0..19) on process `pid` and its autogroup. Never throws; the outcome says what was set.
- * @param alive false once the process ended: no more group retries (its pid may be reused).
- * @param firstTry called when the first group try settled; spawn-pacer waits for it.
+ * Sets `nice` (0..19) on `pid` and its autogroup; never throws. Group retries stop once `alive()`
+ * is false (its pid may be reused); `firstTry` is called when the first group try settled.
  */
 export async function lowerPriority(
   table: HousekeepingThread,

@@ -1,7 +1,4 @@
-/**
- * One managed child (jobs and terminals): spawned from an argument array without a shell as a
- * process-group leader; stopped with SIGTERM then SIGKILL after a grace; its tree swept after exit.
- */
+/** One managed child (jobs, terminals): no shell, its own process group, SIGTERM then SIGKILL after a grace, its tree swept after exit. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ProcessSpawnError } from './errors.js';
 import { exitFactsOf, type ExitFacts } from './exit-facts.js';
@@ -11,7 +8,6 @@ import { sweepTree, type SweepBounds, type SweepReport } from './sweep-tree.js';
 
 export interface ManagedSpawnOptions {
   readonly cwd?: string;
-  /** Its whole environment, `mark` included. */
   readonly env: Readonly<Record<string, string>>;
   readonly stdout: 'pipe' | 'ignore';
   readonly stderr: 'pipe' | 'ignore';
@@ -64,7 +60,6 @@ export class ManagedProcess {
   /** Resolves once it exited and its tree was swept (never rejects). */
   readonly ended: Promise<ProcessEnd>;
   private readonly known = new Map<number, ProcInfo>();
-  /** The leader's start time (ticks since boot); undefined when unread. */
   private readonly leaderStart: Promise<number | undefined>;
   private killTimer: NodeJS.Timeout | undefined;
   private hasExited = false;

@@ -1,8 +1,4 @@
-/**
- * Process facts from Linux `/proc`, read synchronously so a tree is captured before any of it is
- * signalled (orphans are re-parented at once). Blocking: runs only in the process worker
- * (proc-worker.ts), never on the main thread. Null or empty results where `/proc` is missing.
- */
+/** Process facts from `/proc`, read synchronously so a tree is captured before any of it is signalled; only in the process worker. */
 import fs from 'node:fs';
 
 /** One process as `/proc/<pid>/stat` shows it (a plain object: it crosses threads). */
@@ -10,7 +6,6 @@ export interface ProcInfo {
   readonly pid: number;
   readonly ppid: number;
   readonly pgid: number;
-  /** One-letter state: R, S, D, Z (zombie), T… */
   readonly state: string;
   /** Start time in clock ticks since boot: with the pid, identifies a process (no reuse). */
   readonly startTime: number;
@@ -64,7 +59,6 @@ export function readProc(pid: number): ProcInfo | null {
   };
 }
 
-/** Every process visible in `/proc`. */
 export function listProcs(): ProcInfo[] {
   if (!HAS_PROC) return [];
   const out: ProcInfo[] = [];
@@ -76,15 +70,11 @@ export function listProcs(): ProcInfo[] {
   return out;
 }
 
-/**
- * True when the environment `pid` was started with holds `entry` (`NAME=value`, exactly).
- * False when it cannot be read: gone, or another user's process (never one of ours).
- */
+/** Whether `pid`'s initial environment holds exactly `entry` (`NAME=value`); false when unreadable (gone, or not ours). */
 export function hasEnvEntry(pid: number, entry: string): boolean {
   return hasEnvNeedle(pid, Buffer.from(`${entry}\0`));
 }
 
-/** {@link hasEnvEntry} with the entry already encoded as `NAME=value\0`. */
 function hasEnvNeedle(pid: number, needle: Buffer): boolean {
   const len = readProcFile(`/proc/${pid}/environ`);
   if (len < 0) return false;
@@ -97,17 +87,9 @@ function hasEnvNeedle(pid: number, needle: Buffer): boolean {
 }
 
 /**
- * The live processes of a tree (a job, a terminal): `root`, its descendants (by parent links,
- * whatever their group), every member of the process group `pgid`, and, given `mark` (an
- * environment entry `NAME=value` the tree was started with, which its descendants inherit),
- * every process whose environment holds it, with its descendants: those that left the group
- * and whose parent died (a double fork, a tool killed mid-way) have no other link to it.
- * `root` null: the leader is gone (once reaped its pid may be reused: only its group, which
- * keeps the id from being handed out while it has members, and the mark still lead to the
- * tree). Given `notBefore` (the leader's start time, in clock ticks since boot), a process
- * with the pid `root` is taken for the leader only when it started then, and only processes
- * started since are searched for the mark: no process of the tree is older than its leader.
- * Zombies are left out: they are dead.
+ * The live processes of a tree (TreeTarget): `root`'s descendants, group `pgid`, and holders of `mark`
+ * with theirs, since a double fork or a dead parent leaves no other link. A pid is taken for the
+ * leader, and mark holders searched, only from `notBefore`: nothing of the tree is older. No zombies.
  */
 export function treeProcesses(root: number | null, pgid: number | null, mark?: string, notBefore?: number): ProcInfo[] {
   const all = listProcs();
@@ -143,7 +125,6 @@ export function isSameProcess(info: ProcInfo): boolean {
   return now !== null && now.startTime === info.startTime && now.state !== 'Z';
 }
 
-/** The command line of `pid` (its arguments), or null when it cannot be read. */
 export function readCmdline(pid: number): string[] | null {
   const len = readProcFile(`/proc/${pid}/cmdline`);
   if (len < 0) return null;
@@ -152,7 +133,6 @@ export function readCmdline(pid: number): string[] | null {
   return args;
 }
 
-/** System boot time in ms since the epoch, or null when unknown. */
 export function bootTimeMs(): number | null {
   try {
     const m = /^btime (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'utf8'));

@@ -18,7 +18,6 @@ export default function runProcTask(task: ProcTask): TreePassResult | DescribeRe
 
 let autogroups: boolean | undefined;
 
-/** Sets the nice value of a process's autogroup, where the kernel schedules by autogroup. */
 function groupNice(t: GroupNiceTask): GroupNiceResult {
   if (autogroups === undefined) {
     try {
@@ -41,11 +40,9 @@ function treePass(t: TreePassTask): TreePassResult {
   if (!HAS_PROC) return { procAvailable: false, known: [...t.known] };
   const live = new Map<number, ProcInfo>();
   for (const p of treeProcesses(t.root, t.pgid, t.mark, t.notBefore)) live.set(p.pid, p);
-  // A pid captured earlier is taken only while it is still that same process (no reuse); one
-  // that ended is dropped: it never comes back.
+  // A pid captured earlier is taken only while still the same process; one that ended never returns.
   for (const p of t.known) if (!live.has(p.pid) && isSameProcess(p)) live.set(p.pid, p);
-  // Everything is captured (and counted) before the first signal: a process the group signal
-  // ends at once was alive all the same, and its children are not re-parented unseen.
+  // All captured before the first signal: its children are not re-parented unseen.
   if (t.pgid !== null) send(-t.pgid, t.signal);
   for (const p of live.values()) if (p.pid !== t.pgid) send(p.pid, t.signal);
   return { procAvailable: true, known: [...live.values()] };
@@ -56,6 +53,5 @@ function send(target: number, signal: NodeJS.Signals): void {
   try {
     process.kill(target, signal);
   } catch {
-    // nothing to do either way
   }
 }

@@ -2,10 +2,9 @@
 import type { ProcInfo, TreeTarget } from './proc-task.js';
 import type { HousekeepingThread } from './housekeeping-thread.js';
 
-/** How long a sweep keeps going (CONSOLE_SWEEP_MAX_PASSES and _MS). */
+/** How long a sweep keeps going: CONSOLE_SWEEP_MAX_PASSES, and CONSOLE_SWEEP_MAX_MS past which no pass starts. */
 export interface SweepBounds {
   readonly maxPasses: number;
-  /** Time after which no new pass starts, in ms. */
   readonly maxMs: number;
 }
 

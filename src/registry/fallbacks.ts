@@ -1,5 +1,4 @@
-// The sanctioned-fallback registry (spec: What the service does, startup guards): degraded paths allowed
-// while a caller is fixed; past its `retireBy` date a fallback stops start-up.
+// The sanctioned-fallback registry (spec: What the service does, startup guards): degraded paths allowed while a caller is fixed; past `retireBy` one stops start-up.
 
 /** One registered fallback. `retireBy` is an ISO date (`YYYY-MM-DD`, UTC) or null (never). */
 export interface SanctionedFallback {

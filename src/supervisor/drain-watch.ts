@@ -1,11 +1,8 @@
-/**
- * A job's output after its exit is read until the pipes end, given up only after `idleMs` of
- * silence while nothing was held back: a daemon that shed the job's mark may keep a pipe open.
- */
+/** A job's output after its exit is read until the pipes end: a daemon that shed the job's mark may keep a pipe open. */
 
 /**
- * Resolves once `drained` does; after `idleMs` without `progress()` while not `busy()`, calls `giveUp` (which must end the streams).
- * @param busy true while output is held or waits for framing: the silence is ours, not the pipe's.
+ * Resolves once `drained` does; after `idleMs` without `progress()` while not `busy()` (output held
+ * or waiting for framing: the silence is ours), calls `giveUp`, which must end the streams.
  */
 export async function untilDrained(drained: Promise<unknown>, progress: () => number, busy: () => boolean, idleMs: number, giveUp: () => void): Promise<void> {
   let last = progress();

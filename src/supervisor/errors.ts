@@ -1,12 +1,8 @@
-/**
- * Supervisor errors with stable codes (service-spec.md §Generation; api-decisions.md §Mutations and
- * lifecycle routes, §Network and safety defaults); src/http/errors.ts maps them to statuses.
- */
+/** Supervisor errors with stable codes (service-spec.md §Generation, api-decisions.md); src/http/errors.ts maps them to statuses. */
 import { ServiceError } from '../errors/index.js';
 import type { ProcessSpawnError } from '../process/errors.js';
 import type { JobRecord } from '../state/records.js';
 
-/** The codes of the supervisor's errors. */
 export type SupervisorErrorCode = 'tool_missing' | 'job_capacity' | 'spawn_failed' | 'unknown_job' | 'job_not_running' | 'invalid_transition';
 
 /** The dispatch tool file does not exist (code `tool_missing`); no process was started. */
@@ -22,17 +18,13 @@ export class JobCapacityError extends ServiceError<'job_capacity'> {
   override name = 'JobCapacityError';
   constructor(
     readonly limit: number,
-    /** Suggested wait before retrying, in seconds (`Retry-After`). */
     retryAfterSeconds: number,
   ) {
     super('job_capacity', `too many running generation jobs (limit ${limit}); retry in ${retryAfterSeconds} s`, { retryAfterSeconds });
   }
 }
 
-/**
- * The operating system refused to start the dispatch tool (code `spawn_failed`); the refusal,
- * with its errno, is the `cause`. The message names the errno once it is known (`settled`).
- */
+/** The OS refused to start the dispatch tool (code `spawn_failed`), the refusal the `cause`; the message names its errno once `settled`. */
 export class SpawnError extends ServiceError<'spawn_failed'> {
   override name = 'SpawnError';
   readonly settled: Promise<void>;
@@ -63,10 +55,7 @@ export class JobNotRunningError extends ServiceError<'job_not_running'> {
   }
 }
 
-/**
- * A trigger the job state table has no row for (code `invalid_transition`): a supervisor bug,
- * never a user error, answered as any bug is (500 `internal`).
- */
+/** A trigger the job state table has no row for (code `invalid_transition`): a supervisor bug, answered 500 `internal`. */
 export class InvalidTransitionError extends ServiceError<'invalid_transition'> {
   override name = 'InvalidTransitionError';
   constructor(message: string) {

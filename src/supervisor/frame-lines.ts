@@ -1,8 +1,7 @@
 /**
- * Line framing of a child's output (service-spec.md §Events: one event per line). Bytes are cut
- * per line at a bound before split2, which would drop an over-long line and rescan its buffer.
- * split2 is read in paused mode under a per-turn budget shared by all streams; a waiting stream
- * stops reading, so the pipe fills and the child blocks.
+ * Line framing of a child's output (service-spec.md §Events: one event per line): bytes cut per line
+ * before split2, which would drop an over-long line and rescan its buffer; read under a per-turn
+ * budget shared by all streams, a waiting stream stops reading so the pipe fills and the child blocks.
  */
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import split2 from 'split2';
@@ -17,10 +16,7 @@ export interface FramedLine {
 
 const NL = 0x0a;
 
-/**
- * Lines (and characters) per event-loop turn, all streams together. Unbounded, one flooding child
- * held the loop 100-700 ms at a time; a per-stream bound would not stop 64 of them. 512 lines are one bus flush.
- */
+/** Lines and characters per event-loop turn, all streams together, so floods cannot hold the loop; 512 lines are one bus flush. */
 export const TURN_LINES = 512;
 export const TURN_CHARS = 256 * 1024;
 
@@ -32,7 +28,6 @@ export class LineTurns {
   private tickScheduled = false;
   private readonly tickFn = () => this.tick();
 
-  /** Defaults: {@link TURN_LINES}, {@link TURN_CHARS}. */
   constructor(
     private readonly lines: number = TURN_LINES,
     private readonly chars: number = TURN_CHARS,
@@ -115,9 +110,9 @@ class LineCutter extends Transform {
   private lineBytes = 0;
   private dropping = false;
   private completed = 0;
-  /** Bytes of an incomplete UTF-8 character at the end of the last chunk, held back. */
+  /** An incomplete UTF-8 character at the end of the last chunk, held back. */
   private carry: Buffer | null = null;
-  /** 1-based numbers of lines that were cut; split2 emits lines in the same order. */
+  /** Numbers of the lines that were cut (split2 emits lines in the same order). */
   readonly cutLines = new Set<number>();
 
   constructor(private readonly maxBytes: number) {
@@ -195,16 +190,13 @@ export interface FramingMeter {
   holding: () => boolean;
 }
 
-/** A meter to hand to {@link frameLines}. */
 export function framingMeter(): FramingMeter {
   return { bytes: 0, holding: () => false };
 }
 
 /**
- * Frames `source` into lines and calls `onLine` for each, in order, within `turns`' shared budget.
- * @param maxBytes bound on one line in bytes (before decoding); longer lines are cut to it.
- * @param hold while held, no line is delivered (backpressure: the source's pipe fills).
- * @returns a promise that settles once the last line was delivered; never rejects.
+ * Frames `source` into lines for `onLine`, in order, within `turns`' budget; lines past `maxBytes`
+ * are cut, and nothing is delivered while `hold` is held. @returns once the last line is delivered; never rejects.
  */
 export function frameLines(turns: LineTurns, source: Readable, maxBytes: number, onLine: (line: FramedLine) => void, hold: LineHold | null = null, meter?: FramingMeter): Promise<void> {
   const cutter = new LineCutter(maxBytes);

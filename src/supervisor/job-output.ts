@@ -13,15 +13,11 @@ const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
 export interface OutputOptions {
   /** Bound on one line, bytes; longer lines are cut. */
   readonly lineMaxBytes: number;
-  /** Ms after the exit (at least 1 s) past which pipes still open and silent are given up. */
+  /** Ms after the exit (at least 1 s) past which silent open pipes are given up. */
   readonly killGraceMs: number;
 }
 
-/**
- * Publishes the job's stdout and stderr lines until its process ended and both pipes drained;
- * nothing is read while `gate` is held.
- * @returns the exit facts and the leftover sweep's report once the last line is published; never rejects.
- */
+/** Publishes the job's lines until its process ended and both pipes drained. @returns the exit facts and the sweep's report after the last line; never rejects. */
 export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
   const { child } = job.proc;
   const max = options.lineMaxBytes;
@@ -54,7 +50,6 @@ export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, jo
   // The job is its whole tree, swept after the exit: group members would hold its pipes open,
   // detached descendants would run on unwatched.
   return job.proc.ended.then(async (ended) => {
-    // A silent process outside the tree holding a pipe is given up after the grace (drain-watch.ts).
     const busy = () => gate.held || meters[0].holding() || meters[1].holding();
     await untilDrained(drained, () => meters[0].bytes + meters[1].bytes, busy, Math.max(options.killGraceMs, 1000), () => {
       child.stdout?.destroy();

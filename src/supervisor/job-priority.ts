@@ -1,7 +1,4 @@
-/**
- * Jobs run at CONSOLE_JOB_NICE, process and autogroup (src/process/lower-priority.ts), so a storm
- * of jobs cannot take the console's CPU. Terminals keep the service's priority: a person types there.
- */
+/** Jobs run at CONSOLE_JOB_NICE, process and autogroup, so a storm of jobs cannot take the console's CPU; terminals keep the service's (a person types there). */
 import { lowerPriority, type HousekeepingThread } from '../process/index.js';
 
 /** Figures for the system status (`jobs.priority`). */
@@ -21,10 +18,7 @@ export class JobPriority {
     readonly nice: number,
   ) {}
 
-  /**
-   * Lowers a new job's priority and returns at once; rate-limited group changes retry while `alive()`.
-   * @param firstTry called once the first group try settled; the spawn pacer waits for it.
-   */
+  /** Lowers a new job's priority, returning at once (rate-limited group changes retry while `alive()`); `firstTry` settles the spawn pacer's wait. */
   lower(pid: number, alive: () => boolean, firstTry: () => void = () => {}): void {
     if (this.nice === 0) {
       firstTry();

@@ -1,7 +1,4 @@
-/**
- * Generation job states and transitions (service-spec.md §States and transitions), one function a
- * test walks row by row (style.md); `lost` marks a job found running after the service died.
- */
+/** Generation job states and transitions (service-spec.md §States and transitions), one function a test walks row by row (style.md). */
 import type { Severity } from '../bus/event.js';
 import { InvalidTransitionError } from './errors.js';
 
@@ -36,10 +33,7 @@ const RUNNING: JobStatus = Object.freeze({ state: 'running' });
 const STDOUT_LINE = Object.freeze({ next: RUNNING, severity: 'info' as Severity });
 const STDERR_LINE = Object.freeze({ next: RUNNING, severity: 'warning' as Severity });
 
-/**
- * One table row: from `current` (null before the job exists) on `trigger`, the next status and the event's severity.
- * @throws InvalidTransitionError for any other combination.
- */
+/** One table row: from `current` (null before the job exists) on `trigger`, the next status and the event's severity. @throws InvalidTransitionError otherwise. */
 export function transition(
   current: JobStatus | null,
   trigger: JobTrigger,

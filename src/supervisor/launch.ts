@@ -38,11 +38,7 @@ export function requireTool(tool: string): void {
   if (!isFile(tool)) throw new ToolMissingError(tool);
 }
 
-/**
- * Spawns the dispatch tool for job `proposalId` with piped stdout and stderr.
- * @returns the full argv (interpreter first) and the managed process.
- * @throws SpawnError (cause: the ProcessSpawnError) when the OS refuses the process.
- */
+/** Spawns the dispatch tool for job `proposalId`, stdout and stderr piped. @returns the full argv and the process. @throws SpawnError when the OS refuses. */
 export function spawnTool(procs: HousekeepingThread, options: LaunchOptions, proposalId: string, req: GenerationRequest): { argv: string[]; proc: ManagedProcess } {
   const tool = options.dispatchCli;
   const argv = [process.execPath, tool, ...toolArgs(req)];
@@ -75,10 +71,7 @@ export function recordRefused(state: StateStore, instanceId: string, proposalId:
     });
 }
 
-/**
- * Stores the running job, its pending GenerationProposal and its spawn event in one transaction (cluster.md).
- * @throws the state store's error; then none of them is stored.
- */
+/** Stores the running job, its pending GenerationProposal and spawn event in one transaction (cluster.md), or none. @throws the state store's error. */
 export async function recordLaunch(committer: StateCommitter, instanceId: string, job: RunningJob, req: GenerationRequest, spawned: EventInput): Promise<void> {
   await committer.commit(async (tx) => {
     await tx.jobs.insert({ ...job.record(), state: 'running', instanceId });

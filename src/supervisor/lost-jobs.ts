@@ -1,7 +1,6 @@
 /**
- * Start-up recovery of jobs a dead run left `running` on this instance: what is left of their
- * trees is swept, and each is marked `lost` with its event in one transaction guarded on
- * `running`, so of this start and another instance (cluster mode) exactly one marks it.
+ * Start-up recovery of jobs a dead run left `running` here: their trees swept, each marked `lost`
+ * with its event in one transaction guarded on `running`, so exactly one instance marks it.
  */
 import type { Bus } from '../bus/bus.js';
 import type { EventInput, JobEnd } from '../bus/event.js';
@@ -12,10 +11,8 @@ import { transition } from './job-state.js';
 import { GENERATION_SCOPE, jobMark } from './running-job.js';
 
 /**
- * Kills what is left of every job recorded running on `instanceId`, marks each `lost` and publishes its event.
- * @param lostSince cluster mode: this instance's last start (ISO-8601); jobs others marked lost since are killed too (cluster.md §Jobs).
- * @returns the lost jobs' records, in their new state.
- * @throws the state database's error (start-up stops).
+ * Kills what is left of every job recorded running on `instanceId`, marks each `lost`; with `lostSince` (cluster mode, ISO-8601) also kills
+ * jobs others marked lost since (cluster.md §Jobs). @returns the lost records. @throws the state database's error (start-up stops).
  */
 export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: Bus, procs: HousekeepingThread, sweep: SweepBounds, lostSince: string | null = null): Promise<JobRecord[]> {
   const lost: JobRecord[] = [];
@@ -46,10 +43,7 @@ export async function recoverLostJobs(jobs: JobStore, instanceId: string, bus: B
   return lost;
 }
 
-/**
- * Publishes a job's lost event with its final state, committed together and only over `running` (bus/event.ts JobGuard).
- * @returns once stored: whether this call marked the job (false when another got there first).
- */
+/** Publishes a job's lost event with its final state, only over `running`. @returns once stored, whether this call marked it. */
 export function publishLost(bus: Bus, rec: Pick<JobRecord, 'proposalId' | 'pid'>, end: JobEnd, detail: string): Promise<boolean> {
   return new Promise((settled) => bus.publish({ ...lostJobEvent(rec, detail), guard: { job: rec.proposalId, end, settled } }));
 }
@@ -66,11 +60,7 @@ export function lostJobEvent(rec: Pick<JobRecord, 'proposalId' | 'pid'>, detail:
   };
 }
 
-/**
- * SIGKILLs what is left of a job of a previous run; returns the number of processes killed.
- * Nothing survives a reboot. Processes carrying the job's mark are its own, wherever they
- * are. Its process group and the leader's tree are taken when they are still the job's.
- */
+/** SIGKILLs what is left of a previous run's job (nothing survives a reboot): its marked processes, and its group and tree if still its own. */
 async function killLostJob(procs: HousekeepingThread, sweep: SweepBounds, rec: JobRecord, boot: number | null): Promise<number> {
   if (boot !== null && Date.parse(rec.startedAt) < boot) return 0;
   const leader = rec.pid !== null && (await groupOfJob(procs, rec.pid, rec.argv)) ? rec.pid : null;
@@ -79,10 +69,8 @@ async function killLostJob(procs: HousekeepingThread, sweep: SweepBounds, rec: J
 }
 
 /**
- * Whether the process group `pid` of a job from a previous run is still the job's, guarding
- * against pid reuse: a live leader must still run the tool we started; and with the leader
- * gone, a live group with its id can only hold the job's own processes (Linux does not hand
- * out a pid that is still some group's id).
+ * Whether group `pid` of an old job is still the job's despite pid reuse: a live leader must run
+ * our tool; a leaderless live group can hold only the job's processes (Linux never reuses a group's id).
  */
 async function groupOfJob(procs: HousekeepingThread, pid: number, argv: readonly string[]): Promise<boolean> {
   if (!groupAlive(pid)) return false;

@@ -1,7 +1,6 @@
 /**
- * Backpressure on job output: while the bus holds `max` or more published-but-unstored events
- * (storing stopped, e.g. a full disk), no job pipe is read, so children block in their own writes
- * and nothing is dropped. It reopens at half the bound, so it does not flap line by line.
+ * Backpressure on job output: at `max` unstored events on the bus (a full disk…) no job pipe is
+ * read, so children block in their writes and nothing is dropped; it reopens at half, not to flap.
  */
 
 const CHECK_MS = 20;

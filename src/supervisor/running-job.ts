@@ -19,7 +19,7 @@ export class RunningJob {
   stdoutLines = 0;
   stderrLines = 0;
   cancelRequested = false;
-  /** Who asked it to stop first: a cancel request or the service's shutdown (issue 14, item 2). */
+  /** Who asked it to stop first: a cancel request or the service's shutdown. */
   stopReason: 'cancelled' | 'shutdown' | null = null;
   /** The tool's last stderr line (bounded by CONSOLE_LINE_MAX_BYTES like every line). */
   lastStderr: string | null = null;
@@ -28,10 +28,7 @@ export class RunningJob {
   endedAt: string | null = null;
   /** Resolves once the exit is published (set when supervision starts). */
   finished: Promise<void> = Promise.resolve();
-  /**
-   * Set once the job was found marked `lost` by another instance (this one was judged dead):
-   * its tree is killed and nothing more is published for it (shared/design/cluster.md, fencing).
-   */
+  /** Marked `lost` by another instance (this one judged dead): tree killed, nothing more published (cluster.md). */
   fenced = false;
   /** The guard every event of the job carries (bus/event.ts JobGuard): one object for all its lines. */
   readonly guard: JobGuard;

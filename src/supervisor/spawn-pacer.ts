@@ -1,7 +1,6 @@
 /**
- * One job spawned per event-loop turn: a spawn holds the main thread until exec (tens of ms when
- * busy), so back-to-back spawns starved reads. The next turn also waits until the last child's
- * priority was lowered (`done`) or `holdMs`, since full-weight children starved the service.
+ * One job spawned per event-loop turn, since a spawn holds the main thread until exec; the next also
+ * waits until the last child's priority was lowered (`done`) or `holdMs`: full-weight children starve the service.
  */
 export class SpawnPacer {
   private readonly queue: ((done: () => void) => void)[] = [];

@@ -1,8 +1,6 @@
 /**
- * The generation supervisor (service-spec.md §Generation, §States and transitions). The exit is
- * published only after the process exited, its tree was swept and both pipes drained, so it
- * follows the last line event; the final state commits with it, only over `running`. A job
- * another instance marked lost is fenced: tree killed, nothing more published (cluster.md).
+ * The generation supervisor (service-spec.md §Generation, §States and transitions). A job's exit is
+ * published once the process exited, its tree was swept and both pipes drained, after its last line.
  */
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
@@ -136,9 +134,8 @@ export class Supervisor {
   }
 
   /**
-   * Starts one generation job: spawns the tool, records it with its pending GenerationProposal and spawn event.
-   * @throws ToolMissingError, JobCapacityError, SpawnError, or the state store's error (the process is
-   *   then killed); in every case nothing was started.
+   * Starts one generation job, recorded with its pending GenerationProposal and spawn event.
+   * @throws ToolMissingError, JobCapacityError, SpawnError, or the state store's error: nothing then runs.
    */
   async start(req: GenerationRequest, lowered: () => void = () => {}): Promise<JobRecord> {
     requireTool(this.options.dispatchCli);
@@ -182,7 +179,6 @@ export class Supervisor {
   private finish(job: RunningJob, { rc, signal }: ExitFacts, leftovers: SweepReport): void {
     const id = job.proposalId;
     this.running.delete(id);
-    // Marked lost by another instance: its record says so, and nothing more is published.
     if (job.fenced) return;
     const { next, severity } = transition(job.status, { kind: 'exit', rc, signal });
     job.status = next;
@@ -207,9 +203,8 @@ export class Supervisor {
       this.state.jobs.prune(this.options.historySize).catch(() => {});
     }
     this.reportLeftovers(job, rec, leftovers);
-    // The final state commits with the exit event, after every line (the bus stores in order);
-    // held with it while the database refuses, and retried. Dropped (not stored) when the job
-    // is no longer running: another instance marked it lost meanwhile.
+    // The final state commits with the exit event, after every line, held while the database
+    // refuses; dropped if another instance marked the job lost meanwhile.
     this.bus.publish({
       severity,
       scope: GENERATION_SCOPE,
@@ -233,10 +228,7 @@ export class Supervisor {
     for (const fn of this.fencedListeners) fn(rec);
   }
 
-  /**
-   * Cluster mode, judged dead (membership.ts): fences each running job the database no longer records running.
-   * @returns how many were. @throws the state store's error (the next heartbeat retries).
-   */
+  /** Cluster mode, judged dead: fences each running job the database no longer records running. @returns how many. @throws the state store's error. */
   async fenceJudged(): Promise<number> {
     let n = 0;
     for (const job of [...this.running.values()]) {
@@ -308,21 +300,15 @@ export class Supervisor {
     return this.state.jobs.countsByState();
   }
 
-  /** Whether the job runs on this instance now. */
   runsHere(proposalId: string): boolean {
     return this.running.has(proposalId);
   }
 
-  /** Running jobs with live figures. */
   runningJobs(): JobRecord[] {
     return [...this.running.values()].filter((j) => !j.fenced).map((j) => j.record());
   }
 
-  /**
-   * Cancels a running job: SIGTERM to its process tree, SIGKILL after the grace period.
-   * The exit is published as usual (a failure with rc 128 + signal number).
-   * @throws UnknownJobError, JobNotRunningError.
-   */
+  /** Cancels a running job: SIGTERM to its tree, SIGKILL after the grace; its exit is a failure, rc 128 + signal. @throws UnknownJobError, JobNotRunningError. */
   async cancel(proposalId: string): Promise<JobRecord> {
     const job = this.running.get(proposalId);
     if (!job) {
@@ -340,10 +326,7 @@ export class Supervisor {
     return job.record();
   }
 
-  /**
-   * Shutdown: refuses new jobs, terminates every running job's process tree (SIGKILL after
-   * `graceMs`) and resolves once every exit has been published.
-   */
+  /** Shutdown: refuses new jobs, stops every job's tree (SIGKILL after `graceMs`); resolves once every exit is published. */
   async stopAll(graceMs: number = this.options.killGraceMs): Promise<void> {
     this.stopping = true;
     this.gate.stop();
@@ -351,7 +334,7 @@ export class Supervisor {
     await Promise.all(this.starting);
     const jobs = [...this.running.values()];
     for (const job of jobs) {
-      // Not a cancel: the record keeps `cancelRequested` as the client left it (issue 14, item 2).
+      // Not a cancel: `cancelRequested` stays as the client left it.
       job.stopReason ??= 'shutdown';
       job.proc.stop(graceMs);
     }
@@ -361,9 +344,8 @@ export class Supervisor {
   }
 
   /**
-   * Start-up recovery (lost-jobs.ts): every process left of jobs a previous run recorded as
-   * running is killed, and each is marked `lost` with a failure event; in cluster mode also what
-   * is left of jobs started since `lostSince` that another instance marked lost.
+   * Start-up recovery (lost-jobs.ts): the processes of jobs a previous run left `running` are killed
+   * and the jobs marked `lost`; in cluster mode also those since `lostSince` another instance marked.
    */
   recoverLost(lostSince: string | null = null): Promise<JobRecord[]> {
     return recoverLostJobs(this.state.jobs, this.options.instanceId, this.bus, this.procs, this.options.sweep, lostSince);

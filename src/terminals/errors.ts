@@ -1,11 +1,7 @@
-/**
- * Terminal errors with stable codes (api-decisions.md §Service routes with partial shape: Terminal).
- * Start failures answer 503: the service works, the terminal facility does not.
- */
+/** Terminal errors with stable codes (api-decisions.md §Service routes with partial shape); start failures answer 503: the service works, the terminal facility does not. */
 import { ServiceError } from '../errors/index.js';
 import type { ProcessSpawnError } from '../process/errors.js';
 
-/** The codes of the terminals' errors. */
 export type TerminalErrorCode = 'terminal_program_missing' | 'terminal_ports_exhausted' | 'terminal_start_failed' | 'terminal_not_running';
 
 /** The terminal program (TTYD_BIN) is not an executable file, or not on PATH (code `terminal_program_missing`). */
@@ -24,10 +20,7 @@ export class TerminalPortsExhaustedError extends ServiceError<'terminal_ports_ex
   }
 }
 
-/**
- * Refused by the OS (the refusal is the `cause`; `settled` once its errno is known), exited before
- * accepting a connection, or the service is stopping (code `terminal_start_failed`).
- */
+/** Refused by the OS (the `cause`, `settled` once its errno is known), exited before accepting a connection, or the service is stopping. */
 export class TerminalStartError extends ServiceError<'terminal_start_failed'> {
   override name = 'TerminalStartError';
   readonly settled: Promise<void> | undefined;

@@ -3,10 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { TerminalProgramMissingError } from './errors.js';
 
-/**
- * The absolute path of `bin`: an absolute path, or a bare name looked up in `pathEnv` (like execvp).
- * @throws TerminalProgramMissingError naming the program and why it cannot be used.
- */
+/** The absolute path of `bin`, a path or a bare name looked up in `pathEnv` (like execvp). @throws TerminalProgramMissingError saying why. */
 export function findProgram(bin: string, pathEnv: string | undefined): string {
   if (bin.includes('/')) {
     const why = unusable(bin);

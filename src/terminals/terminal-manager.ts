@@ -1,9 +1,6 @@
 /**
- * Per-project web terminals (api-decisions.md §Service routes with partial shape: Terminal;
- * §Network and safety defaults): one `ttyd` per project as a managed process, whose whole tree
- * (ttyd runs the command in its own pty session) is killed on stop. Every terminal carries
- * `CONSOLE_TERMINAL_OF=<state database path>` so the next start on the same state folder can
- * kill what a SIGKILLed service left running ({@link TerminalManager.killLeftovers}).
+ * Per-project web terminals (api-decisions.md §Service routes with partial shape): one `ttyd` per project, its whole tree killed
+ * on stop; each carries `CONSOLE_TERMINAL_OF=<state database path>` so the next start can kill what a SIGKILLed service left.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -57,7 +54,6 @@ export class TerminalManager implements Terminals {
   private readonly mark: string;
   private readonly childEnv: Readonly<Record<string, string>>;
 
-  /** @param procs the process worker that scans and signals the terminals' trees. */
   constructor(
     private readonly bus: Bus,
     private readonly procs: HousekeepingThread,
@@ -70,10 +66,8 @@ export class TerminalManager implements Terminals {
   }
 
   /**
-   * Starts the project's terminal, or returns the running one.
-   * @throws InvalidIdError (malformed id), NotFoundError (no such project directory),
-   *   TerminalProgramMissingError, TerminalPortsExhaustedError, TerminalStartError (exited
-   *   during start-up, refused by the OS, or the service is stopping).
+   * Starts the project's terminal, or returns the running one. @throws InvalidIdError, NotFoundError (no project directory),
+   * TerminalProgramMissingError, TerminalPortsExhaustedError, TerminalStartError (exited early, refused, or stopping).
    */
   start(projectId: string): Promise<StartResult> {
     const id = checkId('project_id', projectId);
@@ -96,11 +90,7 @@ export class TerminalManager implements Terminals {
     });
   }
 
-  /**
-   * Stops the project's terminal: SIGTERM to its process tree, SIGKILL after the grace
-   * period; resolves once it has exited.
-   * @throws InvalidIdError, NotFoundError (no such project directory).
-   */
+  /** Stops the project's terminal (SIGTERM to its tree, SIGKILL after the grace), resolving once exited. @throws InvalidIdError, NotFoundError. */
   stop(projectId: string): Promise<StopResult> {
     const id = checkId('project_id', projectId);
     this.projectDirOf(id);
@@ -129,11 +119,8 @@ export class TerminalManager implements Terminals {
   }
 
   /**
-   * Kills what terminals of an earlier run on the same state folder left running (a service
-   * killed with SIGKILL cannot stop them): every process whose environment holds this
-   * service's mark, with its descendants, swept until none is left. Call at start-up, before
-   * any terminal starts. Publishes one warning event in scope `terminal` when it killed something.
-   * @returns the number of processes killed (0 without /proc).
+   * At start-up, before any terminal starts: kills what an earlier run's terminals on this state folder left (holders of its
+   * mark, swept), with one warning event in scope `terminal` if any. @returns the number killed (0 without /proc).
    */
   async killLeftovers(): Promise<number> {
     const { killed } = await sweepTree(this.procs, { root: null, pgid: null, mark: this.mark, known: [] }, this.options.sweep);
@@ -155,7 +142,6 @@ export class TerminalManager implements Terminals {
     await Promise.all([...this.terminals.values()].filter((t) => t.state === 'running').map((t) => this.kill(t, 'shutdown')));
   }
 
-  /** The project's directory, which must exist. */
   private projectDirOf(id: string): string {
     const dir = projectDir(this.options.storeRoot, id);
     if (!isDirectory(dir)) throw unknownProject(id);

@@ -99,10 +99,7 @@ export class SynthesisPool implements SynthesisRunner {
     };
   }
 
-  /**
-   * Stops the threads; one stuck in a system call cannot be stopped, so the wait ends after `waitMs`.
-   * @returns whether every thread stopped.
-   */
+  /** Stops the threads, waiting at most `waitMs` (one stuck in a system call cannot be stopped). @returns whether every thread stopped. */
   async close(waitMs = Infinity): Promise<boolean> {
     const destroyed = this.pool.destroy().then(() => true);
     if (waitMs === Infinity) return destroyed;

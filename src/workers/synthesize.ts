@@ -1,7 +1,4 @@
-/**
- * Piscina worker: answers one synthesis task. Each thread keeps recent project indexes and
- * patches them from the change log when it reaches back far enough; otherwise re-reads the project.
- */
+/** Piscina worker for one synthesis task; each thread keeps recent project indexes, patched from the change log when it reaches back far enough. */
 import { threadId } from 'node:worker_threads';
 import { patchProjectIndex } from '../engine/index-patch.js';
 import { loadProjectIndex, type MutableProjectIndex } from '../engine/project-index.js';

@@ -1,7 +1,4 @@
-/**
- * Worker-pool task deadlines on one timer. Per-task `AbortSignal.timeout`/`AbortController` filled
- * the old generation under load (bench/RESULTS.md), so the signal is a small Piscina-shaped object.
- */
+/** Worker-pool task deadlines on one timer: a per-task `AbortSignal.timeout` filled the old GC generation under load (bench/RESULTS.md). */
 /** One task's deadline, the signal given to Piscina; aborted once passed unless {@link done} came first. */
 export class TaskDeadline {
   aborted = false;

@@ -102,7 +102,7 @@ describe('the replay memory', () => {
   });
 
   it('writes dropped pages again instead of allocating new ones, and answers the new events from them intact', () => {
-    // A dropped page left to the collector stays allocated until a full collection (issue 11, P6).
+    // A dropped page left to the collector stays allocated until a full collection (bench/RESULTS.md, P6).
     const alloc = vi.spyOn(Buffer, 'allocUnsafeSlow');
     try {
       const m = new RecentEvents(64 * 1024, 1_000_000, 0);

@@ -162,7 +162,7 @@ describe('engine doctor on broken files', () => {
     expect(human.stdout).toContain(`  error   ${hl}/takes/tk_0004.json: "shot_id" is missing`);
     expect(human.stdout).toContain('fix: npm run engine -- doctor --project night-market --fix (sets it to "Night Market", a placeholder');
     expect(human.stdout).toMatch(/^result: 13 errors, 5 warnings/m);
-    // Invalid JSON: where, and to fix the syntax (issue 14, item 6).
+    // Invalid JSON: where, and to fix the syntax.
     expect(human.stdout).toContain(`  error   ${hl}/shots/sh150.json: "shot_id" cannot be read (invalid JSON at line 1 column 3: invalid symbol)`);
     expect(human.stdout).toContain(`fix: repair ${hl}/shots/sh150.json by hand: fix the JSON syntax`);
   });
@@ -199,7 +199,7 @@ describe('engine doctor on broken files', () => {
     }
     expect((await t.get('/api/projects/older')).status).toBe(410);
     // Memory entries that cannot be used are left out of the list, each named by a warning
-    // event (issue 14, item 6): each is among the findings.
+    // event: each is among the findings.
     const memory = await t.get('/api/memory');
     expect(memory.status).toBe(200);
     await memory.body?.cancel();

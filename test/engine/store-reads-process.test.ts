@@ -100,7 +100,7 @@ describe('named pipes in the store', () => {
       ['/api/projects/fifo-project', undefined, 422],
       ['/api/projects/fifo-shot/episodes', undefined, 422],
       ['/api/beats/b01/takes?projectId=fifo-take', undefined, 422],
-      // The pipe's entry is left out of the list (issue 14, item 6), reported below.
+      // The pipe's entry is left out of the list, reported below.
       ['/api/memory', undefined, 200],
       [`/api/media/${P}/fifo.png`, undefined, 404],
       ['/api/takes/tk_0001/action', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ projectId: 'fifo-take', action: 'rejected' }) }, 422],

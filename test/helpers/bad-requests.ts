@@ -236,7 +236,7 @@ export function bodyArb(route: RouteSpec, t: Targets): fc.Arbitrary<BodyPlan> {
       weight: 2,
     },
     {
-      // A `__proto__` member (issue 10, item 10) at the top level, under one of the route's
+      // A `__proto__` member at the top level, under one of the route's
       // members, or in an array there, in an otherwise plausible body: refused with a 422
       // `forbidden_member` on every route. Planted in the JSON text, as a client sends it.
       arbitrary: fc.record({ base: plausible, at: spot, where: fc.constantFrom('top', 'member', 'array'), inner: junk }).map(({ base, at, where, inner }) => {

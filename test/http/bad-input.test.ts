@@ -142,7 +142,7 @@ function judge(r: AimedReq, res: RawRes): string | null {
     return `a ${res.status} instead of 413 for a body past CONSOLE_MAX_BODY_BYTES`;
   }
   // A `__proto__` member anywhere in a JSON body is refused where bodies enter, whatever the
-  // route (issue 10, item 10), unless the request never got that far (as above).
+  // route, unless the request never got that far (as above).
   if (r.kind === 'proto-member' && r.method !== 'OPTIONS' && res.status !== 431 && !/malformed HTTP request/.test(res.text)) {
     if (res.status !== 422 || !res.text.includes('"type":"forbidden_member"')) return `a ${res.status} instead of a 422 forbidden_member for a body holding __proto__`;
   }
@@ -213,7 +213,7 @@ describe('bad input on every route', () => {
     const roots = [store, stateDir, REPO_ROOT.replace(/\/$/, '')];
     const classes: Record<string, (a: FileAccess) => boolean> = {
       store: (a) => within(a.path, store) || within(a.path, stateDir),
-      // The ops page's files (src/ops-page, served as they are; issue 14) are its own code too.
+      // The ops page's files (src/ops-page, served as they are) are its own code too.
       code: (a) =>
         [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) =>
           within(a.path, d),

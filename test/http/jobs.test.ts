@@ -142,7 +142,7 @@ describe('GET /api/jobs', () => {
         stdoutLines: 3,
         stderrLines: 1,
         cancelRequested: false,
-        // Why it ended (issue 14, item 2): by itself; no failure, so nothing more to say.
+        // Why it ended: by itself; no failure, so nothing more to say.
         exitReason: 'exited',
         exitDetail: null,
       });
@@ -194,7 +194,7 @@ describe('GET /api/jobs/{proposalId}', () => {
 
     expect(Object.keys(job).sort()).toEqual(JOB_FIELDS);
     expect(job).toMatchObject({ proposalId, pid, state: 'exited failed', rc: 3, signal: null, stdoutLines: 1, stderrLines: 1 });
-    // Why it failed (issue 14, item 2): it ended by itself, and its last stderr line says why.
+    // Why it failed: it ended by itself, and its last stderr line says why.
     expect(job).toMatchObject({ exitReason: 'exited', exitDetail: 'something went wrong' });
   });
 
@@ -229,7 +229,7 @@ describe('POST /api/jobs/{proposalId}/cancel', () => {
     expect(exit).toMatchObject({ severity: 'failure', scope: 'engine/generation', summary: 'dispatch_cli exited rc=143' });
     expect(exit.payload).toEqual({ proposal_id: proposalId, rc: 143 });
     expect(await getJob(svc, proposalId)).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true, endedAt: expect.stringMatching(ISO) });
-    // Why it ended (issue 14, item 2); it wrote nothing on stderr.
+    // Why it ended; it wrote nothing on stderr.
     expect(await getJob(svc, proposalId)).toMatchObject({ exitReason: 'cancelled', exitDetail: null });
     expect(exit.detail).toBe('terminated by SIGTERM (cancelled)');
   });

@@ -145,7 +145,7 @@ describe('the OpenAPI document', () => {
       if (r.body) {
         expect(o.responses['413'], `${where} 413`).toBeDefined();
       }
-      // The Host check runs before every route (issue 10, item 9).
+      // The Host check runs before every route.
       expect(o.responses['421']?.description, `${where} 421`).toMatch(/CONSOLE_ALLOWED_HOSTS/);
       expect(o.responses['421']?.content?.['application/json']?.schema, `${where} 421`).toBeDefined();
       expect(Object.keys(o.responses).some((s) => /^2\d\d$/.test(s)), `${where}: a success answer`).toBe(true);
@@ -169,9 +169,8 @@ describe('the OpenAPI document', () => {
       expect(d.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
       expect(d.components.securitySchemes.queryToken).toMatchObject({ type: 'apiKey', in: 'query', name: 'token' });
     }
-    // Open instance: the scheme is used, and nothing is required (issue 11, item 9: the
-    // document said nothing, which linters report as an operation without security): "bearer,
-    // or nothing" (`{}`), no 401.
+    // Open instance: "bearer, or nothing" (`{}`), no 401; saying nothing would be linted as an
+    // operation without security.
     expect(doc.security).toEqual([{ bearerAuth: [] }, {}]);
     expect(doc.paths['/api/metrics'].get.security).toEqual([{ bearerAuth: [] }, {}]);
     expect(doc.paths['/api/health'].get.security).toEqual([]);

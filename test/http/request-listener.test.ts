@@ -46,7 +46,7 @@ describe.each([
 
 it('changes no prototype per request on a server made with messageClasses (a plain server changes two)', async () => {
   // V8 makes an object whose prototype changed slow, and it outlives the young generation
-  // (bench/RESULTS.md, issue 11, P5).
+  // (bench/RESULTS.md, P5).
   const handler: RequestHandler = (_req, res) => {
     res.json({ ok: true });
   };

@@ -169,7 +169,7 @@ describe('request and job logs', () => {
     const errors = lines.filter((l) => l.level === 50);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatchObject({ method: 'POST', route: '/api/proposals/generate', status: 500, detail: expect.stringContaining('/nonexistent/dispatch.js') });
-    // Its reason (issue 14, item 5), and the request's id.
+    // Its reason, and the request's id.
     expect(errors[0]).toMatchObject({ code: 'tool_missing', reason: 'dispatch tool not found: /nonexistent/dispatch.js', reqId: res.headers.get('x-request-id') });
   });
 
@@ -183,7 +183,7 @@ describe('request and job logs', () => {
     expect(res.status).toBe(500);
     const lines = await svc.stop();
     expect(requestLines(lines).find((l) => l.route === '/api/proposals/generate')).toMatchObject({ level: 50, status: 500 });
-    // Every 5xx line says why (issue 14, item 5).
+    // Every 5xx line says why.
     expect(requestLines(lines).find((l) => l.route === '/api/proposals/generate')).toMatchObject({ code: 'tool_missing', reason: 'dispatch tool not found: /nonexistent/dispatch.js' });
   });
 });

@@ -58,7 +58,7 @@ describe('POST /api/slash/dispatch', () => {
   it('validates the body and the project id', async () => {
     expect((await dispatch({})).status).toBe(422);
     expect((await dispatch({ command: '' })).status).toBe(422);
-    // A malformed id in a body is a 422 like any other invalid member (issue 11, item 6: it was a 400).
+    // A malformed id in a body is a 422 like any other invalid member.
     const bad = await dispatch({ command: '/help', projectId: 'a/../b' });
     expect(bad.status).toBe(422);
     expect(bad.json.detail).toEqual([{ loc: ['body', 'projectId'], msg: expect.stringMatching(/^invalid projectId/), type: 'invalid_id' }]);

@@ -215,7 +215,7 @@ describe('POST /api/ttyd/start, status, context-window, stop', () => {
 
   it('validates ids and bodies: 422 malformed in a body, 400 in a query, 404 unknown project, 422 missing member', async () => {
     const t = await start();
-    // A malformed id in a body is a 422 like any other invalid member (issue 11, item 6: it was a 400).
+    // A malformed id in a body is a 422 like any other invalid member.
     for (const [p, body] of [
       ['/api/ttyd/start', { projectId: '../etc' }],
       ['/api/ttyd/stop', { projectId: '..' }],

@@ -309,8 +309,8 @@ describe('write proxy: every spelling of a route has that route’s fate (issue 
     const titles = async (t: TestService) => ((await (await t.get('/api/proposals')).json()) as { title: string }[]).map((x) => x.title).sort();
     expect(await titles(upstream)).toEqual([...spellings].sort());
     expect(await titles(front)).toEqual([]);
-    // No declared route: answered here (404, or 405 for a known path with another method:
-    // issue 11, item 9), not sent on, whatever the method.
+    // No declared route: answered here (404, or 405 for a known path with another method),
+    // not sent on, whatever the method.
     for (const [method, p, status] of [
       ['POST', '/api//proposals', 404],
       ['POST', '/api/proposals/x/../', 404],

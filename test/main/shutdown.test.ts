@@ -137,7 +137,7 @@ describe('SIGTERM', () => {
         const exits = events.filter((e) => e.payload.proposal_id === j.proposalId && e.summary.startsWith('dispatch_cli exited'));
         expect(exits).toHaveLength(1);
         expect(exits[0]).toMatchObject({ severity: 'failure', summary: 'dispatch_cli exited rc=143', payload: { proposal_id: j.proposalId, rc: 143 } });
-        // Killed by the shutdown, not cancelled (issue 14, item 2).
+        // Killed by the shutdown, not cancelled.
         expect(exits[0]?.detail).toBe('terminated by SIGTERM (shutdown)');
       }
       const rows = db.prepare('select proposal_id, state, ended_at, rc, signal, exit_reason, cancel_requested from jobs order by proposal_id').all() as Record<string, unknown>[];
@@ -171,7 +171,7 @@ describe('restart after the service was killed', () => {
 
     const job = (await (await t.get(`/api/jobs/${proposalId}`)).json()) as Record<string, unknown>;
     expect(job).toMatchObject({ proposalId, pid: pids.child, state: 'lost', endedAt: expect.any(String), rc: null });
-    // Why it ended, and its lines ("grandchild <pid>", "ready <pid>") counted from its events (issue 14, item 2).
+    // Why it ended, and its lines ("grandchild <pid>", "ready <pid>") counted from its events.
     expect(job).toMatchObject({ exitReason: 'lost', exitDetail: null, stdoutLines: 2, stderrLines: 0 });
     const lost = (await allEvents(t.url, 'scopePrefix=engine/generation')).filter(
       (e) => e.payload.proposal_id === proposalId && e.summary.startsWith('dispatch_cli lost'),

@@ -86,7 +86,7 @@ describe('the ops page with a token', () => {
     try {
       await fresh.page.goto(`${t.url}/api/docs`);
       await fresh.page.waitForSelector('#operations-Service-health');
-      // The routes of issue 14 are in the document.
+      // The job routes are in the document too.
       await fresh.page.waitForSelector('#operations-Generation-listJobEvents');
       expect(fresh.problems).toEqual([]);
     } finally {

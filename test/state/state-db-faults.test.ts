@@ -250,7 +250,7 @@ describe('the disk fills while the service runs', () => {
       const r = await fetch(`${svc.url}${p}`);
       expect({ p, status: r.status }).toEqual({ p, status: p.includes('ws-full') ? 404 : 200 });
     }
-    // Not ready for a balancer while events cannot be stored (issue 14, item 3).
+    // Not ready for a balancer while events cannot be stored.
     const notReady = await waitFor(async () => {
       const r = await fetch(`${svc.url}/api/ready`);
       const body = (await r.json()) as { checks: { name: string; ok: boolean; detail: string }[] };
