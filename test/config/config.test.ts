@@ -34,13 +34,13 @@ describe('readConfig', () => {
     expect(readConfig({ TTYD_HOST: '' }).ttydHost).toBeNull();
   });
 
-  it('treats a blank SERVICE_WRITE_UPSTREAM as unset, like TTYD_HOST (issue 11, item 7)', () => {
+  it('treats a blank SERVICE_WRITE_UPSTREAM as unset, like TTYD_HOST', () => {
     expect(readConfig({ SERVICE_WRITE_UPSTREAM: '' }).writeUpstream).toBeNull();
     expect(readConfig({ SERVICE_WRITE_UPSTREAM: '  ' }).writeUpstream).toBeNull();
     expect(readConfig({ SERVICE_WRITE_UPSTREAM: ' http://up:8431/ ' }).writeUpstream).toBe('http://up:8431');
   });
 
-  it('reads CONSOLE_RECORD_ANSWERS_DIR against the working folder, blank as unset, and keeps it from children (issue 11, item 9)', () => {
+  it('reads CONSOLE_RECORD_ANSWERS_DIR against the working folder, blank as unset, and keeps it from children', () => {
     expect(readConfig({}).recordAnswersDir).toBeNull();
     expect(readConfig({ CONSOLE_RECORD_ANSWERS_DIR: '  ' }).recordAnswersDir).toBeNull();
     const c = readConfig({ CONSOLE_RECORD_ANSWERS_DIR: ' answers ' }, '/srv');
@@ -90,7 +90,7 @@ describe('readConfig', () => {
     expect(() => readConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
   });
 
-  it('reads cluster mode’s variables: a blank CONSOLE_DATABASE_URL is unset; the URL is a secret, never shown nor handed to children (issue 13)', () => {
+  it('reads cluster mode’s variables: a blank CONSOLE_DATABASE_URL is unset; the URL is a secret, never shown nor handed to children', () => {
     expect(readConfig({}).cluster).toEqual({ databaseUrl: null, connectTimeoutMs: 10_000, instanceId: null, instanceTimeoutMs: 10_000, heldEventsMax: 100_000, storeRevalidateMs: 2000, instanceUrl: null });
     expect(readConfig({ CONSOLE_DATABASE_URL: '  ', CONSOLE_INSTANCE_ID: ' ' }).cluster).toMatchObject({ databaseUrl: null, instanceId: null });
     const url = 'postgres://console:s3cret@db:5432/console';
@@ -115,7 +115,7 @@ describe('readConfig', () => {
     for (const bad of ['ftp://x', 'http://u:p@x:1', 'not a url']) expect(() => readConfig({ CONSOLE_INSTANCE_URL: bad })).toThrow(/CONSOLE_INSTANCE_URL/);
   });
 
-  it('hands children the service’s environment without its secrets (issue 10, item 8)', () => {
+  it('hands children the service’s environment without its secrets', () => {
     const c = readConfig({ CONSOLE_API_TOKEN: 'tok', SERVICE_WRITE_UPSTREAM: 'http://up:8431', HOME: '/home/x', PATH: '/bin' });
     expect(c.apiToken).toBe('tok');
     expect(c.writeUpstream).toBe('http://up:8431');
@@ -124,7 +124,7 @@ describe('readConfig', () => {
     expect(c.childEnv).toMatchObject({ HOME: '/home/x', PATH: '/bin', CONSOLE_DATA_DIR: c.dataDir });
   });
 
-  it('reads CONSOLE_ALLOWED_HOSTS into canonical hosts, with or without a port (issue 10, item 9)', () => {
+  it('reads CONSOLE_ALLOWED_HOSTS into canonical hosts, with or without a port', () => {
     expect(readConfig({}).allowedHosts).toEqual([]);
     expect(readConfig({ CONSOLE_ALLOWED_HOSTS: ' ' }).allowedHosts).toEqual([]);
     expect(

@@ -34,7 +34,7 @@ describe('dispatch tool: errors exit 2 with one stderr line', () => {
     expect(snapshotTree(store)).toEqual(before);
   });
 
-  it('says a format of another type is one, not a legacy format (issue 14, item 6)', async () => {
+  it('says a format of another type is one, not a legacy format', async () => {
     const file = path.join(store, 'projects', 'night-market', 'project.json');
     fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(fs.readFileSync(file, 'utf8')), format: '2' }));
     const result = await runCli(store, ['--project', 'night-market']);

@@ -167,7 +167,7 @@ describe('engine doctor on broken files', () => {
     expect(human.stdout).toContain(`fix: repair ${hl}/shots/sh150.json by hand: fix the JSON syntax`);
   });
 
-  it('says when a canonical member has the wrong type, and what it must be (issue 14, item 6)', async () => {
+  it('says when a canonical member has the wrong type, and what it must be', async () => {
     const s = store();
     const p = (...x: string[]) => path.join(s.dataDir, 'projects', ...x);
     editJson(p('night-market', 'project.json'), (d) => (d.format = '2'));

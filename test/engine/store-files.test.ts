@@ -196,7 +196,7 @@ describe('a hostile media file', () => {
 
 describe('a hostile memory entry', () => {
   // One file name per kind: each is a new file to the store, reported by its own warning event.
-  it.each(HOSTILE_KINDS.map((k) => [k.name, k] as const))('%s: GET /api/memory leaves it out, with a warning event naming it (issue 14, item 6); a toggle checks the file safely', async (_n, kind) => {
+  it.each(HOSTILE_KINDS.map((k) => [k.name, k] as const))('%s: GET /api/memory leaves it out, with a warning event naming it; a toggle checks the file safely', async (_n, kind) => {
     const entry = `zz-${kind.name}`;
     const rel = `memory/${entry}.json`;
     const file = path.join(t.dataDir, rel);

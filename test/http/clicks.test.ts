@@ -90,7 +90,7 @@ describe('POST /api/clicks and GET /api/clicks', () => {
   });
 });
 
-describe('clicks of projects that are not in the store (issue 10, item 10)', () => {
+describe('clicks of projects that are not in the store', () => {
   it('answers 404 for a projectId that names no project, stores nothing; any project the store has is accepted', async () => {
     t = await startTestService(); // the sample store: harbor-lights, night-market, old-pilot (legacy)
     const projects = path.join(t.dataDir, 'projects');
@@ -135,7 +135,7 @@ describe('clicks of projects that are not in the store (issue 10, item 10)', () 
   });
 });
 
-describe('CONSOLE_CLICKS_MAX_TOTAL (issue 10, item 10)', () => {
+describe('CONSOLE_CLICKS_MAX_TOTAL', () => {
   it('keeps the newest clicks of all projects together, oldest dropped first, in the insert’s transaction; reported under limits', async () => {
     t = await startTestService({ store: 'empty', env: { CONSOLE_CLICKS_PER_PROJECT: '4', CONSOLE_CLICKS_MAX_TOTAL: '10' } });
     const ids = ['p1', 'p2', 'p3', 'p4', 'p5'];

@@ -136,7 +136,7 @@ describe('POST /api/internal/bus', () => {
     }
   });
 
-  it('refuses a loopback caller whose request came through a proxy (issue 10, item 1): a proxy on this machine makes every caller local', async () => {
+  it('refuses a loopback caller whose request came through a proxy: a proxy on this machine makes every caller local', async () => {
     t = await startTestService();
     const port = t.service.port;
     // What this service's own write proxy adds, and what other proxies add; any case of the name.

@@ -206,7 +206,7 @@ describe('GET /api/metrics', () => {
     expect(value(s, 'console_write_proxy_requests_total{outcome="failed"}')).toBe(1);
   });
 
-  it('passes promtool check metrics: no gauge named like a counter (issue 11, item 10)', async () => {
+  it('passes promtool check metrics: no gauge named like a counter', async () => {
     const t = await start({ env: { DISPATCH_CLI: fixture('echo-argv.mjs') } });
     // Every family with samples: a job, reads, an error, a stream.
     const res = await t.post('/api/proposals/generate', { project: PROJECT, dry_run: true });

@@ -194,7 +194,7 @@ describe('the OpenAPI document', () => {
     expect(lockedDoc.paths['/api/events/stream'].get.security).toEqual([{ bearerAuth: [] }, { queryToken: [] }]);
   });
 
-  it('passes Redocly’s linter (recommended rules) with no error, with and without the token (issue 11, item 9)', () => {
+  it('passes Redocly’s linter (recommended rules) with no error, with and without the token', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-lint-'));
     try {
       for (const [name, d] of [['open', doc], ['locked', lockedDoc]] as const) {
@@ -217,7 +217,7 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('lists every error code with its one status, and requires the code in every error body (issue 11, item 3)', () => {
+  it('lists every error code with its one status, and requires the code in every error body', () => {
     const codes = doc.components.schemas.ErrorCode;
     expect(codes.enum).toEqual([...ANSWERED_CODES]);
     for (const c of ANSWERED_CODES) {

@@ -102,7 +102,7 @@ describe('request and job logs', () => {
     }
   });
 
-  it('logs a generation request’s episode and modality on its line, with the job’s proposal id (issue 11, item 8)', async () => {
+  it('logs a generation request’s episode and modality on its line, with the job’s proposal id', async () => {
     const svc = await startLoggingService({ LOG_LEVEL: 'info' });
     const post = (body: unknown) =>
       fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

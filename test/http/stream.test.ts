@@ -550,7 +550,7 @@ describe('event stream: shutdown', () => {
   });
 });
 
-describe('event stream: HEAD (issue 10, item 7)', () => {
+describe('event stream: HEAD', () => {
   it('answers HEAD at once with the stream’s status and headers and no body, and counts no subscriber', async () => {
     const t = await start();
     const live = await open(t); // a real subscriber beside the HEAD requests

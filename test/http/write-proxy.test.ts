@@ -278,7 +278,7 @@ async function recorder(): Promise<{ url: string; received: Received[]; close: (
 const EVENT = (summary: string) => JSON.stringify({ severity: 'info', scope: 'test/spelling', summary });
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-describe('write proxy: every spelling of a route has that route’s fate (issue 10, item 1)', () => {
+describe('write proxy: every spelling of a route has that route’s fate', () => {
   it('serves every spelling of POST /api/internal/bus as the front alone would: never forwarded, never run on the upstream', async () => {
     const { upstream, front } = await pair();
     // Spellings the router takes for the internal bus: run here, from the caller's own address.

@@ -256,7 +256,7 @@ describe('event log: segment tables', () => {
     db.close();
   });
 
-  it('upgrades a segment indexed by proposal (the shape of issue 14) to runs, one per stretch of a proposal, and reads it and new rows by proposal', () => {
+  it('upgrades a segment indexed by proposal (the earlier layout, with a proposal_id column) to runs, one per stretch of a proposal, and reads it and new rows by proposal', () => {
     const file = temp();
     const db = openStateDb(file); // the migrations' first segment: no proposal_id column yet
     db.exec(`ALTER TABLE event_segment_1 ADD COLUMN proposal_id TEXT;

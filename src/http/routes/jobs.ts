@@ -81,7 +81,7 @@ export function jobRoutes(api: Api, { supervisor, bus, cancels }: AppDeps): void
     path: '/api/jobs/:proposalId/events',
     operationId: 'listJobEvents',
     summary: 'List one generation job’s events',
-    description: `The job’s events (issue 14, item 2): its spawn, every output line, leftovers, its exit or its loss, and decisions on its proposal; the same as \`GET /api/events?proposalId=<id>\`, with the same filters, cursor and limit. ${EVENT_LIST_ORDER} Live: \`GET /api/events/stream?proposalId=<id>\`.`,
+    description: `The job’s events: its spawn, every output line, leftovers, its exit or its loss, and decisions on its proposal; the same as \`GET /api/events?proposalId=<id>\`, with the same filters, cursor and limit. ${EVENT_LIST_ORDER} Live: \`GET /api/events/stream?proposalId=<id>\`.`,
     tag: 'Generation',
     params: Params,
     query: JobEventsQuery,

@@ -149,7 +149,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               watchesReplaced: z.number().int().meta({ description: 'Watches set again because their folder was replaced at the same path (published by rename); the old ones are closed.' }),
               filesRead: z.number().int().meta({ description: 'Store files (project, shot and take files) read by synthesis since start-up.' }),
               projectReads: z.number().int().meta({ description: 'Projects read whole by synthesis since start-up (the first read, and after a change of the project file or a folder).' }),
-              projectPatches: z.number().int().meta({ description: 'Projects brought up to date by re-reading only the shot and take files that changed (issue 12).' }),
+              projectPatches: z.number().int().meta({ description: 'Projects brought up to date by re-reading only the shot and take files that changed.' }),
               changeLogFiles: z.number().int().meta({ description: 'Shot and take file changes kept for worker threads whose index has not seen them yet.' }),
             })
             .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
