@@ -29,8 +29,7 @@ interface Cannon {
   total: number;
 }
 
-const cannon = (url: string, paths: string[]) =>
-  runJson<Cannon>(benchScript('load/cannon.js'), [JSON.stringify({ url, paths, connections: CONNECTIONS, durationS: DURATION_S })]);
+const cannon = (url: string, paths: string[]) => runJson<Cannon>(benchScript('load/cannon.js'), [JSON.stringify({ url, paths, connections: CONNECTIONS, durationS: DURATION_S })]);
 
 /** A load slice against `server`, with the server's CPU time per request (µs). */
 async function slice(server: Running, paths: string[]): Promise<Cannon & { cpuUs: number }> {

@@ -43,8 +43,7 @@ function problemsOf(r: ClientsResult, who: string): string[] {
   return out;
 }
 
-const clientsOf = (url: string) =>
-  startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [JSON.stringify({ url, clients: CLIENTS, expectExits: CHILDREN, expectFrames: FRAMES })]);
+const clientsOf = (url: string) => startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [JSON.stringify({ url, clients: CLIENTS, expectExits: CHILDREN, expectFrames: FRAMES })]);
 
 export async function runP3(runs: number): Promise<Row[]> {
   const tool = benchScript('tools/line-printer.js');

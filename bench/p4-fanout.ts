@@ -52,9 +52,7 @@ export async function runP4(runs: number): Promise<Row[]> {
       CONSOLE_SSE_MAX_QUEUE_BYTES: String(256 * 1024 * 1024),
     });
     try {
-      const c = startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [
-        JSON.stringify({ url: svc.url, clients: CLIENTS, expectExits: 1, expectFrames: EVENTS + 2 }),
-      ]);
+      const c = startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [JSON.stringify({ url: svc.url, clients: CLIENTS, expectExits: 1, expectFrames: EVENTS + 2 })]);
       await c.ready;
       const t0 = Date.now();
       const a = await fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"project":"p4"}' });

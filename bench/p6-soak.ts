@@ -97,9 +97,18 @@ async function oneRun(index: number): Promise<Soak> {
     if (process.env.BENCH_P6_MEMORY) {
       const text = await (await fetch(`${svc.url}/api/metrics`)).text();
       const mb = (line: string) => line.replace(/ ([0-9.e+]+)$/, (_m, v: string) => ` ${(Number(v) / 2 ** 20).toFixed(1)} MB`);
-      const rollup = fs.readFileSync(`/proc/${svc.proc.pid}/smaps_rollup`, 'utf8').split('\n').filter((l) => /^(Rss|Anonymous|Private_Clean|Private_Dirty|Shared_Clean):/.test(l));
+      const rollup = fs
+        .readFileSync(`/proc/${svc.proc.pid}/smaps_rollup`, 'utf8')
+        .split('\n')
+        .filter((l) => /^(Rss|Anonymous|Private_Clean|Private_Dirty|Shared_Clean):/.test(l));
       const threads = fs.readdirSync(`/proc/${svc.proc.pid}/task`).length;
-      process.stderr.write(`P6 run ${index} memory (${threads} threads): ${rollup.map((l) => l.replace(/\s+/g, ' ')).join('; ')}\n${text.split('\n').filter((l) => /^(process_resident|nodejs_heap_size|nodejs_external|nodejs_heap_space_size_used)/.test(l)).map(mb).join('\n')}\n`);
+      process.stderr.write(
+        `P6 run ${index} memory (${threads} threads): ${rollup.map((l) => l.replace(/\s+/g, ' ')).join('; ')}\n${text
+          .split('\n')
+          .filter((l) => /^(process_resident|nodejs_heap_size|nodejs_external|nodejs_heap_space_size_used)/.test(l))
+          .map(mb)
+          .join('\n')}\n`,
+      );
     }
     if (process.env.BENCH_P6_SAMPLES) fs.writeFileSync(`${process.env.BENCH_P6_SAMPLES}.${index}.json`, JSON.stringify(samples));
     return { finalMb: samples.at(-1)?.rss ?? NaN, growthMb, peakGrowthMb, slopeMb, problems };

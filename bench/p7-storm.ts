@@ -190,8 +190,7 @@ function sampleStore(): string {
   return dir;
 }
 
-const reader = (url: string, durationS: number) =>
-  startStaged<Reads>(benchScript('load/open-loop.js'), [JSON.stringify({ url, paths: READS, rate: READ_RATE, durationS })]);
+const reader = (url: string, durationS: number) => startStaged<Reads>(benchScript('load/open-loop.js'), [JSON.stringify({ url, paths: READS, rate: READ_RATE, durationS })]);
 
 /** Opens or closes a window of the loop monitor preloaded in the service; a close returns its figures. */
 async function loopWindow(svc: Running, file: string, close: boolean): Promise<Loop | null> {
@@ -258,9 +257,7 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
     await loopWindow(svc, loopFile, false);
     const tStart = Date.now();
     const answers = await Promise.all(
-      Array.from({ length: JOBS }, () =>
-        fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ project: PROJECT }) }),
-      ),
+      Array.from({ length: JOBS }, () => fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ project: PROJECT }) })),
     );
     const tSpawned = Date.now();
     if (answers.some((a) => a.status !== 202)) throw new Error(`generation answered ${answers.map((a) => a.status).join(',')}`);
@@ -275,12 +272,21 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
 
     // Reads: latency from the scheduled send; errors and non-2xx are problems.
     const lat = (r: Reads, pick: (s: Reads['samples'][number]) => boolean = () => true) => r.samples.filter(pick).map((s) => s[1]);
-    for (const [who, r] of [['baseline', baseReads], ['storm', stormReads]] as const) {
+    for (const [who, r] of [
+      ['baseline', baseReads],
+      ['storm', stormReads],
+    ] as const) {
       const bad = r.samples.filter((s) => s[2] < 200 || s[2] >= 300).length;
       if (bad > 0) problems.push(`${who} reads: ${bad} errors or non-2xx (${r.errors.slice(0, 2).join('; ')})`);
     }
     const spawnEnd = tSpawned - stormReads.t0Wall;
-    const kinds = READS.map((p, k) => ({ p, p99: percentile(lat(stormReads, (s) => s[3] === k), 99) })).sort((a, b) => b.p99 - a.p99);
+    const kinds = READS.map((p, k) => ({
+      p,
+      p99: percentile(
+        lat(stormReads, (s) => s[3] === k),
+        99,
+      ),
+    })).sort((a, b) => b.p99 - a.p99);
 
     // Lines: the tools' own counts, the service's, each client's, the database's.
     const tools = fs.readdirSync(statsDir).map((f) => JSON.parse(fs.readFileSync(path.join(statsDir, f), 'utf8')) as ToolStats);
@@ -320,8 +326,14 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
       baseP99: percentile(lat(baseReads), 99),
       p50: percentile(lat(stormReads), 50),
       p99: percentile(lat(stormReads), 99),
-      spawnP99: percentile(lat(stormReads, (s) => s[0] <= spawnEnd), 99),
-      steadyP99: percentile(lat(stormReads, (s) => s[0] > spawnEnd), 99),
+      spawnP99: percentile(
+        lat(stormReads, (s) => s[0] <= spawnEnd),
+        99,
+      ),
+      steadyP99: percentile(
+        lat(stormReads, (s) => s[0] > spawnEnd),
+        99,
+      ),
       worstKind: (kinds[0] as { p: string }).p,
       worstKindP99: (kinds[0] as { p99: number }).p99,
       lagP50: lag.lag.p50,
@@ -333,7 +345,12 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
       lagEnd: Math.max(0, ...end),
       storedPerS: stored.total / (stormMs / 1000),
       writtenPerS: tools.reduce((n, t) => n + t.lines / (t.ms / 1000), 0),
-      drainShare: tools.reduce((n, t) => n + t.drainWaitMs, 0) / Math.max(1, tools.reduce((n, t) => n + t.ms, 0)),
+      drainShare:
+        tools.reduce((n, t) => n + t.drainWaitMs, 0) /
+        Math.max(
+          1,
+          tools.reduce((n, t) => n + t.ms, 0),
+        ),
       rssBeforeMb: mb(rssBefore),
       rssPeakGrowthMb: mb(rssPeak - rssBefore),
       serviceCpuShare: cpuMs / stormMs,

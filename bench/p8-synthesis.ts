@@ -271,7 +271,8 @@ export async function runP8(runs: number): Promise<Row[]> {
     },
     {
       id: 'P8 change',
-      measure: 'time from a take file landing (as a job writes it) to the beats and takes routes showing it, against the floor over HTTP: a watcher re-reading the file that changed and answering two routes from memory (answers as large as the service\'s), polled as the service is',
+      measure:
+        "time from a take file landing (as a job writes it) to the beats and takes routes showing it, against the floor over HTTP: a watcher re-reading the file that changed and answering two routes from memory (answers as large as the service's), polled as the service is",
       unit: 'ms',
       figures: change,
       baselines: changeHttpFloor,
@@ -282,7 +283,7 @@ export async function runP8(runs: number): Promise<Row[]> {
     },
     {
       id: 'P8 change',
-      measure: 'the same time against the watcher alone, in its own process: no HTTP, no polling (the row\'s baseline before the floor over HTTP)',
+      measure: "the same time against the watcher alone, in its own process: no HTTP, no polling (the row's baseline before the floor over HTTP)",
       unit: 'ms',
       figures: change,
       baselines: changeFloor,

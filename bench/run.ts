@@ -42,7 +42,11 @@ const selected = Object.entries(all).filter(([id]) => wanted.length === 0 || wan
 fs.mkdirSync(WORK_DIR, { recursive: true });
 const rows: Row[] = [];
 const started = Date.now();
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' / ');
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
 const loadAtStart = load();
 for (const [id, run] of selected) {
   process.stderr.write(`${id}…\n`);

@@ -15,10 +15,14 @@ for (let round = 0; round < Number(roundsArg); round++) {
     const child = spawn(process.execPath, [tool, '--project', 'p2'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child.stdout.resume();
     child.stderr.resume();
-    spawned.push(new Promise((r) => child.once('spawn', () => {
-      latencies.push(performance.now() - t0);
-      r();
-    })));
+    spawned.push(
+      new Promise((r) =>
+        child.once('spawn', () => {
+          latencies.push(performance.now() - t0);
+          r();
+        }),
+      ),
+    );
     exits.push(new Promise((r) => child.once('close', () => r())));
   }
   await Promise.all(spawned);

@@ -19,8 +19,7 @@ const opts = JSON.parse(process.argv[2] ?? '{}') as {
 };
 // Client 0 stops at the expected exits when given; the others (which do not look inside
 // frames) at the expected number of frames. Without an expected frame count every client is full.
-const isDone = (st: ClientState) =>
-  st.full && opts.expectExits !== undefined ? st.exits >= opts.expectExits : opts.expectFrames !== undefined && st.frames >= opts.expectFrames;
+const isDone = (st: ClientState) => (st.full && opts.expectExits !== undefined ? st.exits >= opts.expectExits : opts.expectFrames !== undefined && st.frames >= opts.expectFrames);
 const u = new URL(opts.url);
 const ID = Buffer.from('id: ');
 const LINE = Buffer.from(' stdout line ');

@@ -159,8 +159,8 @@ function scan(st: ClientState, chunk: Buffer): void {
               // Time of day only (the event's ts has ms resolution): a day's rollover wraps.
               const day = 86_400_000;
               const stampOfDay = stamp % day;
-              bucket(toPublish, (published - stampOfDay + day + day / 2) % day - day / 2);
-              bucket(fromPublish, ((now % day) - published + day + day / 2) % day - day / 2);
+              bucket(toPublish, ((published - stampOfDay + day + day / 2) % day) - day / 2);
+              bucket(fromPublish, (((now % day) - published + day + day / 2) % day) - day / 2);
             }
           }
         }

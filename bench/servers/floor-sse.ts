@@ -91,9 +91,7 @@ function startChild(lines: number, nice: number | null): void {
   const err = child.stderr.pipe(split2()).on('data', (line: string) => emit('warning', line, `${proposalId} stderr line ${++e}`, LINE_PAYLOAD));
   const ended = (s: NodeJS.ReadableStream) => new Promise((r) => s.on('end', r));
   const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
-  void Promise.all([exited, ended(out), ended(err)]).then(([rc]) =>
-    emit(rc === 0 ? 'success' : 'failure', `dispatch_cli exited rc=${rc}`, null, JSON.stringify({ proposal_id: proposalId, rc })),
-  );
+  void Promise.all([exited, ended(out), ended(err)]).then(([rc]) => emit(rc === 0 ? 'success' : 'failure', `dispatch_cli exited rc=${rc}`, null, JSON.stringify({ proposal_id: proposalId, rc })));
 }
 
 const server = http.createServer((req, res) => {

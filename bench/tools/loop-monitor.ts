@@ -18,8 +18,5 @@ process.on('SIGUSR2', () => {
   }
   open = false;
   const ms = (ns: number) => ns / 1e6;
-  fs.writeFileSync(
-    process.env.BENCH_LOOP_FILE as string,
-    JSON.stringify({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), count: h.count }),
-  );
+  fs.writeFileSync(process.env.BENCH_LOOP_FILE as string, JSON.stringify({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), count: h.count }));
 });

@@ -264,8 +264,7 @@ export class EventBus implements Bus {
   private tryFlush(): void {
     try {
       this.flush();
-    } catch {
-    }
+    } catch {}
   }
 
   private storeRecovered(): void {

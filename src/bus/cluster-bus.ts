@@ -40,7 +40,7 @@ export interface ClusterBusOptions {
 
 const APPEND_BATCH = 2000;
 const READ_PAGE = 2000;
-  /** System status's stored count is refreshed this often, ms. */
+/** System status's stored count is refreshed this often, ms. */
 const COUNT_EVERY_MS = 5000;
 
 interface Queued {
@@ -156,10 +156,10 @@ export class ClusterBus implements Bus {
           this.unknownOutcome?.after ?? null,
         );
       } catch (err) {
-          // It may have committed anyway (connection lost around the commit): the retry looks its events up.
+        // It may have committed anyway (connection lost around the commit): the retry looks its events up.
         const lastToken = batch[batch.length - 1]?.draft.token ?? 0;
         this.unknownOutcome = { after: Math.min(this.unknownOutcome?.after ?? headBefore, headBefore), upTo: Math.max(this.unknownOutcome?.upTo ?? 0, lastToken) };
-          // Publishes waiting for their answer are refused and withdrawn; the others are held.
+        // Publishes waiting for their answer are refused and withdrawn; the others are held.
         const waiting = new Set(this.pending.filter((q) => q.settle));
         if (waiting.size > 0) {
           this.pending = this.pending.filter((q) => !waiting.has(q));
@@ -191,7 +191,7 @@ export class ClusterBus implements Bus {
       for (const job of fenced) for (const fn of this.fencedListeners) fn(job);
       const report = this.retry.recovered();
       if (report) this.pending.push({ draft: eventDraft(report, this.nextToken()) });
-        // Ids that follow the head mean nothing of another instance came between: deliver without reading back.
+      // Ids that follow the head mean nothing of another instance came between: deliver without reading back.
       if (rows.length > 0 && !this.deliver(rows)) this.wake();
     }
   }

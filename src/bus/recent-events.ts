@@ -81,7 +81,7 @@ export class RecentEvents {
     for (const r of batch) {
       const id = r.id;
       let page = this.pages[this.pages.length - 1];
-        // UTF-8 takes at most 3 bytes per UTF-16 unit: an event that surely fits is not measured first.
+      // UTF-8 takes at most 3 bytes per UTF-16 unit: an event that surely fits is not measured first.
       const room = page === undefined ? 0 : page.buf.length - page.used - FRAME_BYTES;
       if (page === undefined || (r.data.length * 3 > room && Buffer.byteLength(r.data) > room)) {
         page = this.newPage(FRAME_BYTES + Buffer.byteLength(r.data));
@@ -92,7 +92,7 @@ export class RecentEvents {
       let at = page.used;
       const frameStart = at;
       if (written === undefined || written[0] !== page) this.lastBatch.push((written = [page, at, at]));
-        // Written by hand: cheaper than a string and a native call per event.
+      // Written by hand: cheaper than a string and a native call per event.
       buf[at++] = 0x69; // i
       buf[at++] = 0x64; // d
       buf[at++] = 0x3a; // :
@@ -117,8 +117,8 @@ export class RecentEvents {
       page.proposals[i] = r.proposalId ?? null;
       this.events++;
     }
-      // The newest page always stays (the bound is exceeded by at most a sixteenth); a dropped page is
-      // rewritten only by a later add, so the last batch's bytes stay intact until then.
+    // The newest page always stays (the bound is exceeded by at most a sixteenth); a dropped page is
+    // rewritten only by a later add, so the last batch's bytes stay intact until then.
     while (this.pages.length > 1 && (this.bytes > this.maxBytes || this.events > this.maxEvents)) {
       const old = this.pages.shift() as Page;
       this.bytes -= old.buf.length;

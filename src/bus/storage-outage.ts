@@ -17,10 +17,7 @@ export function outageEvent(outage: Readonly<StorageOutage>, until: string): Eve
   return {
     severity: outage.dropped > 0 ? 'failure' : 'warning',
     scope: STORAGE_OUTAGE_SCOPE,
-    summary:
-      outage.dropped > 0
-        ? `${outage.dropped} events lost: the state database could not store them`
-        : 'events stored late: the state database could not store them for a while',
+    summary: outage.dropped > 0 ? `${outage.dropped} events lost: the state database could not store them` : 'events stored late: the state database could not store them for a while',
     detail: `from ${outage.since} to ${until}: ${outage.error}`,
     payload: { since: outage.since, until, error: outage.error, held: outage.heldMax, dropped: outage.dropped },
   };

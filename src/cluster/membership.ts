@@ -22,7 +22,7 @@ export interface MembershipOptions {
   readonly streamClients: () => number;
   readonly onJudged?: (deadId: string, jobs: number, terminals: number) => void;
   readonly onConnection?: (connected: boolean, err?: unknown) => void;
-    /** Called when this instance finds it was judged dead, before it registers again: fences its jobs marked lost; resolves to how many. */
+  /** Called when this instance finds it was judged dead, before it registers again: fences its jobs marked lost; resolves to how many. */
   readonly onFenced?: () => Promise<number>;
   readonly onRejoined?: (fencedJobs: number) => void;
 }
@@ -129,7 +129,7 @@ export class Membership {
       if (i.id === this.opts.id || now - Date.parse(i.heartbeatAt) <= this.opts.timeoutMs) continue;
       const running = await this.store.jobs.running(i.id);
       if (running.length === 0 && !(await this.store.terminals.list()).some((t) => t.instanceId === i.id && t.state === 'running')) continue;
-        // A new epoch first, so a merely paused instance learns it was judged; skipped if it beat meanwhile.
+      // A new epoch first, so a merely paused instance learns it was judged; skipped if it beat meanwhile.
       if (!(await this.store.instances.judge(i.id, i.heartbeatAt))) continue;
       let jobs = 0;
       for (const job of running) {

@@ -53,7 +53,6 @@ const url = z
     return u.toString().replace(/\/$/, '');
   });
 
-
 /** One CONSOLE_ALLOWED_HOSTS entry (host name, IPv4 or [IPv6], optional `:port`) in canonical form; null if not a host. */
 export function canonicalHost(entry: string): { host: string; port: number | null } | null {
   // No userinfo, path or %-encoding (the URL parser would strip or decode them); `_` for container network names.
@@ -173,7 +172,11 @@ export const envSchema = z.object({
   CONSOLE_CLICKS_MAX_TOTAL: int(1, 1_000_000_000).default(1_000_000),
   CONSOLE_WORKSPACE_REPORT_MAX_BYTES: int(1024, 256 * 1024 * 1024).default(256 * 1024),
   CONSOLE_CORS_DEV_HOSTS: z.string().transform(splitCsv).pipe(z.array(hostName)).default([]),
-  CONSOLE_CORS_PORTS: z.string().transform(splitCsv).pipe(z.array(int(1, 65535))).default([5173, 5174, 5175]),
+  CONSOLE_CORS_PORTS: z
+    .string()
+    .transform(splitCsv)
+    .pipe(z.array(int(1, 65535)))
+    .default([5173, 5174, 5175]),
   CONSOLE_ALLOWED_HOSTS: z
     .string()
     .transform((s, ctx) => parseAllowedHosts(s, ctx))

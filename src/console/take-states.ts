@@ -33,9 +33,7 @@ export interface TakeActionResult {
 }
 
 /** A take file as actions need it; `shotId` null when its contents are not a take, with the 422's reason. */
-export type TakeFile =
-  | { readonly onDisk: false }
-  | { readonly onDisk: true; readonly shotId: string | null; readonly unreadable: MissingCanonicalFieldDetail | null };
+export type TakeFile = { readonly onDisk: false } | { readonly onDisk: true; readonly shotId: string | null; readonly unreadable: MissingCanonicalFieldDetail | null };
 
 /** Reads a take file in the worker pool, never a pipe or a file outside the store (EngineStore.readTakeFile).
  * @throws MissingCanonicalFieldError when the file cannot be used at all; StoreReadTimeoutError. */

@@ -4,9 +4,7 @@ import type { PutOutcome, WorkspaceRecord, WorkspaceReport, WorkspaceStore } fro
 import { nowIso } from './now.js';
 
 /** Outcome of a report: stored (with its id), or refused because the blob is too large. */
-export type ReportOutcome =
-  | { readonly ok: true; readonly reportId: number; readonly bytes: number }
-  | { readonly ok: false; readonly bytes: number; readonly maxBytes: number };
+export type ReportOutcome = { readonly ok: true; readonly reportId: number; readonly bytes: number } | { readonly ok: false; readonly bytes: number; readonly maxBytes: number };
 
 export class WorkspaceStates {
   /** @param reportMaxBytes bound on a reported blob's JSON text, in bytes. */

@@ -19,9 +19,7 @@ export interface Take extends JsonObject {
 }
 
 /** What a run works on: the shot and its newest take (null for a first take). */
-export type Target =
-  | { kind: 'shot'; shot: Shot; parent: Take | null }
-  | { kind: 'nothing_to_do' };
+export type Target = { kind: 'shot'; shot: Shot; parent: Take | null } | { kind: 'nothing_to_do' };
 
 export type Warn = (message: string) => void;
 

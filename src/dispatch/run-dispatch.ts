@@ -5,9 +5,7 @@ import { loadTarget } from './load-target.js';
 import { DEFAULT_MODEL, parseDispatchArgs } from './parse-args.js';
 import { renderTestPattern } from './render-take.js';
 import { formatTakeId } from './take-ids.js';
-import {
-  findNextTakeNumber, releaseReservation, reserveTakeId, writeMedia, writeTakeFile, type NewTake, type Reservation,
-} from './write-take.js';
+import { findNextTakeNumber, releaseReservation, reserveTakeId, writeMedia, writeTakeFile, type NewTake, type Reservation } from './write-take.js';
 
 /** Where a run's lines go; each call is one line without its newline. */
 export interface DispatchIo {
@@ -36,8 +34,14 @@ export async function runDispatch(options: DispatchOptions): Promise<number> {
     if (run.project === null) return;
     run.receiptTried = true;
     await appendReceipt(run.project.dir, {
-      time: now().toISOString(), argv: [...options.argv], project: run.project.id, shot: run.shot,
-      model: DEFAULT_MODEL, dry_run: run.dryRun, outcome, take_id: takeId,
+      time: now().toISOString(),
+      argv: [...options.argv],
+      project: run.project.id,
+      shot: run.shot,
+      model: DEFAULT_MODEL,
+      dry_run: run.dryRun,
+      outcome,
+      take_id: takeId,
     });
   };
   try {
@@ -61,9 +65,7 @@ export async function runDispatch(options: DispatchOptions): Promise<number> {
       io.err(`warning: model ${args.model} is not available locally; rendering with the ${DEFAULT_MODEL} backend`);
     }
     const parentId = target.parent?.take_id ?? null;
-    io.out(
-      `plan: project=${project.id} shot=${shotId} model=${DEFAULT_MODEL} parent=${parentId ?? 'none'} dry_run=${args.dryRun}`,
-    );
+    io.out(`plan: project=${project.id} shot=${shotId} model=${DEFAULT_MODEL} parent=${parentId ?? 'none'} dry_run=${args.dryRun}`);
     if (args.dryRun) {
       io.out(`dry run: next take would be ${formatTakeId(await findNextTakeNumber(project.dir))}; nothing written`);
       await receipt('planned', null);
@@ -73,11 +75,22 @@ export async function runDispatch(options: DispatchOptions): Promise<number> {
 
     const reservation = await reserveTakeId(project.dir);
     io.out(`take: reserved ${reservation.takeId}`);
-    const bytes = await renderAndWrite(project.dir, reservation, {
-      take_id: reservation.takeId, shot_id: shotId, parent_take_id: parentId, model: DEFAULT_MODEL,
-      // Whole seconds, like the rest of the store; the receipt keeps the milliseconds.
-      created_at: now().toISOString().replace(/\.\d{3}Z$/, 'Z'), media: reservation.media,
-    }, io);
+    const bytes = await renderAndWrite(
+      project.dir,
+      reservation,
+      {
+        take_id: reservation.takeId,
+        shot_id: shotId,
+        parent_take_id: parentId,
+        model: DEFAULT_MODEL,
+        // Whole seconds, like the rest of the store; the receipt keeps the milliseconds.
+        created_at: now()
+          .toISOString()
+          .replace(/\.\d{3}Z$/, 'Z'),
+        media: reservation.media,
+      },
+      io,
+    );
     io.out(`wrote take ${reservation.takeId} (${reservation.media}, ${bytes} bytes)`);
     await receipt('rendered', reservation.takeId);
     io.out('done');
@@ -102,12 +115,7 @@ interface RunState {
 }
 
 /** Renders into the reservation and writes the take file; returns the media size in bytes. */
-async function renderAndWrite(
-  projectDir: string,
-  reservation: Reservation,
-  take: NewTake,
-  io: DispatchIo,
-): Promise<number> {
+async function renderAndWrite(projectDir: string, reservation: Reservation, take: NewTake, io: DispatchIo): Promise<number> {
   try {
     const onProgress = (percent: number): void => io.out(`render: ${percent}%`);
     const png = renderTestPattern(reservation.takeId, reservation.takeNumber, onProgress);

@@ -39,9 +39,7 @@ export function checkProjectJson(id: string, read: StoreRead<unknown>, hasYaml: 
       case 'id':
         return { derived: { value: id, placeholder: false } };
       case 'title':
-        return blank(d.title)
-          ? { derived: { value: titleFromId(id), placeholder: true } }
-          : { byHand: 'a non-empty string', standIn: titleFromId(id) };
+        return blank(d.title) ? { derived: { value: titleFromId(id), placeholder: true } } : { byHand: 'a non-empty string', standIn: titleFromId(id) };
       default:
         return { byHand: 'see engine-format.md', standIn: 'x' };
     }
@@ -96,9 +94,7 @@ export function checkMemoryEntry(name: string, parsed: Parsed): Finding[] {
   const projectId = typeof doc.project_id === 'string' ? doc.project_id : null;
   const check: Check = (d) => errorOf(parseMemoryEntry(name, { doc: d }));
   const stem = name.slice(0, -'.json'.length);
-  return collect(doc, check, where, 'memory', projectId, (field) =>
-    field === 'id' ? { derived: { value: stem, placeholder: false } } : { byHand: "the entry's text, a string", standIn: '' },
-  );
+  return collect(doc, check, where, 'memory', projectId, (field) => (field === 'id' ? { derived: { value: stem, placeholder: false } } : { byHand: "the entry's text, a string", standIn: '' }));
 }
 
 function collect(

@@ -146,14 +146,7 @@ function diagnoseProject(root: string, access: StoreAccess, id: string): Project
 }
 
 /** Warnings about one take's links: parent take, shot, media file. */
-function takeLinks(
-  dir: string,
-  id: string,
-  file: string,
-  doc: Record<string, unknown>,
-  shotIds: ReadonlySet<string>,
-  takeIds: ReadonlySet<string>,
-): Finding[] {
+function takeLinks(dir: string, id: string, file: string, doc: Record<string, unknown>, shotIds: ReadonlySet<string>, takeIds: ReadonlySet<string>): Finding[] {
   const where = `projects/${id}/takes/${file}`;
   const warn = (code: Finding['code'], field: string, problem: string, fix: string): Finding => ({
     severity: 'warning',
@@ -192,21 +185,11 @@ function takeLinks(
     const target = path.resolve(dir, doc.media);
     if (!target.startsWith(dir + path.sep)) {
       out.push(
-        warn(
-          'media_outside_project',
-          'media',
-          `points outside the project's directory: ${JSON.stringify(doc.media)}`,
-          `set "media" in ${where} to a path under media/, relative to projects/${id}/`,
-        ),
+        warn('media_outside_project', 'media', `points outside the project's directory: ${JSON.stringify(doc.media)}`, `set "media" in ${where} to a path under media/, relative to projects/${id}/`),
       );
     } else if (!fs.existsSync(target)) {
       out.push(
-        warn(
-          'missing_media',
-          'media',
-          `names a file that does not exist: ${JSON.stringify(doc.media)}`,
-          `restore projects/${id}/${doc.media}, or set "media" in ${where} to the take's media file`,
-        ),
+        warn('missing_media', 'media', `names a file that does not exist: ${JSON.stringify(doc.media)}`, `restore projects/${id}/${doc.media}, or set "media" in ${where} to the take's media file`),
       );
     }
   }
@@ -286,7 +269,6 @@ function listDirectories(dir: string): string[] {
     .map((d) => d.name)
     .sort();
 }
-
 
 function stem(file: string): string {
   return file.slice(0, -'.json'.length);

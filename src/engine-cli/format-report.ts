@@ -18,11 +18,7 @@ export function formatDoctorReport(r: DoctorReport): string[] {
     lines.push(...r.store_findings.flatMap(findingLines));
   }
   const scope = `${plural(r.projects.length, 'project')} and ${plural(r.memory.files, 'memory entry', 'memory entries')}`;
-  lines.push(
-    r.errors + r.warnings === 0
-      ? `result: healthy (${scope})`
-      : `result: ${plural(r.errors, 'error')}, ${plural(r.warnings, 'warning')} in ${scope}`,
-  );
+  lines.push(r.errors + r.warnings === 0 ? `result: healthy (${scope})` : `result: ${plural(r.errors, 'error')}, ${plural(r.warnings, 'warning')} in ${scope}`);
   return lines;
 }
 

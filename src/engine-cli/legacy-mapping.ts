@@ -119,14 +119,7 @@ function renamed(rest: Record<string, unknown>, to: string, names: readonly stri
   return { [to]: found.value };
 }
 
-function idFrom(
-  rest: Record<string, unknown>,
-  to: string,
-  names: readonly string[],
-  stem: string,
-  notes: string[],
-  problems: string[],
-): string | null {
+function idFrom(rest: Record<string, unknown>, to: string, names: readonly string[], stem: string, notes: string[], problems: string[]): string | null {
   const found = take(rest, names);
   let id: string | null;
   if (!found) {

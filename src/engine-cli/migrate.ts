@@ -242,7 +242,6 @@ function readLegacySource(access: StoreAccess, within: string, storeRel: string,
   return v as Record<string, unknown>;
 }
 
-
 function sameBytes(a: string, b: string): boolean {
   try {
     return fs.readFileSync(a).equals(fs.readFileSync(b));

@@ -92,14 +92,7 @@ function healthy(r: DoctorReport, strict: boolean): boolean {
 
 function migrate(root: string, access: StoreAccess, args: Extract<EngineArgs, { command: 'migrate' }>, io: EngineIo): number {
   const plan = planMigration(root, args.project, access);
-  const outcome =
-    plan.problems.length > 0
-      ? 'refused'
-      : args.dryRun
-        ? 'planned'
-        : plan.state === 'migrated'
-          ? 'already_migrated'
-          : 'migrated';
+  const outcome = plan.problems.length > 0 ? 'refused' : args.dryRun ? 'planned' : plan.state === 'migrated' ? 'already_migrated' : 'migrated';
   if (outcome !== 'refused' && !args.dryRun) executeMigration(plan);
   if (args.json) {
     io.out(JSON.stringify({ store: root, outcome, ...plan }, null, 2));

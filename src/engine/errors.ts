@@ -2,15 +2,7 @@
 import { ServiceError } from '../errors/index.js';
 
 /** The codes of the engine store's errors (`invalid_id` is thrown by ids.ts). */
-export type EngineErrorCode =
-  | 'invalid_id'
-  | 'project_not_found'
-  | 'episode_not_found'
-  | 'scene_not_found'
-  | 'lineage_not_found'
-  | 'legacy_project'
-  | 'missing_canonical_field'
-  | 'store_read_timeout';
+export type EngineErrorCode = 'invalid_id' | 'project_not_found' | 'episode_not_found' | 'scene_not_found' | 'lineage_not_found' | 'legacy_project' | 'missing_canonical_field' | 'store_read_timeout';
 
 /** The `detail` object of a 422 from the entity routes (service-spec.md §MissingCanonicalField). */
 export interface MissingCanonicalFieldDetail {
@@ -27,13 +19,7 @@ export function fixCli(projectId: string | null): string {
 }
 
 /** The MissingCanonicalField detail: `where` the store-relative file, `why` what is wrong, `fix` what to do; never the file's contents (a client must not see store data), nor `; `. */
-export function missingField(
-  projectId: string | null,
-  field: string,
-  where: string,
-  why = 'is missing',
-  fix = 'add it (see engine-format.md)',
-): MissingCanonicalFieldDetail {
+export function missingField(projectId: string | null, field: string, where: string, why = 'is missing', fix = 'add it (see engine-format.md)'): MissingCanonicalFieldDetail {
   return {
     error: 'missing_canonical_field',
     field,

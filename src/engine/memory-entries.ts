@@ -37,9 +37,7 @@ export class MemoryEntries {
       return m.value;
     }
     const listing = await this.runner.read({ op: 'memory', access: this.access, toggles: Object.fromEntries(this.toggles.toggles()) });
-    const value: CachedBody | Error = listing.ok
-      ? { body: bufferOf(listing.body), etag: `W/"${this.nonce}-m-${gen}-${toggles}"` }
-      : new MissingCanonicalFieldError(listing.detail);
+    const value: CachedBody | Error = listing.ok ? { body: bufferOf(listing.body), etag: `W/"${this.nonce}-m-${gen}-${toggles}"` } : new MissingCanonicalFieldError(listing.detail);
     if (listing.ok) this.skips.report(listing.skipped);
     this.cached = { gen, toggles, value };
     if (value instanceof Error) throw value;

@@ -2,13 +2,7 @@
 import { fieldProblem, missingField, unreadableField, type MissingCanonicalFieldDetail } from './errors.js';
 import { isValidId } from './ids.js';
 import { readProjectStatusSync, type ProjectStatus } from './project-file.js';
-import {
-  listStoreDirSync,
-  readFolderEntryJsonSync,
-  readStoreJsonSync,
-  type StoreAccess,
-  type StoreFolder,
-} from './read-store-file.js';
+import { listStoreDirSync, readFolderEntryJsonSync, readStoreJsonSync, type StoreAccess, type StoreFolder } from './read-store-file.js';
 import type { StoreFileProblem, StoreRead } from './store-read.js';
 
 export interface Shot {
@@ -130,9 +124,7 @@ export function loadProjectIndex(access: StoreAccess, id: string, onRead: () => 
     push(beats, s.beat_id, s);
   }
   for (const number of [...byEpisode.keys()].sort((a, b) => a - b)) {
-    const beats = [...(byEpisode.get(number) as Map<string, Shot[]>)]
-      .map(([beatId, list]) => ({ id: beatId, episode: number, order: (list[0] as Shot).order, shots: list }))
-      .sort(beatOrder);
+    const beats = [...(byEpisode.get(number) as Map<string, Shot[]>)].map(([beatId, list]) => ({ id: beatId, episode: number, order: (list[0] as Shot).order, shots: list })).sort(beatOrder);
     index.episodes.set(String(number), { number, beats });
   }
 

@@ -49,9 +49,7 @@ export class ProjectList {
     this.reportListProblem(listing.problem === null ? null : listing.problem.why);
     // Each project's bytes are a slice of the list's: nothing is parsed, serialised or copied here.
     const body = bufferOf(listing.body);
-    const statuses = new Map<string, ProjectEntry>(
-      listing.entries.map((e) => [e.id, e.kind === 'ok' ? { kind: 'ok', id: e.id, body: body.subarray(e.start, e.end) } : e] as const),
-    );
+    const statuses = new Map<string, ProjectEntry>(listing.entries.map((e) => [e.id, e.kind === 'ok' ? { kind: 'ok', id: e.id, body: body.subarray(e.start, e.end) } : e] as const));
     this.reportSkipped(statuses);
     const list = { change, statuses, body: { body, etag: `W/"${this.opts.nonce}-l-${change}"` } };
     if (!this.list || this.list.change <= change) this.list = list;

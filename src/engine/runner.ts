@@ -10,4 +10,3 @@ export interface SynthesisRunner {
   /** The ids of the worker threads running now (a thread replaced after a deadline is gone). */
   threadIds?(): number[];
 }
-

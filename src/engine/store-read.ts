@@ -9,10 +9,7 @@ export interface StoreFileProblem {
 }
 
 /** The outcome of a read: the value, no such file (or folder), or a problem. */
-export type StoreRead<T> =
-  | { readonly kind: 'ok'; readonly value: T }
-  | { readonly kind: 'absent' }
-  | { readonly kind: 'problem'; readonly problem: StoreFileProblem };
+export type StoreRead<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'absent' } | { readonly kind: 'problem'; readonly problem: StoreFileProblem };
 
 export function problem(level: StoreFileProblem['level'], why: string, fix: string): StoreRead<never> {
   return { kind: 'problem', problem: { level, why, fix } };

@@ -26,9 +26,7 @@ export interface SkippedMemoryEntry {
 }
 
 /** `GET /api/memory`'s body and the skipped entries, or the problem of an unlistable `memory/` (422). */
-export type MemoryListing =
-  | { readonly ok: true; readonly body: Uint8Array; readonly skipped: readonly SkippedMemoryEntry[] }
-  | { readonly ok: false; readonly detail: MissingCanonicalFieldDetail };
+export type MemoryListing = { readonly ok: true; readonly body: Uint8Array; readonly skipped: readonly SkippedMemoryEntry[] } | { readonly ok: false; readonly detail: MissingCanonicalFieldDetail };
 
 /** A take file for take actions: absent; present with its shot id (null, with a reason, if not a take); or unusable (422). */
 export type TakeFileRead =

@@ -176,14 +176,7 @@ export class EngineStore {
     return this.flights.run(`${key}\0${generation}\0${stateVersion}`, () => this.synthesize(projectId, q, key, generation, stateVersion, stateful));
   }
 
-  private async synthesize(
-    projectId: string,
-    q: SynthesisQuery,
-    key: string,
-    generation: number,
-    stateVersion: number,
-    stateful: boolean,
-  ): Promise<CachedBody> {
+  private async synthesize(projectId: string, q: SynthesisQuery, key: string, generation: number, stateVersion: number, stateful: boolean): Promise<CachedBody> {
     const result = await this.runner.run({
       access: this.access,
       projectId,
@@ -193,9 +186,7 @@ export class EngineStore {
       takeStates: stateful ? this.takeStates.snapshot(projectId) : {},
     });
     this.countLoad(projectId, result.load);
-    const value: CachedBody | Error = result.ok
-      ? { body: bufferOf(result.body), etag: `W/"${this.nonce}-${generation}-${stateVersion}"` }
-      : toError(result.error, projectId);
+    const value: CachedBody | Error = result.ok ? { body: bufferOf(result.body), etag: `W/"${this.nonce}-${generation}-${stateVersion}"` } : toError(result.error, projectId);
     this.answers.remember(key, { generation, stateVersion, value });
     if (value instanceof Error) throw value;
     return value;

@@ -23,9 +23,7 @@ export type SynthesisQuery =
   | { readonly kind: 'lineage'; readonly beatId: string; readonly takeId: string | null };
 
 /** Outcome of a query: a JSON body (UTF-8 bytes, moved to the main thread), or the error the HTTP layer maps to a status. */
-export type SynthesisOutcome =
-  | { readonly ok: true; readonly body: Uint8Array }
-  | { readonly ok: false; readonly error: SynthesisError };
+export type SynthesisOutcome = { readonly ok: true; readonly body: Uint8Array } | { readonly ok: false; readonly error: SynthesisError };
 
 export type SynthesisError =
   | { readonly kind: 'not_found'; readonly what: 'episode' | 'scene' | 'lineage'; readonly message: string }
@@ -119,13 +117,7 @@ interface Node {
  * Lineage of a beat: the beat, its shots and their takes; edges beat→shot, shot→take for a take
  * without a parent in the beat, else parent→take. Rooted at a take: it and its ancestors only.
  */
-function lineage(
-  index: ProjectIndex,
-  projectId: string,
-  beatId: string,
-  takeId: string | null,
-  states: TakeStates,
-): SynthesisOutcome {
+function lineage(index: ProjectIndex, projectId: string, beatId: string, takeId: string | null, states: TakeStates): SynthesisOutcome {
   const noLineage = () => notFound('lineage', `no lineage for beat ${beatId}`);
   const shots = index.shotsByBeat.get(beatId);
   if (!shots || shots.length === 0) return noLineage();
@@ -149,12 +141,9 @@ function lineage(
   }
 
   const inGraph = new Set(takes.map((t) => t.take_id));
-  const usedShots: Shot[] =
-    takeId === null ? [...shots] : shots.filter((s) => takes.some((t) => t.shot_id === s.shot_id));
+  const usedShots: Shot[] = takeId === null ? [...shots] : shots.filter((s) => takes.some((t) => t.shot_id === s.shot_id));
   const first = shots[0] as Shot;
-  const nodes: Node[] = [
-    { key: `beat:${beatId}`, kind: 'beat', id: beatId, episode_id: String(first.episode), order: finite(first.order) },
-  ];
+  const nodes: Node[] = [{ key: `beat:${beatId}`, kind: 'beat', id: beatId, episode_id: String(first.episode), order: finite(first.order) }];
   const edges: { from: string; to: string }[] = [];
   for (const s of usedShots) {
     nodes.push({ ...s.raw, key: `shot:${s.shot_id}`, kind: 'shot', id: s.shot_id });

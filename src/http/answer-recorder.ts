@@ -10,7 +10,6 @@ import type { Request, RequestHandler } from 'express';
 /** JSON bodies larger than this are recorded without their body (bytes counted). */
 export const BODY_CAP = 4 * 1024 * 1024;
 
-
 /** Route label of answers written outside Express (client-error.ts). */
 export const CLIENT_ERROR_ROUTE = '(client error)';
 
@@ -62,7 +61,11 @@ export class AnswerRecorder {
       let capped = false;
       const keep = (chunk: unknown, encoding?: unknown): void => {
         if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-        const b = Buffer.isBuffer(chunk) ? chunk : typeof chunk === 'string' ? Buffer.from(chunk, (typeof encoding === 'string' ? encoding : 'utf8') as BufferEncoding) : Buffer.from(chunk as Uint8Array);
+        const b = Buffer.isBuffer(chunk)
+          ? chunk
+          : typeof chunk === 'string'
+            ? Buffer.from(chunk, (typeof encoding === 'string' ? encoding : 'utf8') as BufferEncoding)
+            : Buffer.from(chunk as Uint8Array);
         bytes += b.length;
         if (capped || !isJson(res)) return;
         if (bytes > BODY_CAP) {

@@ -23,21 +23,14 @@ const ANSWERS: Readonly<Record<string, readonly [HttpErrorCode, string]>> = {
  * catalogue's (errors.ts): `{ detail, code }`, the parser's error as `cause`.
  * @param onAnswer called with each answer written (the answer recorder, answer-recorder.ts).
  */
-export function answerClientError(
-  err: Error & { code?: string; reason?: string },
-  socket: Duplex,
-  onAnswer?: (status: number, contentType: string, body: string) => void,
-): void {
+export function answerClientError(err: Error & { code?: string; reason?: string }, socket: Duplex, onAnswer?: (status: number, contentType: string, body: string) => void): void {
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
   if (socket.writable && err.code !== 'ECONNRESET' && !inFlight?.headersSent) {
     const [code, detail] = ANSWERS[err.code ?? ''] ?? ['malformed_request', `malformed HTTP request: ${err.reason ?? err.message}`.replace(/[\r\n]+/g, ' ')];
     const { status, body: json } = answerOf(new HttpError(code, detail, { cause: err }));
     const body = JSON.stringify(json);
     const type = 'application/json; charset=utf-8';
-    socket.write(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: ${type}\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    socket.write(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: ${type}\r\n` + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     onAnswer?.(status, type, body);
   }
   socket.destroy();

@@ -44,16 +44,7 @@ export type HttpErrorCode =
   | 'internal';
 
 /** Every code the service raises: each folder's, and the HTTP layer's. */
-export type ErrorCode =
-  | EngineErrorCode
-  | SupervisorErrorCode
-  | ProcessErrorCode
-  | TerminalErrorCode
-  | StateErrorCode
-  | ConsoleErrorCode
-  | ClusterErrorCode
-  | MainErrorCode
-  | HttpErrorCode;
+export type ErrorCode = EngineErrorCode | SupervisorErrorCode | ProcessErrorCode | TerminalErrorCode | StateErrorCode | ConsoleErrorCode | ClusterErrorCode | MainErrorCode | HttpErrorCode;
 
 /** One element of a 422 validation detail. `loc` starts with `body`, `query` or `path`. */
 export interface ValidationIssue {
@@ -118,7 +109,13 @@ export class NotReadyError extends HttpError {
   override name = 'NotReadyError';
   /** @param checks every check; those without `detail` (the caller has no token) are named alone. */
   constructor(readonly checks: readonly { readonly name: string; readonly ok: boolean; readonly detail?: string }[]) {
-    super('not_ready', `not ready: ${checks.filter((c) => !c.ok).map((c) => (c.detail === undefined ? c.name : `${c.name} (${c.detail})`)).join('; ')}`);
+    super(
+      'not_ready',
+      `not ready: ${checks
+        .filter((c) => !c.ok)
+        .map((c) => (c.detail === undefined ? c.name : `${c.name} (${c.detail})`))
+        .join('; ')}`,
+    );
   }
 }
 
@@ -137,8 +134,7 @@ export interface CatalogueEntry {
   readonly unrouted?: true;
 }
 
-const retryAfter = (err: ServiceErrorLike): Record<string, string> =>
-  err.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(err.retryAfterSeconds) };
+const retryAfter = (err: ServiceErrorLike): Record<string, string> => (err.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(err.retryAfterSeconds) });
 
 /** The catalogue: every code, its status and what it means. A code missing here does not compile. */
 export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
@@ -210,7 +206,8 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   validation_failed: {
     status: 422,
     unrouted: true,
-    means: 'The request failed validation: `detail` lists `{ loc, msg, type }` (and `ctx` for some), `loc` starting with `body`, `query` or `path`. Also a body that is not JSON, nested too deep or holding `__proto__`.',
+    means:
+      'The request failed validation: `detail` lists `{ loc, msg, type }` (and `ctx` for some), `loc` starting with `body`, `query` or `path`. Also a body that is not JSON, nested too deep or holding `__proto__`.',
   },
   missing_canonical_field: { status: 422, means: 'A canonical field is missing, or a store file cannot be used: `detail` is the MissingCanonicalField object.' },
   project_mismatch: { status: 422, means: 'The body’s `project` differs from the path’s: `project path/body mismatch`.' },
@@ -221,7 +218,11 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   tool_missing: { status: 500, means: 'The dispatch tool file is missing (spec: Generation, rule 3); the detail names it and no process was started.' },
   spawn_failed: { status: 500, means: 'The operating system refused to start the dispatch tool; the detail ends with the errno (`EAGAIN`…).' },
   spawn_refused: { status: 500, means: 'The operating system refused to start a program; the detail ends with the errno.' },
-  internal: { status: 500, unrouted: true, means: 'An error the service did not expect (a bug, a module that cannot be loaded): the detail is generic, `requestId` finds the error and its stack in the log.' },
+  internal: {
+    status: 500,
+    unrouted: true,
+    means: 'An error the service did not expect (a bug, a module that cannot be loaded): the detail is generic, `requestId` finds the error and its stack in the log.',
+  },
   invalid_transition: { status: 500, internal: true, means: 'A job state transition the table has no row for (a bug).' },
   config_invalid: { status: 500, internal: true, means: 'A bad configuration value (stops start-up).' },
   startup_guard_failed: { status: 500, internal: true, means: 'A start-up guard failed (stops start-up).' },
@@ -229,8 +230,16 @@ export const ERROR_CATALOGUE: { readonly [C in ErrorCode]: CatalogueEntry } = {
   instance_id_in_use: { status: 500, internal: true, means: 'Cluster mode: another live instance heartbeats under CONSOLE_INSTANCE_ID (stops start-up).' },
   // 502, 503, 504, 507, 508
   upstream_unreachable: { status: 502, means: 'SERVICE_WRITE_UPSTREAM could not be reached, or cut the connection before answering.' },
-  too_many_streams: { status: 503, means: 'The bound on open event streams in all is reached (CONSOLE_SSE_MAX_STREAMS, at most half the descriptor limit); the stream was not opened.', headers: retryAfter },
-  too_many_streams_from_address: { status: 429, means: 'This remote address has the most event streams open it may (CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS); the stream was not opened.', headers: retryAfter },
+  too_many_streams: {
+    status: 503,
+    means: 'The bound on open event streams in all is reached (CONSOLE_SSE_MAX_STREAMS, at most half the descriptor limit); the stream was not opened.',
+    headers: retryAfter,
+  },
+  too_many_streams_from_address: {
+    status: 429,
+    means: 'This remote address has the most event streams open it may (CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS); the stream was not opened.',
+    headers: retryAfter,
+  },
   job_capacity: { status: 503, means: 'The cap on running generation jobs (CONSOLE_MAX_RUNNING_JOBS) is reached; no process was started.', headers: retryAfter },
   store_read_timeout: { status: 503, means: 'Reading the store took longer than CONSOLE_STORE_READ_TIMEOUT_MS; nothing was cached.', headers: retryAfter },
   state_db_busy: { status: 503, means: 'The state database is busy: nothing was stored, try again.', headers: retryAfter },

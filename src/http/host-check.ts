@@ -82,7 +82,8 @@ export function hostCheck(policy: HostPolicy): RequestHandler | null {
       next();
       return;
     }
-    const named = authority !== undefined && isServed(host) ? `the request target's host ${JSON.stringify(authority)}` : host === undefined ? 'a request without a Host header' : `Host ${JSON.stringify(host)}`;
+    const named =
+      authority !== undefined && isServed(host) ? `the request target's host ${JSON.stringify(authority)}` : host === undefined ? 'a request without a Host header' : `Host ${JSON.stringify(host)}`;
     next(
       new HttpError(
         'host_not_allowed',

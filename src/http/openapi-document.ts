@@ -80,7 +80,8 @@ function answersOf(s: RouteSpec, tokenRequired: boolean): Record<number, AnswerS
     schema: ErrorBody,
   };
   // Express answers `If-None-Match: *` with 304 on every GET (RFC 9110 13.1.2); the event stream never does.
-  if (s.method === 'get' && s.answers[200]?.contentType !== 'text/event-stream') answers[304] ??= { description: 'Not modified: `If-None-Match: *` (any current representation, RFC 9110 13.1.2) or an ETag of the answer. No body.' };
+  if (s.method === 'get' && s.answers[200]?.contentType !== 'text/event-stream')
+    answers[304] ??= { description: 'Not modified: `If-None-Match: *` (any current representation, RFC 9110 13.1.2) or an ETag of the answer. No body.' };
   answers[400] ??= { description: 'The request body was cut short (the client went away while sending it) or its size could not be read (`bad_request`).', schema: ErrorBody };
   answers[413] ??= {
     description: s.body
@@ -173,15 +174,16 @@ export function renderDocument(specs: readonly RouteSpec[], info: DocumentInfo, 
                   // A 503's Retry-After is optional: the shutdown sends none.
                   headers: z.object(
                     Object.fromEntries([
-                      ...Object.entries(a.headers ?? {}).map(([h, d]) => [h, status === '503' && h === 'Retry-After' ? z.string().optional().meta({ description: d }) : z.string().meta({ description: d })]),
+                      ...Object.entries(a.headers ?? {}).map(([h, d]) => [
+                        h,
+                        status === '503' && h === 'Retry-After' ? z.string().optional().meta({ description: d }) : z.string().meta({ description: d }),
+                      ]),
                       ...Object.entries(a.optionalHeaders ?? {}).map(([h, d]) => [h, z.string().optional().meta({ description: d })]),
                     ]),
                   ),
                 }
               : {}),
-            ...(a.schema || a.contentType
-              ? { content: { [a.contentType ?? 'application/json']: { schema: a.schema ?? z.string() } } }
-              : {}),
+            ...(a.schema || a.contentType ? { content: { [a.contentType ?? 'application/json']: { schema: a.schema ?? z.string() } } } : {}),
           },
         ]),
       ),

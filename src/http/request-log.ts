@@ -36,8 +36,7 @@ export function requestLog(logger: Logger, routeOf: (req: Request) => string): R
       ...(ended ? {} : { aborted: true }),
     };
   };
-  const message = (req: IncomingMessage, res: ServerResponse) =>
-    `${req.method} ${routeOf(req as Request)} ${res.headersSent ? res.statusCode : '-'}${res.writableEnded ? '' : ' (aborted)'}`;
+  const message = (req: IncomingMessage, res: ServerResponse) => `${req.method} ${routeOf(req as Request)} ${res.headersSent ? res.statusCode : '-'}${res.writableEnded ? '' : ' (aborted)'}`;
 
   // Below info no request line is written: no middleware at all (5xx answers are then logged
   // by the error middleware, which sees every one of them without a per-request listener).

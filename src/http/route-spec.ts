@@ -25,11 +25,7 @@ export interface RouteInput<P, Q, B> {
   readonly body: B;
 }
 
-export interface RouteSpec<
-  P extends z.ZodType = z.ZodType,
-  Q extends z.ZodType = z.ZodType,
-  B extends z.ZodType = z.ZodType,
-> {
+export interface RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
   readonly method: Method;
   /** Express path, e.g. `/api/projects/:projectId`. */
   readonly path: string;

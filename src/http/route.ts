@@ -27,7 +27,6 @@ interface Found extends RouteMatch {
   readonly method: string;
 }
 
-
 /** `//` where a parameter belongs matches no route, as in Express. */
 function hasEmptyParam(params: Record<string, string>): boolean {
   for (const k in params) if (params[k] === '') return true;
@@ -125,7 +124,7 @@ export class Api {
     const handle: RequestHandler = (req, res) => {
       const params = spec.params ? parseInput(spec.params, req.params, 'path') : {};
       const query = spec.query ? parseInput(spec.query, camelizeKeys(req.query), 'query') : {};
-      let body: unknown ;
+      let body: unknown;
       if (spec.body) {
         const raw = req.body === undefined && spec.bodyOptional ? {} : (req.body ?? undefined);
         body = parseInput(spec.body, raw === undefined ? undefined : camelizeKeys(raw), 'body');

@@ -16,12 +16,10 @@ import { ANSWERED_CODES, ERROR_CATALOGUE } from './errors.js';
 export const IDENTIFIER_RULE = `Identifiers (project, episode, scene, beat, shot, take, memory entry, workspace, proposal ids) are ${ID_RULE.replace(/^expected /, '')} (the pattern \`${ID_PATTERN.source}\`): they are checked against path traversal. A malformed identifier in the path or the query answers 400 \`invalid_id\` (the detail names the parameter); one in a JSON body answers 422 \`validation_failed\` with an issue \`{ loc: ["body", <member>], msg, type: "invalid_id" }\`, like any other invalid member.`;
 
 /** A path segment checked by the identifier guard in the handler (400 `invalid_id`, not 422). */
-export const PathId = (name: string) =>
-  z.string().meta({ description: `${name}; must match ${ID_PATTERN.source} and not contain "..", else 400 \`invalid_id\`` });
+export const PathId = (name: string) => z.string().meta({ description: `${name}; must match ${ID_PATTERN.source} and not contain "..", else 400 \`invalid_id\`` });
 
 /** A query parameter checked by the identifier guard in the handler (400 `invalid_id`, as in a path). */
-export const QueryId = (description: string) =>
-  z.string().meta({ description: `${description} Must match ${ID_PATTERN.source} and not contain "..", else 400 \`invalid_id\`.` });
+export const QueryId = (description: string) => z.string().meta({ description: `${description} Must match ${ID_PATTERN.source} and not contain "..", else 400 \`invalid_id\`.` });
 
 /** An integer query parameter: decimal digits only (not `0x10` or `1e2`). */
 export const QueryInt = (min: number, max: number, dflt: number) =>
@@ -194,21 +192,14 @@ export const Job = z
     stdoutLines: z.number().int(),
     stderrLines: z.number().int(),
     cancelRequested: z.boolean(),
-    exitReason: z
-      .enum(EXIT_REASONS)
-      .nullable()
-      .meta({
-        description:
-          'Why it ended (null while running): `exited` (the tool ended by itself, whatever its code), `cancelled` (a cancel request), `shutdown` (the service stopped), `lost` (found running after the service itself died; its line counts are read from its stored events), `spawn failed` (the operating system refused to start the tool: recorded at once, no pid).',
-      }),
-    exitDetail: z
-      .string()
-      .nullable()
-      .meta({ description: 'What says more: for a failed job, the tool’s last stderr line (bounded by CONSOLE_LINE_MAX_BYTES; null when it wrote none); for `spawn failed`, the refusal with its errno.' }),
-    instanceId: z
-      .string()
-      .optional()
-      .meta({ description: 'Cluster mode only: the instance that runs (or ran) the job, whose machine has its processes (CONSOLE_INSTANCE_ID).' }),
+    exitReason: z.enum(EXIT_REASONS).nullable().meta({
+      description:
+        'Why it ended (null while running): `exited` (the tool ended by itself, whatever its code), `cancelled` (a cancel request), `shutdown` (the service stopped), `lost` (found running after the service itself died; its line counts are read from its stored events), `spawn failed` (the operating system refused to start the tool: recorded at once, no pid).',
+    }),
+    exitDetail: z.string().nullable().meta({
+      description: 'What says more: for a failed job, the tool’s last stderr line (bounded by CONSOLE_LINE_MAX_BYTES; null when it wrote none); for `spawn failed`, the refusal with its errno.',
+    }),
+    instanceId: z.string().optional().meta({ description: 'Cluster mode only: the instance that runs (or ran) the job, whose machine has its processes (CONSOLE_INSTANCE_ID).' }),
   })
   .meta({ id: 'Job' });
 
@@ -269,8 +260,7 @@ export const JobsQuery = z.object({
   limit: QueryInt(1, 500, 100).meta({ description: 'Jobs per page, 1..500, default 100.' }),
 });
 
-const loose = (id: string, description: string, shape: z.ZodRawShape = {}) =>
-  z.looseObject(shape).meta({ id, description });
+const loose = (id: string, description: string, shape: z.ZodRawShape = {}) => z.looseObject(shape).meta({ id, description });
 
 export const Project = loose('Project', 'project.json of a format-2 project, as stored.', {
   format: z.number().int(),

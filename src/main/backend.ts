@@ -51,5 +51,8 @@ export function storageStateLogger(log: Logger, where: Record<string, unknown>):
   return (state, outage) =>
     state === 'recovered'
       ? log.warn({ outage, ...where }, 'state database stores events again')
-      : log.error({ outage, ...where }, state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them');
+      : log.error(
+          { outage, ...where },
+          state === 'failing' ? 'state database cannot store events: they are held in memory and retried' : 'events not stored at shutdown: the state database refused them',
+        );
 }

@@ -62,7 +62,7 @@ export async function composeService(config: Config, log: Logger, registries: Re
   const instanceId = clustered ? (config.cluster.instanceId ?? defaultInstanceId(config.port)) : LOCAL_INSTANCE_ID;
   // Made first, so the counters start with the start-up recovery.
   const metrics = new ServiceMetrics(clustered ? instanceId : undefined);
-    // Before the back end (its checkpoints run there), closed after it.
+  // Before the back end (its checkpoints run there), closed after it.
   const housekeeping = new HousekeepingThread(WORKER_FILES.proc);
   let backend: StateBackend;
   try {
@@ -80,7 +80,10 @@ export async function composeService(config: Config, log: Logger, registries: Re
     let sse: SseHub | undefined;
     let supervisor: Supervisor | undefined;
     // Join before recovering anything, so a second process under a live instance's id stops before killing its jobs.
-    const membership = backend.kind === 'postgres' ? membershipOf(config, backend, instanceId, metrics, log, { streams: () => sse?.size ?? 0, fenceJudged: () => supervisor?.fenceJudged() ?? Promise.resolve(0) }) : null;
+    const membership =
+      backend.kind === 'postgres'
+        ? membershipOf(config, backend, instanceId, metrics, log, { streams: () => sse?.size ?? 0, fenceJudged: () => supervisor?.fenceJudged() ?? Promise.resolve(0) })
+        : null;
     const previousStart = membership ? await membership.join() : null;
     if (membership) cleanup.unshift(() => membership.stop());
     const pool = new SynthesisPool(config.workers.threads, WORKER_FILES, {
@@ -175,7 +178,14 @@ export async function composeService(config: Config, log: Logger, registries: Re
 }
 
 /** Cluster mode's membership of this instance (cluster.md, Operations): heartbeats, the judging of others, fencing. */
-function membershipOf(config: Config, backend: StateBackend, instanceId: string, metrics: ServiceMetrics, log: Logger, late: { streams: () => number; fenceJudged: () => Promise<number> }): Membership {
+function membershipOf(
+  config: Config,
+  backend: StateBackend,
+  instanceId: string,
+  metrics: ServiceMetrics,
+  log: Logger,
+  late: { streams: () => number; fenceJudged: () => Promise<number> },
+): Membership {
   return new Membership(backend.store, backend.bus, {
     id: instanceId,
     address: config.cluster.instanceUrl ?? `http://${hostForUrl(config.host)}:${config.port}`,
@@ -188,7 +198,9 @@ function membershipOf(config: Config, backend: StateBackend, instanceId: string,
       metrics.countLost(jobs);
     },
     onConnection: (connected, err) =>
-      connected ? log.warn({ instance: instanceId }, 'state database reachable again') : log.error({ instance: instanceId, err: (err as Error | undefined)?.message }, 'state database unreachable: heartbeats fail'),
+      connected
+        ? log.warn({ instance: instanceId }, 'state database reachable again')
+        : log.error({ instance: instanceId, err: (err as Error | undefined)?.message }, 'state database unreachable: heartbeats fail'),
     // The supervisor exists before the heartbeats start.
     onFenced: late.fenceJudged,
     onRejoined: (fenced) => log.error({ instance: instanceId, fencedJobs: fenced }, 'this instance was judged dead by another (it could not beat): its jobs marked lost were killed; it joined again'),
@@ -248,7 +260,10 @@ function prepareStore(config: Config, log: Logger): void {
   checkStoreRoot(config.dataDir);
   // The service can serve without its tool, but every generation request would be a 500: said now.
   if (!isFile(config.dispatchCli)) {
-    log.warn({ dispatchCli: config.dispatchCli }, `the dispatch tool ${config.dispatchCli} (DISPATCH_CLI) does not exist: generation requests answer 500 until it does (npm run build makes the default one)`);
+    log.warn(
+      { dispatchCli: config.dispatchCli },
+      `the dispatch tool ${config.dispatchCli} (DISPATCH_CLI) does not exist: generation requests answer 500 until it does (npm run build makes the default one)`,
+    );
   }
 }
 
@@ -272,7 +287,9 @@ function checkStoreRoot(dir: string): void {
     stat = fs.statSync(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ConfigError(`CONSOLE_DATA_DIR: ${dir} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${(err as Error).message})`}: set it to the engine store's folder, or unset it to serve the bundled sample store`);
+    throw new ConfigError(
+      `CONSOLE_DATA_DIR: ${dir} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${(err as Error).message})`}: set it to the engine store's folder, or unset it to serve the bundled sample store`,
+    );
   }
   if (!stat.isDirectory()) throw new ConfigError(`CONSOLE_DATA_DIR: ${dir} is not a folder: set it to the engine store's folder`);
 }

@@ -186,8 +186,17 @@ export class ServiceMetrics {
     fromTotal('console_events_stored_total', 'Events published here and stored in the state database.', f.eventsStored);
     fromTotal('console_sse_events_delivered_total', 'Event frames written to stream clients, live and replayed: one per event per client.', f.eventsDelivered);
     fromTotal('console_sse_slow_clients_dropped_total', 'Stream clients disconnected because their unsent bytes passed CONSOLE_SSE_MAX_QUEUE_BYTES.', f.slowClientsDropped);
-    fromTotal('console_sse_replay_pages_from_database_total', 'Replay pages read from the state database: streams resumed from a point older than the replay memory (CONSOLE_SSE_REPLAY_MEMORY_BYTES).', f.replayPagesFromDatabase);
-    fromTotal('console_worker_pool_busy_seconds_total', 'Time the worker threads spent running tasks (store reads, synthesis), summed over threads; its rate over console_worker_pool_threads is the utilisation.', f.poolBusyMs, 1 / 1000);
+    fromTotal(
+      'console_sse_replay_pages_from_database_total',
+      'Replay pages read from the state database: streams resumed from a point older than the replay memory (CONSOLE_SSE_REPLAY_MEMORY_BYTES).',
+      f.replayPagesFromDatabase,
+    );
+    fromTotal(
+      'console_worker_pool_busy_seconds_total',
+      'Time the worker threads spent running tasks (store reads, synthesis), summed over threads; its rate over console_worker_pool_threads is the utilisation.',
+      f.poolBusyMs,
+      1 / 1000,
+    );
     new Gauge({
       name: 'console_worker_pool_threads',
       help: 'Worker threads of the pool (CONSOLE_WORKER_THREADS).',

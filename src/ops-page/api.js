@@ -121,7 +121,10 @@ export function openStream(query, { onEvents, onState = () => {} }) {
         const res = await authorizedFetch(`/api/events/stream?${params}`, { headers, signal: controller.signal, cache: 'no-store' });
         if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
         onState('live');
-        const parser = sseParser((id, _data) => (lastId = id), (ms) => (retryMs = ms));
+        const parser = sseParser(
+          (id, _data) => (lastId = id),
+          (ms) => (retryMs = ms),
+        );
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         for (;;) {
           const { value, done } = await reader.read();

@@ -217,7 +217,10 @@ export function chartsView() {
         notes,
         [...histories.unreachable].map(([key, error]) => h('li', { class: 'error' }, `Instance ${key}: its history could not be read (${error}).`)),
       );
-      loading.then(() => draw(last), () => {});
+      loading.then(
+        () => draw(last),
+        () => {},
+      );
     },
     dispose() {
       disposed = true;

@@ -31,9 +31,7 @@ export function eventsView(hub, query = new URLSearchParams()) {
   const proposalId = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(query.get('proposalId') ?? '') ? query.get('proposalId') : null;
   const filters = { severities: new Set(SEVERITIES), scopePrefix: '', proposalId };
 
-  const checks = SEVERITIES.map((s) =>
-    h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'severity', value: s, checked: true, onchange: onFilter }), ' ', badge(s, 'severity')),
-  );
+  const checks = SEVERITIES.map((s) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'severity', value: s, checked: true, onchange: onFilter }), ' ', badge(s, 'severity')));
   const scope = h('input', { type: 'search', name: 'scopePrefix', placeholder: 'scope prefix, e.g. engine/generation', 'aria-label': 'Scope prefix', oninput: debounce(onFilter, 250) });
   const pause = h('button', { type: 'button', id: 'pause-events', onclick: togglePause }, 'Pause');
   const status = h('span', { class: 'muted', id: 'tail-status' });
@@ -42,9 +40,29 @@ export function eventsView(hub, query = new URLSearchParams()) {
     'section',
     { class: 'events-view', dataset: { proposal: proposalId ?? '' } },
     h('h1', {}, 'Events', proposalId ? [' of ', h('a', { href: `#/jobs/${encodeURIComponent(proposalId)}`, class: 'mono', id: 'events-job' }, proposalId)] : ''),
-    proposalId ? h('p', { class: 'notice', id: 'events-scope' }, `Only the events about ${proposalId}: its spawn, output lines, exit or loss, and decisions on it. `, h('a', { href: '#/events' }, 'Show every event')) : '',
+    proposalId
+      ? h(
+          'p',
+          { class: 'notice', id: 'events-scope' },
+          `Only the events about ${proposalId}: its spawn, output lines, exit or loss, and decisions on it. `,
+          h('a', { href: '#/events' }, 'Show every event'),
+        )
+      : '',
     h('form', { class: 'filters', onsubmit: (e) => e.preventDefault() }, h('span', {}, 'Severity'), checks, scope, pause, status),
-    h('table', { class: 'events' }, h('thead', {}, h('tr', {}, ['id', 'Time', 'Severity', 'Scope', 'Summary', 'Detail'].map((t) => h('th', {}, t)))), body),
+    h(
+      'table',
+      { class: 'events' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['id', 'Time', 'Severity', 'Scope', 'Summary', 'Detail'].map((t) => h('th', {}, t)),
+        ),
+      ),
+      body,
+    ),
   );
 
   const passes = (e) => filters.severities.has(e.severity) && e.scope.startsWith(filters.scopePrefix) && (filters.proposalId === null || aboutProposal(e, filters.proposalId));
@@ -140,7 +158,12 @@ export function eventsView(hub, query = new URLSearchParams()) {
   }
 
   function onFilter() {
-    filters.severities = new Set(checks.map((c) => c.querySelector('input')).filter((i) => i.checked).map((i) => i.value));
+    filters.severities = new Set(
+      checks
+        .map((c) => c.querySelector('input'))
+        .filter((i) => i.checked)
+        .map((i) => i.value),
+    );
     filters.scopePrefix = scope.value.trim();
     element.dataset.filters = `${[...filters.severities].join(',')}|${filters.scopePrefix}`;
     load();

@@ -61,7 +61,8 @@ export function judge(s, ready, recent, now = Date.now()) {
 
   // The process.
   const loop = recent.last('eventLoopDelayP99');
-  if (loop !== null && loop > LOOP_DELAY_DEGRADED_S) set('service', 'degraded', `the event loop was held: p99 delay ${say(seconds(loop))} in the last sample (more than ${say(seconds(LOOP_DELAY_DEGRADED_S))})`);
+  if (loop !== null && loop > LOOP_DELAY_DEGRADED_S)
+    set('service', 'degraded', `the event loop was held: p99 delay ${say(seconds(loop))} in the last sample (more than ${say(seconds(LOOP_DELAY_DEGRADED_S))})`);
 
   // Readiness.
   if (ready === null) set('readiness', 'degraded', 'GET /api/ready could not be read');
@@ -78,8 +79,10 @@ export function judge(s, ready, recent, now = Date.now()) {
   if (jobs.maxRunning > 0 && jobs.running >= jobs.maxRunning) set('jobs', 'degraded', `at the cap of ${say(count(jobs.maxRunning, 'running jobs'))}: new jobs answer 503`);
 
   // The event bus and its streams.
-  if (recent.slowClientsDropped > 0) set('bus', 'degraded', `${say(count(recent.slowClientsDropped, 'slow stream clients', 'slow stream client'))} dropped in the last 15 min (unsent bytes past CONSOLE_SSE_MAX_QUEUE_BYTES)`);
-  if (recent.replayPagesFromDatabase > 0) set('bus', 'degraded', `replays from the database: ${say(count(recent.replayPagesFromDatabase, 'pages'))} in the last 15 min (streams resumed from further back than the replay memory)`);
+  if (recent.slowClientsDropped > 0)
+    set('bus', 'degraded', `${say(count(recent.slowClientsDropped, 'slow stream clients', 'slow stream client'))} dropped in the last 15 min (unsent bytes past CONSOLE_SSE_MAX_QUEUE_BYTES)`);
+  if (recent.replayPagesFromDatabase > 0)
+    set('bus', 'degraded', `replays from the database: ${say(count(recent.replayPagesFromDatabase, 'pages'))} in the last 15 min (streams resumed from further back than the replay memory)`);
 
   // The worker pool.
   const util = recent.last('poolUtilization');
@@ -92,7 +95,8 @@ export function judge(s, ready, recent, now = Date.now()) {
   // The state database.
   const db = s.database ?? {};
   if (db.reachable === false) set('database', 'down', `unreachable: ${db.error ?? 'no answer'}${db.heldEvents ? `; ${say(count(db.heldEvents, 'events'))} held in memory until it answers` : ''}`);
-  if (db.backend === 'postgres' && db.reachable !== false && db.listening === false) set('database', 'degraded', 'not listening for the other instances’ notifications: their events arrive by the one-second poll');
+  if (db.backend === 'postgres' && db.reachable !== false && db.listening === false)
+    set('database', 'degraded', 'not listening for the other instances’ notifications: their events arrive by the one-second poll');
   if ((db.checkpointFailures ?? 0) > 0) set('database', 'degraded', `${say(count(db.checkpointFailures, 'WAL checkpoints', 'WAL checkpoint'))} failed`);
 
   // The instances of a cluster.

@@ -108,7 +108,14 @@ export function jobView(id, hub) {
       ['Cancel requested', job.cancelRequested ? 'yes' : 'no'],
     ];
     if (job.exitReason) rows.push(['Exit reason', job.exitReason]);
-    replace(header, h('dl', { class: 'facts', id: 'job-facts', dataset: { state: job.state } }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+    replace(
+      header,
+      h(
+        'dl',
+        { class: 'facts', id: 'job-facts', dataset: { state: job.state } },
+        rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
+      ),
+    );
     cancelButton.disabled = job.state !== 'running';
   }
 

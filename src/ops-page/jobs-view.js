@@ -107,11 +107,7 @@ export function jobsView(hub) {
   });
 
   function renderRunning() {
-    replace(
-      runningGroup,
-      h('h2', {}, `Running (${running.length})`),
-      running.length === 0 ? h('p', { class: 'muted' }, 'None.') : jobTable(running),
-    );
+    replace(runningGroup, h('h2', {}, `Running (${running.length})`), running.length === 0 ? h('p', { class: 'muted' }, 'None.') : jobTable(running));
   }
 
   function renderHistory() {
@@ -120,7 +116,11 @@ export function jobsView(hub) {
     replace(
       pager,
       h('button', { type: 'button', class: 'small', id: 'jobs-newer', disabled: cursors.length === 1, onclick: newer }, '← Newer'),
-      h('span', { class: 'muted', id: 'jobs-range' }, page.length === 0 ? (cursors.length === 1 ? 'No job matches.' : 'No older job matches.') : `Page ${cursors.length}: jobs ${first}–${first + page.length - 1}, newest first`),
+      h(
+        'span',
+        { class: 'muted', id: 'jobs-range' },
+        page.length === 0 ? (cursors.length === 1 ? 'No job matches.' : 'No older job matches.') : `Page ${cursors.length}: jobs ${first}–${first + page.length - 1}, newest first`,
+      ),
       h('button', { type: 'button', class: 'small', id: 'jobs-older', disabled: next === null, onclick: older }, 'Older →'),
     );
     replace(history, page.length === 0 ? h('p', { class: 'muted' }, 'None.') : jobTable(page, 'jobs-page'));
@@ -142,7 +142,15 @@ export function jobsView(hub) {
     return h(
       'table',
       { class: 'jobs', id },
-      h('thead', {}, h('tr', {}, ['Job', 'Project', 'State', 'Outcome', 'Started', 'Duration', 'rc', 'Lines out / err', 'Events', ''].map((t) => h('th', {}, t)))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Job', 'Project', 'State', 'Outcome', 'Started', 'Duration', 'rc', 'Lines out / err', 'Events', ''].map((t) => h('th', {}, t)),
+        ),
+      ),
       h(
         'tbody',
         {},
@@ -192,14 +200,28 @@ export function jobsView(hub) {
     };
     const checks = STATES.map((s) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'state', value: s, checked: true, onchange: changed }), ' ', badge(s)));
     const project = h('select', { name: 'projectId', 'aria-label': 'Project', onchange: changed }, h('option', { value: '' }, 'every project'));
-    const windowSelect = h('select', { name: 'window', 'aria-label': 'Started', onchange: changed }, WINDOWS.map(([v, label]) => h('option', { value: v }, label)));
+    const windowSelect = h(
+      'select',
+      { name: 'window', 'aria-label': 'Started', onchange: changed },
+      WINDOWS.map(([v, label]) => h('option', { value: v }, label)),
+    );
     const from = h('input', { type: 'datetime-local', name: 'from', 'aria-label': 'Started from', step: 1, onchange: changed });
     const to = h('input', { type: 'datetime-local', name: 'to', 'aria-label': 'Started before', step: 1, onchange: changed });
     const custom = h('span', { class: 'custom-window', hidden: true }, from, ' to ', to);
     api('/api/projects')
       .then((list) => project.append(...list.map((p) => h('option', { value: p.id }, p.id))))
       .catch(() => {});
-    const form = h('form', { class: 'filters', id: 'job-filters', onsubmit: (e) => e.preventDefault() }, h('span', {}, 'State'), checks, h('span', {}, 'Project'), project, h('span', {}, 'Started'), windowSelect, custom);
+    const form = h(
+      'form',
+      { class: 'filters', id: 'job-filters', onsubmit: (e) => e.preventDefault() },
+      h('span', {}, 'State'),
+      checks,
+      h('span', {}, 'Project'),
+      project,
+      h('span', {}, 'Started'),
+      windowSelect,
+      custom,
+    );
 
     /** Whether no state is checked: then no job matches, and nothing is asked. */
     const none = () => checks.every((c) => !c.querySelector('input').checked);
@@ -207,7 +229,10 @@ export function jobsView(hub) {
     /** The query of the filters. */
     function params() {
       const p = new URLSearchParams();
-      const states = checks.map((c) => c.querySelector('input')).filter((i) => i.checked).map((i) => i.value);
+      const states = checks
+        .map((c) => c.querySelector('input'))
+        .filter((i) => i.checked)
+        .map((i) => i.value);
       if (states.length < STATES.length) for (const s of states) p.append('state', s);
       if (project.value) p.set('projectId', project.value);
       const reach = WINDOWS.find(([v]) => v === windowSelect.value)?.[2];
@@ -228,7 +253,12 @@ export function jobsView(hub) {
     const shot = h('input', { name: 'shot', placeholder: 'shot id (optional)', 'aria-label': 'Shot id' });
     const dry = h('input', { type: 'checkbox', name: 'dryRun' });
     api('/api/projects')
-      .then((list) => replace(project, list.map((p) => h('option', { value: p.id }, p.title ? `${p.title} (${p.id})` : p.id))))
+      .then((list) =>
+        replace(
+          project,
+          list.map((p) => h('option', { value: p.id }, p.title ? `${p.title} (${p.id})` : p.id)),
+        ),
+      )
       .catch((err) => show(`Could not list the projects: ${err.message}`, true));
     const submit = async (e) => {
       e.preventDefault();
@@ -243,15 +273,7 @@ export function jobsView(hub) {
         show(`Launch refused: ${err.message}`, true);
       }
     };
-    return h(
-      'form',
-      { class: 'launch', onsubmit: submit },
-      h('strong', {}, 'Launch a generation job'),
-      project,
-      shot,
-      h('label', {}, dry, ' dry run'),
-      h('button', { type: 'submit' }, 'Launch'),
-    );
+    return h('form', { class: 'launch', onsubmit: submit }, h('strong', {}, 'Launch a generation job'), project, shot, h('label', {}, dry, ' dry run'), h('button', { type: 'submit' }, 'Launch'));
   }
 
   const unsubscribe = hub.subscribe((events) => {

@@ -119,7 +119,13 @@ export function statusView() {
       overall,
       h('strong', {}, worst === 'ok' ? 'All ok' : worst === 'down' ? 'Down' : 'Degraded'),
       s.instance ? ` — instance ${s.instance}` : '',
-      problems.length > 0 ? h('ul', {}, problems.map((p) => h('li', {}, p))) : '',
+      problems.length > 0
+        ? h(
+            'ul',
+            {},
+            problems.map((p) => h('li', {}, p)),
+          )
+        : '',
     );
     replace(
       content,
@@ -147,13 +153,24 @@ function group(key, title, judged, items) {
     'section',
     { class: 'card group', dataset: { section: key, state: judged.state } },
     h('header', {}, h('h2', {}, title), h('span', { class: 'health', dataset: { state: judged.state } }, judged.state)),
-    judged.reasons.length > 0 ? h('ul', { class: 'reasons' }, judged.reasons.map((r) => h('li', {}, r))) : null,
+    judged.reasons.length > 0
+      ? h(
+          'ul',
+          { class: 'reasons' },
+          judged.reasons.map((r) => h('li', {}, r)),
+        )
+      : null,
     h(
       'dl',
       { class: 'figures' },
       items.map((it) =>
         it.value
-          ? h('div', { class: 'row' }, h('dt', {}, it.label), h('dd', {}, h('span', { class: 'figure', dataset: { unit: it.value.unit } }, it.value.text, ' ', h('span', { class: 'unit' }, it.value.unit))))
+          ? h(
+              'div',
+              { class: 'row' },
+              h('dt', {}, it.label),
+              h('dd', {}, h('span', { class: 'figure', dataset: { unit: it.value.unit } }, it.value.text, ' ', h('span', { class: 'unit' }, it.value.unit))),
+            )
           : h('div', { class: it.wide ? 'row wide' : 'row' }, h('dt', {}, it.label), h('dd', { class: 'text', dataset: it.id ? { kind: 'id' } : {} }, it.text)),
       ),
     ),
@@ -267,10 +284,7 @@ function figuresOf(key, s, recent, ready) {
         fig(`${i.id}: stream clients`, count(i.streamClients, 'clients')),
       ]);
     case 'fallbacks':
-      return [
-        ...Object.entries(s.fallbacks ?? {}).map(([name, n]) => fig(name, count(n, 'raises'))),
-        fig('Raised in the last 15 min', count(recent.fallbacksRaised, 'raises')),
-      ];
+      return [...Object.entries(s.fallbacks ?? {}).map(([name, n]) => fig(name, count(n, 'raises'))), fig('Raised in the last 15 min', count(recent.fallbacksRaised, 'raises'))];
     case 'writeProxy': {
       const p = s.writeProxy ?? {};
       return [
@@ -307,7 +321,16 @@ function limitValue(name, v) {
   if (name.endsWith('_MS')) return duration(v);
   if (name.endsWith('_SECONDS')) return duration(v * 1000);
   if (name === 'CONSOLE_JOB_NICE') return { text: String(v), unit: 'nice' };
-  const nouns = { CONSOLE_MAX_RUNNING_JOBS: 'jobs', CONSOLE_JOB_HISTORY: 'jobs', CONSOLE_SWEEP_MAX_PASSES: 'passes', CONSOLE_EVENT_RETENTION: 'events', CONSOLE_EVENT_BACKLOG_MAX: 'events', CONSOLE_CLICKS_PER_PROJECT: 'clicks', CONSOLE_CLICKS_MAX_TOTAL: 'clicks', CONSOLE_STORE_JSON_MAX_DEPTH: 'levels' };
+  const nouns = {
+    CONSOLE_MAX_RUNNING_JOBS: 'jobs',
+    CONSOLE_JOB_HISTORY: 'jobs',
+    CONSOLE_SWEEP_MAX_PASSES: 'passes',
+    CONSOLE_EVENT_RETENTION: 'events',
+    CONSOLE_EVENT_BACKLOG_MAX: 'events',
+    CONSOLE_CLICKS_PER_PROJECT: 'clicks',
+    CONSOLE_CLICKS_MAX_TOTAL: 'clicks',
+    CONSOLE_STORE_JSON_MAX_DEPTH: 'levels',
+  };
   // A bound named otherwise counts what its name ends with (CONSOLE_…_ITEMS: items).
   const noun = nouns[name] ?? name.split('_').at(-1).toLowerCase();
   return { text: grouped(v), unit: noun };

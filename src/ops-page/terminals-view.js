@@ -42,7 +42,15 @@ export function terminalsView(hub) {
       h(
         'table',
         { class: 'terminals' },
-        h('thead', {}, h('tr', {}, ['Project', 'State', 'pid', 'Port', 'URL', 'Started', 'Ended', 'rc', ''].map((t) => h('th', {}, t)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Project', 'State', 'pid', 'Port', 'URL', 'Started', 'Ended', 'rc', ''].map((t) => h('th', {}, t)),
+          ),
+        ),
         h(
           'tbody',
           {},
@@ -88,7 +96,12 @@ export function terminalsView(hub) {
   }
 
   api('/api/projects')
-    .then((list) => replace(project, list.map((p) => h('option', { value: p.id }, p.id))))
+    .then((list) =>
+      replace(
+        project,
+        list.map((p) => h('option', { value: p.id }, p.id)),
+      ),
+    )
     .catch(() => {});
   const unsubscribe = hub.subscribe((events) => {
     if (events.some((e) => e.scope === 'terminal' || e.scope.startsWith('terminal/'))) refresh();

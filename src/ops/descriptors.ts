@@ -13,7 +13,10 @@ export interface DescriptorLimits {
 
 /** The soft and hard "Max open files" of this process (Infinity for unlimited), from /proc. */
 export function readDescriptorLimits(): { soft: number; hard: number } {
-  const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const line = fs
+    .readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
   const [soft, hard] = (line?.slice('Max open files'.length).trim().split(/\s+/) ?? []).map((v) => (v === 'unlimited' ? Infinity : Number(v)));
   return { soft: soft ?? NaN, hard: hard ?? NaN };
 }

@@ -33,15 +33,11 @@ export function utcDate(now: Date = new Date()): string {
  */
 export function checkStartupGuards(registries: Registries, today: string): GuardReport {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(today)) throw new RangeError(`today must be YYYY-MM-DD, got ${today}`);
-  const expired = registries.fallbacks
-    .filter((f) => f.retireBy !== null && f.retireBy < today)
-    .map((f) => ({ name: f.name, retireBy: f.retireBy as string }));
+  const expired = registries.fallbacks.filter((f) => f.retireBy !== null && f.retireBy < today).map((f) => ({ name: f.name, retireBy: f.retireBy as string }));
   const dead = registries.proposalKinds.filter((k) => k.executor === null).map((k) => k.name);
   const problems: string[] = [];
   if (expired.length > 0) {
-    problems.push(
-      `expired sanctioned fallbacks: ${expired.map((f) => `${f.name} (retire_by ${f.retireBy})`).join(', ')}`,
-    );
+    problems.push(`expired sanctioned fallbacks: ${expired.map((f) => `${f.name} (retire_by ${f.retireBy})`).join(', ')}`);
   }
   if (dead.length > 0) problems.push(`proposal kinds without executor: ${dead.join(', ')}`);
   if (problems.length > 0) {

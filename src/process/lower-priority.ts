@@ -16,13 +16,7 @@ const GROUP_TRIES = 90;
  * Sets `nice` (0..19) on `pid` and its autogroup; never throws. Group retries stop once `alive()`
  * is false (its pid may be reused); `firstTry` is called when the first group try settled.
  */
-export async function lowerPriority(
-  table: HousekeepingThread,
-  pid: number,
-  nice: number,
-  alive: () => boolean = () => true,
-  firstTry: () => void = () => {},
-): Promise<PriorityOutcome> {
+export async function lowerPriority(table: HousekeepingThread, pid: number, nice: number, alive: () => boolean = () => true, firstTry: () => void = () => {}): Promise<PriorityOutcome> {
   if (nice === 0) {
     firstTry();
     return { process: false, group: null };
@@ -31,8 +25,7 @@ export async function lowerPriority(
   try {
     os.setPriority(pid, nice);
     process = true;
-  } catch {
-  }
+  } catch {}
   for (let attempt = 1; ; attempt++) {
     const r = await table.groupNice(pid, nice);
     if (attempt === 1) firstTry();

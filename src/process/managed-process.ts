@@ -50,8 +50,7 @@ export function spawnManaged(table: HousekeepingThread, file: string, args: read
     child.stderr?.destroy();
     throw new ProcessSpawnError(file, refusal);
   }
-  child.on('error', () => {
-  });
+  child.on('error', () => {});
   return new ManagedProcess(table, child, child.pid, opts);
 }
 

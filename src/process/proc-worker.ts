@@ -52,6 +52,5 @@ function treePass(t: TreePassTask): TreePassResult {
 function send(target: number, signal: NodeJS.Signals): void {
   try {
     process.kill(target, signal);
-  } catch {
-  }
+  } catch {}
 }

@@ -22,6 +22,4 @@ export const GENERATION_EXECUTOR: ExecutorMarker = Object.freeze({
   path: '/api/proposals/generate',
 });
 
-export const PROPOSAL_KINDS: readonly ProposalKind[] = Object.freeze([
-  Object.freeze({ name: GENERATION_PROPOSAL, label: 'Generate', executor: GENERATION_EXECUTOR }),
-]);
+export const PROPOSAL_KINDS: readonly ProposalKind[] = Object.freeze([Object.freeze({ name: GENERATION_PROPOSAL, label: 'Generate', executor: GENERATION_EXECUTOR })]);

@@ -89,7 +89,7 @@ export interface TakeStateRecord {
   readonly primary: boolean;
   readonly circled: boolean;
   readonly rejected: boolean;
-    /** Incremented by every write: a mirror takes a row only when it is newer (absent on a record to write). */
+  /** Incremented by every write: a mirror takes a row only when it is newer (absent on a record to write). */
   readonly version?: number;
 }
 

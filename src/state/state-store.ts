@@ -2,10 +2,25 @@
 // Times are ISO-8601 UTC; event ids increase in commit order, so a reader that has seen id N has seen every
 // smaller one. Database faults surface as src/state/errors.ts ServiceErrors.
 import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
-import type { BusEvent, EventInput, JobEnd, } from '../bus/event.js';
+import type { BusEvent, EventInput, JobEnd } from '../bus/event.js';
 import type { EventRow } from '../bus/local-event-log.js';
 import type { JobPosition, JobQuery } from './job-query.js';
-import type { ClickRecord, DecisionRecord, InstanceRecord, JobRecord, MemoryToggleRecord, ProposalRecord, PutOutcome, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord, TerminalRecord, WorkspaceRecord, WorkspaceReport } from './records.js';
+import type {
+  ClickRecord,
+  DecisionRecord,
+  InstanceRecord,
+  JobRecord,
+  MemoryToggleRecord,
+  ProposalRecord,
+  PutOutcome,
+  RecentRecord,
+  SelectionRecord,
+  TakeActionRecord,
+  TakeStateRecord,
+  TerminalRecord,
+  WorkspaceRecord,
+  WorkspaceReport,
+} from './records.js';
 
 export type { ClickRecord, DecisionRecord, EventRow, InstanceRecord, JobRecord, TerminalRecord, MemoryToggleRecord, ProposalRecord, RecentRecord, SelectionRecord, TakeActionRecord, TakeStateRecord };
 export type { PutOutcome, WorkspaceRecord, WorkspaceReport };

@@ -1,6 +1,4 @@
-export { Supervisor, GENERATION_SCOPE, JOB_ENV, type GenerationRequest,
-  type SupervisorOptions,
-} from './supervisor.js';
+export { Supervisor, GENERATION_SCOPE, JOB_ENV, type GenerationRequest, type SupervisorOptions } from './supervisor.js';
 export {
   InvalidTransitionError,
   JobCapacityError,

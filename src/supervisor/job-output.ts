@@ -43,18 +43,21 @@ export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, jo
     gate.check();
   };
   const meters = [framingMeter(), framingMeter()] as const;
-  const drained = Promise.all([
-    frameLines(turns, child.stdout!, max, onLine('stdout'), gate, meters[0]),
-    frameLines(turns, child.stderr!, max, onLine('stderr'), gate, meters[1]),
-  ]);
+  const drained = Promise.all([frameLines(turns, child.stdout!, max, onLine('stdout'), gate, meters[0]), frameLines(turns, child.stderr!, max, onLine('stderr'), gate, meters[1])]);
   // The job is its whole tree, swept after the exit: group members would hold its pipes open,
   // detached descendants would run on unwatched.
   return job.proc.ended.then(async (ended) => {
     const busy = () => gate.held || meters[0].holding() || meters[1].holding();
-    await untilDrained(drained, () => meters[0].bytes + meters[1].bytes, busy, Math.max(options.killGraceMs, 1000), () => {
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-    });
+    await untilDrained(
+      drained,
+      () => meters[0].bytes + meters[1].bytes,
+      busy,
+      Math.max(options.killGraceMs, 1000),
+      () => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      },
+    );
     return ended;
   });
 }

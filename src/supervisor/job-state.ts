@@ -34,10 +34,7 @@ const STDOUT_LINE = Object.freeze({ next: RUNNING, severity: 'info' as Severity 
 const STDERR_LINE = Object.freeze({ next: RUNNING, severity: 'warning' as Severity });
 
 /** One table row: from `current` (null before the job exists) on `trigger`, the next status and the event's severity. @throws InvalidTransitionError otherwise. */
-export function transition(
-  current: JobStatus | null,
-  trigger: JobTrigger,
-): { readonly next: JobStatus; readonly severity: Severity } {
+export function transition(current: JobStatus | null, trigger: JobTrigger): { readonly next: JobStatus; readonly severity: Severity } {
   if (current === null) {
     if (trigger.kind === 'accepted') return { next: RUNNING, severity: 'info' };
   } else if (current.state === 'running') {

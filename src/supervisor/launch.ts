@@ -67,8 +67,7 @@ export function recordRefused(state: StateStore, instanceId: string, proposalId:
         await tx.jobs.finish(proposalId, { state: 'exited failed', endedAt: at, rc: null, signal: null, stdoutLines: 0, stderrLines: 0, exitReason: 'spawn failed', exitDetail: refused.message });
       });
     })
-    .catch(() => {
-    });
+    .catch(() => {});
 }
 
 /** Stores the running job, its pending GenerationProposal and spawn event in one transaction (cluster.md), or none. @throws the state store's error. */

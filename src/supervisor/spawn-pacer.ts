@@ -33,7 +33,7 @@ export class SpawnPacer {
     const give = this.queue.shift();
     if (give === undefined) return;
     this.held = true;
-    let timer: NodeJS.Timeout | undefined ;
+    let timer: NodeJS.Timeout | undefined;
     const done = () => {
       if (!this.held || timer === undefined) return;
       clearTimeout(timer);

@@ -362,4 +362,3 @@ function withoutOwner(job: JobRecord & { instanceId?: string }): JobRecord {
   const { instanceId: _owner, ...rec } = job;
   return rec;
 }
-

@@ -15,9 +15,7 @@ export function findProgram(bin: string, pathEnv: string | undefined): string {
     const candidate = path.resolve(dir, bin);
     if (!unusable(candidate)) return candidate;
   }
-  throw new TerminalProgramMissingError(
-    `terminal program "${bin}" not found on PATH; install ttyd or set TTYD_BIN to the program's path`,
-  );
+  throw new TerminalProgramMissingError(`terminal program "${bin}" not found on PATH; install ttyd or set TTYD_BIN to the program's path`);
 }
 
 /** Why `file` cannot be executed, or null when it can. */

@@ -21,9 +21,7 @@ export class PortPool {
       if (await isPortFree(this.probeHost, port)) return port;
       this.taken.delete(port);
     }
-    throw new TerminalPortsExhaustedError(
-      `no free terminal port in ${this.first}-${this.last} (${this.taken.size} held by terminals; CONSOLE_TTYD_PORTS)`,
-    );
+    throw new TerminalPortsExhaustedError(`no free terminal port in ${this.first}-${this.last} (${this.taken.size} held by terminals; CONSOLE_TTYD_PORTS)`);
   }
 
   release(port: number): void {

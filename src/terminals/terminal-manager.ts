@@ -169,17 +169,7 @@ export class TerminalManager implements Terminals {
       throw err;
     }
     const { child } = proc;
-    const t = new Terminal(
-      projectId,
-      port,
-      urlOf(this.options.urlHost, port),
-      cwd,
-      this.options.command,
-      shownArgv(program, args, credential),
-      new Date().toISOString(),
-      proc,
-      credential,
-    );
+    const t = new Terminal(projectId, port, urlOf(this.options.urlHost, port), cwd, this.options.command, shownArgv(program, args, credential), new Date().toISOString(), proc, credential);
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (s: string) => {
       t.stderrTail = (t.stderrTail + s).slice(-STDERR_TAIL_CHARS);
@@ -259,7 +249,6 @@ function isDirectory(p: string): boolean {
     return false;
   }
 }
-
 
 const READY_POLL_MS = 50;
 

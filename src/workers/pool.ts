@@ -6,7 +6,6 @@ import type { SynthesisRunner } from '../engine/runner.js';
 import type { SynthesisResult, SynthesisTask } from '../engine/synthesis-task.js';
 import { TaskDeadlines } from './task-deadlines.js';
 
-
 /** Worker flags: require(esm) off, where this Node has the flag (20.17 and later); the process worker (src/process) uses them too. */
 export const NO_REQUIRE_ESM = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module') ? ['--no-experimental-require-module'] : [];
 

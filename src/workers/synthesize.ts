@@ -22,7 +22,11 @@ export default function synthesizeTask(task: SynthesisTask): SynthesisResult {
   } else if (entry.generation < task.generation) {
     const held = entry.generation;
     kind = 'patched';
-    filesRead = patchProjectIndex(task.access, entry.index, task.changes.files.filter((f) => f.gen > held));
+    filesRead = patchProjectIndex(
+      task.access,
+      entry.index,
+      task.changes.files.filter((f) => f.gen > held),
+    );
     entry.generation = task.generation;
   }
   // A task of an older generation than the index held (another thread's turn) is answered

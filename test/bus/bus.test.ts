@@ -33,9 +33,7 @@ async function start(tmp?: string, env: Record<string, string> = {}): Promise<Te
 }
 
 function publishMany(t: TestService, n: number, make: (i: number) => Partial<EventInput> = () => ({})): BusEvent[] {
-  return Array.from({ length: n }, (_, i) =>
-    publishOn(t, { severity: 'info', scope: 'test/bus', summary: `e${i}`, ...make(i) }),
-  );
+  return Array.from({ length: n }, (_, i) => publishOn(t, { severity: 'info', scope: 'test/bus', summary: `e${i}`, ...make(i) }));
 }
 
 const dbFile = (t: TestService) => path.join(t.stateDir, 'console-state.db');

@@ -47,9 +47,7 @@ async function startProcess(env: Record<string, string>): Promise<string> {
   let stderr = '';
   child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
   const lines = readline.createInterface({ input: child.stdout! });
-  const exited = new Promise<never>((_, reject) =>
-    child?.once('exit', (code) => reject(new Error(`service exited (${code}) before listening: ${stderr}`))),
-  );
+  const exited = new Promise<never>((_, reject) => child?.once('exit', (code) => reject(new Error(`service exited (${code}) before listening: ${stderr}`))));
   const listening = new Promise<string>((resolve) => {
     lines.on('line', (line) => {
       try {

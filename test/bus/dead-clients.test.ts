@@ -245,9 +245,14 @@ describe('dead clients', () => {
       return fds.tcp === before.tcp && fds.total === before.total ? fds : undefined;
     }, 'the socket count to return to its start').catch(() => svc.fds());
     const snapAfter = await svc.snapshot();
-    const handles = (s: typeof snapBefore) => Object.entries(s.resources).map(([k, v]) => `${k} ${v}`).join(', ');
+    const handles = (s: typeof snapBefore) =>
+      Object.entries(s.resources)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
     console.log(
-      `dead-clients: ${CYCLES} connect/abort cycles (${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}; ${resets} by reset, the rest by FIN; ${PARALLEL} at a time, ${(cyclesMs / 1000).toFixed(1)} s): ` +
+      `dead-clients: ${CYCLES} connect/abort cycles (${Object.entries(counts)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}; ${resets} by reset, the rest by FIN; ${PARALLEL} at a time, ${(cyclesMs / 1000).toFixed(1)} s): ` +
         `service TCP sockets ${before.tcp} before, ${after.tcp} after (all sockets ${before.sockets} → ${after.sockets}, descriptors ${before.total} → ${after.total}); subscribers ${st.bus.subscribers} after; ` +
         `heap after a full GC ${MB(snapBefore.heapUsed)} MB → ${MB(snapAfter.heapUsed)} MB; handles before: ${handles(snapBefore)}; after: ${handles(snapAfter)}`,
     );

@@ -22,11 +22,17 @@ function framesAfter(m: RecentEvents, sinceId: number, limit: number, filter: Ev
   const page = m.framesAfter(sinceId, limit, filter, upTo);
   if (page === null) return null;
   const text = page.frames.toString('utf8');
-  const out = text === '' ? [] : text.slice(0, -2).split('\n\n').map((f) => {
-    const m = /^id: (\d+)\ndata: (.*)$/s.exec(f);
-    if (!m) throw new Error(`not a frame: ${JSON.stringify(f.slice(0, 80))}`);
-    return { id: Number(m[1]), data: m[2] as string };
-  });
+  const out =
+    text === ''
+      ? []
+      : text
+          .slice(0, -2)
+          .split('\n\n')
+          .map((f) => {
+            const m = /^id: (\d+)\ndata: (.*)$/s.exec(f);
+            if (!m) throw new Error(`not a frame: ${JSON.stringify(f.slice(0, 80))}`);
+            return { id: Number(m[1]), data: m[2] as string };
+          });
   expect(page.count).toBe(out.length);
   expect(page.lastId).toBe(out.at(-1)?.id ?? sinceId);
   return out;
@@ -136,14 +142,23 @@ describe('the replay memory', () => {
     expect(kept).toBeGreaterThan(2000);
     expect(framesAfter(m, m.floor, 100_000, ALL, id)).toEqual(made.slice(made.length - kept).map(framed));
     expect(ids(framesAfter(m, m.floor, 100_000, filter({ severities: ['warning'], scopePrefix: 's/3' }), id))).toEqual(
-      made.slice(made.length - kept).filter((r) => r.severity === 'warning' && r.scope === 's/3').map((r) => r.id),
+      made
+        .slice(made.length - kept)
+        .filter((r) => r.severity === 'warning' && r.scope === 's/3')
+        .map((r) => r.id),
     );
   });
 
   it('gives the last batch’s frames, every event of it, byte for byte, across pages and for events larger than a page', () => {
     const m = new RecentEvents(64 * 1024, 1_000_000, 0);
     let id = 0;
-    for (const [n, bytes] of [[3, 100], [200, 90], [1, 10_000], [2, 5000], [60, 1]] as const) {
+    for (const [n, bytes] of [
+      [3, 100],
+      [200, 90],
+      [1, 10_000],
+      [2, 5000],
+      [60, 1],
+    ] as const) {
       // Non-ASCII too: the frames are UTF-8.
       const batch = Array.from({ length: n }, () => ({ ...row(++id), data: `{"é":"${'x'.repeat(bytes)}→${id}"}` }));
       m.add(batch);

@@ -102,17 +102,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const say = (line: string) => log(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${line}`);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  const cluster: Cluster = await startCluster({
-    CONSOLE_INSTANCE_TIMEOUT_MS: String(INSTANCE_TIMEOUT_MS),
-    DISPATCH_CLI: fixture('slow-lines.mjs'),
-    CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: '60000',
-    CONSOLE_CLICKS_PER_PROJECT: '1000000',
-    CONSOLE_CLICKS_MAX_TOTAL: '1000000',
-    CONSOLE_MAX_RUNNING_JOBS: '256',
-    // Every event of a long run is kept: the checks look acknowledged writes up in them.
-    CONSOLE_EVENT_RETENTION: '2000000',
-    // Immediate stops of the database must not lose what it acknowledged.
-  }, { durableCommits: true });
+  const cluster: Cluster = await startCluster(
+    {
+      CONSOLE_INSTANCE_TIMEOUT_MS: String(INSTANCE_TIMEOUT_MS),
+      DISPATCH_CLI: fixture('slow-lines.mjs'),
+      CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: '60000',
+      CONSOLE_CLICKS_PER_PROJECT: '1000000',
+      CONSOLE_CLICKS_MAX_TOTAL: '1000000',
+      CONSOLE_MAX_RUNNING_JOBS: '256',
+      // Every event of a long run is kept: the checks look acknowledged writes up in them.
+      CONSOLE_EVENT_RETENTION: '2000000',
+      // Immediate stops of the database must not lose what it acknowledged.
+    },
+    { durableCommits: true },
+  );
   const nodes: Node[] = ['n1', 'n2', 'n3'].map((id) => ({ id, proc: null, paused: false, down: true }));
   const faults = { kills: 0, pauses: 0, databaseStops: 0 };
   const acknowledged: Record<string, number> = {};
@@ -410,7 +413,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     // Delivery caught up everywhere: a marker from each instance reaches every instance.
     const markers: string[] = [];
     for (const url of urls()) {
-      const r = await fetch(`${url}/api/internal/bus`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ severity: 'info', scope: 'test/chaos', summary: 'marker' }) });
+      const r = await fetch(`${url}/api/internal/bus`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ severity: 'info', scope: 'test/chaos', summary: 'marker' }),
+      });
       markers.push(((await r.json()) as { id: string }).id);
     }
     const lastMarker = Math.max(...markers.map(Number));
@@ -426,7 +433,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const eventsOn = await Promise.all(urls().map((url) => allStored(url)));
     const stored = eventsOn[0] as EngineEvent[];
     for (const [i, evs] of eventsOn.entries()) {
-      if (evs.length !== stored.length || evs.some((e, k) => e.id !== stored[k]?.id || e.summary !== stored[k]?.summary)) violations.push(`1. the events on ${nodes[i]!.id} differ from ${nodes[0]!.id}'s`);
+      if (evs.length !== stored.length || evs.some((e, k) => e.id !== stored[k]?.id || e.summary !== stored[k]?.summary))
+        violations.push(`1. the events on ${nodes[i]!.id} differ from ${nodes[0]!.id}'s`);
     }
     const opCount = new Map<string, number>();
     for (const e of stored) {
@@ -497,10 +505,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     // 3: jobs in one final state, the same on every instance, agreeing with their events.
     const jobsByState: Record<string, number> = {};
     for (const id of accepted.keys()) {
-      const seen = await Promise.all(urls().map(async (url) => {
-        const r = await fetch(`${url}/api/jobs/${id}`);
-        return r.status === 200 ? ((await r.json()) as JobView) : null;
-      }));
+      const seen = await Promise.all(
+        urls().map(async (url) => {
+          const r = await fetch(`${url}/api/jobs/${id}`);
+          return r.status === 200 ? ((await r.json()) as JobView) : null;
+        }),
+      );
       const j = seen[0];
       if (!j) {
         violations.push(`3. accepted job ${id} not found`);

@@ -110,7 +110,11 @@ describe('the history of a cluster', () => {
   it('shows one instance’s load in the history another one answers', async () => {
     const b = instances.get('b') as ServiceProcess;
     const a = instances.get('a') as ServiceProcess;
-    const res = await fetch(`${b.url}/api/proposals/generate`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ project: 'harbor-lights', shotId: 'flood5000' }) });
+    const res = await fetch(`${b.url}/api/proposals/generate`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ project: 'harbor-lights', shotId: 'flood5000' }),
+    });
     expect(res.status).toBe(202);
     await waitFor(async () => {
       const h = await historyOf(a.url);
@@ -127,8 +131,17 @@ describe('the history of a cluster', () => {
     process.kill(c.child.pid as number, 'SIGSTOP');
     try {
       const h = await historyOf(a.url);
-      expect(h.instances.find((i) => i.id === 'c')).toMatchObject({ reachable: false, times: [], error: expect.stringMatching(new RegExp(`^http://127\\.0\\.0\\.1:${c.port}/api/system-status/history\\?scope=instance: no answer within 2000 ms$`)) });
-      expect(h.instances.filter((i) => i.reachable).map((i) => i.id).sort()).toEqual(['a', 'b']);
+      expect(h.instances.find((i) => i.id === 'c')).toMatchObject({
+        reachable: false,
+        times: [],
+        error: expect.stringMatching(new RegExp(`^http://127\\.0\\.0\\.1:${c.port}/api/system-status/history\\?scope=instance: no answer within 2000 ms$`)),
+      });
+      expect(
+        h.instances
+          .filter((i) => i.reachable)
+          .map((i) => i.id)
+          .sort(),
+      ).toEqual(['a', 'b']);
     } finally {
       process.kill(c.child.pid as number, 'SIGCONT');
     }

@@ -91,7 +91,15 @@ describe('readConfig', () => {
   });
 
   it('reads cluster mode’s variables: a blank CONSOLE_DATABASE_URL is unset; the URL is a secret, never shown nor handed to children', () => {
-    expect(readConfig({}).cluster).toEqual({ databaseUrl: null, connectTimeoutMs: 10_000, instanceId: null, instanceTimeoutMs: 10_000, heldEventsMax: 100_000, storeRevalidateMs: 2000, instanceUrl: null });
+    expect(readConfig({}).cluster).toEqual({
+      databaseUrl: null,
+      connectTimeoutMs: 10_000,
+      instanceId: null,
+      instanceTimeoutMs: 10_000,
+      heldEventsMax: 100_000,
+      storeRevalidateMs: 2000,
+      instanceUrl: null,
+    });
     expect(readConfig({ CONSOLE_DATABASE_URL: '  ', CONSOLE_INSTANCE_ID: ' ' }).cluster).toMatchObject({ databaseUrl: null, instanceId: null });
     const url = 'postgres://console:s3cret@db:5432/console';
     const c = readConfig({ CONSOLE_DATABASE_URL: ` ${url} `, CONSOLE_INSTANCE_ID: 'host-1:8431', PATH: '/bin' });
@@ -127,9 +135,15 @@ describe('readConfig', () => {
   it('reads CONSOLE_ALLOWED_HOSTS into canonical hosts, with or without a port', () => {
     expect(readConfig({}).allowedHosts).toEqual([]);
     expect(readConfig({ CONSOLE_ALLOWED_HOSTS: ' ' }).allowedHosts).toEqual([]);
-    expect(
-      readConfig({ CONSOLE_ALLOWED_HOSTS: 'Console.Example, console.example.:8431,10.0.0.5,[0:0:0:0:0:0:0:5]:80, 0x7f.1, mesh-a, Compose_Service:8431' }).allowedHosts,
-    ).toEqual(['console.example', 'console.example:8431', '10.0.0.5', '[::5]:80', '127.0.0.1', 'mesh-a', 'compose_service:8431']);
+    expect(readConfig({ CONSOLE_ALLOWED_HOSTS: 'Console.Example, console.example.:8431,10.0.0.5,[0:0:0:0:0:0:0:5]:80, 0x7f.1, mesh-a, Compose_Service:8431' }).allowedHosts).toEqual([
+      'console.example',
+      'console.example:8431',
+      '10.0.0.5',
+      '[::5]:80',
+      '127.0.0.1',
+      'mesh-a',
+      'compose_service:8431',
+    ]);
   });
 
   it('names every bad variable at once', () => {

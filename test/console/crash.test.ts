@@ -86,25 +86,22 @@ function checkDatabase(file: string, acked: Acked): void {
   try {
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     const proposals = new Set((db.prepare('select id from proposals').all() as { id: string }[]).map((r) => r.id));
-    const created = new Set(
-      (db.prepare(`select json_extract(data, '$.payload.proposal_id') as id from events where scope = 'chat/proposals'`).all() as { id: string }[]).map((r) => r.id),
-    );
+    const created = new Set((db.prepare(`select json_extract(data, '$.payload.proposal_id') as id from events where scope = 'chat/proposals'`).all() as { id: string }[]).map((r) => r.id));
     for (const id of acked.proposals) {
       expect(proposals.has(id), `acknowledged proposal ${id}`).toBe(true);
       expect(created.has(id), `event of acknowledged proposal ${id}`).toBe(true);
     }
-    const decisions = new Map(
-      (db.prepare(`select json_extract(extra, '$.n') as n, proposal_id as id from decisions`).all() as { n: string; id: string }[]).map((r) => [r.n, r.id]),
-    );
-    const decisionEvents = new Set(
-      (db.prepare(`select json_extract(data, '$.payload.n') as n from events where scope = ?`).all(SCOPE) as { n: string }[]).map((r) => r.n),
-    );
+    const decisions = new Map((db.prepare(`select json_extract(extra, '$.n') as n, proposal_id as id from decisions`).all() as { n: string; id: string }[]).map((r) => [r.n, r.id]));
+    const decisionEvents = new Set((db.prepare(`select json_extract(data, '$.payload.n') as n from events where scope = ?`).all(SCOPE) as { n: string }[]).map((r) => r.n));
     for (const [n, id] of acked.decisions) {
       expect(decisions.get(n), `acknowledged decision ${n}`).toBe(id);
       expect(decisionEvents.has(n), `event of acknowledged decision ${n}`).toBe(true);
     }
     // A proposal is decided at most once: its status is the one decision that found it pending.
-    const firsts = db.prepare(`select p.id, p.status, count(d.id) as wins from proposals p left join decisions d on d.proposal_id = p.id and d.was_pending = 1 group by p.id`).all() as { status: string; wins: number }[];
+    const firsts = db.prepare(`select p.id, p.status, count(d.id) as wins from proposals p left join decisions d on d.proposal_id = p.id and d.was_pending = 1 group by p.id`).all() as {
+      status: string;
+      wins: number;
+    }[];
     for (const f of firsts) expect(f.wins).toBe(f.status === 'pending' ? 0 : 1);
     const clicks = new Set((db.prepare('select id from clicks').all() as { id: number }[]).map((r) => r.id));
     for (const id of acked.clicks) expect(clicks.has(id), `acknowledged click ${id}`).toBe(true);

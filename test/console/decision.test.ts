@@ -3,14 +3,7 @@
  * row, and the take-action and memory-toggle event builders (Events table, rule 5).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  DecisionValueError,
-  evaluateDecision,
-  evaluateTakeAction,
-  memoryToggleEvent,
-  nextTakeState,
-  type DecisionInput,
-} from '../../src/console/index.js';
+import { DecisionValueError, evaluateDecision, evaluateTakeAction, memoryToggleEvent, nextTakeState, type DecisionInput } from '../../src/console/index.js';
 import { PROPOSAL_KINDS, type ProposalKind } from '../../src/registry/index.js';
 
 const base: DecisionInput = { proposalId: 'prop_0123456789ab', decision: 'approved', kind: null, wasPending: true, scope: 'engine' };

@@ -53,7 +53,14 @@ beforeAll(async () => {
   const store = path.join(tmp, 'store');
   fs.cpSync(SAMPLE_STORE, store, { recursive: true });
   svc = await startServiceProcess({
-    env: { CONSOLE_API_TOKEN: TOKEN, CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: path.join(tmp, 'state'), DISPATCH_CLI: fixture('load-tool.mjs'), LOAD_LINES: '300', CONSOLE_HISTORY_SAMPLE_MS: '1000' },
+    env: {
+      CONSOLE_API_TOKEN: TOKEN,
+      CONSOLE_DATA_DIR: store,
+      CONSOLE_STATE_DIR: path.join(tmp, 'state'),
+      DISPATCH_CLI: fixture('load-tool.mjs'),
+      LOAD_LINES: '300',
+      CONSOLE_HISTORY_SAMPLE_MS: '1000',
+    },
   });
   // The kit's configuration, as documented, with this test's target, token file, rules and a 1 s interval.
   const config = YAML.parse(fs.readFileSync(path.join(DEPLOY, 'prometheus', 'prometheus.yml'), 'utf8')) as {
@@ -77,7 +84,9 @@ beforeAll(async () => {
 
   const port = await freePort();
   promUrl = `http://127.0.0.1:${port}`;
-  prometheus = spawn(binary, [`--config.file=${configFile}`, `--storage.tsdb.path=${path.join(tmp, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  prometheus = spawn(binary, [`--config.file=${configFile}`, `--storage.tsdb.path=${path.join(tmp, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   prometheus.stderr?.setEncoding('utf8').on('data', (d: string) => (promLog += d));
   let gone = false;
   void once(prometheus, 'exit').then(() => (gone = true));

@@ -67,8 +67,14 @@ describe('the alerting rules', () => {
     const cases = (YAML.parse(fs.readFileSync(TESTS, 'utf8')) as { tests: RuleTest[] }).tests.flatMap((x) => x.alert_rule_test ?? []);
     for (const { alert } of rules()) {
       const mine = cases.filter((c) => c.alertname === alert);
-      expect(mine.some((c) => c.exp_alerts.length > 0), `${alert} is shown firing`).toBe(true);
-      expect(mine.some((c) => c.exp_alerts.length === 0), `${alert} is shown not firing`).toBe(true);
+      expect(
+        mine.some((c) => c.exp_alerts.length > 0),
+        `${alert} is shown firing`,
+      ).toBe(true);
+      expect(
+        mine.some((c) => c.exp_alerts.length === 0),
+        `${alert} is shown not firing`,
+      ).toBe(true);
     }
   });
 

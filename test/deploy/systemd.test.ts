@@ -61,7 +61,8 @@ describe('the systemd unit', () => {
     const d = directives();
     expect(d.get('KillMode')).toEqual(['mixed']);
     expect(d.get('KillSignal')).toEqual(['SIGTERM']);
-    for (const name of ['NoNewPrivileges', 'ProtectHome', 'PrivateTmp', 'PrivateDevices', 'ProtectKernelTunables', 'ProtectControlGroups', 'RestrictSUIDSGID', 'LockPersonality']) expect(d.get(name), name).toEqual(['yes']);
+    for (const name of ['NoNewPrivileges', 'ProtectHome', 'PrivateTmp', 'PrivateDevices', 'ProtectKernelTunables', 'ProtectControlGroups', 'RestrictSUIDSGID', 'LockPersonality'])
+      expect(d.get(name), name).toEqual(['yes']);
     expect(d.get('ProtectSystem')).toEqual(['strict']);
     expect(d.get('CapabilityBoundingSet')).toEqual(['']);
     // The jobs' CPU priority is lowered with setpriority: @resources must stay allowed.

@@ -16,9 +16,7 @@ describe('dispatch tool: concurrent runs', () => {
   it(`gives ${RUNS} simultaneous runs on one shot distinct takes and intact receipts`, async () => {
     const before = readReceipts(store, 'harbor-lights').length;
 
-    const results = await Promise.all(
-      Array.from({ length: RUNS }, () => runCli(store, ['--project', 'harbor-lights', '--shot', 'sh010'])),
-    );
+    const results = await Promise.all(Array.from({ length: RUNS }, () => runCli(store, ['--project', 'harbor-lights', '--shot', 'sh010'])));
 
     expect(results.map((r) => r.code)).toEqual(Array(RUNS).fill(0));
     const written = results.map((r) => /^wrote take (tk_\d+) /.exec(r.stdout.at(-2) ?? '')?.[1]);

@@ -19,11 +19,7 @@ describe('dispatch tool: --dry-run', () => {
 
     expect(result.code).toBe(0);
     expect(result.stderr).toEqual([]);
-    expect(result.stdout).toEqual([
-      'plan: project=harbor-lights shot=sh010 model=local-testsrc-v1 parent=tk_0004 dry_run=true',
-      'dry run: next take would be tk_0009; nothing written',
-      'done',
-    ]);
+    expect(result.stdout).toEqual(['plan: project=harbor-lights shot=sh010 model=local-testsrc-v1 parent=tk_0004 dry_run=true', 'dry run: next take would be tk_0009; nothing written', 'done']);
     const after = snapshotTree(dir);
     const { 'receipts.jsonl': _receiptsAfter, ...restAfter } = after;
     const { 'receipts.jsonl': _receiptsBefore, ...restBefore } = before;

@@ -75,9 +75,7 @@ describe('dispatch tool: rendering a take', () => {
     const result = await runCli(store, ['--project', 'harbor-lights', '--shot', 'sh010', '--model', 'veo-3']);
 
     expect(result.code).toBe(0);
-    expect(result.stderr).toEqual([
-      'warning: model veo-3 is not available locally; rendering with the local-testsrc-v1 backend',
-    ]);
+    expect(result.stderr).toEqual(['warning: model veo-3 is not available locally; rendering with the local-testsrc-v1 backend']);
     const dir = projectDir(store, 'harbor-lights');
     expect(readJson(path.join(dir, 'takes', 'tk_0009.json')).model).toBe('local-testsrc-v1');
     expect(readReceipts(store, 'harbor-lights').at(-1)).toMatchObject({

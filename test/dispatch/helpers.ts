@@ -85,7 +85,10 @@ export function snapshotTree(dir: string): Record<string, string> {
     for (const entry of fs.readdirSync(path.join(dir, sub), { withFileTypes: true })) {
       const rel = path.join(sub, entry.name);
       if (entry.isDirectory()) walk(rel);
-      else result[rel] = createHash('sha256').update(fs.readFileSync(path.join(dir, rel))).digest('hex');
+      else
+        result[rel] = createHash('sha256')
+          .update(fs.readFileSync(path.join(dir, rel)))
+          .digest('hex');
     }
   };
   walk('');

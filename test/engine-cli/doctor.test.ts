@@ -23,11 +23,7 @@ function store() {
   return { ...s, env: { CONSOLE_DATA_DIR: s.dataDir, CONSOLE_STATE_DIR: s.stateDir } };
 }
 
-const findingsOf = (report: any) => [
-  ...report.projects.flatMap((p: any) => p.findings),
-  ...report.memory.findings,
-  ...report.store_findings,
-];
+const findingsOf = (report: any) => [...report.projects.flatMap((p: any) => p.findings), ...report.memory.findings, ...report.store_findings];
 
 describe('engine doctor on the sample store', () => {
   it('reports the legacy project only, with the migrate command, and exits 1', async () => {
@@ -177,7 +173,12 @@ describe('engine doctor on broken files', () => {
     expect(found).toEqual(
       expect.arrayContaining([
         ['projects/night-market/project.json', 'format', 'has the wrong type (a string, expected an integer)', 'set "format" by hand in projects/night-market/project.json: the integer 2'],
-        ['projects/harbor-lights/takes/tk_0003.json', 'take_id', 'has the wrong type (an integer, expected a non-empty string)', 'npm run engine -- doctor --project harbor-lights --fix (sets it to "tk_0003")'],
+        [
+          'projects/harbor-lights/takes/tk_0003.json',
+          'take_id',
+          'has the wrong type (an integer, expected a non-empty string)',
+          'npm run engine -- doctor --project harbor-lights --fix (sets it to "tk_0003")',
+        ],
       ]),
     );
   });
@@ -192,10 +193,11 @@ describe('engine doctor on broken files', () => {
       expect(res.status, route).toBe(422);
       const { detail } = (await res.json()) as any;
       const file = / in (\S+); add it/.exec(detail.remediation)?.[1];
-      expect(found.some((f: any) => f.file === file && f.field === detail.field), `${route}: ${detail.remediation}`).toBe(true);
-      expect(detail.fix_cli).toBe(
-        detail.project_id === null ? 'npm run engine -- doctor --fix' : `npm run engine -- doctor --project ${detail.project_id} --fix`,
-      );
+      expect(
+        found.some((f: any) => f.file === file && f.field === detail.field),
+        `${route}: ${detail.remediation}`,
+      ).toBe(true);
+      expect(detail.fix_cli).toBe(detail.project_id === null ? 'npm run engine -- doctor --fix' : `npm run engine -- doctor --project ${detail.project_id} --fix`);
     }
     expect((await t.get('/api/projects/older')).status).toBe(410);
     // Memory entries that cannot be used are left out of the list, each named by a warning
@@ -207,7 +209,10 @@ describe('engine doctor on broken files', () => {
     expect(skipped.map((e) => e.payload.file).sort()).toEqual(['memory/mara-wardrobe.json', 'memory/style-palette.json']);
     for (const e of skipped) {
       const p = e.payload as { file: string; field: string; project_id: string | null; fix_cli: string };
-      expect(found.some((f: any) => f.file === p.file && f.field === p.field), `${p.file}: ${e.detail}`).toBe(true);
+      expect(
+        found.some((f: any) => f.file === p.file && f.field === p.field),
+        `${p.file}: ${e.detail}`,
+      ).toBe(true);
       expect(p.fix_cli).toBe(p.project_id === null ? 'npm run engine -- doctor --fix' : `npm run engine -- doctor --project ${p.project_id} --fix`);
     }
   });

@@ -106,9 +106,7 @@ describe('engine migrate old-pilot', () => {
     const plan = await runCli(['migrate', '--project', 'old-pilot', '--dry-run', '--json'], s.env);
     expect(plan.code).toBe(0);
     expect(plan.json()).toMatchObject({ outcome: 'planned', state: 'legacy', reason: 'format 1 (project.yaml)', problems: [] });
-    expect(plan.json().steps).toContainEqual(
-      expect.objectContaining({ action: 'write', file: 'project.json', doc: { format: 2, id: 'old-pilot', title: 'Old Pilot', created_at: '2024-03-11' } }),
-    );
+    expect(plan.json().steps).toContainEqual(expect.objectContaining({ action: 'write', file: 'project.json', doc: { format: 2, id: 'old-pilot', title: 'Old Pilot', created_at: '2024-03-11' } }));
     expect(changedFiles(before, snapshot(s.dataDir))).toEqual([]);
   });
 
@@ -179,9 +177,7 @@ describe('engine migrate, other legacy shapes', () => {
     t = await startTestService({ tmp: s.tmp });
     const lineage = await json('/api/beats/scene-2/lineage?projectId=older');
     expect(lineage.status).toBe(200);
-    expect(lineage.body.edges.map((e: any) => `${e.from}>${e.to}`)).toEqual(
-      expect.arrayContaining(['beat:scene-2>shot:sh1', 'shot:sh1>take:tk_1', 'take:tk_1>take:tk_2']),
-    );
+    expect(lineage.body.edges.map((e: any) => `${e.from}>${e.to}`)).toEqual(expect.arrayContaining(['beat:scene-2>shot:sh1', 'shot:sh1>take:tk_1', 'take:tk_1>take:tk_2']));
   });
 
   it('resumes a run that stopped after copying the legacy files', async () => {

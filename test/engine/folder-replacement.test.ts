@@ -30,10 +30,8 @@ async function getJson(p: string): Promise<any> {
   return res.json();
 }
 
-const beatIds = async (project = P, episode = 1): Promise<string[]> =>
-  ((await getJson(`/api/projects/${project}/episodes/${episode}/scenes/main/beats`)) as { id: string }[]).map((b) => b.id);
-const takeIds = async (beat: string, project = P): Promise<string[]> =>
-  ((await getJson(`/api/beats/${beat}/takes?projectId=${project}`)) as { take_id: string }[]).map((x) => x.take_id);
+const beatIds = async (project = P, episode = 1): Promise<string[]> => ((await getJson(`/api/projects/${project}/episodes/${episode}/scenes/main/beats`)) as { id: string }[]).map((b) => b.id);
+const takeIds = async (beat: string, project = P): Promise<string[]> => ((await getJson(`/api/beats/${beat}/takes?projectId=${project}`)) as { take_id: string }[]).map((x) => x.take_id);
 const episodeIds = async (project = P): Promise<string[]> => ((await getJson(`/api/projects/${project}/episodes`)) as { id: string }[]).map((e) => e.id);
 const memoryIds = async (): Promise<string[]> => ((await getJson('/api/memory')) as { id: string }[]).map((m) => m.id);
 const projectIds = async (): Promise<string[]> => ((await getJson('/api/projects')) as { id: string }[]).map((p) => p.id);

@@ -41,9 +41,36 @@ type Op =
   | { kind: 'remove'; folder: 'shots' | 'takes'; name: string };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('shot' as const), name: fc.constantFrom(...SHOTS), episode: fc.integer({ min: 0, max: 3 }), beat: fc.constantFrom(...BEATS), order: fc.option(fc.integer({ min: 0, max: 5 })), extra: fc.nat(9) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('take' as const), name: fc.constantFrom(...TAKES), shot: fc.constantFrom(...SHOTS, 'nowhere'), parent: fc.option(fc.constantFrom(...TAKES)), created: fc.integer({ min: 0, max: 4 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('bad' as const), folder: fc.constantFrom('shots' as const, 'takes' as const), name: fc.constantFrom(...SHOTS.slice(0, 2), ...TAKES.slice(0, 2)), how: fc.constantFrom('json' as const, 'field' as const, 'folder' as const, 'dangling' as const) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('shot' as const),
+      name: fc.constantFrom(...SHOTS),
+      episode: fc.integer({ min: 0, max: 3 }),
+      beat: fc.constantFrom(...BEATS),
+      order: fc.option(fc.integer({ min: 0, max: 5 })),
+      extra: fc.nat(9),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('take' as const),
+      name: fc.constantFrom(...TAKES),
+      shot: fc.constantFrom(...SHOTS, 'nowhere'),
+      parent: fc.option(fc.constantFrom(...TAKES)),
+      created: fc.integer({ min: 0, max: 4 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('bad' as const),
+      folder: fc.constantFrom('shots' as const, 'takes' as const),
+      name: fc.constantFrom(...SHOTS.slice(0, 2), ...TAKES.slice(0, 2)),
+      how: fc.constantFrom('json' as const, 'field' as const, 'folder' as const, 'dangling' as const),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('remove' as const), folder: fc.constantFrom('shots' as const, 'takes' as const), name: fc.constantFrom(...SHOTS, ...TAKES) }) },
 );
 

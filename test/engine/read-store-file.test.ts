@@ -12,14 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MKNOD } from '../helpers/hostile-files.js';
-import {
-  listStoreDirSync,
-  readFolderEntryJsonSync,
-  readStoreFileSync,
-  readStoreJsonSync,
-  storeAccess,
-  type StoreFolder,
-} from '../../src/engine/read-store-file.js';
+import { listStoreDirSync, readFolderEntryJsonSync, readStoreFileSync, readStoreJsonSync, storeAccess, type StoreFolder } from '../../src/engine/read-store-file.js';
 
 let root: string;
 beforeAll(() => {

@@ -124,7 +124,11 @@ describe('a hostile project.json', () => {
     // Links and pipes under projects/ are not project folders: never listed.
     for (const other of ['fifo-entry', 'loop-entry', 'alias']) expect(ids).not.toContain(other);
     const warned = (await allEvents(t.url, 'severities=warning&scopePrefix=engine/projects')).map((e) => e.payload.project_id);
-    for (const kind of HOSTILE_KINDS) expect(warned.filter((w) => w === `pj-${kind.name}`), kind.name).toHaveLength(1);
+    for (const kind of HOSTILE_KINDS)
+      expect(
+        warned.filter((w) => w === `pj-${kind.name}`),
+        kind.name,
+      ).toHaveLength(1);
   });
 
   it('answers for odd entries of projects/ about that entry only: a pipe is no project, a link loop and a link to another project are 422', async () => {

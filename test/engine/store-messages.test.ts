@@ -67,7 +67,8 @@ describe('the messages of store files that cannot be used', () => {
     expect(episode).toEqual({
       status: 422,
       field: 'episode',
-      remediation: 'Canonical field "episode" has the wrong type (a string, expected an integer ≥ 0) in projects/episode-string/shots/sh020.json; make it an integer ≥ 0 (see engine-format.md) and reload.',
+      remediation:
+        'Canonical field "episode" has the wrong type (a string, expected an integer ≥ 0) in projects/episode-string/shots/sh020.json; make it an integer ≥ 0 (see engine-format.md) and reload.',
     });
     // The project list leaves it out, with a warning that says the same.
     const listed = ((await (await t.get('/api/projects')).json()) as { id: string }[]).map((p) => p.id);

@@ -122,13 +122,20 @@ describe('named pipes in the store', () => {
     expect(skipped).toHaveLength(1);
     expect(skipped[0]?.detail).toMatch(/not a regular file \(a named pipe\)/);
     // Clients asking for the pipes when the signal comes.
-    const inFlight = requests.map(([p, init]) => fetch(svc.url + p, init).then((r) => r.status, () => 'refused'));
+    const inFlight = requests.map(([p, init]) =>
+      fetch(svc.url + p, init).then(
+        (r) => r.status,
+        () => 'refused',
+      ),
+    );
     const signalled = Date.now();
     svc.child.kill('SIGTERM');
     const [code] = await svc.exited;
     const stoppedMs = Date.now() - signalled;
     const statuses = await Promise.all(inFlight);
-    console.log(`store-reads: SIGTERM with pipes in the store and ${inFlight.length} clients asking for them: exit ${code} after ${stoppedMs} ms (grace 2000 ms); their answers ${JSON.stringify(statuses)}`);
+    console.log(
+      `store-reads: SIGTERM with pipes in the store and ${inFlight.length} clients asking for them: exit ${code} after ${stoppedMs} ms (grace 2000 ms); their answers ${JSON.stringify(statuses)}`,
+    );
     expect(code).toBe(0);
     // Ceiling: the grace plus room for a loaded machine; a read stuck on a pipe never ends.
     expect(stoppedMs).toBeLessThan(20_000);
@@ -208,7 +215,7 @@ describe('big store files and the event loop', () => {
     const sorted = [...latencies].sort((a, b) => a - b);
     const q = (f: number) => (sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))] as number).toFixed(1);
     // Samples of the service's own loop delay (src/metrics/event-loop-delay.ts) past 250 ms, 1 s and 2.5 s.
-    const past = (le: string) => ((after.get('+Inf') ?? 0) - (before.get('+Inf') ?? 0)) - ((after.get(le) ?? 0) - (before.get(le) ?? 0));
+    const past = (le: string) => (after.get('+Inf') ?? 0) - (before.get('+Inf') ?? 0) - ((after.get(le) ?? 0) - (before.get(le) ?? 0));
     console.log(
       `store-reads: /api/health while 100 MB store files were read: ${latencies.length} requests, p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms; ` +
         `service loop-delay samples past 250 ms: ${past('0.25')}, past 1 s: ${past('1')}, past 2.5 s: ${past('2.5')}; ${results.map((r) => `${r.p} ${r.status} ${(r.bytes / 1e6).toFixed(0)} MB in ${r.ms} ms`).join(', ')}`,

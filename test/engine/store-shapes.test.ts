@@ -82,10 +82,8 @@ function fileOf(s: Shape, id: string): { file: string; rel: string; route: strin
         : '{"take_id":"tk_x","shot_id":"sh010","extra":';
   const whole = s.wrap ? `${entity}${inner}}` : inner;
   const text = s.cut === null ? whole : whole.slice(0, Math.floor(whole.length * s.cut));
-  const rel =
-    s.target === 'project' ? `projects/${id}/project.json` : s.target === 'shot' ? `projects/${id}/shots/sh_x.json` : `projects/${id}/takes/tk_x.json`;
-  const route =
-    s.target === 'project' ? `/api/projects/${id}` : s.target === 'shot' ? `/api/projects/${id}/episodes` : `/api/beats/b01/takes?projectId=${id}`;
+  const rel = s.target === 'project' ? `projects/${id}/project.json` : s.target === 'shot' ? `projects/${id}/shots/sh_x.json` : `projects/${id}/takes/tk_x.json`;
+  const route = s.target === 'project' ? `/api/projects/${id}` : s.target === 'shot' ? `/api/projects/${id}/episodes` : `/api/beats/b01/takes?projectId=${id}`;
   // A cut at the very end (`cut` 1) leaves the file whole.
   return { file: path.join(t.dataDir, ...rel.split('/')), rel, route, text, whole: text === whole };
 }

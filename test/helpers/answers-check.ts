@@ -211,7 +211,10 @@ export function checkRecordedAnswers(dir: string): CheckReport {
   let withoutBody = 0;
   let cut = 0;
   let relayed = 0;
-  for (const name of fs.readdirSync(dir).filter((f) => f.startsWith('answers-')).sort()) {
+  for (const name of fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith('answers-'))
+    .sort()) {
     files++;
     const text = fs.readFileSync(path.join(dir, name), 'utf8');
     const lines = text.split('\n');
@@ -261,7 +264,9 @@ export function formatReport(report: CheckReport, max = 60): string {
     if (e) e.n++;
     else byKey.set(k, { m, n: 1 });
   }
-  const lines = [...byKey.entries()].slice(0, max).map(([k, { m, n }]) => `  ${k}${n > 1 ? ` (×${n})` : ''} [${m.file}]${m.problem.includes('; body ') ? `\n      ${m.problem.slice(m.problem.indexOf('; body ') + 2)}` : ''}`);
+  const lines = [...byKey.entries()]
+    .slice(0, max)
+    .map(([k, { m, n }]) => `  ${k}${n > 1 ? ` (×${n})` : ''} [${m.file}]${m.problem.includes('; body ') ? `\n      ${m.problem.slice(m.problem.indexOf('; body ') + 2)}` : ''}`);
   return [
     `${report.mismatches.length} of ${report.answers} recorded answers (${report.files} services) do not match the OpenAPI document they were served with:`,
     ...lines,

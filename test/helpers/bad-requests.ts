@@ -77,16 +77,88 @@ function hostileIds(t: Targets): string[] {
   const o = t.outsideName;
   const i = t.insideName;
   return [
-    '..', '.', '...', '%2e%2e', '%2E%2E', '.%2e', '%2e.', '%252e%252e', '%c0%ae%c0%ae', '%ef%bc%8e%ef%bc%8e',
-    `../${i}`, `..%2F${i}`, `..%2f${i}`, `%2e%2e%2f${i}`, `%2e%2e/${i}`, `..%5c${i}`, `..\\${i}`, `media/../${i}`,
-    `../../${o}`, `../../../${o}`, `..%2F..%2F${o}`, `..%2f..%2f..%2f${o}`, `%2e%2e%2f%2e%2e%2f${o}`, `..\\..\\${o}`,
-    `%2e%2e%5c%2e%2e%5c${o}`, `....//....//${o}`, `..;/..;/${o}`,
-    t.outsideAbs, encodeURIComponent(t.outsideAbs), t.outsideAbs.replace(/\//g, '\\'), `%2F${encodeURIComponent(t.outsideAbs.slice(1))}`,
-    '/etc/passwd', '%2Fetc%2Fpasswd', '%2fetc%2fpasswd', 'C:\\Windows\\win.ini', 'file:%2F%2F%2Fetc%2Fpasswd',
-    'a/b', 'a%2Fb', 'a%2fb', '%2F', '/', 'a\\b', '%5C', '%5c', '\\', 'a%00b', '%00', `tk_0001.svg%00.png`, `${i}%00`, 'x%00..%2F',
-    t.dotName, `%2E${t.dotName.slice(1)}`, '.hidden', '.env', '-dash', '_under', '~', '~root', '$HOME', '${PATH}', '`id`', '$(id)',
-    'CON', 'NUL', 'aux.txt', 'x'.repeat(129), 'a..b', 'sp ace', 'semi;colon', 'q?x=1', 'h#frag', '%', '%zz', '%2', '%%32%65',
-    'ḧarbor', '𝔥arbor-lights', 'ハーバー', 'harbor\u200blights', 'harbor\u202elights', 'Ａ', 'tk_0001.svg\u0000',
+    '..',
+    '.',
+    '...',
+    '%2e%2e',
+    '%2E%2E',
+    '.%2e',
+    '%2e.',
+    '%252e%252e',
+    '%c0%ae%c0%ae',
+    '%ef%bc%8e%ef%bc%8e',
+    `../${i}`,
+    `..%2F${i}`,
+    `..%2f${i}`,
+    `%2e%2e%2f${i}`,
+    `%2e%2e/${i}`,
+    `..%5c${i}`,
+    `..\\${i}`,
+    `media/../${i}`,
+    `../../${o}`,
+    `../../../${o}`,
+    `..%2F..%2F${o}`,
+    `..%2f..%2f..%2f${o}`,
+    `%2e%2e%2f%2e%2e%2f${o}`,
+    `..\\..\\${o}`,
+    `%2e%2e%5c%2e%2e%5c${o}`,
+    `....//....//${o}`,
+    `..;/..;/${o}`,
+    t.outsideAbs,
+    encodeURIComponent(t.outsideAbs),
+    t.outsideAbs.replace(/\//g, '\\'),
+    `%2F${encodeURIComponent(t.outsideAbs.slice(1))}`,
+    '/etc/passwd',
+    '%2Fetc%2Fpasswd',
+    '%2fetc%2fpasswd',
+    'C:\\Windows\\win.ini',
+    'file:%2F%2F%2Fetc%2Fpasswd',
+    'a/b',
+    'a%2Fb',
+    'a%2fb',
+    '%2F',
+    '/',
+    'a\\b',
+    '%5C',
+    '%5c',
+    '\\',
+    'a%00b',
+    '%00',
+    `tk_0001.svg%00.png`,
+    `${i}%00`,
+    'x%00..%2F',
+    t.dotName,
+    `%2E${t.dotName.slice(1)}`,
+    '.hidden',
+    '.env',
+    '-dash',
+    '_under',
+    '~',
+    '~root',
+    '$HOME',
+    '${PATH}',
+    '`id`',
+    '$(id)',
+    'CON',
+    'NUL',
+    'aux.txt',
+    'x'.repeat(129),
+    'a..b',
+    'sp ace',
+    'semi;colon',
+    'q?x=1',
+    'h#frag',
+    '%',
+    '%zz',
+    '%2',
+    '%%32%65',
+    'ḧarbor',
+    '𝔥arbor-lights',
+    'ハーバー',
+    'harbor\u200blights',
+    'harbor\u202elights',
+    'Ａ',
+    'tk_0001.svg\u0000',
   ];
 }
 
@@ -181,7 +253,9 @@ function memberArb(name: string, schema: z.ZodType, depth: number): fc.Arbitrary
     default:
       typed = junk;
   }
-  return pool ? fc.oneof({ arbitrary: fc.constantFrom(...pool), weight: 3 }, { arbitrary: typed, weight: 2 }, { arbitrary: junk, weight: 1 }) : fc.oneof({ arbitrary: typed, weight: 4 }, { arbitrary: junk, weight: 1 });
+  return pool
+    ? fc.oneof({ arbitrary: fc.constantFrom(...pool), weight: 3 }, { arbitrary: typed, weight: 2 }, { arbitrary: junk, weight: 1 })
+    : fc.oneof({ arbitrary: typed, weight: 4 }, { arbitrary: junk, weight: 1 });
 }
 
 /** An object close to the schema's shape: some members dropped, some added, names in either case. */
@@ -202,9 +276,21 @@ function objectArb(shape: Record<string, z.ZodType>, depth = 0): fc.Arbitrary<Re
 
 const INVALID_JSON = ['{', '{"a":', 'nul', "{'a':1}", '[1,]', '{"a":1}}', '\u0000', 'NaN', '01', '{"a":1,}', '"unterminated', '{"a":"\\x"}', '\ufeff{}', '{"a" 1}', '}{', 'undefined', '[', ']'];
 const CONTENT_TYPES = [
-  'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=X', 'application/xml', 'application/jsonx', 'json',
-  'application/json; charset=utf-16', 'application/json; charset=latin1', 'application/json; charset=nope', 'APPLICATION/JSON',
-  'application/merge-patch+json', 'application/json; charset=utf-8', '', '*/*', 'application/*',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=X',
+  'application/xml',
+  'application/jsonx',
+  'json',
+  'application/json; charset=utf-16',
+  'application/json; charset=latin1',
+  'application/json; charset=nope',
+  'APPLICATION/JSON',
+  'application/merge-patch+json',
+  'application/json; charset=utf-8',
+  '',
+  '*/*',
+  'application/*',
 ];
 
 interface BodyPlan {
@@ -228,11 +314,13 @@ export function bodyArb(route: RouteSpec, t: Targets): fc.Arbitrary<BodyPlan> {
     { arbitrary: junk.map((v) => ({ body: json(v), headers: J, kind: 'random-json' })), weight: 3 },
     {
       // Deep nesting: arrays or objects some thousands of levels deep, within the size limit.
-      arbitrary: fc.record({ depth: fc.integer({ min: 100, max: Math.floor((limit - 200) / 7) }), obj: fc.boolean(), at: spot, top: fc.boolean(), base: plausible }).map(({ depth, obj, at, top, base }) => {
-        const nest = obj ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}${']'.repeat(depth)}`;
-        const text = top ? nest : JSON.stringify({ ...base, [at]: '\u0000NEST\u0000' }).replace('"\\u0000NEST\\u0000"', nest);
-        return { body: Buffer.from(text), headers: J, kind: 'deep-nesting' };
-      }),
+      arbitrary: fc
+        .record({ depth: fc.integer({ min: 100, max: Math.floor((limit - 200) / 7) }), obj: fc.boolean(), at: spot, top: fc.boolean(), base: plausible })
+        .map(({ depth, obj, at, top, base }) => {
+          const nest = obj ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}${']'.repeat(depth)}`;
+          const text = top ? nest : JSON.stringify({ ...base, [at]: '\u0000NEST\u0000' }).replace('"\\u0000NEST\\u0000"', nest);
+          return { body: Buffer.from(text), headers: J, kind: 'deep-nesting' };
+        }),
       weight: 2,
     },
     {
@@ -272,11 +360,13 @@ export function bodyArb(route: RouteSpec, t: Targets): fc.Arbitrary<BodyPlan> {
     },
     { arbitrary: fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => ({ body: Buffer.from(b), headers: J, kind: 'random-bytes' })), weight: 1 },
     {
-      arbitrary: fc.record({ ct: fc.constantFrom(...CONTENT_TYPES), base: plausible }).map(({ ct, base }): BodyPlan => ({
-        body: json(base),
-        headers: ct === '' ? {} : { 'content-type': ct },
-        kind: 'content-type',
-      })),
+      arbitrary: fc.record({ ct: fc.constantFrom(...CONTENT_TYPES), base: plausible }).map(
+        ({ ct, base }): BodyPlan => ({
+          body: json(base),
+          headers: ct === '' ? {} : { 'content-type': ct },
+          kind: 'content-type',
+        }),
+      ),
       weight: 2,
     },
     { arbitrary: fc.constantFrom<BodyPlan>({ headers: {}, kind: 'no-body' }, { body: Buffer.alloc(0), headers: J, kind: 'empty-body' }), weight: 1 },
@@ -307,15 +397,50 @@ export function queryArb(route: RouteSpec, t: Targets): fc.Arbitrary<string> {
     );
   const pair = (k: string) => fc.tuple(fc.constantFrom(k, SNAKE(k), `${k}[]`, k.toUpperCase()), value(k), fc.boolean()).map(([name, v, raw]) => `${name}=${raw ? sendable(v) : encodeURIComponent(v)}`);
   const pairs = keys.length > 0 ? fc.array(fc.oneof(...keys.map(pair)), { maxLength: 4 }) : fc.constant([] as string[]);
-  const extra = fc.array(fc.oneof(fc.constantFrom('a=1', 'token=x', '%zz=%zz', '&&', '=', '__proto__[x]=1', 'a[b][c]=1', 'limit=1&limit=2'), fc.string({ maxLength: 10 }).map(sendable)), { maxLength: 2 });
+  const extra = fc.array(fc.oneof(fc.constantFrom('a=1', 'token=x', '%zz=%zz', '&&', '=', '__proto__[x]=1', 'a[b][c]=1', 'limit=1&limit=2'), fc.string({ maxLength: 10 }).map(sendable)), {
+    maxLength: 2,
+  });
   return fc.tuple(pairs, extra, fc.nat(4)).map(([p, x, none]) => (none === 0 ? '' : [...p, ...x].length ? `?${[...p, ...x].join('&')}` : ''));
 }
 
 /** Extra headers some routes read: ranges and validators (media), Last-Event-ID (stream), and noise. */
 export const headerArb: fc.Arbitrary<Record<string, string>> = fc.dictionary(
-  fc.constantFrom('range', 'if-none-match', 'if-modified-since', 'if-range', 'if-match', 'if-unmodified-since', 'last-event-id', 'accept', 'accept-encoding', 'x-forwarded-for', 'origin', 'authorization', 'cookie'),
+  fc.constantFrom(
+    'range',
+    'if-none-match',
+    'if-modified-since',
+    'if-range',
+    'if-match',
+    'if-unmodified-since',
+    'last-event-id',
+    'accept',
+    'accept-encoding',
+    'x-forwarded-for',
+    'origin',
+    'authorization',
+    'cookie',
+  ),
   fc.oneof(
-    fc.constantFrom('bytes=0-10', 'bytes=-5', 'bytes=5-', 'bytes=10-5', 'bytes=0-0,2-3', 'bytes=999999-', 'bytes=x', '*', 'W/"x"', '"x"', 'Thu, 01 Jan 1970 00:00:00 GMT', 'not a date', '12', '-1', '99999999999999999999', 'Bearer x', 'null', 'gzip, br'),
+    fc.constantFrom(
+      'bytes=0-10',
+      'bytes=-5',
+      'bytes=5-',
+      'bytes=10-5',
+      'bytes=0-0,2-3',
+      'bytes=999999-',
+      'bytes=x',
+      '*',
+      'W/"x"',
+      '"x"',
+      'Thu, 01 Jan 1970 00:00:00 GMT',
+      'not a date',
+      '12',
+      '-1',
+      '99999999999999999999',
+      'Bearer x',
+      'null',
+      'gzip, br',
+    ),
     fc.string({ maxLength: 30 }).map((s) => s.replace(/[^\u0020-\u007e]/g, '')),
   ),
   { maxKeys: 2 },

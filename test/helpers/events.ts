@@ -90,7 +90,10 @@ export async function jobEventProblems(url: string, job: JobView): Promise<strin
     if (losts.length > 0) say(`${losts.length} lost events`);
     if (exits[0] && exits[0].payload.rc !== job.rc) say(`exit event rc ${String(exits[0].payload.rc)}, job rc ${job.rc}`);
     if (last !== undefined && last !== exits[0]) say(`"${last.summary}" after its exit event`);
-    for (const [source, count] of [['stdout', job.stdoutLines], ['stderr', job.stderrLines]] as const) {
+    for (const [source, count] of [
+      ['stdout', job.stdoutLines],
+      ['stderr', job.stderrLines],
+    ] as const) {
       const numbers = events.flatMap((e) => {
         const m = new RegExp(`^${job.proposalId} ${source} line (\\d+)`).exec(e.detail ?? '');
         return m ? [Number(m[1])] : [];

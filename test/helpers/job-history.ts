@@ -38,7 +38,16 @@ export function seedJobs(t: TestService, jobs: readonly SeededJob[]): void {
   db.transaction(() => {
     for (const j of jobs) {
       repo.insert({ proposalId: j.proposalId, projectId: j.projectId, pid: 4000, argv: ['node', 'dispatch', '--project', j.projectId], state: 'running', startedAt: j.startedAt });
-      repo.finish(j.proposalId, { state: j.state, endedAt: j.startedAt, rc: j.state === 'exited ok' ? 0 : 1, signal: null, stdoutLines: 3, stderrLines: 1, exitReason: j.state === 'lost' ? 'lost' : 'exited', exitDetail: null });
+      repo.finish(j.proposalId, {
+        state: j.state,
+        endedAt: j.startedAt,
+        rc: j.state === 'exited ok' ? 0 : 1,
+        signal: null,
+        stdoutLines: 3,
+        stderrLines: 1,
+        exitReason: j.state === 'lost' ? 'lost' : 'exited',
+        exitDetail: null,
+      });
     }
   })();
 }

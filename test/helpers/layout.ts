@@ -31,7 +31,8 @@ export function layoutProblems(page: Page, root: string, boxes: readonly string[
       const window = globalThis as unknown as { innerWidth: number; document: { documentElement: Box }; getComputedStyle(e: Box): { lineHeight: string; fontSize: string } };
       const getComputedStyle = (e: Box) => window.getComputedStyle(e);
       const out: string[] = [];
-      const name = (e: Box) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${e.className && typeof e.className === 'string' ? `.${e.className.trim().split(/\s+/).join('.')}` : ''} "${(e.textContent ?? '').trim().slice(0, 40)}"`;
+      const name = (e: Box) =>
+        `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${e.className && typeof e.className === 'string' ? `.${e.className.trim().split(/\s+/).join('.')}` : ''} "${(e.textContent ?? '').trim().slice(0, 40)}"`;
       const doc = window.document.documentElement;
       if (doc.scrollWidth > window.innerWidth) out.push(`the page is ${doc.scrollWidth} px wide in a ${window.innerWidth} px window`);
       const boxSelector = boxes.join(', ');
@@ -42,7 +43,8 @@ export function layoutProblems(page: Page, root: string, boxes: readonly string[
         const box = e.parentElement?.closest(boxSelector);
         if (box) {
           const b = box.getBoundingClientRect();
-          if (r.right > b.right + 0.5 || r.left < b.left - 0.5) out.push(`${name(e)} (${Math.round(r.left)}–${Math.round(r.right)} px) sticks out of ${name(box)} (${Math.round(b.left)}–${Math.round(b.right)} px)`);
+          if (r.right > b.right + 0.5 || r.left < b.left - 0.5)
+            out.push(`${name(e)} (${Math.round(r.left)}–${Math.round(r.right)} px) sticks out of ${name(box)} (${Math.round(b.left)}–${Math.round(b.right)} px)`);
         }
       }
       for (const e of el.querySelectorAll(single.join(', '))) {

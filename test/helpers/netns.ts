@@ -30,7 +30,7 @@ export function makeNetns(): Netns {
   const name = `cbt-${tag}`;
   const here = `vh${tag}`;
   const there = `vn${tag}`;
-  const b = 1 + (randomBytes(1)[0] as number) % 254;
+  const b = 1 + ((randomBytes(1)[0] as number) % 254);
   const c = (randomBytes(1)[0] as number) & 0xfc;
   const hostAddress = `10.${b}.${c}.1`;
   const nsAddress = `10.${b}.${c}.2`;
@@ -54,14 +54,19 @@ export function makeNetns(): Netns {
     nsAddress,
     run: (argv) =>
       new Promise((resolve, reject) => {
-        execFile('ip', ['netns', 'exec', name, ...argv], { encoding: 'utf8' }, (err, stdout, stderr) => (err ? reject(new Error(`${argv.join(' ')} in ${name}: ${stderr || err.message}`)) : resolve(stdout)));
+        execFile('ip', ['netns', 'exec', name, ...argv], { encoding: 'utf8' }, (err, stdout, stderr) =>
+          err ? reject(new Error(`${argv.join(' ')} in ${name}: ${stderr || err.message}`)) : resolve(stdout),
+        );
       }),
     close: () => cleanup(name, here),
   };
 }
 
 function cleanup(name: string, here: string): void {
-  for (const args of [['netns', 'del', name], ['link', 'del', here]]) {
+  for (const args of [
+    ['netns', 'del', name],
+    ['link', 'del', here],
+  ]) {
     try {
       ip(...args);
     } catch {

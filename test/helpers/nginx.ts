@@ -49,7 +49,8 @@ export function balancerConfig(port: number, upstreams: readonly string[], dir: 
   const body = upstream[2] as string;
   const servers = [...body.matchAll(/^( *)server (\S+)( [^;]*)?;$/gm)];
   const first = servers[0];
-  if (first === undefined || servers.map((m) => m[2]).join(',') !== DOCUMENTED.upstreams.join(',')) throw new Error(`${CLUSTER_CONF}: the upstream's servers are not ${DOCUMENTED.upstreams.join(', ')}`);
+  if (first === undefined || servers.map((m) => m[2]).join(',') !== DOCUMENTED.upstreams.join(','))
+    throw new Error(`${CLUSTER_CONF}: the upstream's servers are not ${DOCUMENTED.upstreams.join(', ')}`);
   // The block's own lines (comments) stay; its servers become the given ones, with the same parameters.
   const kept = body.split('\n').filter((l) => !/^ *server /.test(l));
   const lines = [...kept.slice(0, -1), ...upstreams.map((u) => `${first[1]}server ${u}${first[3] ?? ''};`)];

@@ -52,7 +52,26 @@ export function spellingArb(routes: readonly RouteSpec[], port: number): fc.Arbi
       query: fc.constantFrom('', '', '?a=1', '?token=x&b=%2F', '?%2F=%3F', '#frag'),
       absolute: fc.integer({ min: 0, max: 9 }),
       // About half the spellings keep the route; the others change it in one way.
-      breaking: fc.constantFrom('none', 'none', 'none', 'none', 'none', 'none', 'none', 'none', 'none', 'none', 'double-slash', 'dot-segment', 'dotdot-segment', 'encoded-separator', 'backslash', 'semicolon', 'leading-double-slash', 'method'),
+      breaking: fc.constantFrom(
+        'none',
+        'none',
+        'none',
+        'none',
+        'none',
+        'none',
+        'none',
+        'none',
+        'none',
+        'none',
+        'double-slash',
+        'dot-segment',
+        'dotdot-segment',
+        'encoded-separator',
+        'backslash',
+        'semicolon',
+        'leading-double-slash',
+        'method',
+      ),
       at: fc.nat(),
       method: fc.constantFrom(...METHODS),
       head: fc.boolean(),
@@ -139,7 +158,8 @@ export function spellingArb(routes: readonly RouteSpec[], port: number): fc.Arbi
           if (method !== sent && !(route.method === 'get' && (method === 'GET' || method === 'HEAD'))) sent = method;
           break;
       }
-      const changed = breaking === 'method' ? sent !== route.method.toUpperCase() && !(route.method === 'get' && sent === 'HEAD') : breaking === 'backslash' ? path.includes('\\') : breaking !== 'none';
+      const changed =
+        breaking === 'method' ? sent !== route.method.toUpperCase() && !(route.method === 'get' && sent === 'HEAD') : breaking === 'backslash' ? path.includes('\\') : breaking !== 'none';
       if (changed) {
         preserving = false;
         changes.push(breaking);

@@ -73,11 +73,7 @@ export interface ServiceProcess {
  * @param cleanup registers a function that kills the process (run by the caller after the test).
  * @throws when the service exits during start-up, with its stderr.
  */
-export async function startServiceProcess(
-  store: { dataDir: string; stateDir: string },
-  env: Record<string, string>,
-  cleanup: (fn: () => unknown) => void,
-): Promise<ServiceProcess> {
+export async function startServiceProcess(store: { dataDir: string; stateDir: string }, env: Record<string, string>, cleanup: (fn: () => unknown) => void): Promise<ServiceProcess> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const child = spawn(process.execPath, [fixture('gen-start-service.mjs')], {

@@ -93,8 +93,7 @@ export class KeepAliveClient {
           return;
         }
         const chunks: Buffer[] = [];
-        const done = (aborted: boolean) =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), streamCut: false, aborted });
+        const done = (aborted: boolean) => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), streamCut: false, aborted });
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => done(false));
         // The server cut the answer before its end: reported, never mistaken for a whole body.

@@ -13,25 +13,18 @@ export interface RawResponse {
   json(): any;
 }
 
-export function rawRequest(
-  base: string,
-  rawPath: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
-): Promise<RawResponse> {
+export function rawRequest(base: string, rawPath: string, opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawResponse> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: u.hostname, port: u.port, path: rawPath, method: opts.method ?? 'GET', headers: opts.headers, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
-        });
-        res.on('error', reject);
-      },
-    );
+    const req = http.request({ host: u.hostname, port: u.port, path: rawPath, method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+      });
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end(opts.body);
   });
@@ -55,7 +48,10 @@ export function rawExchange(base: string, head: string, body = ''): Promise<RawR
     socket.on('close', () => {
       const all = Buffer.concat(chunks);
       const split = all.indexOf('\r\n\r\n');
-      const lines = all.subarray(0, split === -1 ? all.length : split).toString('latin1').split('\r\n');
+      const lines = all
+        .subarray(0, split === -1 ? all.length : split)
+        .toString('latin1')
+        .split('\r\n');
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')?.[1] ?? 0);
       const headers: http.IncomingHttpHeaders = {};
       for (const l of lines.slice(1)) {

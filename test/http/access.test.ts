@@ -158,6 +158,8 @@ describe('CORS allow-list', () => {
     const generated = fc.sample(mutant, { numRuns: 4000, seed: 6 });
     const tried = [...new Set([...named, ...generated])];
     for (const origin of tried) expect({ origin, granted: await granted(origin) }).toEqual({ origin, granted: [null, null] });
-    console.log(`access: CORS granted ${ALLOWED.length} allowed origins and refused all ${tried.length} look-alikes (${named.length} named, the rest generated), each by a simple request and a preflight`);
+    console.log(
+      `access: CORS granted ${ALLOWED.length} allowed origins and refused all ${tried.length} look-alikes (${named.length} named, the rest generated), each by a simple request and a preflight`,
+    );
   });
 });

@@ -162,7 +162,9 @@ describe('the check of recorded answers against the OpenAPI document', () => {
     (projects[0] as { id: unknown }).id = 5;
     a.body = JSON.stringify(projects);
     a.meta.n = a.body.length;
-    expect(problems(check([a]))).toEqual([expect.stringMatching(/^GET \/api\/projects 200: the body does not match get \/api\/projects 200 application\/json: \/0\/id must be string \{"type":"string"\}; body \[/)]);
+    expect(problems(check([a]))).toEqual([
+      expect.stringMatching(/^GET \/api\/projects 200: the body does not match get \/api\/projects 200 application\/json: \/0\/id must be string \{"type":"string"\}; body \[/),
+    ]);
   });
 
   it('flags a content type the answer does not document', () => {

@@ -84,7 +84,12 @@ describe('with CONSOLE_API_TOKEN set', () => {
       const res = await hit(t, r);
       expect({ route: key(r), status: res.status }).toEqual({ route: key(r), status: 200 });
     }
-    expect(t.service.api.routes.filter((x) => OPEN.includes(key(x))).map(key).sort()).toEqual([...OPEN].sort());
+    expect(
+      t.service.api.routes
+        .filter((x) => OPEN.includes(key(x)))
+        .map(key)
+        .sort(),
+    ).toEqual([...OPEN].sort());
     // …spelled any way Express routes them, and with a wrong token too (it is not checked there).
     expect((await rawRequest(t.url, '/API/Health/')).status).toBe(200);
     expect((await t.get('/api/health', { headers: { authorization: 'Bearer nope' } })).status).toBe(200);

@@ -214,10 +214,7 @@ describe('bad input on every route', () => {
     const classes: Record<string, (a: FileAccess) => boolean> = {
       store: (a) => within(a.path, store) || within(a.path, stateDir),
       // The ops page's files (src/ops-page, served as they are) are its own code too.
-      code: (a) =>
-        [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) =>
-          within(a.path, d),
-        ),
+      code: (a) => [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) => within(a.path, d)),
       programs: (a) => [DISPATCH, TTYD, process.execPath].includes(a.path),
       kernel: (a) => ['/proc', '/sys/devices/system/cpu'].some((d) => within(a.path, d)),
       pathWalk: (a) => /stat|access/.test(a.call) && roots.some((r) => within(r, a.path)),
@@ -229,9 +226,7 @@ describe('bad input on every route', () => {
       if (cls) counts[cls] = (counts[cls] ?? 0) + 1;
       else forbidden.push(`${a.call} ${a.path}: ${a.line.slice(0, 300)}`);
     }
-    console.log(
-      `bad-input: strace saw ${accesses.length} file calls by the service after start-up (${children} child processes left out): ${JSON.stringify(counts)}, ${forbidden.length} elsewhere`,
-    );
+    console.log(`bad-input: strace saw ${accesses.length} file calls by the service after start-up (${children} child processes left out): ${JSON.stringify(counts)}, ${forbidden.length} elsewhere`);
     expect([...new Set(forbidden)]).toEqual([]);
     // The watch itself works: the service's reads of the store were seen.
     expect(counts.store).toBeGreaterThan(0);
@@ -264,4 +259,3 @@ describe('the body size limit (CONSOLE_MAX_BODY_BYTES)', () => {
     expect(readme).toMatch(/\| `CONSOLE_MAX_BODY_BYTES` \| `1048576` \| Request bodies above this answer 413\. \|/);
   });
 });
-

@@ -69,7 +69,10 @@ describe('POST /api/clicks and GET /api/clicks', () => {
     makeProjects(t, 'p1');
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => send(t!, 'POST', '/api/clicks', { projectId: 'p1', target: `t${i}` })));
     expect(answers.every((a) => a.status === 201)).toBe(true);
-    const newest = answers.map((a) => a.json.id as number).sort((x, y) => y - x).slice(0, 10);
+    const newest = answers
+      .map((a) => a.json.id as number)
+      .sort((x, y) => y - x)
+      .slice(0, 10);
     const kept = ((await send(t, 'GET', '/api/clicks?projectId=p1&limit=100')).json as { id: number }[]).map((c) => c.id);
     expect(kept).toEqual(newest);
   });
@@ -160,7 +163,10 @@ describe('CONSOLE_CLICKS_MAX_TOTAL', () => {
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => send(t!, 'POST', '/api/clicks', { projectId: ids[i % 5], target: `c${i}` })));
     expect(answers.every((a) => a.status === 201)).toBe(true);
     expect(count()).toBe(10);
-    const newest = answers.map((a) => a.json.id as number).sort((x, y) => y - x).slice(0, 10);
+    const newest = answers
+      .map((a) => a.json.id as number)
+      .sort((x, y) => y - x)
+      .slice(0, 10);
     expect(((await send(t, 'GET', '/api/clicks?limit=100')).json as { id: number }[]).map((c) => c.id)).toEqual(newest);
   });
 
@@ -188,7 +194,11 @@ describe('CONSOLE_CLICKS_MAX_TOTAL', () => {
     const appendMany = async (s: TestService, label: string, projects: [string, string]): Promise<number> => {
       const t0 = performance.now();
       for (let i = 0; i < N; i++) {
-        const r = await fetch(`${s.url}/api/clicks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ projectId: projects[i % 2], target: `${label}-${i}` }) });
+        const r = await fetch(`${s.url}/api/clicks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ projectId: projects[i % 2], target: `${label}-${i}` }),
+        });
         if (r.status !== 201) throw new Error(`append ${i}: ${r.status} ${await r.text()}`);
         await r.arrayBuffer();
       }

@@ -25,7 +25,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-const pending = async () => ((await (await fetch(`${t.url}/api/proposals`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'target' }) })).json()) as { proposalId: string }).proposalId;
+const pending = async () =>
+  ((await (await fetch(`${t.url}/api/proposals`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'target' }) })).json()) as { proposalId: string })
+    .proposalId;
 const statusOf = async (id: string) => ((await (await fetch(`${t.url}/api/proposals?limit=1000`)).json()) as { id: string; status: string }[]).find((p) => p.id === id)?.status;
 
 describe('a state-changing request from another site', () => {

@@ -128,7 +128,12 @@ describe('the service as a process, from a copy whose node_modules loses a modul
     // Once with the stack (the unexpected error), and its request line says why: both at error.
     const unhandled = forId.filter((l) => l.msg === 'unhandled error');
     expect(unhandled).toHaveLength(1);
-    expect(unhandled[0]).toMatchObject({ level: 50, method: 'POST', url: '/api/proposals/generate', err: { message: expect.stringContaining('Cannot find module'), stack: expect.stringContaining('Cannot find module') } });
+    expect(unhandled[0]).toMatchObject({
+      level: 50,
+      method: 'POST',
+      url: '/api/proposals/generate',
+      err: { message: expect.stringContaining('Cannot find module'), stack: expect.stringContaining('Cannot find module') },
+    });
     const requestLine = forId.find((l) => l.route === '/api/proposals/generate');
     expect(requestLine).toMatchObject({ level: 50, status: 500, code: 'internal', reason: expect.stringContaining('Cannot find module') });
     expect(lines(svc.stdout()).filter((l) => l.status === 500 && l.level !== 50)).toEqual([]);

@@ -126,14 +126,20 @@ describe('GET /api/events: order, limit and sinceId', () => {
     publishMany(3);
     for (const bad of ['0', '501', '-1', '1.5', 'abc', '']) {
       const detail = await expect422(`limit=${bad}`);
-      expect(detail.map((d) => d.loc), `limit=${bad}`).toEqual([['query', 'limit']]);
+      expect(
+        detail.map((d) => d.loc),
+        `limit=${bad}`,
+      ).toEqual([['query', 'limit']]);
     }
   });
 
   it('rejects a sinceId that is not decimal digits with a 422 at [query, sinceId]', async () => {
     for (const bad of ['abc', '-1', '1.5', '1e3', '']) {
       const detail = await expect422(`sinceId=${encodeURIComponent(bad)}`);
-      expect(detail.map((d) => d.loc), `sinceId=${bad}`).toEqual([['query', 'sinceId']]);
+      expect(
+        detail.map((d) => d.loc),
+        `sinceId=${bad}`,
+      ).toEqual([['query', 'sinceId']]);
     }
   });
 });
@@ -147,9 +153,7 @@ describe('GET /api/events: filters', () => {
 
     expect(ids(await list('severities=failure'))).toEqual(of('failure'));
     expect(ids(await list('severities=info&severities=failure'))).toEqual(of('info', 'failure'));
-    expect(ids(await list('severities=fallback&severities=warning&severities=success'))).toEqual(
-      of('fallback', 'warning', 'success'),
-    );
+    expect(ids(await list('severities=fallback&severities=warning&severities=success'))).toEqual(of('fallback', 'warning', 'success'));
     // A repeated value is the same filter, not an error.
     expect(ids(await list('severities=info&severities=info'))).toEqual(of('info'));
     for (const e of await list('severities=warning')) expect(e.severity).toBe('warning');
@@ -160,9 +164,7 @@ describe('GET /api/events: filters', () => {
     const failures = publishMany(40, () => ({ severity: 'failure' }));
     publishMany(100);
     expect(ids(await list('severities=failure&limit=5'))).toEqual(ids(failures.slice(35)));
-    expect(ids(await list(`severities=failure&limit=5&sinceId=${(failures[9] as BusEvent).id}`))).toEqual(
-      ids(failures.slice(10, 15)),
-    );
+    expect(ids(await list(`severities=failure&limit=5&sinceId=${(failures[9] as BusEvent).id}`))).toEqual(ids(failures.slice(10, 15)));
   });
 
   it('matches scopePrefix against the start of the scope only', async () => {
@@ -191,9 +193,7 @@ describe('GET /api/events: filters', () => {
     const published = publishMany(60, (i) => ({ severity: SEVS[i % 5], scope: i % 2 === 0 ? 'a/x' : 'b/x' }));
     const pass = published.filter((e) => (e.severity === 'info' || e.severity === 'failure') && e.scope.startsWith('a/'));
     const since = (pass[1] as BusEvent).id;
-    expect(ids(await list(`severities=info&severities=failure&scopePrefix=a/&sinceId=${since}&limit=3`))).toEqual(
-      ids(pass.slice(2, 5)),
-    );
+    expect(ids(await list(`severities=info&severities=failure&scopePrefix=a/&sinceId=${since}&limit=3`))).toEqual(ids(pass.slice(2, 5)));
     expect(ids(await list('severities=info&severities=failure&scopePrefix=a/&limit=2'))).toEqual(ids(pass.slice(-2)));
   });
 

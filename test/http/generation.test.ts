@@ -104,12 +104,7 @@ describe('the forwarded argument list (spec: Generation, rule 1)', () => {
     ],
     ['model without shot', '/api/proposals/generate', { project: PROJECT, model: 'm1' }, ['--project', PROJECT, '--model', 'm1']],
     ['empty model and shot id', '/api/proposals/generate', { project: PROJECT, model: '', shotId: '' }, ['--project', PROJECT]],
-    [
-      'null members and dryRun false',
-      '/api/proposals/generate',
-      { project: PROJECT, episode: null, shotId: null, model: null, dryRun: false },
-      ['--project', PROJECT],
-    ],
+    ['null members and dryRun false', '/api/proposals/generate', { project: PROJECT, episode: null, shotId: null, model: null, dryRun: false }, ['--project', PROJECT]],
     ['dry_run false (snake_case)', '/api/proposals/generate', { project: PROJECT, dry_run: false }, ['--project', PROJECT]],
     ['path project, empty body', `/api/generate/${PROJECT}`, {}, ['--project', PROJECT]],
     [
@@ -149,12 +144,8 @@ describe('generation events (spec: Events)', () => {
     });
     const lineView = view.slice(1, -1);
     // stdout and stderr are separate pipes: their relative order is not defined, each one's is.
-    expect(lineView.filter((e) => e.severity === 'info')).toEqual(
-      ['out 1', 'out 2', 'out 3'].map((summary) => ({ severity: 'info', scope: SCOPE, summary, payload: { source: 'dispatch_cli' } })),
-    );
-    expect(lineView.filter((e) => e.severity === 'warning')).toEqual([
-      { severity: 'warning', scope: SCOPE, summary: 'err 1', payload: { source: 'dispatch_cli' } },
-    ]);
+    expect(lineView.filter((e) => e.severity === 'info')).toEqual(['out 1', 'out 2', 'out 3'].map((summary) => ({ severity: 'info', scope: SCOPE, summary, payload: { source: 'dispatch_cli' } })));
+    expect(lineView.filter((e) => e.severity === 'warning')).toEqual([{ severity: 'warning', scope: SCOPE, summary: 'err 1', payload: { source: 'dispatch_cli' } }]);
     expect(lineView).toHaveLength(4);
     expect(view.at(-1)).toEqual({ severity: 'success', scope: SCOPE, summary: 'dispatch_cli exited rc=0', payload: { proposal_id: proposalId, rc: 0 } });
     expect(exit).toBe(all.at(-1));
@@ -197,14 +188,7 @@ describe('generation events (spec: Events)', () => {
     const { proposalId } = await generate(svc, { project: PROJECT });
 
     const { lines } = await waitForJobEvents(svc.url, proposalId);
-    expect(lines.map((e) => e.summary)).toEqual([
-      'bad \uFFFD\uFFFD bytes',
-      'crlf line',
-      '',
-      'x'.repeat(256),
-      'y'.repeat(256),
-      'no newline at the end',
-    ]);
+    expect(lines.map((e) => e.summary)).toEqual(['bad \uFFFD\uFFFD bytes', 'crlf line', '', 'x'.repeat(256), 'y'.repeat(256), 'no newline at the end']);
     expect(lines.every((e) => e.severity === 'info')).toBe(true);
   });
 
@@ -271,19 +255,16 @@ describe('generation errors (spec: Errors)', () => {
     await expectNothingStarted(svc);
   });
 
-  it.each(['bad..id', '.hidden', '%2E%2E%2Fetc', 'a%20b', '-rf'])(
-    'a malformed path project %s is a 400 with the guard message, and nothing is started',
-    async (segment) => {
-      const svc = await start(fixture('print-lines.mjs'));
+  it.each(['bad..id', '.hidden', '%2E%2E%2Fetc', 'a%20b', '-rf'])('a malformed path project %s is a 400 with the guard message, and nothing is started', async (segment) => {
+    const svc = await start(fixture('print-lines.mjs'));
 
-      const res = await svc.post(`/api/generate/${segment}`, {});
+    const res = await svc.post(`/api/generate/${segment}`, {});
 
-      expect(res.status).toBe(400);
-      const { detail } = (await res.json()) as { detail: string };
-      expect(detail).toMatch(/^invalid project /);
-      await expectNothingStarted(svc);
-    },
-  );
+    expect(res.status).toBe(400);
+    const { detail } = (await res.json()) as { detail: string };
+    expect(detail).toMatch(/^invalid project /);
+    await expectNothingStarted(svc);
+  });
 
   it.each([
     ['a missing project', {}, ['body', 'project'], 'missing'],

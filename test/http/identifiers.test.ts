@@ -70,7 +70,9 @@ describe('identifiers', () => {
 
   it('is stated in the OpenAPI document', async () => {
     const doc = (await (await t.get('/api/openapi.json')).json()) as { info: { description: string }; paths: any };
-    expect(doc.info.description).toMatch(/in the path or the query answers 400 `invalid_id`.*in a JSON body answers 422 `validation_failed` with an issue `\{ loc: \["body", <member>\], msg, type: "invalid_id" \}`/s);
+    expect(doc.info.description).toMatch(
+      /in the path or the query answers 400 `invalid_id`.*in a JSON body answers 422 `validation_failed` with an issue `\{ loc: \["body", <member>\], msg, type: "invalid_id" \}`/s,
+    );
     const start = doc.paths['/api/ttyd/start'].post;
     // Its only 400 is the framework's cut-short body (`bad_request`), never a malformed identifier.
     expect(start.responses['400']?.description ?? '').not.toMatch(/invalid_id/);

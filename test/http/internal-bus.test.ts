@@ -37,17 +37,19 @@ async function postFromNamespace(ns: Netns, host: string, port: number, body: un
 }
 
 /** POST with node:http from a chosen local address (the source address the server sees). */
-function postFrom(
-  host: string,
-  port: number,
-  localAddress: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; json: any }> {
+function postFrom(host: string, port: number, localAddress: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host, port, localAddress, path: '/api/internal/bus', method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)), ...headers } },
+      {
+        host,
+        port,
+        localAddress,
+        path: '/api/internal/bus',
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)), ...headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -84,11 +84,7 @@ describe('a job’s events', () => {
 
   it('GET /api/jobs/{id}/events answers exactly the job’s spawn, lines and exit, in order; none of the other job’s', async () => {
     const evs = await list(`/api/jobs/${a}/events`);
-    expect(evs.map((e) => e.summary)).toEqual([
-      expect.stringMatching(/^dispatch_cli spawned pid=\d+$/),
-      ...Array.from({ length: LINES }, (_, i) => `line ${i + 1}`),
-      'dispatch_cli exited rc=0',
-    ]);
+    expect(evs.map((e) => e.summary)).toEqual([expect.stringMatching(/^dispatch_cli spawned pid=\d+$/), ...Array.from({ length: LINES }, (_, i) => `line ${i + 1}`), 'dispatch_cli exited rc=0']);
     expect(evs).toEqual(mineA);
     // The two jobs ran at once (each held until both had started): B's lines sit between A's ids, and are left out.
     const bLines = (await allEvents(t.url, 'scopePrefix=engine/generation')).filter((e) => e.detail?.startsWith(`${b} `));

@@ -67,11 +67,19 @@ describe('GET /api/jobs with 10,000 jobs in the history', () => {
       ['projectId=night-market&limit=500', (j) => j.projectId === 'night-market'],
       [`from=${encodeURIComponent(startOf(2000))}&to=${encodeURIComponent(startOf(2600))}&limit=250`, (j) => j.startedAt >= startOf(2000) && j.startedAt < startOf(2600)],
       // A window given with an offset is the same instants.
-      ['from=2026-01-03T02:00:00%2B02:00&to=2026-01-03T05:00:00%2B02:00&state=exited+ok&project_id=old-pilot', (j) => j.startedAt >= '2026-01-03T00:00:00.000Z' && j.startedAt < '2026-01-03T03:00:00.000Z' && j.state === 'exited ok' && j.projectId === 'old-pilot'],
+      [
+        'from=2026-01-03T02:00:00%2B02:00&to=2026-01-03T05:00:00%2B02:00&state=exited+ok&project_id=old-pilot',
+        (j) => j.startedAt >= '2026-01-03T00:00:00.000Z' && j.startedAt < '2026-01-03T03:00:00.000Z' && j.state === 'exited ok' && j.projectId === 'old-pilot',
+      ],
     ];
     for (const [query, keep] of cases) {
       const { ids } = await follow(query);
-      expect(ids, query).toEqual(seeded.filter(keep).sort(newestFirst).map((j) => j.proposalId));
+      expect(ids, query).toEqual(
+        seeded
+          .filter(keep)
+          .sort(newestFirst)
+          .map((j) => j.proposalId),
+      );
       expect(ids.length, query).toBeGreaterThan(0);
     }
   });
@@ -101,7 +109,10 @@ describe('GET /api/jobs with 10,000 jobs in the history', () => {
       const res = await t.get(`/api/jobs?${query}`);
       expect(res.status, query).toBe(status);
       const body = (await res.json()) as { detail: { loc: string[] }[] };
-      expect(body.detail.map((d) => d.loc), query).toContainEqual(loc);
+      expect(
+        body.detail.map((d) => d.loc),
+        query,
+      ).toContainEqual(loc);
     }
     const bad = await t.get('/api/jobs?projectId=..%2Fx');
     expect(bad.status).toBe(400);

@@ -8,22 +8,7 @@ import { allEvents, waitFor, waitForJobEvents, type EngineEvent } from '../helpe
 import { fixture, startTestService, type TestService } from '../helpers/service.js';
 
 const PROJECT = 'harbor-lights';
-const JOB_FIELDS = [
-  'argv',
-  'cancelRequested',
-  'endedAt',
-  'exitDetail',
-  'exitReason',
-  'pid',
-  'projectId',
-  'proposalId',
-  'rc',
-  'signal',
-  'startedAt',
-  'stderrLines',
-  'stdoutLines',
-  'state',
-].sort();
+const JOB_FIELDS = ['argv', 'cancelRequested', 'endedAt', 'exitDetail', 'exitReason', 'pid', 'projectId', 'proposalId', 'rc', 'signal', 'startedAt', 'stderrLines', 'stdoutLines', 'state'].sort();
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 interface Job {

@@ -31,7 +31,7 @@ const HOSTILE: Record<string, string> = {
   'evil.css': 'body { background: red }',
   'evil.pdf': '%PDF-1.4 not really',
   'evil.EXE': 'MZ',
-  'noextension': `<script>${attack('noextension')}</script>`,
+  noextension: `<script>${attack('noextension')}</script>`,
   'EVIL.HTML': `<script>${attack('EVIL.HTML')}</script>`,
 };
 
@@ -82,10 +82,11 @@ describe('every media answer is inert', () => {
     // stands in the way) that loads them as scripts and a style sheet.
     await page.goto(`${t.url}/api/health`);
     const base = `/api/media/${P}`;
-    const tryLoad = (p: Promise<unknown>) => p.then(
-      () => 'loaded',
-      () => 'refused',
-    );
+    const tryLoad = (p: Promise<unknown>) =>
+      p.then(
+        () => 'loaded',
+        () => 'refused',
+      );
     const loaded = await Promise.all([
       tryLoad(page.addScriptTag({ url: `${base}/evil.js` })),
       tryLoad(page.addScriptTag({ url: `${base}/evil.mjs`, type: 'module' })),

@@ -133,8 +133,7 @@ describe('GET /api/metrics', () => {
     expect((await t.get('/api/projects/no-such-project')).status).toBe(404);
     expect((await t.get('/api/definitely/not/a/route')).status).toBe(404);
     const after = await scrape(t);
-    const count = (s: Samples, route: string, status: string, method = 'GET') =>
-      sum(s, 'console_http_request_duration_seconds_count', `method="${method}"`, `route="${route}"`, `status="${status}"`);
+    const count = (s: Samples, route: string, status: string, method = 'GET') => sum(s, 'console_http_request_duration_seconds_count', `method="${method}"`, `route="${route}"`, `status="${status}"`);
     expect(count(after, '/api/projects/:projectId', '200') - count(before, '/api/projects/:projectId', '200')).toBe(2);
     expect(count(after, '/api/projects/:projectId', '404') - count(before, '/api/projects/:projectId', '404')).toBe(1);
     expect(count(after, '(unmatched)', '404') - count(before, '(unmatched)', '404')).toBe(1);
@@ -160,8 +159,7 @@ describe('GET /api/metrics', () => {
 
   it('reports the event-loop delay', async () => {
     const t = await start();
-    const over = (s: Samples) =>
-      value(s, 'console_event_loop_delay_seconds_count') - value(s, 'console_event_loop_delay_seconds_bucket{le="0.25"}');
+    const over = (s: Samples) => value(s, 'console_event_loop_delay_seconds_count') - value(s, 'console_event_loop_delay_seconds_bucket{le="0.25"}');
     const before = await scrape(t);
     // Hold the event loop (the service runs in this process) for 400 ms, inside a check-phase
     // callback as a synchronous piece of request handling would.
@@ -218,7 +216,10 @@ describe('GET /api/metrics', () => {
     expect(text).not.toMatch(/^nodejs_active_\w+_total/m);
 
     const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-    if (check.error) throw new Error(`promtool is needed for this test and could not be run (${check.error.message}): install it (Debian package prometheus: apt-get install prometheus, which ships /usr/bin/promtool)`);
+    if (check.error)
+      throw new Error(
+        `promtool is needed for this test and could not be run (${check.error.message}): install it (Debian package prometheus: apt-get install prometheus, which ships /usr/bin/promtool)`,
+      );
     expect({ status: check.status, problems: `${check.stdout}${check.stderr}`.trim() }).toEqual({ status: 0, problems: '' });
   });
 });

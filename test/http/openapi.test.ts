@@ -102,7 +102,13 @@ describe('the OpenAPI document', () => {
       ids.add(o.operationId);
       const params = (o.parameters ?? []) as { in: string; name: string; required?: boolean; schema?: unknown }[];
       const pathParams = [...r.path.matchAll(/[:*]([A-Za-z_$][\w$]*)/g)].map((m) => m[1]);
-      expect(params.filter((p) => p.in === 'path').map((p) => p.name).sort(), where).toEqual([...pathParams].sort());
+      expect(
+        params
+          .filter((p) => p.in === 'path')
+          .map((p) => p.name)
+          .sort(),
+        where,
+      ).toEqual([...pathParams].sort());
       for (const p of params.filter((x) => x.in === 'path')) expect(p.required, `${where} ${p.name}`).toBe(true);
       if (r.query) {
         const names = params.filter((p) => p.in === 'query').map((p) => p.name);
@@ -148,7 +154,10 @@ describe('the OpenAPI document', () => {
       // The Host check runs before every route.
       expect(o.responses['421']?.description, `${where} 421`).toMatch(/CONSOLE_ALLOWED_HOSTS/);
       expect(o.responses['421']?.content?.['application/json']?.schema, `${where} 421`).toBeDefined();
-      expect(Object.keys(o.responses).some((s) => /^2\d\d$/.test(s)), `${where}: a success answer`).toBe(true);
+      expect(
+        Object.keys(o.responses).some((s) => /^2\d\d$/.test(s)),
+        `${where}: a success answer`,
+      ).toBe(true);
     }
   });
 
@@ -197,7 +206,10 @@ describe('the OpenAPI document', () => {
   it('passes Redocly’s linter (recommended rules) with no error, with and without the token', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-lint-'));
     try {
-      for (const [name, d] of [['open', doc], ['locked', lockedDoc]] as const) {
+      for (const [name, d] of [
+        ['open', doc],
+        ['locked', lockedDoc],
+      ] as const) {
         const file = path.join(dir, `${name}.json`);
         fs.writeFileSync(file, JSON.stringify(d));
         // Offline: no telemetry, no update check.
@@ -234,7 +246,9 @@ describe('the OpenAPI document', () => {
     for (const c of ANSWERED_CODES.filter((x) => ERROR_CATALOGUE[x].unrouted)) {
       expect(responses[c], c).toMatchObject({ 'x-status': ERROR_CATALOGUE[c].status, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } } });
     }
-    expect(Object.keys(responses)).toEqual(expect.arrayContaining(['route_not_found', 'method_not_allowed', 'host_not_allowed', 'unauthorized', 'shutting_down', 'malformed_request', 'headers_too_large']));
+    expect(Object.keys(responses)).toEqual(
+      expect.arrayContaining(['route_not_found', 'method_not_allowed', 'host_not_allowed', 'unauthorized', 'shutting_down', 'malformed_request', 'headers_too_large']),
+    );
     expect(responses.method_not_allowed.headers.Allow.required).toBe(true);
     expect(doc.info.description).toMatch(/404 `route_not_found`/);
     expect(doc.info.description).toMatch(/405 `method_not_allowed` whose `Allow` lists its methods/);

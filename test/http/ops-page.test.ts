@@ -68,7 +68,9 @@ describe('the ops page and the docs viewer over HTTP', () => {
     }
     // The pages, every module of the page, and the viewer's files from swagger-ui-dist.
     const modules = fs.readdirSync(PAGE_DIR).filter((f) => f.endsWith('.js') && f !== 'docs.js');
-    expect([...seen]).toEqual(expect.arrayContaining(['/', '/api/docs', '/ops/ops.css', '/ops/docs.js', '/ops/vendor/swagger-ui-bundle.js', '/ops/vendor/swagger-ui.css', ...modules.map((f) => `/ops/${f}`)]));
+    expect([...seen]).toEqual(
+      expect.arrayContaining(['/', '/api/docs', '/ops/ops.css', '/ops/docs.js', '/ops/vendor/swagger-ui-bundle.js', '/ops/vendor/swagger-ui.css', ...modules.map((f) => `/ops/${f}`)]),
+    );
     // No inline script in either page: the policy would refuse it.
     for (const page of ['index.html', 'docs.html']) expect(fs.readFileSync(path.join(PAGE_DIR, page), 'utf8')).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
   });
@@ -102,7 +104,14 @@ describe('the ops page and the docs viewer over HTTP', () => {
       expect({ url, status: res.status }).toEqual({ url, status: 200 });
       await res.body?.cancel();
     }
-    for (const [method, url] of [['GET', '/api/jobs'], ['GET', '/ops/nope.js'], ['GET', '/nope'], ['POST', '/'], ['GET', '/ops/'], ['GET', '/src/ops-page/app.js']]) {
+    for (const [method, url] of [
+      ['GET', '/api/jobs'],
+      ['GET', '/ops/nope.js'],
+      ['GET', '/nope'],
+      ['POST', '/'],
+      ['GET', '/ops/'],
+      ['GET', '/src/ops-page/app.js'],
+    ]) {
       const res = await locked.get(url as string, { method });
       expect({ method, url, status: res.status }).toEqual({ method, url, status: 401 });
       await res.body?.cancel();

@@ -186,11 +186,7 @@ describe('POST /api/proposals/{id}/decision: the decision table', () => {
 
     expect([a.json.deferredExecution, b.json.deferredExecution, c.json.deferredExecution]).toEqual([true, true, false]);
     const events = await eventsAfter(svc, since);
-    expect(events.map((e) => e.summary)).toEqual([
-      `ReshootProposal approved (${stored})`,
-      `Proposal approved (${none})`,
-      `Generate approved (${overridden})`,
-    ]);
+    expect(events.map((e) => e.summary)).toEqual([`ReshootProposal approved (${stored})`, `Proposal approved (${none})`, `Generate approved (${overridden})`]);
     expect(events.map((e) => e.payload.kind)).toEqual(['ReshootProposal', null, 'GenerationProposal']);
     expect(events.map((e) => e.payload.deferred_execution)).toEqual([true, true, false]);
     expect(events.map((e) => e.severity)).toEqual(['success', 'success', 'success']);
@@ -273,9 +269,7 @@ describe('a generation request’s gen_ id', () => {
     expect(gen.status).toBe(202);
     const id = gen.json.proposalId as string;
     await waitForJobEvents(svc.url, id);
-    expect((await send(svc, 'GET', '/api/proposals?status=pending')).json).toEqual([
-      expect.objectContaining({ id, kind: 'GenerationProposal', status: 'pending' }),
-    ]);
+    expect((await send(svc, 'GET', '/api/proposals?status=pending')).json).toEqual([expect.objectContaining({ id, kind: 'GenerationProposal', status: 'pending' })]);
     const since = mark(svc);
 
     const r = await send(svc, 'POST', `/api/proposals/${id}/approve`);
@@ -303,9 +297,7 @@ describe('concurrent decisions on one pending id', () => {
 
     const answers = await Promise.all(
       Array.from({ length: N }, (_, i) =>
-        i % 2 === 0
-          ? send(svc, 'POST', `/api/proposals/${id}/${verbs[i % 3]}`)
-          : decide(svc, id, { decision: ['approved', 'rejected', 'deferred'][i % 3], extra: { i } }),
+        i % 2 === 0 ? send(svc, 'POST', `/api/proposals/${id}/${verbs[i % 3]}`) : decide(svc, id, { decision: ['approved', 'rejected', 'deferred'][i % 3], extra: { i } }),
       ),
     );
 

@@ -114,10 +114,19 @@ describe('write proxy decisions over generated spellings of every route', () => 
         const forwarded = received.slice(before);
         if (isForwardedMutation(m)) {
           expect(m?.spec.path, where).not.toBe('/api/internal/bus');
-          expect(forwarded.map((r) => [r.method, r.url]), where).toEqual([[s.method, forwardedTarget(m!, s.target.replace(/^http:\/\/[^/]+/, ''))]]);
+          expect(
+            forwarded.map((r) => [r.method, r.url]),
+            where,
+          ).toEqual([[s.method, forwardedTarget(m!, s.target.replace(/^http:\/\/[^/]+/, ''))]]);
           expect(forwarded[0]?.url, where).not.toContain('//');
           // No dot-segment that a server on the way would remove (RFC 3986, 5.2.4).
-          expect(forwarded[0]?.url.split('?')[0]?.split('/').filter((seg) => seg === '.' || seg === '..'), where).toEqual([]);
+          expect(
+            forwarded[0]?.url
+              .split('?')[0]
+              ?.split('/')
+              .filter((seg) => seg === '.' || seg === '..'),
+            where,
+          ).toEqual([]);
           expect(String(forwarded[0]?.headers.forwarded), where).toBe(`for=127.0.0.1;host="${frontHost}";proto=http`);
           expect(String(forwarded[0]?.headers['x-forwarded-for']), where).toBe('127.0.0.1');
           expect(res.status, where).toBe(299);
@@ -166,7 +175,9 @@ describe('the internal bus behind the write proxy', () => {
       expect(await allEvents(upstream.url, 'scopePrefix=test/bus-spelling')).toEqual([]);
       // Spellings with a method other than POST reach other routes (or none): none is the bus.
       const local = (await allEvents(viaFront.url, 'scopePrefix=test/bus-spelling')).length;
-      console.log(`proxy-spellings: ${spellings.length} spellings of POST /api/internal/bus sent to a front: ${local} stored by the front itself, 0 on the upstream, ${status.writeProxy.forwarded} forwarded (other methods reaching mutations); statuses ${JSON.stringify(Object.fromEntries(statuses))}`);
+      console.log(
+        `proxy-spellings: ${spellings.length} spellings of POST /api/internal/bus sent to a front: ${local} stored by the front itself, 0 on the upstream, ${status.writeProxy.forwarded} forwarded (other methods reaching mutations); statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+      );
       expect(local).toBeGreaterThan(0);
 
       // And were one forwarded, the upstream would refuse it: the headers a front adds (those

@@ -34,9 +34,7 @@ describe('GET /api/projects', () => {
   it('reports the legacy project with exactly one warning event, however often it is listed', async () => {
     await json('/api/projects');
     await json('/api/projects');
-    const warnings = (await allEvents(t.url, 'severities=warning&scopePrefix=engine/projects')).filter(
-      (e) => e.payload.project_id === 'old-pilot',
-    );
+    const warnings = (await allEvents(t.url, 'severities=warning&scopePrefix=engine/projects')).filter((e) => e.payload.project_id === 'old-pilot');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ severity: 'warning', scope: 'engine/projects' });
     expect(warnings[0]!.summary).toContain('old-pilot');
@@ -144,19 +142,10 @@ describe('takes and lineage', () => {
     expect(status).toBe(200);
     expect(body.root).toEqual({ kind: 'beat', id: 'b01' });
     const keys = body.nodes.map((n: any) => n.key);
-    expect(keys).toEqual(
-      expect.arrayContaining(['beat:b01', 'shot:sh010', 'shot:sh020', 'take:tk_0001', 'take:tk_0002', 'take:tk_0003', 'take:tk_0004', 'take:tk_0005']),
-    );
+    expect(keys).toEqual(expect.arrayContaining(['beat:b01', 'shot:sh010', 'shot:sh020', 'take:tk_0001', 'take:tk_0002', 'take:tk_0003', 'take:tk_0004', 'take:tk_0005']));
     const edges = body.edges.map((e: any) => `${e.from}>${e.to}`);
     expect(edges).toEqual(
-      expect.arrayContaining([
-        'beat:b01>shot:sh010',
-        'shot:sh010>take:tk_0001',
-        'take:tk_0001>take:tk_0002',
-        'take:tk_0001>take:tk_0003',
-        'take:tk_0002>take:tk_0004',
-        'shot:sh020>take:tk_0005',
-      ]),
+      expect.arrayContaining(['beat:b01>shot:sh010', 'shot:sh010>take:tk_0001', 'take:tk_0001>take:tk_0002', 'take:tk_0001>take:tk_0003', 'take:tk_0002>take:tk_0004', 'shot:sh020>take:tk_0005']),
     );
   });
 
@@ -168,12 +157,7 @@ describe('takes and lineage', () => {
     expect(takes).toEqual(['tk_0001', 'tk_0002', 'tk_0004']);
     const shots = body.nodes.filter((n: any) => n.kind === 'shot').map((n: any) => n.id);
     expect(shots).toEqual(['sh010']);
-    expect(body.edges.map((e: any) => `${e.from}>${e.to}`)).toEqual([
-      'beat:b01>shot:sh010',
-      'shot:sh010>take:tk_0001',
-      'take:tk_0001>take:tk_0002',
-      'take:tk_0002>take:tk_0004',
-    ]);
+    expect(body.edges.map((e: any) => `${e.from}>${e.to}`)).toEqual(['beat:b01>shot:sh010', 'shot:sh010>take:tk_0001', 'take:tk_0001>take:tk_0002', 'take:tk_0002>take:tk_0004']);
   });
 
   it('answers 404 `no lineage for beat <id>` for a beat without shots or a take of another beat', async () => {

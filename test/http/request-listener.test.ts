@@ -35,9 +35,21 @@ describe.each([
   { server: 'a plain Node server', classes: false },
 ])('on $server', ({ classes }) => {
   it('gives each request Express’s request and response, and runs the chain', async () => {
-    const url = await listen((req, res) => {
-      res.json({ host: req.get('host') === new URL(url).host, originalUrl: req.originalUrl, baseUrl: req.baseUrl, path: req.path, query: req.query, locals: typeof res.locals, app: req.app === res.app && typeof req.app.get === 'function' });
-    }, answerErrors, classes);
+    const url = await listen(
+      (req, res) => {
+        res.json({
+          host: req.get('host') === new URL(url).host,
+          originalUrl: req.originalUrl,
+          baseUrl: req.baseUrl,
+          path: req.path,
+          query: req.query,
+          locals: typeof res.locals,
+          app: req.app === res.app && typeof req.app.get === 'function',
+        });
+      },
+      answerErrors,
+      classes,
+    );
     const res = await fetch(`${url}/api/x?a=1`);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await res.json()).toEqual({ host: true, originalUrl: '/api/x?a=1', baseUrl: '', path: '/api/x', query: { a: '1' }, locals: 'object', app: true });

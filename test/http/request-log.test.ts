@@ -104,8 +104,7 @@ describe('request and job logs', () => {
 
   it('logs a generation request’s episode and modality on its line, with the job’s proposal id', async () => {
     const svc = await startLoggingService({ LOG_LEVEL: 'info' });
-    const post = (body: unknown) =>
-      fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (body: unknown) => fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const given = await post({ project: PROJECT, episode: 3, modality: 'video_t2v' });
     const defaults = await post({ project: PROJECT });
     const forProject = await fetch(`${svc.url}/api/generate/${PROJECT}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ episode: 7 }) });

@@ -19,12 +19,7 @@ const TOKEN = 'Sekr3t-t0ken.~+/q=';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 /** Every form in which the token could be written: as is, and percent-encoded (either case of hex digits, `~` too). */
-const FORMS = [
-  TOKEN,
-  encodeURIComponent(TOKEN),
-  encodeURIComponent(TOKEN).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
-  TOKEN.replace(/[~+/=]/g, (c) => `%${c.charCodeAt(0).toString(16)}`),
-];
+const FORMS = [TOKEN, encodeURIComponent(TOKEN), encodeURIComponent(TOKEN).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()), TOKEN.replace(/[~+/=]/g, (c) => `%${c.charCodeAt(0).toString(16)}`)];
 
 const services: TestService[] = [];
 const cleanups: (() => unknown)[] = [];
@@ -55,8 +50,7 @@ async function startLogged(env: Record<string, string> = {}): Promise<{ url: str
 }
 
 /** Waits until a logged line matches `pred` (lines are written asynchronously; the ceiling is a safety net). */
-const lineWhere = (log: { lines: () => Record<string, unknown>[] }, pred: (l: Record<string, unknown>) => boolean, what: string) =>
-  waitFor(() => log.lines().find(pred), `a log line ${what}`);
+const lineWhere = (log: { lines: () => Record<string, unknown>[] }, pred: (l: Record<string, unknown>) => boolean, what: string) => waitFor(() => log.lines().find(pred), `a log line ${what}`);
 
 describe('the token in logs', () => {
   it('writes no credential of a logged request: its URL’s query token (any spelling), its headers, the token anywhere', async () => {
@@ -136,7 +130,9 @@ describe('the token in children’s environment', () => {
     expect(res.status).toBe(201);
     const { port, credential } = (await res.json()) as { port: number; credential: string };
     // The terminal's own credential, as the API handed it out behind the token.
-    const info = (await (await fetch(`http://127.0.0.1:${port}/info`, { headers: { authorization: `Basic ${Buffer.from(credential).toString('base64')}` } })).json()) as { env: Record<string, string> };
+    const info = (await (await fetch(`http://127.0.0.1:${port}/info`, { headers: { authorization: `Basic ${Buffer.from(credential).toString('base64')}` } })).json()) as {
+      env: Record<string, string>;
+    };
     expect(Object.keys(info.env)).toEqual(expect.arrayContaining(['CONSOLE_TERMINAL_OF', 'PATH']));
     expect(info.env).not.toHaveProperty('CONSOLE_API_TOKEN');
     expect(Object.values(info.env).some((v) => v.includes(TOKEN))).toBe(false);

@@ -46,9 +46,7 @@ async function open(t: TestService, query = '', headers: Record<string, string> 
 }
 
 function publishMany(t: TestService, n: number, make: (i: number) => Partial<EventInput> = () => ({})): BusEvent[] {
-  return Array.from({ length: n }, (_, i) =>
-    publishOn(t, { severity: 'info', scope: 'test/stream', summary: `e${i}`, ...make(i) }),
-  );
+  return Array.from({ length: n }, (_, i) => publishOn(t, { severity: 'info', scope: 'test/stream', summary: `e${i}`, ...make(i) }));
 }
 
 const ids = (evs: readonly { id: string }[]) => evs.map((e) => e.id);
@@ -223,10 +221,13 @@ describe('event stream: live delivery', () => {
   });
 
   it('streams the events of a real generation job in order: spawn, every line, exit', async () => {
-    const t = await start({ EV_LINES: '2000', EV_BATCH: '100' }, {
-      store: 'sample',
-      env: { DISPATCH_CLI: fixture('ev-lines.mjs') },
-    });
+    const t = await start(
+      { EV_LINES: '2000', EV_BATCH: '100' },
+      {
+        store: 'sample',
+        env: { DISPATCH_CLI: fixture('ev-lines.mjs') },
+      },
+    );
     const c = await open(t, 'scopePrefix=engine/generation');
     const res = await t.post('/api/proposals/generate', { project: 'harbor-lights' });
     expect(res.status).toBe(202);
@@ -269,7 +270,9 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
     const t = await start(env);
     const bus = t.service.deps.bus;
     const pad = 'p'.repeat(1024); // big frames: the replay takes several pages and drains
-    const make = (tag: string) => (i: number): Partial<EventInput> => ({ summary: `${tag}${i}`, payload: { pad } });
+    const make =
+      (tag: string) =>
+      (i: number): Partial<EventInput> => ({ summary: `${tag}${i}`, payload: { pad } });
     const initial = publishMany(t, 1500, make('before '));
     await tick();
     const from = (initial[199] as BusEvent).id;

@@ -45,7 +45,7 @@ async function history(query = ''): Promise<History> {
 const own = async (query = '') => (await history(query)).instances[0] as InstanceHistory;
 
 /** Waits for a sample taken after `at` (ms since the epoch); returns the history then. */
-const sampleAfter = (at: number) => waitFor(async () => ((await own()).times.at(-1) ?? 0) > at ? own() : undefined, `a sample after ${at}`);
+const sampleAfter = (at: number) => waitFor(async () => (((await own()).times.at(-1) ?? 0) > at ? own() : undefined), `a sample after ${at}`);
 
 /** The samples taken after `from` with the length of each one's interval, seconds. */
 function intervalsAfter(h: InstanceHistory, from: number): { i: number; seconds: number }[] {

@@ -22,8 +22,7 @@ async function start(): Promise<TestService> {
   return t;
 }
 
-const act = (svc: TestService, takeId: string, body: Record<string, unknown>) =>
-  send(svc, 'POST', `/api/takes/${takeId}/action`, { projectId: P, ...body });
+const act = (svc: TestService, takeId: string, body: Record<string, unknown>) => send(svc, 'POST', `/api/takes/${takeId}/action`, { projectId: P, ...body });
 
 /** take_id → [primary, circled, rejected] from the takes route of beat b01 (shots sh010, sh020). */
 async function states(svc: TestService, beat = 'b01'): Promise<Record<string, [boolean, boolean, boolean]>> {

@@ -45,8 +45,7 @@ async function startOnOwnPort(): Promise<TestService> {
 
 const jobIds = async (t: TestService) => ((await (await t.get('/api/jobs')).json()) as { proposalId: string }[]).map((j) => j.proposalId);
 
-const proxyStatus = async (t: TestService) =>
-  ((await (await t.get('/api/system-status')).json()) as { writeProxy: Record<string, unknown> }).writeProxy;
+const proxyStatus = async (t: TestService) => ((await (await t.get('/api/system-status')).json()) as { writeProxy: Record<string, unknown> }).writeProxy;
 
 describe('write proxy', () => {
   it('starts a generation job on the upstream, not on the front', async () => {
@@ -289,7 +288,18 @@ describe('write proxy: every spelling of a route has that route’s fate', () =>
     }
     // Spellings the router takes for no route: the front's own 404 (http-proxy used to collapse
     // the doubled slash on the way, and the upstream took the request as its own machine's).
-    const none = ['/api//internal/bus', '//api/internal/bus', '/api/internal//bus', '/api/internal/bus//', '/api/./internal/bus', '/api/x/../internal/bus', '/api/internal%2Fbus', '/api%2Finternal%2Fbus', '/api/internal/bus;x', '/api\\internal\\bus'];
+    const none = [
+      '/api//internal/bus',
+      '//api/internal/bus',
+      '/api/internal//bus',
+      '/api/internal/bus//',
+      '/api/./internal/bus',
+      '/api/x/../internal/bus',
+      '/api/internal%2Fbus',
+      '/api%2Finternal%2Fbus',
+      '/api/internal/bus;x',
+      '/api\\internal\\bus',
+    ];
     for (const p of none) {
       const res = await rawRequest(front.url, p, { method: 'POST', headers: JSON_HEADERS, body: EVENT(p) });
       expect({ p, status: res.status, detail: res.json().detail }).toEqual({ p, status: 404, detail: expect.stringMatching(/^no route for POST /) });

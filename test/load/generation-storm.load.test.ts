@@ -116,9 +116,15 @@ it('streams 32 jobs to 20 clients with reads going on, losing and duplicating no
     const got = c.events.filter((e) => Number(e.id) > startId && e.scope === 'engine/generation');
     // No duplicate and nothing out of order: ids strictly increase on every client.
     const numeric = got.map((e) => Number(e.id));
-    expect(numeric.every((n, k) => k === 0 || n > (numeric[k - 1] as number)), `client ${i} order`).toBe(true);
+    expect(
+      numeric.every((n, k) => k === 0 || n > (numeric[k - 1] as number)),
+      `client ${i} order`,
+    ).toBe(true);
     // Nothing lost: exactly the stored events.
-    expect(got.map((e) => e.id), `client ${i} completeness`).toEqual(stored.map((e) => e.id));
+    expect(
+      got.map((e) => e.id),
+      `client ${i} completeness`,
+    ).toEqual(stored.map((e) => e.id));
   }
 
   // Per job: spawn, every line numbered 1..n per pipe with no gap, then the exit.
@@ -158,13 +164,7 @@ it('a storm of 16 flooding jobs, 2 stream clients and a reader: no line lost, ea
   // One reader, sequential, all the time the storm lasts: every read must be answered.
   const reads = { sent: 0, answered: 0, statuses: new Map<number, number>(), errors: [] as string[] };
   let reading = true;
-  const readPaths = [
-    '/api/projects/harbor-lights/episodes/1/scenes/main/beats',
-    '/api/beats/b01/takes?projectId=harbor-lights',
-    '/api/jobs?limit=20',
-    '/api/events?limit=200',
-    '/api/system-status',
-  ];
+  const readPaths = ['/api/projects/harbor-lights/episodes/1/scenes/main/beats', '/api/beats/b01/takes?projectId=harbor-lights', '/api/jobs?limit=20', '/api/events?limit=200', '/api/system-status'];
   const reader = (async () => {
     for (let i = 0; reading; i++) {
       reads.sent++;
@@ -201,9 +201,18 @@ it('a storm of 16 flooding jobs, 2 stream clients and a reader: no line lost, ea
     const mine = stored.filter((e) => e.payload.proposal_id === id || e.detail?.startsWith(`${id} `));
     const pipe = (name: string) => mine.filter((e) => e.detail?.startsWith(`${id} ${name} line `));
     const out = pipe('stdout');
-    expect(out.map((e) => Number(e.detail!.split(' ').at(-1))), `${id} stdout numbers`).toEqual(Array.from({ length: FLOOD_LINES }, (_v, k) => k + 1));
-    expect(out.map((e) => e.summary), `${id} stdout text`).toEqual(Array.from({ length: FLOOD_LINES }, (_v, k) => `flood ${k + 1}`));
-    expect(pipe('stderr').map((e) => e.summary), `${id} stderr text`).toEqual(Array.from({ length: FLOOD_LINES / 10 }, (_v, k) => `flood-err ${k + 1}`));
+    expect(
+      out.map((e) => Number(e.detail!.split(' ').at(-1))),
+      `${id} stdout numbers`,
+    ).toEqual(Array.from({ length: FLOOD_LINES }, (_v, k) => k + 1));
+    expect(
+      out.map((e) => e.summary),
+      `${id} stdout text`,
+    ).toEqual(Array.from({ length: FLOOD_LINES }, (_v, k) => `flood ${k + 1}`));
+    expect(
+      pipe('stderr').map((e) => e.summary),
+      `${id} stderr text`,
+    ).toEqual(Array.from({ length: FLOOD_LINES / 10 }, (_v, k) => `flood-err ${k + 1}`));
     expect(mine.at(-1)?.summary, `${id} ends with its exit`).toBe('dispatch_cli exited rc=0');
   }
   const jobs = (await (await fetch(`${url}/api/jobs?limit=100`)).json()) as { proposalId: string; state: string; stdoutLines: number; stderrLines: number }[];

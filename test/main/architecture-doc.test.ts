@@ -19,6 +19,9 @@ it('draws exactly the imports between folders', () => {
 
 it('names every folder of src/ in its table of folders', () => {
   const doc = fs.readFileSync(path.join(REPO_ROOT, 'ARCHITECTURE.md'), 'utf8');
-  const folders = fs.readdirSync(path.join(REPO_ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const folders = fs
+    .readdirSync(path.join(REPO_ROOT, 'src'), { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   expect(folders.filter((f) => !doc.includes(`| \`src/${f}\` |`))).toEqual([]);
 });

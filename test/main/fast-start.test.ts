@@ -44,7 +44,15 @@ afterAll(async () => {
 });
 
 /** The service's environment: the copy's store and state, a free port. */
-const serviceEnv = () => ({ ...process.env, CONSOLE_DATA_DIR: path.join(root, 'store'), CONSOLE_STATE_DIR: path.join(root, 'state'), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', CONSOLE_WORKER_THREADS: '1' });
+const serviceEnv = () => ({
+  ...process.env,
+  CONSOLE_DATA_DIR: path.join(root, 'store'),
+  CONSOLE_STATE_DIR: path.join(root, 'state'),
+  PORT: '0',
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'info',
+  CONSOLE_WORKER_THREADS: '1',
+});
 
 /** Starts `npm <args>` in the copy as the leader of its own process group (so the test can end it all). */
 function npm(args: string[], env: NodeJS.ProcessEnv = process.env): { child: ChildProcess; out: () => string } {

@@ -46,7 +46,14 @@ it('imports src/main from src/main only: it is the top floor', () => {
 });
 
 it('keeps the configuration a leaf and the operations folder below the service’s work', () => {
-  const edges = (folder: string): string[] => [...new Set(imports().filter(([from, to]) => folderOf(from) === folder && folderOf(to) !== folder).map(([, to]) => folderOf(to)))].sort();
+  const edges = (folder: string): string[] =>
+    [
+      ...new Set(
+        imports()
+          .filter(([from, to]) => folderOf(from) === folder && folderOf(to) !== folder)
+          .map(([, to]) => folderOf(to)),
+      ),
+    ].sort();
   expect(edges('config')).toEqual(['errors']);
   expect(edges('ops').filter((f) => !['config', 'errors', 'registry'].includes(f))).toEqual([]);
   expect(edges('errors')).toEqual([]);

@@ -224,9 +224,7 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
   stalled.on('error', () => {});
 
   // 16 jobs, half of whose trees ignore SIGTERM.
-  const accepted = await Promise.all(
-    Array.from({ length: JOBS }, (_, i) => request(svc.url, 'POST', '/api/proposals/generate', { project: PROJECT, model: i % 2 === 0 ? 'ignore-term' : undefined })),
-  );
+  const accepted = await Promise.all(Array.from({ length: JOBS }, (_, i) => request(svc.url, 'POST', '/api/proposals/generate', { project: PROJECT, model: i % 2 === 0 ? 'ignore-term' : undefined })));
   for (const a of accepted) expect(a.status, JSON.stringify(a.json)).toBe(202);
   const ids = accepted.map((a) => a.json.proposalId as string);
   const ignoring = new Set(ids.filter((_, i) => i % 2 === 0));
@@ -237,10 +235,13 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
   // helper still exiting when the tree line is printed (jobs run at a lower CPU priority,
   // CONSOLE_JOB_NICE) is waited for, not counted.
   const treeProcesses = () => [...new Set([...leaders, ...tokenProcesses(token)])];
-  const processes = await waitFor(() => {
-    const p = treeProcesses();
-    return p.length === JOBS * 5 ? p : undefined;
-  }, `the ${JOBS * 5} processes of the 16 trees`).catch(() => treeProcesses());
+  const processes = await waitFor(
+    () => {
+      const p = treeProcesses();
+      return p.length === JOBS * 5 ? p : undefined;
+    },
+    `the ${JOBS * 5} processes of the 16 trees`,
+  ).catch(() => treeProcesses());
   expect(processes.length).toBe(JOBS * 5);
 
   // Writers, two per kind, until the service is gone.
@@ -262,10 +263,7 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
   });
   const probes = (async () => {
     for (let i = 0; exitedAt === 0; i++) {
-      const out = await Promise.all([
-        freshRequest(svc.port, 'GET', '/api/health'),
-        freshRequest(svc.port, 'POST', '/api/clicks', { projectId: PROJECT, target: `probe-${i}` }),
-      ]);
+      const out = await Promise.all([freshRequest(svc.port, 'GET', '/api/health'), freshRequest(svc.port, 'POST', '/api/clicks', { projectId: PROJECT, target: `probe-${i}` })]);
       afterSignal.push(...out);
       const click = out[1] as Outcome;
       if (is2xx(click)) {

@@ -20,8 +20,7 @@ const TOOL = fixture('gen-grandchild.mjs');
  * jobs end by SIGTERM once they run (Node's handler re-raises it), which on a loaded machine
  * took longer than a short grace, and the SIGKILL came first (rc 137).
  */
-const startServiceProcess = (store: { dataDir: string; stateDir: string }) =>
-  startProcess(store, { DISPATCH_CLI: TOOL, CONSOLE_KILL_GRACE_MS: '60000' }, (fn) => cleanups.push(fn));
+const startServiceProcess = (store: { dataDir: string; stateDir: string }) => startProcess(store, { DISPATCH_CLI: TOOL, CONSOLE_KILL_GRACE_MS: '60000' }, (fn) => cleanups.push(fn));
 
 /** Cleanup registered by each test: service processes, in-process services, stray pids, temp dirs. */
 const cleanups: (() => unknown)[] = [];
@@ -130,9 +129,7 @@ describe('SIGTERM', () => {
 
     const db = new Database(path.join(store.stateDir, 'console-state.db'), { readonly: true, fileMustExist: true });
     try {
-      const events = (db.prepare(`select data from events where scope = 'engine/generation' order by id`).all() as { data: string }[]).map(
-        (r) => JSON.parse(r.data) as EngineEvent,
-      );
+      const events = (db.prepare(`select data from events where scope = 'engine/generation' order by id`).all() as { data: string }[]).map((r) => JSON.parse(r.data) as EngineEvent);
       for (const j of jobs) {
         const exits = events.filter((e) => e.payload.proposal_id === j.proposalId && e.summary.startsWith('dispatch_cli exited'));
         expect(exits).toHaveLength(1);
@@ -173,9 +170,7 @@ describe('restart after the service was killed', () => {
     expect(job).toMatchObject({ proposalId, pid: pids.child, state: 'lost', endedAt: expect.any(String), rc: null });
     // Why it ended, and its lines ("grandchild <pid>", "ready <pid>") counted from its events.
     expect(job).toMatchObject({ exitReason: 'lost', exitDetail: null, stdoutLines: 2, stderrLines: 0 });
-    const lost = (await allEvents(t.url, 'scopePrefix=engine/generation')).filter(
-      (e) => e.payload.proposal_id === proposalId && e.summary.startsWith('dispatch_cli lost'),
-    );
+    const lost = (await allEvents(t.url, 'scopePrefix=engine/generation')).filter((e) => e.payload.proposal_id === proposalId && e.summary.startsWith('dispatch_cli lost'));
     expect(lost).toHaveLength(1);
     expect(lost[0]).toMatchObject({
       severity: 'failure',

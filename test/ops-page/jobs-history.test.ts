@@ -36,8 +36,7 @@ afterAll(async () => {
 });
 
 /** The rows of the history's page: id, state, project. */
-const rows = () =>
-  page.$$eval('#jobs-page tbody tr', (trs) => trs.map((tr) => ({ id: tr.getAttribute('data-id'), state: tr.getAttribute('data-state'), project: tr.getAttribute('data-project') })));
+const rows = () => page.$$eval('#jobs-page tbody tr', (trs) => trs.map((tr) => ({ id: tr.getAttribute('data-id'), state: tr.getAttribute('data-state'), project: tr.getAttribute('data-project') })));
 const waitRange = (text: string | RegExp) => page.locator('#jobs-range', { hasText: text }).waitFor();
 
 describe('the jobs view with 10,000 jobs in the history', () => {
@@ -78,7 +77,12 @@ describe('the jobs view with 10,000 jobs in the history', () => {
     await page.waitForSelector('#job-filters[data-filters="state=lost&projectId=night-market"]');
     await page.waitForSelector('#jobs-page tbody tr:not([data-project="night-market"])', { state: 'detached' });
     await page.waitForSelector('#jobs-page tbody tr');
-    expect((await rows()).map((r) => r.id)).toEqual(lost.filter((j) => j.projectId === 'night-market').slice(0, PAGE).map((j) => j.proposalId));
+    expect((await rows()).map((r) => r.id)).toEqual(
+      lost
+        .filter((j) => j.projectId === 'night-market')
+        .slice(0, PAGE)
+        .map((j) => j.proposalId),
+    );
     // A window typed in the page's local time (UTC here): jobs 2,000 to 2,599 started in it.
     await page.selectOption('#job-filters select[name="window"]', 'custom');
     await page.fill('#job-filters input[name="from"]', seededStart(2000).slice(0, 19));
@@ -112,7 +116,9 @@ describe('the jobs view with 10,000 jobs in the history', () => {
     const shown = await page.$$eval('#event-rows tr', (trs) => trs.length);
     await page.waitForSelector(`#event-rows tr:nth-child(${shown + 2})`);
     expect(await page.$(`#event-rows tr[data-id="${other.id}"]`)).toBeNull();
-    const details = await page.$$eval('#event-rows tr', (trs) => trs.map((tr) => ({ scope: tr.getAttribute('data-scope'), detail: tr.querySelector('td.detail')?.textContent ?? '', summary: tr.querySelector('td.summary')?.textContent ?? '' })));
+    const details = await page.$$eval('#event-rows tr', (trs) =>
+      trs.map((tr) => ({ scope: tr.getAttribute('data-scope'), detail: tr.querySelector('td.detail')?.textContent ?? '', summary: tr.querySelector('td.summary')?.textContent ?? '' })),
+    );
     for (const d of details) expect(d.scope).toBe('engine/generation');
     expect(details.filter((d) => d.detail.startsWith(`${running} stdout line`)).length).toBeGreaterThan(2);
     expect(details.some((d) => d.summary.startsWith('dispatch_cli spawned'))).toBe(true);

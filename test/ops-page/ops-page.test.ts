@@ -34,15 +34,13 @@ afterAll(async () => {
 const publish = (input: EventInput) => publishOn(t, input);
 
 /** Rows of the event tail: their id, severity and scope. */
-const tailRows = () =>
-  page.$$eval('#event-rows tr', (rows) => rows.map((r) => ({ id: r.getAttribute('data-id'), severity: r.getAttribute('data-severity'), scope: r.getAttribute('data-scope') })));
+const tailRows = () => page.$$eval('#event-rows tr', (rows) => rows.map((r) => ({ id: r.getAttribute('data-id'), severity: r.getAttribute('data-severity'), scope: r.getAttribute('data-scope') })));
 
 /**
  * Waits until every row of the event tail has `attr` equal to `value` (with `not`: none has).
  * Selectors only: the page's Content-Security-Policy refuses evaluated strings.
  */
-const waitRows = (attr: string, value: string, not = false) =>
-  page.waitForSelector(`#event-rows tr${not ? '' : ':not('}[${attr}="${value}"]${not ? '' : ')'}`, { state: 'detached' });
+const waitRows = (attr: string, value: string, not = false) => page.waitForSelector(`#event-rows tr${not ? '' : ':not('}[${attr}="${value}"]${not ? '' : ')'}`, { state: 'detached' });
 
 /** Waits until the element of `selector` has a text matching `text`. */
 const waitText = (selector: string, text: RegExp | string) => page.locator(selector, { hasText: text }).first().waitFor();

@@ -69,9 +69,9 @@ describe('a failing guard stops start-up', () => {
 
   it('startService rejects and opens nothing', async () => {
     const { tmp } = makeTempStore();
-    await expect(
-      startTestService({ tmp, registries: { fallbacks: [expired], proposalKinds: SHIPPED_REGISTRIES.proposalKinds }, today: '2026-11-21' }),
-    ).rejects.toThrow(/old_path \(retire_by 2026-01-31\)/);
+    await expect(startTestService({ tmp, registries: { fallbacks: [expired], proposalKinds: SHIPPED_REGISTRIES.proposalKinds }, today: '2026-11-21' })).rejects.toThrow(
+      /old_path \(retire_by 2026-01-31\)/,
+    );
     // The guards run before the state database is created.
     expect(fs.existsSync(path.join(tmp, 'state'))).toBe(false);
     fs.rmSync(tmp, { recursive: true, force: true });
@@ -103,7 +103,14 @@ describe('a failing guard stops start-up', () => {
     await expect(connect(port)).rejects.toThrow(/ECONNREFUSED/);
     // Nor was the state database created: the guards run first.
     expect(fs.existsSync(path.join(stateDir, 'console-state.db'))).toBe(false);
-    console.log(`guards: ${which}: exit ${code}, port ${port} refused connections, no state database; ${stderr.trim().split('\n').find((l) => /guard/i.test(l)) ?? stderr.trim()}`);
+    console.log(
+      `guards: ${which}: exit ${code}, port ${port} refused connections, no state database; ${
+        stderr
+          .trim()
+          .split('\n')
+          .find((l) => /guard/i.test(l)) ?? stderr.trim()
+      }`,
+    );
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 });

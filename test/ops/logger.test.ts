@@ -87,7 +87,9 @@ describe('createLogger', () => {
       const { log, raw } = capture([secret]);
       log.info({ n: 30, f: 1.5, neg: -1, b: true, z: null, s: `x${secret}y`, url: `/api/events/stream?token=${secret}` }, `msg ${secret}`);
       await settle();
-      const lines = raw().split('\n').filter((l) => l !== '');
+      const lines = raw()
+        .split('\n')
+        .filter((l) => l !== '');
       expect({ secret, count: lines.length }).toEqual({ secret, count: 1 });
       const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
       expect({ secret, line }).toMatchObject({ secret, line: { level: 30, n: 30, f: 1.5, neg: -1, b: true, z: null, s: 'x[REDACTED]y', url: '/api/events/stream?token=[REDACTED]' } });

@@ -18,7 +18,6 @@ afterAll(() => procs.close());
 // Whatever the outcome, no process of a test outlives it.
 afterEach(killTestProcesses);
 
-
 describe('spawnManaged', () => {
   it('starts the program as the leader of its own process group', async () => {
     const p = spawnManaged(procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions());

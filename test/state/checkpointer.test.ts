@@ -75,10 +75,15 @@ describe('Checkpointer', () => {
     const before = dbBytes();
     const procs = new HousekeepingThread(WORKER_FILES.proc);
     let seen = 0;
-    const c = new Checkpointer(file, (task) => procs.runTask(WORKER_FILES.checkpoint, task).then((r) => {
-      seen++;
-      return r as never;
-    }), 20);
+    const c = new Checkpointer(
+      file,
+      (task) =>
+        procs.runTask(WORKER_FILES.checkpoint, task).then((r) => {
+          seen++;
+          return r as never;
+        }),
+      20,
+    );
     try {
       // The WAL's pages are copied into the database file by the thread's connection.
       await waitFor(() => (dbBytes() > before + 500_000 ? true : undefined), 'the database file to grow');

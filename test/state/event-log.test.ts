@@ -172,8 +172,9 @@ describe('event log: reads and ids on a state database', () => {
     }
     expect(log.size).toBe(all.length);
     // One run per stretch of consecutive events about one proposal, within a batch and a segment.
-    const stored = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%_runs'`).all() as { name: string }[])
-      .flatMap(({ name }) => db.prepare(`SELECT proposal_id, first_id, last_id FROM ${name}`).raw().all() as [string, number, number][]);
+    const stored = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%_runs'`).all() as { name: string }[]).flatMap(
+      ({ name }) => db.prepare(`SELECT proposal_id, first_id, last_id FROM ${name}`).raw().all() as [string, number, number][],
+    );
     for (const [p, first, last] of stored) {
       const run = all.filter((r) => r.id >= first && r.id <= last);
       expect(run.length).toBe(last - first + 1);
@@ -237,8 +238,7 @@ describe('event log: segment tables', () => {
   }
   const segmentTables = (db: Db) =>
     (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event_segment_%' AND name NOT LIKE '%_runs' ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
-  const put = (log: EventLog, n: number) =>
-    log.append(Array.from({ length: n }, () => ({ id: log.takeId(), severity: 'info' as const, scope: 's', data: '{}' })));
+  const put = (log: EventLog, n: number) => log.append(Array.from({ length: n }, () => ({ id: log.takeId(), severity: 'info' as const, scope: 's', data: '{}' })));
 
   it('drops whole old segments, keeps their number bounded, and the view sees exactly the kept rows', () => {
     const file = temp();
@@ -268,7 +268,13 @@ describe('event log: segment tables', () => {
     expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_segment_1'`).all()).toEqual([]);
     const runs = () => db.prepare(`SELECT proposal_id, first_id, last_id FROM event_segment_1_runs ORDER BY first_id`).raw().all();
     const [a, b] = ['gen_aaaaaaaaaaaa', 'gen_bbbbbbbbbbbb'];
-    expect(runs()).toEqual([[a, 1, 1], [b, 3, 3], [a, 4, 4], [b, 5, 5], [a, 7, 7]]);
+    expect(runs()).toEqual([
+      [a, 1, 1],
+      [b, 3, 3],
+      [a, 4, 4],
+      [b, 5, 5],
+      [a, 7, 7],
+    ]);
     const more = [log.takeId(), log.takeId()].map((id) => ({ id, severity: 'info' as const, scope: 's', proposalId: 'gen_aaaaaaaaaaaa', data: '{}' }));
     log.append(more);
     expect(runs().at(-1)).toEqual([a, more[0]!.id, more[1]!.id]);
@@ -375,11 +381,17 @@ describe('event log: reads filtered by severity and scope', () => {
     const pass = (f: EventFilter, r: EventRow) => (f.severities === null || f.severities.includes(r.severity)) && (f.scopePrefix === null || r.scope.startsWith(f.scopePrefix));
     for (const f of filters) {
       const all = rows.filter((r) => pass(f, r)).map((r) => r.id);
-      expect(log.newest(500, f).map((r) => r.id), JSON.stringify(f)).toEqual(all.slice(-500));
+      expect(
+        log.newest(500, f).map((r) => r.id),
+        JSON.stringify(f),
+      ).toEqual(all.slice(-500));
       // Paged from the start and from the middle, within a bound.
       for (const since of [0, rows[77_777]!.id]) {
         const want = all.filter((id) => id > since).slice(0, 500);
-        expect(log.after(since, 500, f).map((r) => r.id), JSON.stringify({ f, since })).toEqual(want);
+        expect(
+          log.after(since, 500, f).map((r) => r.id),
+          JSON.stringify({ f, since }),
+        ).toEqual(want);
       }
       const upTo = rows[120_000]!.id;
       expect(log.after(0, 10_000, f, upTo).map((r) => r.id)).toEqual(all.filter((id) => id <= upTo).slice(0, 10_000));

@@ -65,7 +65,16 @@ describe.each(backends)('the job history’s query on $name', (backend) => {
     for (const j of seeded) {
       await store.jobs.insert({ proposalId: j.id, projectId: j.projectId, pid: 1, argv: ['node', 'x'], state: 'running', startedAt: j.startedAt, instanceId: 'a' });
       if (j.state !== 'running') {
-        await store.jobs.finish(j.id, { state: j.state, endedAt: j.startedAt, rc: j.state === 'exited ok' ? 0 : 1, signal: null, stdoutLines: 1, stderrLines: 0, exitReason: j.state === 'lost' ? 'lost' : 'exited', exitDetail: null });
+        await store.jobs.finish(j.id, {
+          state: j.state,
+          endedAt: j.startedAt,
+          rc: j.state === 'exited ok' ? 0 : 1,
+          signal: null,
+          stdoutLines: 1,
+          stderrLines: 0,
+          exitReason: j.state === 'lost' ? 'lost' : 'exited',
+          exitDetail: null,
+        });
       }
     }
   });
@@ -86,7 +95,10 @@ describe.each(backends)('the job history’s query on $name', (backend) => {
       { states: ['exited ok'], projectId: 'gamma', from: startOf(50), to: startOf(450) },
       { projectId: 'nope' },
     ]) {
-      expect((await store.jobs.search({ ...q, limit: 500 })).map((j) => j.proposalId), JSON.stringify(q)).toEqual(expected(q).slice(0, 500));
+      expect(
+        (await store.jobs.search({ ...q, limit: 500 })).map((j) => j.proposalId),
+        JSON.stringify(q),
+      ).toEqual(expected(q).slice(0, 500));
     }
   });
 

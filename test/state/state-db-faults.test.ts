@@ -140,7 +140,11 @@ describe('start-up on a full disk', () => {
     fs.rmSync(filler.file);
     // Once there is room, it starts there (the empty file SQLite made is a valid empty database).
     const ok = await startServiceProcess({ env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: full } });
-    expect((await (await fetch(`${ok.url}/api/internal/bus`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ severity: 'info', scope: 'x', summary: 'kept' }) })).json()) as { id: string }).toHaveProperty('id');
+    expect(
+      (await (
+        await fetch(`${ok.url}/api/internal/bus`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ severity: 'info', scope: 'x', summary: 'kept' }) })
+      ).json()) as { id: string },
+    ).toHaveProperty('id');
     expect(await ok.stop()).toEqual([0, null]);
 
     // The database exists; the disk fills while the service is stopped.
@@ -173,7 +177,11 @@ describe('start-up on a corrupt database file', () => {
       const dir = path.join(tmp, what.replace(/\W+/g, '-'));
       fs.mkdirSync(dir);
       fs.writeFileSync(path.join(dir, DB), bytes);
-      const line = await expectRefusal(store, dir, /not a valid SQLite database \((file is not a database|database disk image is malformed.*)\); the file was left as it is: move it away to start with an empty state, or restore a backup$/);
+      const line = await expectRefusal(
+        store,
+        dir,
+        /not a valid SQLite database \((file is not a database|database disk image is malformed.*)\); the file was left as it is: move it away to start with an empty state, or restore a backup$/,
+      );
       note(`corrupt (${what})`, line);
       expect({ what, sha: sha(path.join(dir, DB)) }).toEqual({ what, sha: createHash('sha256').update(bytes).digest('hex') });
       expect({ what, files: listing(dir) }).toEqual({ what, files: [DB] });
@@ -269,7 +277,11 @@ describe('the disk fills while the service runs', () => {
     // Room again: the held events are stored, and an event says what happened.
     fs.rmSync(filler.file);
     const outage = await waitFor(async () => (await allEvents(svc.url, 'scopePrefix=service/state'))[0], 'the event of the outage');
-    expect(outage).toMatchObject({ severity: 'warning', summary: 'events stored late: the state database could not store them for a while', payload: { dropped: 0, error: 'database or disk is full' } });
+    expect(outage).toMatchObject({
+      severity: 'warning',
+      summary: 'events stored late: the state database could not store them for a while',
+      payload: { dropped: 0, error: 'database or disk is full' },
+    });
     expect((await fetch(`${svc.url}/api/ready`)).status).toBe(200);
     const after = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: 'after' });
     expect(after.status).toBe(202);
@@ -313,10 +325,7 @@ describe('the event bus while the state database refuses writes', () => {
     const states: string[] = [];
     const eventLog = new EventLog(db, 10_000);
     const bus = new EventBus(eventLog, { maxUnstored, retryMs: 20, onStorageState: (s) => states.push(s) });
-    const committer = new SqliteCommitter(
-      new SqliteStateStore(db, { instanceId: 'local', eventRetention: 10_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog }),
-      bus,
-    );
+    const committer = new SqliteCommitter(new SqliteStateStore(db, { instanceId: 'local', eventRetention: 10_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog }), bus);
     const got: number[] = [];
     bus.subscribe((batch) => got.push(...batch.map((r) => r.id)));
     // What the database holds, read straight from it (the bus's own reads flush first).
@@ -395,4 +404,3 @@ describe('the event bus while the state database refuses writes', () => {
     expect(stored()).toEqual([1, 2, 4]);
   });
 });
-

@@ -77,7 +77,18 @@ describe.each(backends)('state store on $name', (backend) => {
     expect(await s.proposals.list('approved', 10)).toEqual([expect.objectContaining({ id: 'prop_a', status: 'approved', decidedAt: T(3) })]);
     expect(ids2(await s.proposals.list('pending', 10))).toEqual(['prop_b']);
 
-    const d = { proposalId: 'prop_a', decision: 'approved', kind: 'k', label: 'K', wasPending: true, deferredExecution: false, severity: 'success', scope: 'engine', extra: { why: 'x' }, decidedAt: T(3) };
+    const d = {
+      proposalId: 'prop_a',
+      decision: 'approved',
+      kind: 'k',
+      label: 'K',
+      wasPending: true,
+      deferredExecution: false,
+      severity: 'success',
+      scope: 'engine',
+      extra: { why: 'x' },
+      decidedAt: T(3),
+    };
     const first = await s.decisions.insert(d);
     const second = await s.decisions.insert({ ...d, decision: 'rejected', wasPending: false, severity: 'fallback', extra: {} });
     expect(second).toBeGreaterThan(first);
@@ -93,12 +104,22 @@ describe.each(backends)('state store on $name', (backend) => {
     await s.fallbacks.increment('a', T(1));
     await s.fallbacks.increment('a', T(2));
     await s.fallbacks.increment('b', T(2));
-    expect(await s.fallbacks.all()).toEqual(new Map([['a', 2], ['b', 1]]));
+    expect(await s.fallbacks.all()).toEqual(
+      new Map([
+        ['a', 2],
+        ['b', 1],
+      ]),
+    );
 
     await s.memoryToggles.record({ entryId: 'e1', on: true, scope: 'engine/memory', extra: {}, at: T(1) });
     await s.memoryToggles.record({ entryId: 'e1', on: false, scope: 'engine/memory', extra: { by: 'me' }, at: T(2) });
     await s.memoryToggles.record({ entryId: 'e2', on: true, scope: 'engine/memory', extra: {}, at: T(3) });
-    expect(await s.memoryToggles.all()).toEqual(new Map([['e1', false], ['e2', true]]));
+    expect(await s.memoryToggles.all()).toEqual(
+      new Map([
+        ['e1', false],
+        ['e2', true],
+      ]),
+    );
     expect(await db.count('memory_toggle_log')).toBe(3);
     // Each write of an entry's row moves its version (what a mirror compares).
     expect((await s.memoryToggles.list()).sort((x, y) => x.entryId.localeCompare(y.entryId))).toEqual([
@@ -234,8 +255,24 @@ describe.each(backends)('state store on $name', (backend) => {
     expect(await s.instances.get('a')).toEqual({ id: 'a', address: 'http://h1:8001', version: '2.1.0', startedAt: T(7), heartbeatAt: T(7), streamClients: 0 });
     expect(await s.instances.get('b')).toBeUndefined();
 
-    const term = (projectId: string, instanceId: string) => ({ projectId, instanceId, pid: 42, port: 7681, url: 'http://h1:7681/', state: 'running', startedAt: T(1), endedAt: null, rc: null, signal: null });
-    for (const [p, i] of [['p2', 'a'], ['p1', 'a'], ['p3', 'b']] as const) await s.terminals.put(term(p, i));
+    const term = (projectId: string, instanceId: string) => ({
+      projectId,
+      instanceId,
+      pid: 42,
+      port: 7681,
+      url: 'http://h1:7681/',
+      state: 'running',
+      startedAt: T(1),
+      endedAt: null,
+      rc: null,
+      signal: null,
+    });
+    for (const [p, i] of [
+      ['p2', 'a'],
+      ['p1', 'a'],
+      ['p3', 'b'],
+    ] as const)
+      await s.terminals.put(term(p, i));
     expect(await s.terminals.get('p1')).toEqual(term('p1', 'a'));
     expect(await s.terminals.get('p9')).toBeUndefined();
     expect(await s.terminals.end('p1', { state: 'stopped', endedAt: T(2), rc: 143, signal: 'SIGTERM' })).toBe(true);
@@ -394,7 +431,18 @@ describe.each(backends)('state store on $name', (backend) => {
         await tx.proposals.get('prop_race');
         await arrive(); // both transactions are open before either claims the proposal
         const wasPending = await tx.proposals.markDecided('prop_race', decision, T(2));
-        await tx.decisions.insert({ proposalId: 'prop_race', decision, kind: null, label: 'Proposal', wasPending, deferredExecution: true, severity: wasPending ? 'info' : 'fallback', scope: 'engine', extra: {}, decidedAt: T(2) });
+        await tx.decisions.insert({
+          proposalId: 'prop_race',
+          decision,
+          kind: null,
+          label: 'Proposal',
+          wasPending,
+          deferredExecution: true,
+          severity: wasPending ? 'info' : 'fallback',
+          scope: 'engine',
+          extra: {},
+          decidedAt: T(2),
+        });
         if (!wasPending) await tx.fallbacks.increment('proposal_id_not_pending', T(2));
         await tx.events.append([draft(2, wasPending ? 'info' : 'fallback')]);
         return { decision, wasPending };
@@ -436,7 +484,16 @@ describe.each(backends)('state store on $name', (backend) => {
     const s = await db.open();
     await s.jobs.insert(job('gen_ok', 'a', 1));
     await s.jobs.insert(job('gen_gone', 'a', 2));
-    const end = (state: string, endedAt: string) => ({ state, endedAt, rc: state === 'lost' ? null : 0, signal: null, stdoutLines: 3, stderrLines: 1, exitReason: state === 'lost' ? 'lost' : 'exited', exitDetail: null });
+    const end = (state: string, endedAt: string) => ({
+      state,
+      endedAt,
+      rc: state === 'lost' ? null : 0,
+      signal: null,
+      stdoutLines: 3,
+      stderrLines: 1,
+      exitReason: state === 'lost' ? 'lost' : 'exited',
+      exitDetail: null,
+    });
     // gen_gone ended already (marked lost by another instance): its exit must not overwrite that.
     const [lost] = await s.events.append([{ ...draft(1, 'failure', 'engine/generation'), guard: { job: 'gen_gone', end: end('lost', T(3)) } }]);
     expect(lost).not.toBeNull();

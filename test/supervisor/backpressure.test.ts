@@ -49,11 +49,18 @@ it('holds the jobs’ output while events cannot be stored, then stores every li
   const t: TestService = await startTestService({
     store: { dir: store },
     tmp,
-    env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: stateDir, DISPATCH_CLI: fixture('flood-on-go.mjs'), FLOOD_GO: go, FLOOD_LINES: String(LINES), CONSOLE_EVENT_BACKLOG_MAX: String(BACKLOG_MAX),
+    env: {
+      CONSOLE_DATA_DIR: store,
+      CONSOLE_STATE_DIR: stateDir,
+      DISPATCH_CLI: fixture('flood-on-go.mjs'),
+      FLOOD_GO: go,
+      FLOOD_LINES: String(LINES),
+      CONSOLE_EVENT_BACKLOG_MAX: String(BACKLOG_MAX),
       // At the service's priority: on a busy machine a niced tool would take long to start.
       CONSOLE_JOB_NICE: '0',
       // The shortest wait for a pipe that stays silent after its job exited (1 s).
-      CONSOLE_KILL_GRACE_MS: '0' },
+      CONSOLE_KILL_GRACE_MS: '0',
+    },
   });
   cleanups.push(() => t.stop());
   const status = async () => (await (await t.get('/api/system-status')).json()) as { jobs: { backpressure: Backpressure }; limits: Record<string, number> };
@@ -123,5 +130,7 @@ it('holds the jobs’ output while events cannot be stored, then stores every li
   const outage = (await allEvents(t.url, 'scopePrefix=service/state'))[0];
   expect(outage?.payload).toMatchObject({ dropped: 0 });
   expect((outage?.payload as { held: number } | undefined)?.held).toBeLessThan(BACKLOG_MAX + 1024);
-  console.log(`backpressure: ${first} of ${LINES} lines read before the output was held (${BACKLOG_MAX} unstored events); at most ${(outage?.payload as { held: number } | undefined)?.held} events held; held ${after.pausedMs} ms in ${after.pauses} pause(s); every line stored in order`);
+  console.log(
+    `backpressure: ${first} of ${LINES} lines read before the output was held (${BACKLOG_MAX} unstored events); at most ${(outage?.payload as { held: number } | undefined)?.held} events held; held ${after.pausedMs} ms in ${after.pauses} pause(s); every line stored in order`,
+  );
 });

@@ -103,23 +103,19 @@ describe('child floods', () => {
     const rssMax = rss.stop();
 
     const lines = events.filter((e) => e.payload.source === 'dispatch_cli');
-    expect(lines.map((e) => e.detail)).toEqual([
-      `${proposalId} stdout line 1`,
-      `${proposalId} stdout line 2 (cut at ${LINE_MAX} bytes)`,
-      `${proposalId} stdout line 3`,
-    ]);
+    expect(lines.map((e) => e.detail)).toEqual([`${proposalId} stdout line 1`, `${proposalId} stdout line 2 (cut at ${LINE_MAX} bytes)`, `${proposalId} stdout line 3`]);
     expect(lines[0]?.summary).toBe('before');
     expect(lines[1]?.summary).toBe(`LONG${'x'.repeat(LINE_MAX - 4)}`);
     expect(lines[2]?.summary).toBe('after');
     expect(events.at(-1)).toMatchObject({ severity: 'success', summary: 'dispatch_cli exited rc=0' });
     expect(loop.p99).toBeLessThan(LOOP_P99_CEILING_MS);
     expect(rssMax).toBeLessThan(RSS_CEILING);
-    console.log(
-      `child-floods: one 5 MB line cut to ${LINE_MAX} bytes, job done in ${elapsed} ms, loop delay p99 ${loop.p99} ms (max ${loop.max} ms), RSS max ${MB(rssMax)} MB`,
-    );
+    console.log(`child-floods: one 5 MB line cut to ${LINE_MAX} bytes, job done in ${elapsed} ms, loop delay p99 ${loop.p99} ms (max ${loop.max} ms), RSS max ${MB(rssMax)} MB`);
   });
 
-  it(`${FLOOD_LINES.toLocaleString('en')} lines at ${FLOOD_RATE.toLocaleString('en')}/s: every line in order, another job's lines on time, the loop and memory bounded`, { timeout: FLOOD_TIMEOUT_MS }, async () => {
+  it(`${FLOOD_LINES.toLocaleString('en')} lines at ${FLOOD_RATE.toLocaleString('en')}/s: every line in order, another job's lines on time, the loop and memory bounded`, {
+    timeout: FLOOD_TIMEOUT_MS,
+  }, async () => {
     // The other job writes on stderr (warning events): a stream of warnings and exits sees it alone.
     const stream = new StampedStream(`${svc.url}/api/events/stream?severities=warning&severities=success&severities=failure`);
     await waitFor(() => (stream.subscribed ? true : undefined), 'the stream to open');
@@ -132,11 +128,7 @@ describe('child floods', () => {
     const slow = await generate(svc.url, `slow:${SLOW_LINES}:100`);
     const flood = await generate(svc.url, `flood:${FLOOD_RATE}:${FLOOD_SECONDS}`);
     try {
-      await waitFor(
-        () => ([slow, flood].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined),
-        'both exits on the stream',
-        120_000,
-      );
+      await waitFor(() => ([slow, flood].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined), 'both exits on the stream', 120_000);
     } finally {
       stream.close();
     }
@@ -207,11 +199,7 @@ describe('child floods', () => {
     await waitFor(() => (waiting(a.proposalId) && waiting(b.proposalId) ? true : undefined), 'both bursts waiting for the go');
     fs.writeFileSync(path.join(svc.tmp, 'go'), '');
     try {
-      await waitFor(
-        () => ([slow, a, b].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined),
-        'the three exits on the stream',
-        120_000,
-      );
+      await waitFor(() => ([slow, a, b].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined), 'the three exits on the stream', 120_000);
     } finally {
       stream.close();
     }

@@ -22,15 +22,7 @@ import { afterEach, expect, it } from 'vitest';
 import { allEvents, jobEventProblems, waitFor, waitForJobEvents, type EngineEvent, type JobView } from '../helpers/events.js';
 import { fixture, makeTempStore, startTestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
-import {
-  isGone,
-  killAll,
-  request,
-  requireBuild,
-  startServiceProcess,
-  tokenProcesses,
-  type ServiceProcess,
-} from '../fixtures/rel-c-harness.js';
+import { isGone, killAll, request, requireBuild, startServiceProcess, tokenProcesses, type ServiceProcess } from '../fixtures/rel-c-harness.js';
 
 const JOBS = 16;
 const TOOL = fixture('rel-c-tree.mjs');
@@ -89,9 +81,7 @@ async function round(point: CrashPoint): Promise<Round> {
   });
   for (const c of clients) await c.until((s) => s.frames.length > 0, 'the retry frame');
 
-  const accepted = await Promise.all(
-    Array.from({ length: JOBS }, (_, i) => request(first.url, 'POST', '/api/proposals/generate', { project: 'harbor-lights', model: modelOf(i) })),
-  );
+  const accepted = await Promise.all(Array.from({ length: JOBS }, (_, i) => request(first.url, 'POST', '/api/proposals/generate', { project: 'harbor-lights', model: modelOf(i) })));
   for (const a of accepted) expect(a.status, JSON.stringify(a.json)).toBe(202);
   const ids = accepted.map((a) => a.json.proposalId as string);
   leaders.push(...accepted.map((a) => a.json.pid as number));
@@ -143,7 +133,9 @@ async function round(point: CrashPoint): Promise<Round> {
   const crashed = readDb(store.stateDir, (db) => ({
     ended: db.prepare(`select proposal_id as id, rc from jobs where state != 'running' order by proposal_id`).all() as { id: string; rc: number | null }[],
     exits: db
-      .prepare(`select json_extract(data, '$.payload.proposal_id') as id, json_extract(data, '$.payload.rc') as rc from events where json_extract(data, '$.summary') like 'dispatch_cli exited rc=%' order by id`)
+      .prepare(
+        `select json_extract(data, '$.payload.proposal_id') as id, json_extract(data, '$.payload.rc') as rc from events where json_extract(data, '$.summary') like 'dispatch_cli exited rc=%' order by id`,
+      )
       .all() as { id: string; rc: number | null }[],
   }));
   expect(crashed.exits.sort((x, y) => x.id.localeCompare(y.id))).toEqual(crashed.ended);
@@ -187,7 +179,10 @@ async function round(point: CrashPoint): Promise<Round> {
     await r.until((c) => [...lostIds].every((id) => c.events.some((e) => e.id === id)), `the lost events on resumed stream ${i}`);
     r.close();
     const got = r.events.map((e) => Number(e.id));
-    expect(got.every((id, k) => id > since && (k === 0 || id > (got[k - 1] as number))), `stream ${i}: ascending ids after ${since}`).toBe(true);
+    expect(
+      got.every((id, k) => id > since && (k === 0 || id > (got[k - 1] as number))),
+      `stream ${i}: ascending ids after ${since}`,
+    ).toBe(true);
     const stored = (await allEvents(second.url, q, String(since))).slice(0, got.length).map((e) => Number(e.id));
     expect(got, `stream ${i}: every stored event after ${since}`).toEqual(stored);
     resumed += got.length;
@@ -268,7 +263,13 @@ it('a tool that exits by itself takes its whole tree with it, daemons and other 
     const { exit, lines } = await waitForJobEvents(t.url, id);
     expect(exit.summary).toBe('dispatch_cli exited rc=0');
     // tree <leader> <worker> <sub> <daemon> <session>
-    trees.push(...(lines.find((e) => e.summary.startsWith('tree '))?.summary.split(' ').slice(2).map(Number) ?? []));
+    trees.push(
+      ...(lines
+        .find((e) => e.summary.startsWith('tree '))
+        ?.summary.split(' ')
+        .slice(2)
+        .map(Number) ?? []),
+    );
   }
   expect(trees).toHaveLength(ids.length * DESCENDANTS);
   await waitFor(() => (trees.every(isGone) ? true : undefined), 'every descendant of the exited jobs to end').catch(() => {

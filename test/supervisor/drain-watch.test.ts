@@ -16,7 +16,13 @@ it('waits past the idle bound while bytes come, and while the output is busy', a
   let gaveUp = false;
   let finish!: () => void;
   const drained = new Promise<void>((r) => (finish = r));
-  const done = untilDrained(drained, () => lines, () => held, 200, () => (gaveUp = true));
+  const done = untilDrained(
+    drained,
+    () => lines,
+    () => held,
+    200,
+    () => (gaveUp = true),
+  );
   // Lines for three idle bounds, then held for three more: never given up.
   for (let i = 0; i < 12; i++) {
     lines++;
@@ -36,10 +42,16 @@ it('gives up after the idle bound without a byte while nothing waits, and still 
   let finish!: () => void;
   const drained = new Promise<void>((r) => (finish = r));
   let ended = false;
-  const done = untilDrained(drained, () => 7, () => false, 200, () => {
-    gaveUp = true;
-    finish(); // destroying the streams ends them
-  }).then(() => (ended = true));
+  const done = untilDrained(
+    drained,
+    () => 7,
+    () => false,
+    200,
+    () => {
+      gaveUp = true;
+      finish(); // destroying the streams ends them
+    },
+  ).then(() => (ended = true));
   await sleep(100);
   expect(gaveUp).toBe(false);
   await done;

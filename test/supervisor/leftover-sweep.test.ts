@@ -62,7 +62,10 @@ describe('the sweep after a job’s exit', () => {
     const { exit, lines: out } = await events;
 
     expect(exit).toMatchObject({ severity: 'success', summary: 'dispatch_cli exited rc=0', detail: null, payload: { proposal_id: proposalId, rc: 0 } });
-    const tree = out.find((e) => e.summary.startsWith('tree '))?.summary.split(' ').map(Number);
+    const tree = out
+      .find((e) => e.summary.startsWith('tree '))
+      ?.summary.split(' ')
+      .map(Number);
     expect(tree, 'the tool’s "tree" line').toBeDefined();
     const [, daemon, children] = tree as number[];
     expect(children).toBeGreaterThanOrEqual(150);

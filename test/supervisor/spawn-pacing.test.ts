@@ -46,11 +46,13 @@ it('lets one waiting spawn go per event-loop turn, in call order, while I/O goes
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const order: string[] = [];
   const turns: number[] = [];
-  const waiting = Array.from({ length: 8 }, (_, i) => pacer.turn().then((done) => {
-    order.push(`spawn ${i}`);
-    turns.push(turn);
-    done();
-  }));
+  const waiting = Array.from({ length: 8 }, (_, i) =>
+    pacer.turn().then((done) => {
+      order.push(`spawn ${i}`);
+      turns.push(turn);
+      done();
+    }),
+  );
   const io = new Promise<void>((resolve) => {
     const c = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
     c.on('data', () => {
@@ -110,9 +112,13 @@ it('answers a burst of generation requests and the reads sent during it', async 
   });
   const { port } = new URL(svc.url);
   const sockets = await Promise.all(
-    Array.from({ length: JOBS + READS }, () => new Promise<net.Socket>((resolve) => {
-      const s = net.connect(Number(port), '127.0.0.1', () => resolve(s));
-    })),
+    Array.from(
+      { length: JOBS + READS },
+      () =>
+        new Promise<net.Socket>((resolve) => {
+          const s = net.connect(Number(port), '127.0.0.1', () => resolve(s));
+        }),
+    ),
   );
   const seen: string[] = [];
   let firstSpawn: () => void = () => {};
@@ -141,7 +147,12 @@ it('answers a burst of generation requests and the reads sent during it', async 
   expect(statuses).toEqual([...Array(JOBS).fill('202'), ...Array(READS).fill('200')]);
   // The service's request log: one line per answer, in the order it answered.
   const order = await waitFor(() => {
-    const lines = svc?.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { path?: string; status?: number }) ?? [];
+    const lines =
+      svc
+        ?.stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { path?: string; status?: number }) ?? [];
     const answers = lines.filter((l) => l.path === '/api/health' || l.path === '/api/proposals/generate').map((l) => (l.path === '/api/health' ? 'R' : 'S'));
     return answers.length >= JOBS + READS ? answers : undefined;
   }, 'the request log of the 19 answers');

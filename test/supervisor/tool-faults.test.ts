@@ -175,21 +175,18 @@ describe('dispatch tool faults', () => {
     await waitGone(pid, 'the tool');
   });
 
-  it.each([['group'], ['session']])(
-    'a grandchild (in the tool’s %s) holding stdout and stderr after the tool exits: the exit is published and the grandchild ended',
-    async (where) => {
-      const { proposalId, pid } = await start(`grandchild:${where}`);
-      const grandchild = Number((await lineOf(proposalId, 'grandchild ')).split(' ')[1]);
-      const { job, exit, lines } = await finished(proposalId);
-      expect(job).toMatchObject({ state: 'exited ok', rc: 0 });
-      expect(exit).toMatchObject({ severity: 'success', summary: 'dispatch_cli exited rc=0' });
-      expect(lines[0]?.summary).toBe(`grandchild ${grandchild}`);
-      // Whatever the grandchild printed before it was ended is published, in order, before the exit.
-      expect(lines.slice(1).map((e) => e.summary)).toEqual(lines.slice(1).map((_, i) => `tick ${i + 1}`));
-      await waitGone(pid, 'the tool');
-      await waitGone(grandchild, 'the grandchild');
-    },
-  );
+  it.each([['group'], ['session']])('a grandchild (in the tool’s %s) holding stdout and stderr after the tool exits: the exit is published and the grandchild ended', async (where) => {
+    const { proposalId, pid } = await start(`grandchild:${where}`);
+    const grandchild = Number((await lineOf(proposalId, 'grandchild ')).split(' ')[1]);
+    const { job, exit, lines } = await finished(proposalId);
+    expect(job).toMatchObject({ state: 'exited ok', rc: 0 });
+    expect(exit).toMatchObject({ severity: 'success', summary: 'dispatch_cli exited rc=0' });
+    expect(lines[0]?.summary).toBe(`grandchild ${grandchild}`);
+    // Whatever the grandchild printed before it was ended is published, in order, before the exit.
+    expect(lines.slice(1).map((e) => e.summary)).toEqual(lines.slice(1).map((_, i) => `tick ${i + 1}`));
+    await waitGone(pid, 'the tool');
+    await waitGone(grandchild, 'the grandchild');
+  });
 
   describe('a DISPATCH_CLI that is not a runnable tool', () => {
     const useTool = (file: string) => {

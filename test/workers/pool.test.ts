@@ -10,16 +10,13 @@ import { fixture } from '../helpers/service.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 
 describe('SynthesisPool', () => {
-  it.runIf(process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module'))(
-    'runs its workers with --no-experimental-require-module, and they load an ES module worker',
-    async () => {
-      const pool = new SynthesisPool(1, { synthesis: fixture('worker-exec-argv.mjs'), readStore: WORKER_FILES.readStore });
-      try {
-        const argv = (await pool.run({} as never)) as unknown as string[];
-        expect(argv).toContain('--no-experimental-require-module');
-      } finally {
-        await pool.close();
-      }
-    },
-  );
+  it.runIf(process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module'))('runs its workers with --no-experimental-require-module, and they load an ES module worker', async () => {
+    const pool = new SynthesisPool(1, { synthesis: fixture('worker-exec-argv.mjs'), readStore: WORKER_FILES.readStore });
+    try {
+      const argv = (await pool.run({} as never)) as unknown as string[];
+      expect(argv).toContain('--no-experimental-require-module');
+    } finally {
+      await pool.close();
+    }
+  });
 });

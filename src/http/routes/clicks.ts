@@ -42,7 +42,8 @@ export function clickRoutes(api: Api, { console: state, config, store }: AppDeps
     path: '/api/clicks',
     operationId: 'listClicks',
     summary: 'List recent clicks',
-    description: 'Newest first, of one project or (without `projectId`) of all. Lists what is stored: a project id that names no project answers its stored clicks (none, unless the project was removed since).',
+    description:
+      'Newest first, of one project or (without `projectId`) of all. Lists what is stored: a project id that names no project answers its stored clicks (none, unless the project was removed since).',
     tag: 'Console',
     query: z.object({
       projectId: QueryId('Project id (alias project_id).').optional(),

@@ -20,15 +20,10 @@ export const JsonValue = (description: string) =>
 export const Scope = z
   .string()
   .max(200)
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9_.-]*(\/[A-Za-z0-9][A-Za-z0-9_.-]*)*$/,
-    'must be slash-separated segments of letters, digits, ".", "_" or "-", each starting with a letter or digit',
-  );
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*(\/[A-Za-z0-9][A-Za-z0-9_.-]*)*$/, 'must be slash-separated segments of letters, digits, ".", "_" or "-", each starting with a letter or digit');
 
 /** Extra event payload members; they never replace the members the event itself defines. */
-export const Extra = z
-  .record(z.string(), z.unknown())
-  .meta({ description: 'Extra members added to the event payload (they cannot replace the event’s own members).' });
+export const Extra = z.record(z.string(), z.unknown()).meta({ description: 'Extra members added to the event payload (they cannot replace the event’s own members).' });
 
 export const KindName = z.string().min(1).max(128).meta({ description: 'Proposal kind name, e.g. `GenerationProposal`.' });
 
@@ -73,9 +68,7 @@ export const DecisionRecord = z
   })
   .meta({ id: 'DecisionRecord' });
 
-export const TakeStateSchema = z
-  .object({ primary: z.boolean(), circled: z.boolean(), rejected: z.boolean() })
-  .meta({ id: 'TakeState' });
+export const TakeStateSchema = z.object({ primary: z.boolean(), circled: z.boolean(), rejected: z.boolean() }).meta({ id: 'TakeState' });
 
 export const Click = z
   .object({
@@ -109,7 +102,11 @@ export const WorkspaceReport = z
   })
   .meta({ id: 'WorkspaceReport' });
 
-const SelectedId = (what: string) => BodyId(`${what}Id`).nullable().optional().meta({ description: `Selected ${what} id (alias snake_case).` });
+const SelectedId = (what: string) =>
+  BodyId(`${what}Id`)
+    .nullable()
+    .optional()
+    .meta({ description: `Selected ${what} id (alias snake_case).` });
 
 /** A selection: the known item members are ids; any other member is kept as given. */
 export const SelectionBody = z

@@ -70,7 +70,8 @@ export function eventRoutes(api: Api, { bus, sse }: AppDeps): void {
       400: { description: 'Malformed `proposalId` (`invalid_id`).', schema: ErrorBody },
       422: { description: 'Unknown severity or bad sinceId.', schema: ErrorBody },
       429: {
-        description: 'This remote address has CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS streams open (`too_many_streams_from_address`, with Retry-After); behind a balancer every client has the balancer’s address: raise it, or set 0 for no bound.',
+        description:
+          'This remote address has CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS streams open (`too_many_streams_from_address`, with Retry-After); behind a balancer every client has the balancer’s address: raise it, or set 0 for no bound.',
         schema: ErrorBody,
         headers: { 'Retry-After': 'Seconds to wait before trying again.' },
       },

@@ -23,7 +23,9 @@ const InstanceHistorySchema = z
   .object({
     id: z.string().nullable().meta({ description: 'The instance (CONSOLE_INSTANCE_ID); null on the embedded database’s one instance.' }),
     self: z.boolean().meta({ description: 'Whether this is the instance that answered.' }),
-    reachable: z.boolean().meta({ description: 'False when another instance’s history could not be read (no answer within the timeout, an error answer): `error` says why, and the arrays are empty.' }),
+    reachable: z
+      .boolean()
+      .meta({ description: 'False when another instance’s history could not be read (no answer within the timeout, an error answer): `error` says why, and the arrays are empty.' }),
     error: z.string().nullable(),
     times: z.array(z.number()).meta({ description: 'When each sample was taken, in milliseconds since the Unix epoch (UTC), oldest first.' }),
     series: Series,

@@ -83,7 +83,10 @@ export function internalBusRoutes(api: Api, { bus }: AppDeps): void {
     body: InternalBusEvent,
     answers: {
       202: { description: 'Stored; `id` is the event id.', schema: z.object({ id: z.string() }) },
-      403: { description: 'The caller is not on the loopback interface, or the request came through a proxy (`not_loopback`); or a browser page of another site sent it (`cross_site_request`).', schema: ErrorBody },
+      403: {
+        description: 'The caller is not on the loopback interface, or the request came through a proxy (`not_loopback`); or a browser page of another site sent it (`cross_site_request`).',
+        schema: ErrorBody,
+      },
       422: { description: 'Invalid event.', schema: ErrorBody },
     },
     handler: async ({ res, body }) => {

@@ -53,12 +53,13 @@ export function mediaRoutes(api: Api, { store }: AppDeps): void {
     operationId: 'getMedia',
     summary: 'A media file of a project',
     description:
-      'The file `projects/<project_id>/media/<file>` of the engine store. `Range: bytes=…` (one range) answers 206 with `Content-Range`; an unsatisfiable range 416 with `Content-Range: bytes */<size>`. `If-None-Match` / `If-Modified-Since` answer 304. Every answer is inert in this origin: images (png, jpeg, gif, webp, avif, bmp, ico, svg), video (webm, mp4, m4v, mov, mkv, ogv), audio (mp3, wav, ogg, oga, opus, m4a, aac, flac) and plain text (txt, vtt) are served as their type; any other file (HTML, XML, scripts, style sheets, PDF…) as `application/octet-stream` with `Content-Disposition: attachment`; all with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: default-src \'none\'; style-src \'unsafe-inline\'; sandbox`.',
+      "The file `projects/<project_id>/media/<file>` of the engine store. `Range: bytes=…` (one range) answers 206 with `Content-Range`; an unsatisfiable range 416 with `Content-Range: bytes */<size>`. `If-None-Match` / `If-Modified-Since` answer 304. Every answer is inert in this origin: images (png, jpeg, gif, webp, avif, bmp, ico, svg), video (webm, mp4, m4v, mov, mkv, ogv), audio (mp3, wav, ogg, oga, opus, m4a, aac, flac) and plain text (txt, vtt) are served as their type; any other file (HTML, XML, scripts, style sheets, PDF…) as `application/octet-stream` with `Content-Disposition: attachment`; all with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; sandbox`.",
     tag: 'Engine',
     params: z.object({ projectId: PathId('Project id'), file: PathId('File name inside the project’s `media/` folder') }),
     answers: {
       200: {
-        description: 'The file; `Content-Type` from its extension for the inert types (image/png, image/svg+xml, video/webm, video/mp4, audio/mpeg, text/plain…), else `application/octet-stream` as an attachment.',
+        description:
+          'The file; `Content-Type` from its extension for the inert types (image/png, image/svg+xml, video/webm, video/mp4, audio/mpeg, text/plain…), else `application/octet-stream` as an attachment.',
         contentType: '*/*',
         schema: z.string().meta({ format: 'binary' }),
         headers: {

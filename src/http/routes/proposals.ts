@@ -8,16 +8,7 @@ import { DECISION_SCOPE, LIFECYCLE_SCOPE, type Decision } from '../../console/in
 import { checkId } from '../../engine/ids.js';
 import type { Api } from '../route.js';
 import { ErrorBody, PathId, QueryInt } from '../schemas.js';
-import {
-  DecisionAnswer,
-  DecisionRecord,
-  DecisionValue,
-  Extra,
-  KindName,
-  Proposal,
-  ProposalStatus,
-  Scope,
-} from './console-schemas.js';
+import { DecisionAnswer, DecisionRecord, DecisionValue, Extra, KindName, Proposal, ProposalStatus, Scope } from './console-schemas.js';
 import type { AppDeps } from './deps.js';
 
 const e400 = { description: 'Malformed proposal id.', schema: ErrorBody };
@@ -41,8 +32,7 @@ export function proposalRoutes(api: Api, { console: state }: AppDeps): void {
     path: '/api/proposals',
     operationId: 'createProposal',
     summary: 'Create a proposal',
-    description:
-      'Stores a pending proposal `prop_<12 hex>` and emits `Proposal created: <title> (<id>)` (info, scope `chat/proposals`, payload proposal_id, kind, title).',
+    description: 'Stores a pending proposal `prop_<12 hex>` and emits `Proposal created: <title> (<id>)` (info, scope `chat/proposals`, payload proposal_id, kind, title).',
     tag: 'Proposals',
     body: z.object({
       kind: KindName.optional(),

@@ -30,13 +30,9 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
     .object({
       name: z.enum(READINESS_CHECKS),
       ok: z.boolean(),
-      detail: z
-        .string()
-        .optional()
-        .meta({
-          description:
-            'What was found; what is wrong when `ok` is false. Only with the token (or when CONSOLE_API_TOKEN is unset): it names paths and the database, which an open route does not tell.',
-        }),
+      detail: z.string().optional().meta({
+        description: 'What was found; what is wrong when `ok` is false. Only with the token (or when CONSOLE_API_TOKEN is unset): it names paths and the database, which an open route does not tell.',
+      }),
     })
     .meta({ id: 'ReadinessCheck' });
   api.route({
@@ -51,10 +47,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
       200: { description: 'Ready: every check is ok.', schema: z.object({ ready: z.literal(true), checks: z.array(Check) }) },
       503: {
         description: 'Not ready (`not_ready`): `checks` lists every check, `detail` names the failing ones; or the service is shutting down (`shutting_down`, the error body alone).',
-        schema: z.union([
-          z.object({ detail: z.string(), code: z.literal('not_ready'), ready: z.literal(false), checks: z.array(Check) }).meta({ id: 'NotReady' }),
-          ErrorBody,
-        ]),
+        schema: z.union([z.object({ detail: z.string(), code: z.literal('not_ready'), ready: z.literal(false), checks: z.array(Check) }).meta({ id: 'NotReady' }), ErrorBody]),
       },
     },
     handler: async ({ req, res }) => {
@@ -89,7 +82,8 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
     path: '/api/system-status',
     operationId: 'systemStatus',
     summary: 'System status',
-    description: 'What an operator reads during a generation storm: version, uptime, jobs by state and the recent jobs, the bus, the worker pool, the cache, the start-up guards, the write proxy, the Host check and every configured bound.',
+    description:
+      'What an operator reads during a generation storm: version, uptime, jobs by state and the recent jobs, the bus, the worker pool, the cache, the start-up guards, the write proxy, the Host check and every configured bound.',
     tag: 'Service',
     answers: {
       200: {
@@ -104,17 +98,18 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             priority: z
               .object({ nice: z.number().int(), lowered: z.number().int(), refused: z.number().int() })
               .meta({ description: 'CONSOLE_JOB_NICE, and the jobs whose CPU priority (and autogroup’s) was lowered below the service’s, or could not be.' }),
-            backpressure: z
-              .object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() })
-              .meta({ description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.' }),
+            backpressure: z.object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() }).meta({
+              description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.',
+            }),
           }),
           bus: z.looseObject({
             subscribers: z.number().int(),
             lastEventId: z.string(),
             retention: z.number().int(),
-            replay: z
-              .object({ maxBytes: z.number().int(), events: z.number().int(), bytes: z.number().int(), pagesFromMemory: z.number().int(), pagesFromDatabase: z.number().int() })
-              .meta({ description: 'The newest events kept in memory for `Last-Event-ID` replays (CONSOLE_SSE_REPLAY_MEMORY_BYTES): how many, their bytes, and the replay pages read from memory and from the database (a resume point older than what is kept).' }),
+            replay: z.object({ maxBytes: z.number().int(), events: z.number().int(), bytes: z.number().int(), pagesFromMemory: z.number().int(), pagesFromDatabase: z.number().int() }).meta({
+              description:
+                'The newest events kept in memory for `Last-Event-ID` replays (CONSOLE_SSE_REPLAY_MEMORY_BYTES): how many, their bytes, and the replay pages read from memory and from the database (a resume point older than what is kept).',
+            }),
             streams: z
               .object({
                 open: z.number().int(),
@@ -141,10 +136,15 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               error: z.string().nullable().meta({ description: 'Why it could not be raised; null when it was, or needed not be.' }),
               open: z.number().int().nullable().meta({ description: 'Descriptors open now.' }),
             })
-            .meta({ description: 'The file descriptor limit (RLIMIT_NOFILE): the soft limit is raised to the hard one at start-up (with `prlimit`), and the event streams are bounded at half of it.' }),
+            .meta({
+              description: 'The file descriptor limit (RLIMIT_NOFILE): the soft limit is raised to the hard one at start-up (with `prlimit`), and the event streams are bounded at half of it.',
+            }),
           cache: z
             .looseObject({
-              watchedDirectories: z.number().int().meta({ description: 'Store folders watched now: the root, projects/, memory/, and each project folder with its shots/ and takes/ (3 + 3 per project).' }),
+              watchedDirectories: z
+                .number()
+                .int()
+                .meta({ description: 'Store folders watched now: the root, projects/, memory/, and each project folder with its shots/ and takes/ (3 + 3 per project).' }),
               watchFailures: z.number().int().meta({ description: 'Watch set-ups that failed (e.g. the inotify limit reached): edits there are not seen.' }),
               watchesReplaced: z.number().int().meta({ description: 'Watches set again because their folder was replaced at the same path (published by rename); the old ones are closed.' }),
               filesRead: z.number().int().meta({ description: 'Store files (project, shot and take files) read by synthesis since start-up.' }),
@@ -160,12 +160,10 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
                 backend: z.literal('postgres'),
                 url: z.string(),
                 listening: z.boolean(),
-                sessionBounds: z
-                  .object({ lockTimeoutMs: z.number().int(), idleInTransactionTimeoutMs: z.number().int(), statementTimeoutMs: z.number().int() })
-                  .meta({
-                    description:
-                      'What every pooled session sets, from CONSOLE_INSTANCE_TIMEOUT_MS: `lock_timeout` and `idle_in_transaction_session_timeout` half of it, at least 1 s (a frozen peer holding a lock costs the others at most that), `statement_timeout` three times it, at least 30 s (a runaway statement).',
-                  }),
+                sessionBounds: z.object({ lockTimeoutMs: z.number().int(), idleInTransactionTimeoutMs: z.number().int(), statementTimeoutMs: z.number().int() }).meta({
+                  description:
+                    'What every pooled session sets, from CONSOLE_INSTANCE_TIMEOUT_MS: `lock_timeout` and `idle_in_transaction_session_timeout` half of it, at least 1 s (a frozen peer holding a lock costs the others at most that), `statement_timeout` three times it, at least 30 s (a runaway statement).',
+                }),
                 ...Reachable,
               }),
             ])
@@ -191,9 +189,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               description:
                 'Cluster mode: every instance sharing the database, by id, with its last heartbeat; one whose heartbeat is older than CONSOLE_INSTANCE_TIMEOUT_MS is not alive and stays listed for an hour. Empty on the embedded SQLite database.',
             }),
-          fallbacks: z
-            .record(z.string(), z.number().int())
-            .meta({ description: 'Raises of each sanctioned fallback by name, kept across restarts; every registered fallback is listed.' }),
+          fallbacks: z.record(z.string(), z.number().int()).meta({ description: 'Raises of each sanctioned fallback by name, kept across restarts; every registered fallback is listed.' }),
           terminals: z.array(
             z.looseObject({
               projectId: z.string(),
@@ -213,15 +209,11 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               lastFailure: z.object({ at: z.string(), detail: z.string() }).nullable(),
             })
             .meta({ description: 'SERVICE_WRITE_UPSTREAM and the mutations forwarded to it since start-up.' }),
-          hosts: z
-            .object({ enforced: z.boolean(), allowed: z.array(z.string()) })
-            .meta({
-              description:
-                'The Host check (DNS rebinding defence): whether it runs (bound to a loopback address, or CONSOLE_ALLOWED_HOSTS set), and CONSOLE_ALLOWED_HOSTS in canonical form; loopback names are always served.',
-            }),
-          limits: z
-            .record(z.string(), z.number())
-            .meta({ description: 'Every configured bound, by the variable that sets it (README, Configuration), with its value on this instance.' }),
+          hosts: z.object({ enforced: z.boolean(), allowed: z.array(z.string()) }).meta({
+            description:
+              'The Host check (DNS rebinding defence): whether it runs (bound to a loopback address, or CONSOLE_ALLOWED_HOSTS set), and CONSOLE_ALLOWED_HOSTS in canonical form; loopback names are always served.',
+          }),
+          limits: z.record(z.string(), z.number()).meta({ description: 'Every configured bound, by the variable that sets it (README, Configuration), with its value on this instance.' }),
         }),
       },
     },

@@ -44,10 +44,7 @@ export function takeRoutes(api: Api, { console: state }: AppDeps): void {
             severity: Severity,
             onDisk: z.boolean(),
             state: TakeStateSchema.meta({ description: 'The take’s recorded state after this action, committed with it (another action may have followed it since).' }),
-            eventId: z
-              .string()
-              .regex(/^\d+$/)
-              .meta({ description: 'The id of the action’s event: the take’s actions replayed in event-id order give its recorded state.' }),
+            eventId: z.string().regex(/^\d+$/).meta({ description: 'The id of the action’s event: the take’s actions replayed in event-id order give its recorded state.' }),
           })
           .meta({ id: 'TakeActionAnswer' }),
       },

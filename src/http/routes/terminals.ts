@@ -26,13 +26,10 @@ export const Terminal = z
     endedAt: z.string().nullable(),
     rc: z.number().int().nullable().meta({ description: 'Exit code; 128 + signal number when killed by a signal.' }),
     signal: z.string().nullable(),
-    credential: z
-      .string()
-      .nullable()
-      .meta({
-        description:
-          'With CONSOLE_API_TOKEN set: the terminal’s own HTTP credential, `console:<password>` (random per terminal), which it asks for (HTTP Basic); the terminal then listens on HOST. Without the token: null, and the terminal listens on loopback only. In `argv` its password reads `[REDACTED]`.',
-      }),
+    credential: z.string().nullable().meta({
+      description:
+        'With CONSOLE_API_TOKEN set: the terminal’s own HTTP credential, `console:<password>` (random per terminal), which it asks for (HTTP Basic); the terminal then listens on HOST. Without the token: null, and the terminal listens on loopback only. In `argv` its password reads `[REDACTED]`.',
+    }),
   })
   .meta({ id: 'Terminal' });
 

@@ -4,16 +4,7 @@
  * proposal; a unique index keeps one primary take per shot).
  */
 import type { Exec } from './exec.js';
-import type {
-  DecisionRecord,
-  DecisionStore,
-  FallbackStore,
-  MemoryToggleStore,
-  ProposalRecord,
-  ProposalStore,
-  TakeStateRecord,
-  TakeStateStore,
-} from '../state-store.js';
+import type { DecisionRecord, DecisionStore, FallbackStore, MemoryToggleStore, ProposalRecord, ProposalStore, TakeStateRecord, TakeStateStore } from '../state-store.js';
 
 interface ProposalRow {
   id: string;
@@ -39,27 +30,18 @@ export function pgProposals(x: Exec): ProposalStore {
   const cols = 'id, kind, title, payload, status, created_at, decided_at';
   return {
     insertPending: async (p) => {
-      await x.q(`INSERT INTO proposals (id, kind, title, payload, status, created_at) VALUES ($1, $2, $3, $4, 'pending', $5)`, [
-        p.id,
-        p.kind,
-        p.title,
-        JSON.stringify(p.payload),
-        p.createdAt,
-      ]);
+      await x.q(`INSERT INTO proposals (id, kind, title, payload, status, created_at) VALUES ($1, $2, $3, $4, 'pending', $5)`, [p.id, p.kind, p.title, JSON.stringify(p.payload), p.createdAt]);
     },
     get: async (id) => {
       const r = (await x.q<ProposalRow>(`SELECT ${cols} FROM proposals WHERE id = $1`, [id])).rows[0];
       return r && proposalFromRow(r);
     },
-    markDecided: async (id, decision, at) =>
-      (await x.q(`UPDATE proposals SET status = $1, decision = $1, decided_at = $2 WHERE id = $3 AND status = 'pending'`, [decision, at, id]))
-        .rowCount === 1,
+    markDecided: async (id, decision, at) => (await x.q(`UPDATE proposals SET status = $1, decision = $1, decided_at = $2 WHERE id = $3 AND status = 'pending'`, [decision, at, id])).rowCount === 1,
     list: async (status, limit) => {
       const rows =
         status === null
           ? (await x.q<ProposalRow>(`SELECT ${cols} FROM proposals ORDER BY created_at DESC, seq DESC LIMIT $1`, [limit])).rows
-          : (await x.q<ProposalRow>(`SELECT ${cols} FROM proposals WHERE status = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`, [status, limit]))
-              .rows;
+          : (await x.q<ProposalRow>(`SELECT ${cols} FROM proposals WHERE status = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`, [status, limit])).rows;
       return rows.map(proposalFromRow);
     },
   };
@@ -126,8 +108,7 @@ export function pgFallbacks(x: Exec): FallbackStore {
 /** Memory toggles on PostgreSQL: the last per entry and the log, in one transaction. */
 export function pgMemoryToggles(x: Exec): MemoryToggleStore {
   return {
-    all: async () =>
-      new Map((await x.q<{ entry_id: string; enabled: boolean }>('SELECT entry_id, enabled FROM memory_toggles')).rows.map((r) => [r.entry_id, r.enabled])),
+    all: async () => new Map((await x.q<{ entry_id: string; enabled: boolean }>('SELECT entry_id, enabled FROM memory_toggles')).rows.map((r) => [r.entry_id, r.enabled])),
     list: async () =>
       (await x.q<{ entry_id: string; enabled: boolean; version: number }>('SELECT entry_id, enabled, version FROM memory_toggles')).rows.map((r) => ({
         entryId: r.entry_id,
@@ -144,13 +125,7 @@ export function pgMemoryToggles(x: Exec): MemoryToggleStore {
             [t.entryId, t.on, t.at],
           )
         ).rows[0] as { version: number };
-        await y.q('INSERT INTO memory_toggle_log (entry_id, enabled, scope, extra, toggled_at) VALUES ($1, $2, $3, $4, $5)', [
-          t.entryId,
-          t.on,
-          t.scope,
-          JSON.stringify(t.extra),
-          t.at,
-        ]);
+        await y.q('INSERT INTO memory_toggle_log (entry_id, enabled, scope, extra, toggled_at) VALUES ($1, $2, $3, $4, $5)', [t.entryId, t.on, t.scope, JSON.stringify(t.extra), t.at]);
         return { entryId: t.entryId, on: t.on, version };
       }),
   };
@@ -224,10 +199,16 @@ export function pgTakeStates(x: Exec): TakeStateStore {
         ).rows[0] as TakeRow,
       ),
     logAction: async (a) => {
-      await x.q(
-        `INSERT INTO take_actions (project_id, take_id, action, severity, on_disk, scope, extra, acted_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [a.projectId, a.takeId, a.action, a.severity, a.onDisk, a.scope, JSON.stringify(a.extra), a.actedAt],
-      );
+      await x.q(`INSERT INTO take_actions (project_id, take_id, action, severity, on_disk, scope, extra, acted_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+        a.projectId,
+        a.takeId,
+        a.action,
+        a.severity,
+        a.onDisk,
+        a.scope,
+        JSON.stringify(a.extra),
+        a.actedAt,
+      ]);
     },
   };
 }

@@ -17,7 +17,7 @@ export function segmentSizeOf(retention: number): number {
 /** The event log on PostgreSQL. @param x runs the appends (pool or transaction); `pool` runs retention and reads. */
 export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   const segment = segmentSizeOf(retention);
-    /** Retention runs after commit, awaited when the append committed by itself. */
+  /** Retention runs after commit, awaited when the append committed by itself. */
   const appended = async (drafts: readonly EventDraft[], ids: readonly (string | null)[], committed = !x.inTransaction): Promise<(BusEvent | null)[]> => {
     let first = 0;
     let last = 0;
@@ -39,19 +39,18 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
     retention,
     append: async (drafts, retryAfter = null) => {
       if (drafts.length === 0) return [];
-      const r = await x.q<{ ids: (string | null)[] }>(
-        `SELECT console_append($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint) AS ids`,
-        [...appendArgs(drafts), drafts.map((d) => d.token ?? null), retryAfter],
-      );
+      const r = await x.q<{ ids: (string | null)[] }>(`SELECT console_append($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint) AS ids`, [
+        ...appendArgs(drafts),
+        drafts.map((d) => d.token ?? null),
+        retryAfter,
+      ]);
       return appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids);
     },
     appendOnCommit: (drafts) => {
       if (drafts.length === 0) return Promise.resolve([]);
       const lists = appendArgs(drafts).map((list) => `ARRAY[${list.map((v) => (v === null ? 'NULL' : pg.escapeLiteral(v))).join(', ')}]::text[]`);
       // A write's events are not retried (its answer says it failed): no tokens.
-      const events = x
-        .onCommit(`SELECT console_append(${lists.join(', ')}, NULL::bigint[], NULL) AS ids`)
-        .then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
+      const events = x.onCommit(`SELECT console_append(${lists.join(', ')}, NULL::bigint[], NULL) AS ids`).then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
       // A caller that never awaits this (its transaction failed first) must not leave an unhandled rejection.
       events.catch(() => undefined);
       return events;

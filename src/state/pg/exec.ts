@@ -44,7 +44,7 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
   } catch (err) {
     throw asStateError(err);
   }
-    // A checked-out client's connection can fail between statements, and an 'error' nobody listens to ends the process.
+  // A checked-out client's connection can fail between statements, and an 'error' nobody listens to ends the process.
   let broken: Error | undefined;
   const onError = (err: Error) => void (broken = err);
   client.on('error', onError);
@@ -80,7 +80,7 @@ export async function runTransaction<T>(pool: Pool, fn: (x: Exec) => Promise<T>)
     const result = await fn(x);
     if (last === undefined) await q('COMMIT');
     else {
-        // One simple-protocol query: the server runs the COMMIT right after, even if this process is paused.
+      // One simple-protocol query: the server runs the COMMIT right after, even if this process is paused.
       const results = (await client.query(`${last.sql};\nCOMMIT`)) as unknown as QueryResult[];
       last.resolve(results[0] as QueryResult);
     }

@@ -22,7 +22,9 @@ export interface JobEnded {
 export function parseJobEnded(payload: string): JobEnded | null {
   try {
     const v = JSON.parse(payload) as Partial<Record<keyof JobEnded, unknown>>;
-    return typeof v.instanceId === 'string' && typeof v.projectId === 'string' && typeof v.proposalId === 'string' ? { instanceId: v.instanceId, projectId: v.projectId, proposalId: v.proposalId } : null;
+    return typeof v.instanceId === 'string' && typeof v.projectId === 'string' && typeof v.proposalId === 'string'
+      ? { instanceId: v.instanceId, projectId: v.projectId, proposalId: v.proposalId }
+      : null;
   } catch {
     return null;
   }
@@ -64,18 +66,21 @@ const jobFromRow = (r: JobRow): StoredJob => ({
   instanceId: r.instance_id,
 });
 
-const JOB_COLS =
-  'proposal_id, instance_id, project_id, pid, argv, state, started_at, ended_at, rc, signal, stdout_lines, stderr_lines, cancel_requested, exit_reason, exit_detail';
+const JOB_COLS = 'proposal_id, instance_id, project_id, pid, argv, state, started_at, ended_at, rc, signal, stdout_lines, stderr_lines, cancel_requested, exit_reason, exit_detail';
 
 export function pgJobs(x: Exec): JobStore {
-  const select = async (where: string, params: readonly unknown[]) =>
-    (await x.q<JobRow>(`SELECT ${JOB_COLS} FROM jobs ${where}`, params)).rows.map(jobFromRow);
+  const select = async (where: string, params: readonly unknown[]) => (await x.q<JobRow>(`SELECT ${JOB_COLS} FROM jobs ${where}`, params)).rows.map(jobFromRow);
   return {
     insert: async (j) => {
-      await x.q(
-        'INSERT INTO jobs (proposal_id, instance_id, project_id, pid, argv, state, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-        [j.proposalId, j.instanceId, j.projectId, j.pid, JSON.stringify(j.argv), j.state, j.startedAt],
-      );
+      await x.q('INSERT INTO jobs (proposal_id, instance_id, project_id, pid, argv, state, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        j.proposalId,
+        j.instanceId,
+        j.projectId,
+        j.pid,
+        JSON.stringify(j.argv),
+        j.state,
+        j.startedAt,
+      ]);
     },
     finish: async (id, f) => {
       await x.q('UPDATE jobs SET state = $1, ended_at = $2, rc = $3, signal = $4, stdout_lines = $5, stderr_lines = $6, exit_reason = $7, exit_detail = $8 WHERE proposal_id = $9', [
@@ -104,14 +109,10 @@ export function pgJobs(x: Exec): JobStore {
     get: async (id) => (await select('WHERE proposal_id = $1', [id]))[0],
     search: (q) => pgSearchJobs(x, q),
     list: (limit, state) =>
-      state === undefined
-        ? select('ORDER BY started_at DESC, seq DESC LIMIT $1', [limit])
-        : select('WHERE state = $1 ORDER BY started_at DESC, seq DESC LIMIT $2', [state, limit]),
-    running: (instanceId) =>
-      instanceId === undefined ? select(`WHERE state = 'running'`, []) : select(`WHERE state = 'running' AND instance_id = $1`, [instanceId]),
+      state === undefined ? select('ORDER BY started_at DESC, seq DESC LIMIT $1', [limit]) : select('WHERE state = $1 ORDER BY started_at DESC, seq DESC LIMIT $2', [state, limit]),
+    running: (instanceId) => (instanceId === undefined ? select(`WHERE state = 'running'`, []) : select(`WHERE state = 'running' AND instance_id = $1`, [instanceId])),
     lostSince: (instanceId, since) => select(`WHERE state = 'lost' AND instance_id = $1 AND started_at >= $2`, [instanceId, since]),
-    countsByState: async () =>
-      Object.fromEntries((await x.q<{ state: string; n: number }>('SELECT state, count(*) AS n FROM jobs GROUP BY state')).rows.map((r) => [r.state, r.n])),
+    countsByState: async () => Object.fromEntries((await x.q<{ state: string; n: number }>('SELECT state, count(*) AS n FROM jobs GROUP BY state')).rows.map((r) => [r.state, r.n])),
     lineCounts: async (proposalId) => {
       // Details read `<proposal id> stdout|stderr <n>: …`; proposal ids are `gen_<hex>`, safe in a pattern.
       const rows = (
@@ -126,12 +127,9 @@ export function pgJobs(x: Exec): JobStore {
       return { stdoutLines: of('stdout'), stderrLines: of('stderr') };
     },
     markLost: async (instanceId, endedAt) =>
-      (
-        await x.q<JobRow>(`UPDATE jobs SET state = 'lost', exit_reason = 'lost', ended_at = $1 WHERE instance_id = $2 AND state = 'running' RETURNING ${JOB_COLS}`, [
-          endedAt,
-          instanceId,
-        ])
-      ).rows.map(jobFromRow),
+      (await x.q<JobRow>(`UPDATE jobs SET state = 'lost', exit_reason = 'lost', ended_at = $1 WHERE instance_id = $2 AND state = 'running' RETURNING ${JOB_COLS}`, [endedAt, instanceId])).rows.map(
+        jobFromRow,
+      ),
   };
 }
 
@@ -170,10 +168,9 @@ export function pgInstances(x: Exec): InstanceStore {
         ).rows[0] as { epoch: number }
       ).epoch,
     heartbeat: async (id, at, streamClients, epoch) =>
-      (
-        epoch === undefined
-          ? await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3', [at, streamClients, id])
-          : await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3 AND epoch = $4', [at, streamClients, id, epoch])
+      (epoch === undefined
+        ? await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3', [at, streamClients, id])
+        : await x.q('UPDATE instances SET heartbeat_at = $1, stream_clients = $2 WHERE id = $3 AND epoch = $4', [at, streamClients, id, epoch])
       ).rowCount === 1,
     judge: async (id, heartbeatAt) => (await x.q('UPDATE instances SET epoch = epoch + 1 WHERE id = $1 AND heartbeat_at = $2', [id, heartbeatAt])).rowCount === 1,
     get: async (id) => {
@@ -205,17 +202,8 @@ export function pgTerminals(x: Exec): TerminalStore {
     },
     list: async () => (await x.q<Row>('SELECT * FROM terminals ORDER BY project_id')).rows.map(terminalFromRow),
     end: async (projectId, f) =>
-      (
-        await x.q(`UPDATE terminals SET state = $1, ended_at = $2, rc = $3, signal = $4 WHERE project_id = $5 AND state = 'running'`, [
-          f.state,
-          f.endedAt,
-          f.rc,
-          f.signal,
-          projectId,
-        ])
-      ).rowCount === 1,
+      (await x.q(`UPDATE terminals SET state = $1, ended_at = $2, rc = $3, signal = $4 WHERE project_id = $5 AND state = 'running'`, [f.state, f.endedAt, f.rc, f.signal, projectId])).rowCount === 1,
     endAllOf: async (instanceId, state, endedAt) =>
-      (await x.q<Row>(`UPDATE terminals SET state = $1, ended_at = $2 WHERE instance_id = $3 AND state = 'running' RETURNING *`, [state, endedAt, instanceId]))
-        .rows.map(terminalFromRow),
+      (await x.q<Row>(`UPDATE terminals SET state = $1, ended_at = $2 WHERE instance_id = $3 AND state = 'running' RETURNING *`, [state, endedAt, instanceId])).rows.map(terminalFromRow),
   };
 }

@@ -72,7 +72,7 @@ export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgSta
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: Math.max(1, opts.connectTimeoutMs),
     types,
-      // A vanished peer (machine down, cable cut) is found by the kernel's probes instead of hanging a query for hours.
+    // A vanished peer (machine down, cable cut) is found by the kernel's probes instead of hanging a query for hours.
     keepAlive: true,
     keepAliveInitialDelayMillis: 5000,
     options: `-c lock_timeout=${bounds.lockTimeoutMs} -c idle_in_transaction_session_timeout=${bounds.idleInTransactionTimeoutMs} -c statement_timeout=${bounds.statementTimeoutMs}`,

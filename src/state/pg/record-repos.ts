@@ -23,8 +23,7 @@ const workspaceFromRow = (r: WorkspaceRow): WorkspaceRecord => ({
 
 /** @param reportsKept newest reports kept per id. */
 export function pgWorkspace(x: Exec, reportsKept: number): WorkspaceStore {
-  const current = async (y: Exec, wid: string) =>
-    (await y.q<{ revision: number }>('SELECT revision FROM workspace_states WHERE wid = $1', [wid])).rows[0]?.revision ?? 0;
+  const current = async (y: Exec, wid: string) => (await y.q<{ revision: number }>('SELECT revision FROM workspace_states WHERE wid = $1', [wid])).rows[0]?.revision ?? 0;
   return {
     reportsKept,
     get: async (wid) => {
@@ -36,24 +35,21 @@ export function pgWorkspace(x: Exec, reportsKept: number): WorkspaceStore {
         const json = JSON.stringify(state);
         const written =
           expected === 0
-            ? await y.q<WorkspaceRow>(
-                'INSERT INTO workspace_states (wid, revision, state, updated_at) VALUES ($1, 1, $2, $3) ON CONFLICT (wid) DO NOTHING RETURNING *',
-                [wid, json, at],
-              )
-            : await y.q<WorkspaceRow>(
-                'UPDATE workspace_states SET revision = revision + 1, state = $1, updated_at = $2 WHERE wid = $3 AND revision = $4 RETURNING *',
-                [json, at, wid, expected],
-              );
+            ? await y.q<WorkspaceRow>('INSERT INTO workspace_states (wid, revision, state, updated_at) VALUES ($1, 1, $2, $3) ON CONFLICT (wid) DO NOTHING RETURNING *', [wid, json, at])
+            : await y.q<WorkspaceRow>('UPDATE workspace_states SET revision = revision + 1, state = $1, updated_at = $2 WHERE wid = $3 AND revision = $4 RETURNING *', [json, at, wid, expected]);
         const row = written.rows[0];
         return row ? { ok: true as const, record: workspaceFromRow(row) } : { ok: false as const, currentRevision: await current(y, wid) };
       }),
     addReport: (wid, blobJson, reason, at) =>
       x.atomic(async (y) => {
         const { id } = (
-          await y.q<{ id: number }>(
-            'INSERT INTO workspace_reports (wid, reason, blob, bytes, received_at) VALUES ($1, $2, $3, $4, $5) RETURNING id',
-            [wid, reason, blobJson, Buffer.byteLength(blobJson), at],
-          )
+          await y.q<{ id: number }>('INSERT INTO workspace_reports (wid, reason, blob, bytes, received_at) VALUES ($1, $2, $3, $4, $5) RETURNING id', [
+            wid,
+            reason,
+            blobJson,
+            Buffer.byteLength(blobJson),
+            at,
+          ])
         ).rows[0] as { id: number };
         await y.q(
           `DELETE FROM workspace_reports WHERE wid = $1 AND id <= (
@@ -64,10 +60,10 @@ export function pgWorkspace(x: Exec, reportsKept: number): WorkspaceStore {
       }),
     reports: async (wid, limit) =>
       (
-        await x.q<{ id: number; wid: string; reason: string | null; blob: string; bytes: number; received_at: string }>(
-          'SELECT * FROM workspace_reports WHERE wid = $1 ORDER BY id DESC LIMIT $2',
-          [wid, limit],
-        )
+        await x.q<{ id: number; wid: string; reason: string | null; blob: string; bytes: number; received_at: string }>('SELECT * FROM workspace_reports WHERE wid = $1 ORDER BY id DESC LIMIT $2', [
+          wid,
+          limit,
+        ])
       ).rows.map((r) => ({ id: r.id, wid: r.wid, reason: r.reason, blob: JSON.parse(r.blob) as unknown, bytes: r.bytes, receivedAt: r.received_at })),
   };
 }
@@ -83,13 +79,10 @@ const recentFromRow = (r: RecentRow): RecentRecord => ({ projectId: r.project_id
 
 export function pgSelection(x: Exec): SelectionStore {
   const listOf = async (where: string, limit: number) =>
-    (await x.q<RecentRow>(`SELECT project_id, kind, item_id, opened_at FROM recent_items WHERE ${where} ORDER BY seq DESC LIMIT $1`, [limit])).rows.map(
-      recentFromRow,
-    );
+    (await x.q<RecentRow>(`SELECT project_id, kind, item_id, opened_at FROM recent_items WHERE ${where} ORDER BY seq DESC LIMIT $1`, [limit])).rows.map(recentFromRow);
   return {
     get: async (projectId) => {
-      const r = (await x.q<{ selection: string; updated_at: string }>('SELECT selection, updated_at FROM selections WHERE project_id = $1', [projectId]))
-        .rows[0];
+      const r = (await x.q<{ selection: string; updated_at: string }>('SELECT selection, updated_at FROM selections WHERE project_id = $1', [projectId])).rows[0];
       return r && { projectId, selection: JSON.parse(r.selection) as Record<string, unknown>, updatedAt: r.updated_at };
     },
     put: async (s) => {
@@ -142,7 +135,10 @@ const clickFromRow = (r: ClickRow): ClickRecord => ({
  * @throws RangeError for a bound that is not a positive integer.
  */
 export function pgClicks(x: Exec, ringSize: number, maxTotal: number): ClickStore {
-  for (const [name, v] of [['ringSize', ringSize], ['maxTotal', maxTotal]] as const) {
+  for (const [name, v] of [
+    ['ringSize', ringSize],
+    ['maxTotal', maxTotal],
+  ] as const) {
     if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} must be a positive integer, got ${v}`);
   }
   return {

@@ -19,7 +19,7 @@ const MIGRATION_LOCK = 0x636f6e73;
  * @throws StateDbError (`state_db_open_failed`) when the schema is newer than this code or a migration failed.
  */
 export async function migrateSchema(client: PoolClient, migrations: readonly string[] = PG_MIGRATIONS): Promise<number> {
-    // Others wait here for the first instance's migrations, and a migration may outlast the pool's statement bound.
+  // Others wait here for the first instance's migrations, and a migration may outlast the pool's statement bound.
   await client.query('SET lock_timeout = 0; SET statement_timeout = 0');
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
   try {
@@ -36,10 +36,7 @@ export async function migrateSchema(client: PoolClient, migrations: readonly str
       try {
         await client.query('BEGIN');
         await client.query(migrations[v] as string);
-        await client.query(
-          'INSERT INTO console_schema (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = excluded.version',
-          [v + 1],
-        );
+        await client.query('INSERT INTO console_schema (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = excluded.version', [v + 1]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);

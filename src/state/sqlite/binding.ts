@@ -15,10 +15,7 @@ function load(): typeof BetterSqlite3 {
   try {
     return require(SQLITE_PACKAGE) as typeof BetterSqlite3;
   } catch (err) {
-    const hint =
-      SQLITE_PACKAGE === 'better-sqlite3'
-        ? 'on Node.js 20 it is built from source at install: install python3, make and g++, then run `npm ci` again'
-        : 'run `npm ci` with this Node.js';
+    const hint = SQLITE_PACKAGE === 'better-sqlite3' ? 'on Node.js 20 it is built from source at install: install python3, make and g++, then run `npm ci` again' : 'run `npm ci` with this Node.js';
     throw new Error(`the SQLite binding ${SQLITE_PACKAGE} cannot be loaded on Node.js ${process.version}: ${hint} (${(err as Error).message})`, {
       cause: err,
     });

@@ -39,7 +39,10 @@ export class ClicksRepo {
     readonly ringSize: number,
     readonly maxTotal: number,
   ) {
-    for (const [name, v] of [['ringSize', ringSize], ['maxTotal', maxTotal]] as const) {
+    for (const [name, v] of [
+      ['ringSize', ringSize],
+      ['maxTotal', maxTotal],
+    ] as const) {
       if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} must be a positive integer, got ${v}`);
     }
     this.insertStmt = db.prepare<[string, string, number | null, number | null, string | null, string], Row>(
@@ -52,9 +55,7 @@ export class ClicksRepo {
     );
     // The n oldest of all (ids only grow: AUTOINCREMENT), found on the primary key.
     this.trimStmt = db.prepare<[number]>('DELETE FROM clicks WHERE id IN (SELECT id FROM clicks ORDER BY id LIMIT ?)');
-    this.listProjectStmt = db.prepare<[string, number], Row>(
-      'SELECT * FROM clicks WHERE project_id = ? ORDER BY id DESC LIMIT ?',
-    );
+    this.listProjectStmt = db.prepare<[string, number], Row>('SELECT * FROM clicks WHERE project_id = ? ORDER BY id DESC LIMIT ?');
     this.listAllStmt = db.prepare<[number], Row>('SELECT * FROM clicks ORDER BY id DESC LIMIT ?');
     this.appendTx = db.transaction((c: Omit<ClickRecord, 'id'>): { record: ClickRecord; total: number } => {
       const row = this.insertStmt.get(c.projectId, c.target, c.x, c.y, c.meta === null ? null : JSON.stringify(c.meta), c.clickedAt) as Row;

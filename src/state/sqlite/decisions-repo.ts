@@ -44,18 +44,7 @@ export class DecisionsRepo {
 
   /** Appends one decision; returns its id. Call inside the caller's transaction. */
   insert(d: Omit<DecisionRecord, 'id'>): number {
-    const r = this.insertStmt.run(
-      d.proposalId,
-      d.decision,
-      d.kind,
-      d.label,
-      d.wasPending ? 1 : 0,
-      d.deferredExecution ? 1 : 0,
-      d.severity,
-      d.scope,
-      JSON.stringify(d.extra),
-      d.decidedAt,
-    );
+    const r = this.insertStmt.run(d.proposalId, d.decision, d.kind, d.label, d.wasPending ? 1 : 0, d.deferredExecution ? 1 : 0, d.severity, d.scope, JSON.stringify(d.extra), d.decidedAt);
     return Number(r.lastInsertRowid);
   }
 

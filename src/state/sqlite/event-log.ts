@@ -54,17 +54,12 @@ export class EventLog implements LocalEventLog {
     upgradeSegments(db);
     this.reload();
 
-    const reserved = Number(
-      (db.prepare(`SELECT value FROM meta WHERE key = 'event_id_reserved'`).get() as { value: string } | undefined)
-        ?.value ?? 0,
-    );
+    const reserved = Number((db.prepare(`SELECT value FROM meta WHERE key = 'event_id_reserved'`).get() as { value: string } | undefined)?.value ?? 0);
     const maxId = Math.max(0, ...this.segments.map((s) => s.maxId));
     this.reservedUpTo = Math.max(reserved, maxId);
     this.nextId = this.reservedUpTo + 1;
     this.lastId = maxId;
-    this.saveReservation = db.prepare(
-      `INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-    );
+    this.saveReservation = db.prepare(`INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
     this.finishJob = db.prepare(
       `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ?, exit_reason = ?, exit_detail = ?
        WHERE proposal_id = ? AND state = 'running'`,
@@ -122,7 +117,6 @@ export class EventLog implements LocalEventLog {
     return this.openSegment(n);
   }
 
-
   /** Writes each row's job end (JobGuard) only over `running`, in the append's transaction, dropping rows whose job
    * is not running; @returns `rows` itself when none was dropped (the hot path allocates nothing). */
   private applyJobEnds(rows: readonly EventRow[]): readonly EventRow[] {
@@ -167,9 +161,7 @@ export class EventLog implements LocalEventLog {
     const excess = total - this.retention - this.segmentSize;
     if (excess > 0) {
       const oldest = this.segments[0] as Segment;
-      const cutoff = this.db
-        .prepare(`SELECT id FROM ${oldest.table} ORDER BY id LIMIT 1 OFFSET ?`)
-        .get(total - this.retention - 1) as { id: number } | undefined;
+      const cutoff = this.db.prepare(`SELECT id FROM ${oldest.table} ORDER BY id LIMIT 1 OFFSET ?`).get(total - this.retention - 1) as { id: number } | undefined;
       if (cutoff) {
         oldest.count -= this.db.prepare(`DELETE FROM ${oldest.table} WHERE id <= ?`).run(cutoff.id).changes;
         this.db.prepare(`DELETE FROM ${oldest.runs} WHERE last_id <= ?`).run(cutoff.id);
@@ -306,14 +298,21 @@ export class EventLog implements LocalEventLog {
             ? []
             : seg.byIds.all(JSON.stringify(ids))
           : filter.proposalId == null
-          ? this.select(seg, `after${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`)
-              .all(sinceId, upTo, ...args, limit - out.length)
-          : // The proposal's runs that end after sinceId, in id order, and their rows.
-            this.select(seg, `after-runs${sql}`, () =>
-              `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
+            ? this.select(seg, `after${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`).all(
+                sinceId,
+                upTo,
+                ...args,
+                limit - out.length,
+              )
+            : // The proposal's runs that end after sinceId, in id order, and their rows.
+              this.select(
+                seg,
+                `after-runs${sql}`,
+                () =>
+                  `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
                WHERE r.proposal_id = ? AND r.last_id > ? AND r.first_id <= ? AND e.id > ? AND e.id <= ?${sql}
                ORDER BY r.last_id ASC, e.id ASC LIMIT ?`,
-            ).all(filter.proposalId, sinceId, upTo, sinceId, upTo, ...args, limit - out.length);
+              ).all(filter.proposalId, sinceId, upTo, sinceId, upTo, ...args, limit - out.length);
       out.push(...(rows as EventRow[]));
       if (out.length >= limit) break;
     }
@@ -335,10 +334,12 @@ export class EventLog implements LocalEventLog {
       }
       const rows =
         filter.proposalId == null
-          ? this.select(seg, `newest${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE 1${sql} ORDER BY id DESC LIMIT ?`)
-              .all(...args, limit - out.length)
-          : this.select(seg, `newest-runs${sql}`, () =>
-              `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
+          ? this.select(seg, `newest${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE 1${sql} ORDER BY id DESC LIMIT ?`).all(...args, limit - out.length)
+          : this.select(
+              seg,
+              `newest-runs${sql}`,
+              () =>
+                `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
                WHERE r.proposal_id = ?${sql} ORDER BY r.last_id DESC, e.id DESC LIMIT ?`,
             ).all(filter.proposalId, ...args, limit - out.length);
       out.push(...(rows as EventRow[]));

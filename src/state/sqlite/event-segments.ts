@@ -50,8 +50,7 @@ export function createSegmentTable(db: Db, n: number): void {
   );
 }
 
-const tableExists = (db: Db, name: string): boolean =>
-  db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined;
+const tableExists = (db: Db, name: string): boolean => db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined;
 
 /**
  * Gives segments of older schemas their runs table, once, in one transaction: from their `proposal_id` column

@@ -11,14 +11,13 @@ export class JobOwnersRepo {
   private readonly lostStmt;
   private readonly lostSinceStmt;
 
-  constructor(db: Db, private readonly localId: string) {
+  constructor(
+    db: Db,
+    private readonly localId: string,
+  ) {
     this.setStmt = db.prepare('UPDATE jobs SET instance_id = ? WHERE proposal_id = ?');
-    this.ownersStmt = db.prepare<[string], { proposal_id: string; instance_id: string | null }>(
-      'SELECT proposal_id, instance_id FROM jobs WHERE proposal_id IN (SELECT value FROM json_each(?))',
-    );
-    this.runningStmt = db.prepare<[string, string], { proposal_id: string }>(
-      `SELECT proposal_id FROM jobs WHERE state = 'running' AND coalesce(instance_id, ?) = ?`,
-    );
+    this.ownersStmt = db.prepare<[string], { proposal_id: string; instance_id: string | null }>('SELECT proposal_id, instance_id FROM jobs WHERE proposal_id IN (SELECT value FROM json_each(?))');
+    this.runningStmt = db.prepare<[string, string], { proposal_id: string }>(`SELECT proposal_id FROM jobs WHERE state = 'running' AND coalesce(instance_id, ?) = ?`);
     this.lostSinceStmt = db.prepare<[string, string, string], { proposal_id: string }>(
       `SELECT proposal_id FROM jobs WHERE state = 'lost' AND coalesce(instance_id, ?) = ? AND started_at >= ? ORDER BY started_at, rowid`,
     );

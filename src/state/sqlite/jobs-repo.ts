@@ -45,12 +45,8 @@ export class JobsRepo {
   private readonly getStmt;
 
   constructor(private readonly db: Db) {
-    this.insertStmt = db.prepare(
-      `INSERT INTO jobs (proposal_id, project_id, pid, argv, state, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
-    );
-    this.finishStmt = db.prepare(
-      `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ?, exit_reason = ?, exit_detail = ? WHERE proposal_id = ?`,
-    );
+    this.insertStmt = db.prepare(`INSERT INTO jobs (proposal_id, project_id, pid, argv, state, started_at) VALUES (?, ?, ?, ?, ?, ?)`);
+    this.finishStmt = db.prepare(`UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ?, exit_reason = ?, exit_detail = ? WHERE proposal_id = ?`);
     this.cancelStmt = db.prepare(`UPDATE jobs SET cancel_requested = 1 WHERE proposal_id = ?`);
     this.getStmt = db.prepare(`SELECT * FROM jobs WHERE proposal_id = ?`);
   }
@@ -81,11 +77,7 @@ export class JobsRepo {
 
   /** Deletes finished jobs beyond the newest `keep` (running jobs are never deleted). */
   prune(keep: number): number {
-    return this.db
-      .prepare(
-        `DELETE FROM jobs WHERE state != 'running' AND proposal_id NOT IN (SELECT proposal_id FROM jobs ORDER BY started_at DESC, rowid DESC LIMIT ?)`,
-      )
-      .run(keep).changes;
+    return this.db.prepare(`DELETE FROM jobs WHERE state != 'running' AND proposal_id NOT IN (SELECT proposal_id FROM jobs ORDER BY started_at DESC, rowid DESC LIMIT ?)`).run(keep).changes;
   }
 
   markCancelRequested(proposalId: string): void {

@@ -14,9 +14,7 @@ export class MemoryTogglesRepo {
        ON CONFLICT (entry_id) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at, version = version + 1
        RETURNING version`,
     );
-    this.logStmt = db.prepare(
-      'INSERT INTO memory_toggle_log (entry_id, enabled, scope, extra, toggled_at) VALUES (?, ?, ?, ?, ?)',
-    );
+    this.logStmt = db.prepare('INSERT INTO memory_toggle_log (entry_id, enabled, scope, extra, toggled_at) VALUES (?, ?, ?, ?, ?)');
   }
 
   all(): Map<string, boolean> {

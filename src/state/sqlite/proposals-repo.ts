@@ -34,19 +34,13 @@ export class ProposalsRepo {
   private readonly listByStatusStmt;
 
   constructor(private readonly db: Db) {
-    this.insertStmt = db.prepare(
-      `INSERT INTO proposals (id, kind, title, payload, status, created_at) VALUES (?, ?, ?, ?, 'pending', ?)`,
-    );
+    this.insertStmt = db.prepare(`INSERT INTO proposals (id, kind, title, payload, status, created_at) VALUES (?, ?, ?, ?, 'pending', ?)`);
     this.getStmt = db.prepare<[string], Row>('SELECT * FROM proposals WHERE id = ?');
     // The `status = 'pending'` condition is what makes was_pending atomic: of two decisions on
     // one pending id, exactly one changes the row.
-    this.markStmt = db.prepare(
-      `UPDATE proposals SET status = ?, decision = ?, decided_at = ? WHERE id = ? AND status = 'pending'`,
-    );
+    this.markStmt = db.prepare(`UPDATE proposals SET status = ?, decision = ?, decided_at = ? WHERE id = ? AND status = 'pending'`);
     this.listAllStmt = db.prepare<[number], Row>('SELECT * FROM proposals ORDER BY created_at DESC, rowid DESC LIMIT ?');
-    this.listByStatusStmt = db.prepare<[string, number], Row>(
-      'SELECT * FROM proposals WHERE status = ? ORDER BY created_at DESC, rowid DESC LIMIT ?',
-    );
+    this.listByStatusStmt = db.prepare<[string, number], Row>('SELECT * FROM proposals WHERE status = ? ORDER BY created_at DESC, rowid DESC LIMIT ?');
   }
 
   /** Records a new pending proposal. */

@@ -26,9 +26,7 @@ export class SelectionRepo {
   private readonly itemsStmt;
 
   constructor(db: Db) {
-    this.getStmt = db.prepare<[string], { project_id: string; selection: string; updated_at: string }>(
-      'SELECT * FROM selections WHERE project_id = ?',
-    );
+    this.getStmt = db.prepare<[string], { project_id: string; selection: string; updated_at: string }>('SELECT * FROM selections WHERE project_id = ?');
     this.putStmt = db.prepare(
       `INSERT INTO selections (project_id, selection, updated_at) VALUES (?, ?, ?)
        ON CONFLICT (project_id) DO UPDATE SET selection = excluded.selection, updated_at = excluded.updated_at`,
@@ -45,9 +43,7 @@ export class SelectionRepo {
       );
     this.pruneProjectsStmt = prune(`kind = 'project'`);
     this.pruneItemsStmt = prune(`kind != 'project'`);
-    this.projectsStmt = db.prepare<[number], RecentRow>(
-      `SELECT * FROM recent_items WHERE kind = 'project' ORDER BY seq DESC LIMIT ?`,
-    );
+    this.projectsStmt = db.prepare<[number], RecentRow>(`SELECT * FROM recent_items WHERE kind = 'project' ORDER BY seq DESC LIMIT ?`);
     this.itemsStmt = db.prepare<[number], RecentRow>(`SELECT * FROM recent_items WHERE kind != 'project' ORDER BY seq DESC LIMIT ?`);
   }
 

@@ -78,15 +78,17 @@ export class TakeStateRepo {
 
   /** Writes a take's state. Call inside the caller's transaction. @returns the row as it is now. */
   upsert(s: TakeStateRecord, at: string): TakeStateRecord {
-    return fromRow(this.upsertStmt.get({
-      projectId: s.projectId,
-      takeId: s.takeId,
-      shotId: s.shotId,
-      primary: s.primary ? 1 : 0,
-      circled: s.circled ? 1 : 0,
-      rejected: s.rejected ? 1 : 0,
-      at,
-    }) as StateRow);
+    return fromRow(
+      this.upsertStmt.get({
+        projectId: s.projectId,
+        takeId: s.takeId,
+        shotId: s.shotId,
+        primary: s.primary ? 1 : 0,
+        circled: s.circled ? 1 : 0,
+        rejected: s.rejected ? 1 : 0,
+        at,
+      }) as StateRow,
+    );
   }
 
   /** Appends an action to the log. Call inside the caller's transaction. */

@@ -19,12 +19,8 @@ export class TerminalsRepo {
     );
     this.getStmt = db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE project_id = ?');
     this.listStmt = db.prepare<[], TerminalRow>('SELECT * FROM terminals ORDER BY project_id');
-    this.endStmt = db.prepare(
-      `UPDATE terminals SET state = ?, ended_at = ?, rc = ?, signal = ? WHERE project_id = ? AND state = 'running'`,
-    );
-    this.endAllStmt = db.prepare<[string, string, string], TerminalRow>(
-      `UPDATE terminals SET state = ?, ended_at = ? WHERE instance_id = ? AND state = 'running' RETURNING *`,
-    );
+    this.endStmt = db.prepare(`UPDATE terminals SET state = ?, ended_at = ?, rc = ?, signal = ? WHERE project_id = ? AND state = 'running'`);
+    this.endAllStmt = db.prepare<[string, string, string], TerminalRow>(`UPDATE terminals SET state = ?, ended_at = ? WHERE instance_id = ? AND state = 'running' RETURNING *`);
   }
 
   put(t: TerminalRecord): void {

@@ -45,9 +45,7 @@ export class WorkspaceRepo {
   ) {
     this.getStmt = db.prepare<[string], StateRow>('SELECT * FROM workspace_states WHERE wid = ?');
     this.insertStmt = db.prepare('INSERT INTO workspace_states (wid, revision, state, updated_at) VALUES (?, 1, ?, ?)');
-    this.updateStmt = db.prepare(
-      'UPDATE workspace_states SET revision = revision + 1, state = ?, updated_at = ? WHERE wid = ? AND revision = ?',
-    );
+    this.updateStmt = db.prepare('UPDATE workspace_states SET revision = revision + 1, state = ?, updated_at = ? WHERE wid = ? AND revision = ?');
     this.reportStmt = db.prepare<[string, string | null, string, number, string], { id: number }>(
       'INSERT INTO workspace_reports (wid, reason, blob, bytes, received_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
     );
@@ -55,9 +53,7 @@ export class WorkspaceRepo {
       `DELETE FROM workspace_reports WHERE wid = ? AND id <= (
          SELECT id FROM workspace_reports WHERE wid = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
     );
-    this.reportsStmt = db.prepare<[string, number], ReportRow>(
-      'SELECT * FROM workspace_reports WHERE wid = ? ORDER BY id DESC LIMIT ?',
-    );
+    this.reportsStmt = db.prepare<[string, number], ReportRow>('SELECT * FROM workspace_reports WHERE wid = ? ORDER BY id DESC LIMIT ?');
     this.putTx = db.transaction((wid: string, expected: number, json: string, at: string): PutOutcome => {
       const current = this.getStmt.get(wid)?.revision ?? 0;
       if (current !== expected) return { ok: false, currentRevision: current };
