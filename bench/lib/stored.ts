@@ -6,7 +6,13 @@
  * number of events of the run, or its oldest lines are gone by design.
  */
 import path from 'node:path';
-import Database from '../../src/state/sqlite/binding.js';
+import { pathToFileURL } from 'node:url';
+import type BetterSqlite3 from 'better-sqlite3';
+import { REPO_ROOT } from './paths.js';
+
+// The service's SQLite binding for this runtime, from its build: the bench compiles apart from src/.
+const binding = pathToFileURL(path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'binding.js')).href;
+const Database = ((await import(binding)) as { default: typeof BetterSqlite3 }).default;
 
 export interface StoredLines {
   /** Stored stdout lines, by proposal id. */
