@@ -210,11 +210,13 @@ describe('bad input on every route', () => {
     // configured to start (checked before each start), the kernel's process and CPU tables
     // (process trees of terminals, metrics), and, to resolve a path, the folders above these
     // (a stat, never an open). Anything else is a request reaching a file it must not.
-    const roots = [store, stateDir, REPO_ROOT.replace(/\/$/, '')];
+    // node_modules as the kernel names it: a worktree may link it from another checkout.
+    const modules = fs.realpathSync(path.join(REPO_ROOT, 'node_modules'));
+    const roots = [store, stateDir, REPO_ROOT.replace(/\/$/, ''), modules];
     const classes: Record<string, (a: FileAccess) => boolean> = {
       store: (a) => within(a.path, store) || within(a.path, stateDir),
       // The ops page's files (src/ops-page, served as they are) are its own code too.
-      code: (a) => [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) => within(a.path, d)),
+      code: (a) => [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), modules, path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) => within(a.path, d)),
       programs: (a) => [DISPATCH, TTYD, process.execPath].includes(a.path),
       kernel: (a) => ['/proc', '/sys/devices/system/cpu'].some((d) => within(a.path, d)),
       pathWalk: (a) => /stat|access/.test(a.call) && roots.some((r) => within(r, a.path)),
