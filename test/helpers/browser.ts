@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
+import { TEST_TIMEOUT_MS } from './ceilings.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
@@ -23,7 +24,7 @@ export async function launchBrowser(): Promise<Browser> {
     throw new Error(`${CHROMIUM} is missing: the ops page tests need Debian's chromium (apt-get install -y chromium; .ci/run installs it)`);
   }
   try {
-    return await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 60_000 });
+    return await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: TEST_TIMEOUT_MS - 10_000 });
   } catch (err) {
     throw new Error(`${CHROMIUM} could not be launched by playwright-core: ${(err as Error).message}`, { cause: err });
   }
@@ -36,6 +37,7 @@ export async function launchBrowser(): Promise<Browser> {
  */
 export async function openPage(browser: Browser, options: { readonly timezoneId?: string } = {}): Promise<{ page: Page; problems: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, ...options });
+  usePatience(page);
   const problems: string[] = [];
   page.on('console', (m: ConsoleMessage) => {
     // A failed load names its resource in the message's location, not in its text.
@@ -63,4 +65,13 @@ export async function screenshot(page: Page, name: string, of?: Locator): Promis
   if (of) await of.screenshot({ path: file });
   else await page.screenshot({ path: file });
   return file;
+}
+
+/**
+ * Playwright's waits (30 s by default) last as long as a test may instead: a page on a loaded
+ * machine renders late, not never, and a hang still fails, naming what was awaited.
+ */
+export function usePatience(page: Page): void {
+  page.setDefaultTimeout(TEST_TIMEOUT_MS - 10_000);
+  page.setDefaultNavigationTimeout(TEST_TIMEOUT_MS - 10_000);
 }

@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.js';
+import { launchBrowser, usePatience } from '../helpers/browser.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let t: TestService;
@@ -84,6 +84,7 @@ describe('a state-changing request from another site', () => {
     await new Promise<void>((r) => attacker!.listen(0, '127.0.0.1', r));
     browser = await launchBrowser();
     const page = await browser.newPage();
+    usePatience(page);
     const answered = page.waitForResponse((r) => r.url().includes(`/api/proposals/${id}/approve`));
     await page.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`);
     const res = await answered;

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.js';
+import { launchBrowser, usePatience } from '../helpers/browser.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const P = 'harbor-lights';
@@ -73,6 +73,7 @@ describe('every media answer is inert', () => {
     browser = await launchBrowser();
     const context = await browser.newContext({ acceptDownloads: true });
     const page = await context.newPage();
+    usePatience(page);
     for (const name of Object.keys(HOSTILE)) {
       // A download aborts the navigation; a sandboxed document runs no script. Had a script
       // run, its request would be in flight: the network goes idle only once it is answered.
