@@ -59,5 +59,6 @@ process.stdout.write(`${text}\n\nTotal ${((Date.now() - started) / 1000).toFixed
 const loadNote = `Load average (1 / 5 / 15 min): ${loadAtStart} at the start, ${load()} at the end.`;
 process.stdout.write(`${loadNote}\n`);
 if (process.env.BENCH_NO_RECORD !== '1') {
-  appendResults(rows, `Rows: ${selected.map(([id]) => id).join(', ')}; ${RUNS} runs each; total ${((Date.now() - started) / 1000).toFixed(0)} s. ${loadNote}`);
+  const service = process.env.BENCH_SERVICE_ENTRY ? `the service of ${process.env.BENCH_SERVICE_ENTRY}` : 'this tree';
+  appendResults(rows, `Node.js ${process.version}, ${service}. Rows: ${selected.map(([id]) => id).join(', ')}; ${RUNS} runs each; total ${((Date.now() - started) / 1000).toFixed(0)} s. ${loadNote}`);
 }
