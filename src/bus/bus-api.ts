@@ -23,8 +23,11 @@ export interface Bus {
   readonly backlog: number;
   /** Events kept in the state database (approximate). */
   readonly storedCount: number;
+  /** The current period of failing stores, or null when events are stored. */
   readonly storageOutage: Readonly<StorageOutage> | null;
+  /** Stored events after `sinceId` (and at most `upTo`) passing `filter`, ascending, at most `limit`. */
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]>;
+  /** The newest `limit` stored events passing `filter`, ascending. */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]>;
   /** Tells `fn` of each job whose event was dropped as it is no longer `running` (judged dead elsewhere); the supervisor stops it. */
   onFenced(fn: (proposalId: string) => void): void;

@@ -17,9 +17,13 @@ export type PublishCounter = (severity: Severity, delta: 1 | -1) => void;
 const FLUSH_BATCH = 512;
 
 export interface EventBusOptions {
+  /** Bound on the events held in memory while they cannot be stored (default 100,000). */
   readonly maxUnstored?: number;
+  /** Time between attempts to store held events (default 1000 ms). */
   readonly retryMs?: number;
+  /** Told when storing starts failing, works again, or the bus closes with events unstored. */
   readonly onStorageState?: StorageStateListener;
+  /** Counts published events (metrics). */
   readonly onCount?: PublishCounter;
   /** Least time between flushes of a small queue, ms (default 0); a flush after a quiet period is never delayed. */
   readonly flushIntervalMs?: number;
@@ -27,8 +31,10 @@ export interface EventBusOptions {
 
 /** Events of one write stored inside the caller's transaction ({@link EventBus.stage}), settled once it ends. */
 export interface StagedEvents {
+  /** The write's own events, with their ids. */
   readonly events: readonly BusEvent[];
   readonly rows: readonly Pending[];
+  /** Events queued before the write and stored with it. */
   readonly carried: readonly Pending[];
   /** What the log stored of them all, when it dropped some (LocalEventLog.append). */
   readonly kept: readonly Pending[] | null;
@@ -36,8 +42,10 @@ export interface StagedEvents {
 
 const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
 
+/** A queued event: its row, as it will be stored. */
 export type Pending = EventRow;
 
+/** The bus on the embedded SQLite state database (see the module's comment). */
 export class EventBus implements Bus {
   private pending: Pending[] = [];
   private flushScheduled = false;
@@ -61,6 +69,7 @@ export class EventBus implements Bus {
     this.flushIntervalMs = options.flushIntervalMs ?? 0;
   }
 
+  /** The current period of failing stores, or null when events are stored. */
   get storageOutage(): Readonly<StorageOutage> | null {
     return this.retry.outage;
   }
@@ -173,6 +182,7 @@ export class EventBus implements Bus {
     return { headId: this.lastId, unsubscribe: () => this.subscribers.delete(sub) };
   }
 
+  /** Id of the newest published event (0 when none). */
   get lastId(): number {
     return this.log.lastIssuedId;
   }
@@ -187,6 +197,7 @@ export class EventBus implements Bus {
     return this.pending.length;
   }
 
+  /** Events currently kept in the state database (approximate between retention passes). */
   get storedCount(): number {
     return this.log.size + this.pending.length;
   }

@@ -24,17 +24,25 @@ export interface SharedEventLog {
   append(drafts: readonly SharedEventDraft[], retryAfter?: number | null): Promise<(BusEvent | null)[]>;
   /** A number no other bus got (the source part of its events' tokens). */
   newSource(): Promise<number>;
+  /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
+  /** The newest `limit` passing `filter`, ascending. */
   newest(limit: number, filter: EventFilter): Promise<EventRow[]>;
+  /** The newest id handed out and committed (0 when none). */
   lastId(): Promise<number>;
+  /** Rows stored now. */
   count(): Promise<number>;
 }
 
 export interface ClusterBusOptions {
+  /** Bound on the events held in memory while they cannot be stored. */
   readonly maxUnstored: number;
+  /** Time between attempts to store held events, and between reads after a failed one, ms. */
   readonly retryMs: number;
+  /** Time between reads of the log when nothing woke the bus, ms. */
   readonly pollMs: number;
   readonly onStorageState?: StorageStateListener;
+  /** Counts published events (metrics); -1 for one withdrawn. */
   readonly onCount?: (severity: Severity, delta: 1 | -1) => void;
 }
 
@@ -48,6 +56,7 @@ interface Queued {
   readonly settle?: (event: BusEvent | null, err?: unknown) => void;
 }
 
+/** The bus of one instance of a cluster (see the module's comment). */
 export class ClusterBus implements Bus {
   private pending: Queued[] = [];
   private appending: Promise<void> | null = null;

@@ -1,6 +1,7 @@
 // The JSON text of a published event, made once per event on the per-line hot path and stored and sent as is.
 import type { BusEvent } from './event.js';
 
+/** Serialises events and stamps their time, with the caches the hot path needs. */
 export class EventJson {
   private lastTsMs = -1;
   private lastTs = '';

@@ -29,6 +29,7 @@ export interface JobEnd {
   readonly stderrLines: number;
   /** Why it ended: `exited`, `cancelled`, `shutdown`, `lost` or `spawn failed`. */
   readonly exitReason: string;
+  /** For a failure, the tool's last stderr line. */
   readonly exitDetail: string | null;
 }
 
@@ -38,6 +39,7 @@ export interface JobEnd {
  * stored only while the job is `running` (else fenced).
  */
 export interface JobGuard {
+  /** The job's proposal id. */
   readonly job: string;
   readonly end?: JobEnd;
   /** Told once the event was stored (true) or dropped (false); never when the bus closes with it unstored. Must not throw. */
@@ -54,6 +56,7 @@ export function proposalOf(input: EventInput): string | null {
 /** A published event, as stored and served. `id` is decimal digits, strictly increasing. */
 export interface BusEvent {
   readonly id: string;
+  /** ISO-8601 UTC with milliseconds. */
   readonly ts: string;
   readonly severity: Severity;
   readonly scope: string;

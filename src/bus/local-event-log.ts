@@ -10,6 +10,7 @@ export interface EventRow {
   /** The proposal the event is about (written; reads leave it out). */
   readonly proposalId?: string | null;
   readonly data: string;
+  /** What the event commits with (event.ts JobGuard; written, never read back). */
   readonly guard?: JobGuard;
 }
 
@@ -21,9 +22,12 @@ export interface LocalEventLog {
   append(rows: readonly EventRow[]): readonly EventRow[] | null;
   /** Re-reads what the database holds after a rolled-back transaction that appended rows. */
   resync(): void;
+  /** The newest id handed out (0 when none). */
   readonly lastIssuedId: number;
   /** Approximate between retention passes. */
   readonly size: number;
+  /** Stored events after `sinceId` (and at most `upTo`) passing `filter`, ascending, at most `limit`. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[];
+  /** The newest `limit` stored events passing `filter`, ascending. */
   newest(limit: number, filter: EventFilter): EventRow[];
 }

@@ -13,15 +13,19 @@ const DATA_FIELD = [0x0a, 0x64, 0x61, 0x74, 0x61, 0x3a, 0x20];
 /** The most bytes a frame adds to an event's JSON: `id: ` + 16 digits + `\ndata: ` + `\n\n`. */
 const FRAME_BYTES = 4 + 16 + DATA_FIELD.length + 2;
 
+/** Figures for the system status (`bus.replay`). */
 export interface RecentEventsStats {
+  /** CONSOLE_SSE_REPLAY_MEMORY_BYTES. */
   readonly maxBytes: number;
   readonly events: number;
+  /** Bytes of the pages held. */
   readonly bytes: number;
   /** Replay pages served from memory, and from the database (a resume point older than the memory). */
   readonly pagesFromMemory: number;
   readonly pagesFromDatabase: number;
 }
 
+/** Frames of events out of the memory, back to back: `count` of them, the last one's id `lastId`. */
 export interface ReplayFrames {
   readonly frames: Buffer;
   readonly count: number;
@@ -68,6 +72,7 @@ export class RecentEvents {
     return this.floorId;
   }
 
+  /** Keeps a batch the bus delivered (stored, ids ascending), dropping the oldest pages past the bounds. */
   add(batch: readonly EventRow[]): void {
     this.lastBatch.length = 0;
     this.lastBatchEnds.length = 0;
@@ -128,6 +133,7 @@ export class RecentEvents {
     }
   }
 
+  /** Where each event of the last batch ends in {@link lastFrames}' bytes (valid until the next add). */
   lastFrameEnds(): readonly number[] {
     return this.lastBatchEnds;
   }

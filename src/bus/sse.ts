@@ -15,25 +15,35 @@ export interface SseOptions {
   readonly heartbeatMs: number;
   readonly maxQueueBytes: number;
   readonly retryMs: number;
+  /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for replays (0: none). */
   readonly replayMemoryBytes: number;
+  /** CONSOLE_SSE_TOTAL_QUEUE_BYTES: bytes queued for all clients together. */
   readonly totalQueueBytes: number;
   /** CONSOLE_SSE_MAX_STREAMS, within the descriptor limit. */
   readonly maxStreams: number;
+  /** CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS (0: no bound). */
   readonly maxStreamsPerAddress: number;
+  /** CONSOLE_SSE_MAX_DATABASE_REPLAYS: replays reading the database at once. */
   readonly maxDatabaseReplays: number;
 }
 
+/** Why a stream is refused before it opens (SseHub.admit): the bound in all, or the address's. */
 export type SseRefusal = { readonly kind: 'total'; readonly max: number } | { readonly kind: 'address'; readonly max: number; readonly address: string };
 
+/** The streams' figures (system status `bus.streams`). */
 export interface SseStreamStats {
   readonly open: number;
   readonly maxStreams: number;
   readonly maxStreamsPerAddress: number;
+  /** Streams refused since start-up: at the bound in all, and at an address's. */
   readonly refusedTotal: number;
   readonly refusedPerAddress: number;
+  /** Bytes queued for all clients now (counted per client), and the bound. */
   readonly queuedBytes: number;
   readonly totalQueueBytes: number;
+  /** Clients dropped to keep the total under its bound. */
   readonly droppedOverTotal: number;
+  /** Replays reading the database now, and waiting their turn. */
   readonly databaseReplays: number;
   readonly databaseReplaysWaiting: number;
 }
@@ -45,6 +55,7 @@ const STREAM_HEADERS = {
   Connection: 'keep-alive',
 } as const;
 
+/** Why a client went away, for logs and metrics. */
 export type SseCloseReason = 'client' | 'slow' | 'shutdown';
 
 /** One stored event's frame; the replay memory writes the same bytes. */
@@ -214,6 +225,7 @@ export class SseHub {
     client.start(sinceId, headId);
   }
 
+  /** Number of open streams. */
   get size(): number {
     return this.clients.size;
   }

@@ -1,18 +1,27 @@
 // A period when the state database refused events, and the `service/state` event that reports it once storing works again (README, "Events").
 import type { EventInput } from './event.js';
 
+/** Scope of the event that reports a period when events could not be stored. */
 export const STORAGE_OUTAGE_SCOPE = 'service/state';
 
+/** A period during which the state database refused events. */
 export interface StorageOutage {
+  /** ISO time of the first failure. */
   readonly since: string;
+  /** The last error, e.g. `database or disk is full`. */
   error: string;
+  /** Events held in memory, waiting to be stored. */
   held: number;
+  /** The most events held at once during the period. */
   heldMax: number;
+  /** Events dropped because more than `maxUnstored` were held. */
   dropped: number;
 }
 
+/** What the bus reports about storing: failing (first failure), recovered, or closed with events unstored. */
 export type StorageStateListener = (state: 'failing' | 'recovered' | 'closed-unstored', outage: Readonly<StorageOutage>) => void;
 
+/** The event published once storing works again: a warning, or a failure when events were dropped. */
 export function outageEvent(outage: Readonly<StorageOutage>, until: string): EventInput {
   return {
     severity: outage.dropped > 0 ? 'failure' : 'warning',

@@ -18,6 +18,7 @@ export interface JobCanceller {
   cancel(proposalId: string): Promise<JobRecord>;
 }
 
+/** Cancels of a cluster instance (see the module's comment). */
 export class RoutedCancels implements JobCanceller {
   readonly requests: OwnerRequests;
 

@@ -1,6 +1,7 @@
 // Errors of cluster mode (cluster.md); src/http/errors.ts maps their codes to statuses.
 import { ServiceError } from '../errors/index.js';
 
+/** The codes of cluster mode's errors. */
 export type ClusterErrorCode = 'owner_not_acknowledged' | 'instance_id_in_use';
 
 /** The owner of a job or terminal did not acknowledge a routed cancel or stop in time (cluster.md, Jobs: 504); a cancel stays recorded. */

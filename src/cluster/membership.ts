@@ -10,25 +10,34 @@ import { InstanceIdInUseError } from './errors.js';
 /** An instance as the system status lists it (cluster.md, Operations). */
 export interface InstanceView extends InstanceRecord {
   readonly alive: boolean;
+  /** Its jobs the database records as running. */
   readonly runningJobs: number;
 }
 
 export interface MembershipOptions {
   readonly id: string;
+  /** `http://host:port`: where the instance is reached. */
   readonly address: string;
   readonly version: string;
+  /** CONSOLE_INSTANCE_TIMEOUT_MS. */
   readonly timeoutMs: number;
+  /** Time between heartbeats, ms (default 1000). */
   readonly heartbeatMs?: number;
+  /** This instance's open event streams, recorded with each heartbeat. */
   readonly streamClients: () => number;
+  /** Told of the jobs and terminals this instance marked for a dead instance (the log says so). */
   readonly onJudged?: (deadId: string, jobs: number, terminals: number) => void;
+  /** Told when a heartbeat fails and when they work again (the log says so). */
   readonly onConnection?: (connected: boolean, err?: unknown) => void;
   /** Called when this instance finds it was judged dead, before it registers again: fences its jobs marked lost; resolves to how many. */
   readonly onFenced?: () => Promise<number>;
+  /** Told once this instance registered again after it was judged dead (the log says so). */
   readonly onRejoined?: (fencedJobs: number) => void;
 }
 
 const LISTED_DEAD_MS = 3_600_000;
 
+/** This instance's membership of the cluster (see the module's comment). */
 export class Membership {
   private timer: NodeJS.Timeout | undefined;
   private connectedSince: number | null = null;
@@ -80,6 +89,7 @@ export class Membership {
     });
   }
 
+  /** Starts the heartbeat and the judgement of dead instances. */
   start(): void {
     this.timer = setInterval(() => {
       this.beating ??= this.beat().finally(() => {

@@ -5,14 +5,18 @@
  */
 import { OwnerNotAcknowledgedError } from './errors.js';
 
+/** What the owner did: carried the request out, or found nothing running under the key. */
 export type OwnerOutcome = 'done' | 'not_running';
 
 export interface OwnerRequestsOptions {
+  /** This instance's id. */
   readonly self: string;
   /** What is asked (`cancel`, `terminal stop`): named in the 504's detail. */
   readonly what: string;
+  /** The request channel and the answer channel (plain identifiers). */
   readonly channel: string;
   readonly ackChannel: string;
+  /** Sends a notification to every instance. */
   readonly notify: (channel: string, payload: string) => Promise<void>;
   /** The owner's side: carries a request for `key` out. Must not throw. */
   readonly handle: (key: string) => Promise<OwnerOutcome>;
@@ -20,6 +24,7 @@ export interface OwnerRequestsOptions {
   readonly waitMs?: number;
 }
 
+/** Both sides of one kind of owner request (see the module's comment). */
 export class OwnerRequests {
   private readonly waiting = new Map<string, Set<(o: OwnerOutcome) => void>>();
   private readonly waitMs: number;
@@ -28,6 +33,7 @@ export class OwnerRequests {
     this.waitMs = options.waitMs ?? 5000;
   }
 
+  /** The channels to listen on, with their handlers. */
   channels(): Record<string, (payload: string) => void> {
     return { [this.options.channel]: (p) => this.onRequest(p), [this.options.ackChannel]: (p) => this.onAck(p) };
   }

@@ -14,14 +14,19 @@ export const TERMINAL_STOP_CHANNEL = 'console_terminal_stop';
 export const TERMINAL_STOP_ACK_CHANNEL = 'console_terminal_stop_ack';
 
 export interface ClusterTerminalsOptions {
+  /** This instance's id. */
   readonly self: string;
+  /** Sends a notification to every instance. */
   readonly notify: (channel: string, payload: string) => Promise<void>;
   /** CONSOLE_DATA_DIR: a terminal's cwd is its project's folder there (the same on every instance). */
   readonly storeRoot: string;
+  /** TTYD_COMMAND (the same on every instance). */
   readonly command: readonly string[];
+  /** Told when a record could not be written (the database away). */
   readonly onRecordFailed?: (err: unknown) => void;
 }
 
+/** Every instance's terminals (see the module's comment). */
 export class ClusterTerminals implements Terminals {
   readonly requests: OwnerRequests;
   private readonly writes = new KeyedQueue();
@@ -50,6 +55,7 @@ export class ClusterTerminals implements Terminals {
     });
   }
 
+  /** Records a terminal of this instance as it starts or ends (TerminalManagerOptions.onRecord). */
   record(t: TerminalInfo): void {
     const rec: TerminalRecord = {
       projectId: t.projectId,

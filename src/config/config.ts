@@ -29,11 +29,16 @@ export class ConfigError extends ServiceError<'config_invalid'> {
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** Engine store root read by the service and written by the dispatch tool. */
   readonly dataDir: string;
+  /** When the data dir is the default working copy, the bundled store it is seeded from; else null. */
   readonly sampleSeedDir: string | null;
+  /** The ops page's own files (src/ops-page/, served as they are, also by a built service). */
   readonly opsPageDir: string;
+  /** Folder of the state database (`console-state.db`). */
   readonly stateDir: string;
   readonly stateDbPath: string;
+  /** The dispatch tool file started as `<node> <dispatchCli> …`. */
   readonly dispatchCli: string;
   /** TTYD_HOST trimmed; null when unset or blank (spec: Service routes). */
   readonly ttydHost: string | null;
@@ -43,6 +48,7 @@ export interface Config {
   readonly apiToken: string | null;
   /** Values never written to a log or message (secretsOf). */
   readonly secrets: readonly string[];
+  /** Per-project web terminals (api-decisions.md, "Service routes with partial shape": Terminal). */
   readonly terminals: {
     /** TTYD_BIN: an absolute path, or a program name looked up on PATH at each start. */
     readonly bin: string;
@@ -62,6 +68,7 @@ export interface Config {
     /** CONSOLE_JOB_NICE, 0..19; 0 leaves jobs at the service's. */
     readonly nice: number;
   };
+  /** Managed child processes: jobs and terminals (src/process; ). */
   readonly processes: {
     readonly sweepMaxPasses: number;
     readonly sweepMaxMs: number;
@@ -97,6 +104,7 @@ export interface Config {
   readonly http: {
     readonly maxBodyBytes: number;
   };
+  /** How store files are read. */
   readonly store: {
     /** A larger store file is a 422, never read. */
     readonly fileMaxBytes: number;
@@ -106,6 +114,7 @@ export interface Config {
     /** Inotify watch; off on a network share, where the kernel hears no other machine's writes. */
     readonly watch: boolean;
   };
+  /** The console's recorded state (issue: console state). */
   readonly consoleState: {
     readonly clicksPerProject: number;
     readonly clicksMaxTotal: number;
@@ -131,10 +140,13 @@ export interface Config {
     /** Where other instances reach this one (the history route reads there); null: `http://<HOST>:<PORT>`. */
     readonly instanceUrl: string | null;
   };
+  /** The in-memory history of the service's figures (src/metrics/history.ts). */
   readonly history: {
     readonly sampleMs: number;
   };
+  /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
+  /** LOG_FORMAT: `json` (one JSON object a line) or `pretty` (pino-pretty, for people). */
   readonly logFormat: LogFormat;
   /** Variables not at their default, as given (trimmed), secrets as `(set)`; listed in the start-up log line. */
   readonly nonDefault: Readonly<Record<string, string>>;

@@ -8,8 +8,11 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 
 /** The compiled worker files (workers always run dist/: vitest's transform does not reach them). */
 export interface WorkerFiles {
+  /** Entity synthesis (src/workers/synthesize.ts). */
   readonly synthesis: string;
+  /** Store reads (src/workers/read-store.ts). */
   readonly readStore: string;
+  /** /proc scans and tree signals (src/process/proc-worker.ts). */
   readonly proc: string;
   /** WAL checkpoints, a task of the process worker's thread (src/state/sqlite/checkpoint-task.ts). */
   readonly checkpoint: string;

@@ -5,14 +5,17 @@ import { nowIso } from './now.js';
 export class ClickLog {
   constructor(private readonly repo: ClickStore) {}
 
+  /** Clicks kept per project. */
   get ringSize(): number {
     return this.repo.ringSize;
   }
 
+  /** Clicks kept in all projects together. */
   get maxTotal(): number {
     return this.repo.maxTotal;
   }
 
+  /** Clicks stored now, of all projects (at most {@link maxTotal}). */
   size(): Promise<number> {
     return this.repo.size();
   }

@@ -15,7 +15,9 @@ export const WORKSPACE_REPORTS_KEPT = 20;
 export interface ConsoleStateOptions {
   /** Reads a store take file for take actions (EngineStore.readTakeFile). */
   readonly readTakeFile: TakeFileReader;
+  /** The registries the start-up guards checked: proposal kinds and sanctioned fallbacks. */
   readonly registries: Registries;
+  /** Bound on a reported workspace blob, bytes of JSON. */
   readonly workspaceReportMaxBytes: number;
 }
 

@@ -13,6 +13,7 @@ export const PROPOSAL_FALLBACK_SCOPE = 'api/proposals';
 /** Label when no kind is given (Events rule 1). */
 export const NO_KIND_LABEL = 'Proposal';
 
+/** The codes of the console's errors. */
 export type ConsoleErrorCode = 'invalid_decision';
 
 /** A decision outside {@link DECISIONS}: the spec's ValueError, so a RangeError marked as a service error (422). */
@@ -27,12 +28,15 @@ export class DecisionValueError extends RangeError implements ServiceErrorLike {
 
 export interface DecisionInput {
   readonly proposalId: string;
+  /** Checked against {@link DECISIONS}. */
   readonly decision: string;
+  /** The kind to evaluate with; null when none. */
   readonly kind: string | null;
   /** Whether the id was pending when this decision claimed it. */
   readonly wasPending: boolean;
   /** Extra payload members; they never replace the four members the spec names. */
   readonly extra?: Readonly<Record<string, unknown>>;
+  /** Scope of the decision event. */
   readonly scope: string;
 }
 

@@ -5,6 +5,7 @@ import type { MemoryToggleRecord, StateCommitter } from '../state/state-store.js
 import { withExtra } from './decision.js';
 import { nowIso } from './now.js';
 
+/** Default scope of memory toggle events. */
 export const MEMORY_SCOPE = 'engine/memory';
 
 /** The toggle's event: `Memory entry enabled|disabled: <id>`, info, payload entry_id, on, then extra members. */

@@ -16,7 +16,9 @@ export const DECISION_SCOPE = 'engine';
 
 export interface DecideRequest {
   readonly proposalId: string;
+  /** Checked by the decision table (DecisionValueError outside approved, rejected, deferred). */
   readonly decision: string;
+  /** The caller's kind; when absent, the stored proposal's kind (or none) is used. */
   readonly kind?: string;
   readonly scope: string;
   readonly extra?: Readonly<Record<string, unknown>>;
@@ -30,6 +32,7 @@ export interface DecideResult {
   readonly label: string;
   readonly wasPending: boolean;
   readonly deferredExecution: boolean;
+  /** Id of the decision event. */
   readonly eventId: string;
 }
 

@@ -12,16 +12,20 @@ export const SELECTION_ITEMS = [
   ['episodeId', 'episode'],
 ] as const;
 
+/** Recent projects kept. */
 export const RECENT_PROJECTS_KEPT = 50;
+/** Recent items kept (all projects together). */
 export const RECENT_ITEMS_KEPT = 200;
 
 export class Selections {
   constructor(private readonly store: StateStore) {}
 
+  /** The stored selection of a project, or undefined. */
   get(projectId: string): Promise<SelectionRecord | undefined> {
     return this.store.selection.get(projectId);
   }
 
+  /** Replaces a project's selection and records the project and its most specific item as recent. */
   async put(projectId: string, selection: Readonly<Record<string, unknown>>): Promise<SelectionRecord> {
     const s = { projectId, selection, updatedAt: nowIso() };
     await this.store.transaction(async (tx) => {

@@ -11,6 +11,7 @@ export const NO_TAKE_STATE: TakeState = Object.freeze({ primary: false, circled:
 export interface TakeActionInput {
   readonly takeId: string;
   readonly action: string;
+  /** Whether `projects/<project>/takes/<take_id>.json` exists. */
   readonly onDisk: boolean;
   /** The caller's severity; it overrides the table, except that a take not on disk is `fallback`. */
   readonly severity?: Severity;

@@ -23,6 +23,7 @@ export interface TakeActionRequest {
   readonly extra?: Readonly<Record<string, unknown>>;
 }
 
+/** What an action did: the event's severity, whether the take file exists, the take's state after it. */
 export interface TakeActionResult {
   readonly takeId: string;
   readonly action: string;
@@ -78,6 +79,7 @@ export class TakeStateBook implements TakeStateSource {
     return out;
   }
 
+  /** The recorded state of one take (all false when none). */
   stateOf(projectId: string, takeId: string): TakeState {
     const s = this.byProject.get(projectId)?.get(takeId);
     return s ? { primary: s.primary, circled: s.circled, rejected: s.rejected } : NO_TAKE_STATE;

@@ -21,6 +21,7 @@ export interface Take extends JsonObject {
 /** What a run works on: the shot and its newest take (null for a first take). */
 export type Target = { kind: 'shot'; shot: Shot; parent: Take | null } | { kind: 'nothing_to_do' };
 
+/** Receives one warning line (without the `warning: ` prefix). */
 export type Warn = (message: string) => void;
 
 /**

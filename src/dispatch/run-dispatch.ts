@@ -14,6 +14,7 @@ export interface DispatchIo {
 }
 
 export interface DispatchOptions {
+  /** The tool's arguments (`process.argv.slice(2)`); also recorded in the receipt. */
   argv: readonly string[];
   /** Absolute. */
   storeRoot: string;

@@ -8,6 +8,7 @@ import { findHighestTakeNumber, formatTakeId } from './take-ids.js';
 export interface Reservation {
   takeId: string;
   takeNumber: number;
+  /** Path relative to the project directory, as stored in the take's `media`. */
   media: string;
   handle: FileHandle;
 }
@@ -18,6 +19,7 @@ export interface NewTake {
   shot_id: string;
   parent_take_id: string | null;
   model: string;
+  /** ISO 8601 UTC, whole seconds, like the rest of the store. */
   created_at: string;
   media: string;
 }

@@ -31,6 +31,7 @@ export interface ProjectReport {
 }
 
 export interface DoctorReport {
+  /** Absolute store root. */
   readonly store: string;
   /** The project the run was limited to, or null for the whole store. */
   readonly project: string | null;

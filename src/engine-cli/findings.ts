@@ -38,6 +38,7 @@ export interface Finding {
   readonly entity: EntityKind | null;
   /** The member concerned, or null when the finding is about the whole file. */
   readonly field: string | null;
+  /** What is wrong, e.g. `is missing`, `does not match the file name "sh010"`. */
   readonly problem: string;
   /** What to do: the command that fixes it, or the exact member to set by hand. */
   readonly fix: string;

@@ -9,7 +9,9 @@ import { titleFromId } from './findings.js';
 /** A mapped file: the format-2 document, one note per decision, and the problems that stop it (each names the member to add). */
 export interface Mapped {
   readonly doc: Record<string, unknown>;
+  /** One note per decision, e.g. `scene 1 → beat_id "scene-1"`. */
   readonly notes: string[];
+  /** Non-empty when the file cannot be migrated; each names the member to add. */
   readonly problems: string[];
 }
 

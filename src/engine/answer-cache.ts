@@ -12,7 +12,9 @@ export interface CachedBody {
 
 /** One cached answer, valid for one project `generation` and take-state `stateVersion` (0: uses none). */
 export interface CachedAnswer {
+  /** The project's store generation it was synthesised at. */
   readonly generation: number;
+  /** The version of the project's recorded take states it used (0 when it uses none). */
   readonly stateVersion: number;
   readonly value: CachedBody | Error;
 }
@@ -23,8 +25,10 @@ const ERROR_BYTES = 256;
 /** Cache figures for the system status (`cache`): `bytes` of bodies and keys, `hits` since start-up. */
 export interface AnswerCacheStats {
   readonly entries: number;
+  /** Bytes of the cached bodies and their keys. */
   readonly bytes: number;
   readonly maxBytes: number;
+  /** Answers served from the cache since start-up. */
   readonly hits: number;
 }
 

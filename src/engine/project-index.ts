@@ -42,6 +42,7 @@ export interface ProjectIndex {
   readonly invalid: MissingCanonicalFieldDetail | null;
   /** By decimal episode id, ascending by number. */
   readonly episodes: ReadonlyMap<string, EpisodeOfProject>;
+  /** Every shot of a beat id across the project, in order. */
   readonly shotsByBeat: ReadonlyMap<string, readonly Shot[]>;
   /** Takes of each shot, oldest first (created_at, then take_id). */
   readonly takesByShot: ReadonlyMap<string, readonly Take[]>;
@@ -64,8 +65,10 @@ export interface MutableProjectIndex extends ProjectIndex {
   takeCount: number;
   /** Problems of `shots/` and `takes/` themselves (not a folder, a link out…). */
   readonly folderProblems: { shots: MissingCanonicalFieldDetail | null; takes: MissingCanonicalFieldDetail | null };
+  /** Every listed shot and take file's outcome, by file name. */
   readonly shotFiles: Map<string, EntityOutcome<Shot>>;
   readonly takeFiles: Map<string, EntityOutcome<Take>>;
+  /** The files of those whose outcome is a problem, by file name. */
   readonly shotErrors: Map<string, MissingCanonicalFieldDetail>;
   readonly takeErrors: Map<string, MissingCanonicalFieldDetail>;
 }
@@ -141,6 +144,7 @@ export function loadProjectIndex(access: StoreAccess, id: string, onRead: () => 
 
 /** Shots in `order` (absent last), then by id. */
 export const shotOrder = (a: Shot, b: Shot): number => a.order - b.order || cmp(a.shot_id, b.shot_id);
+/** Beats of an episode by the smallest `order` of their shots, then by id. */
 export const beatOrder = (a: BeatOfEpisode, b: BeatOfEpisode): number => a.order - b.order || cmp(a.id, b.id);
 /** Takes oldest first (created_at), then by id. */
 export const takeOrder = (a: Take, b: Take): number => cmp(a.created_at, b.created_at) || cmp(a.take_id, b.take_id);

@@ -12,6 +12,7 @@ import { parseStoreJson } from './store-json.js';
 
 /** Where and how store files are read: plain data, handed to the workers with each task. */
 export interface StoreAccess {
+  /** The store root's real path (no symbolic link in it), absolute. */
   readonly root: string;
   /** CONSOLE_STORE_FILE_MAX_BYTES: larger files are refused before they are read. */
   readonly maxBytes: number;
@@ -104,9 +105,13 @@ export function checkStoreFileSync(access: StoreAccess, rel: string, within: str
 
 /** A folder of the store as listed: `rel` as asked, `within` its files' bound, `real` checked inside it; entries sorted by name. */
 export interface StoreFolder {
+  /** Store-relative path, as asked. */
   readonly rel: string;
+  /** The folder its files must stay in (store-relative). */
   readonly within: string;
+  /** Its real path, checked to be inside `within`. */
   readonly real: string;
+  /** Entries, sorted by name; each knows its type from the listing (no extra call). */
   readonly entries: readonly fs.Dirent[];
 }
 

@@ -25,6 +25,7 @@ export class StoreGenerations {
     return Math.max(this.projectGen.get(projectId) ?? 0, this.allSince);
   }
 
+  /** The current generation of the memory entries. */
   get memory(): number {
     return this.memoryGen;
   }
@@ -48,6 +49,7 @@ export class StoreGenerations {
     this.changeLog.wholeAll();
   }
 
+  /** Applies one change reported by the store watcher. */
   apply(c: StoreChange): void {
     switch (c.kind) {
       case 'entity-file': {

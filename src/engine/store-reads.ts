@@ -21,6 +21,7 @@ export interface ProjectListing {
 
 /** A memory entry file left out of `GET /api/memory` (`name` in `memory/`), and why. */
 export interface SkippedMemoryEntry {
+  /** The file's name in `memory/`. */
   readonly name: string;
   readonly detail: MissingCanonicalFieldDetail;
 }

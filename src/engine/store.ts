@@ -41,6 +41,7 @@ export interface EngineStoreOptions {
   readonly cacheMaxBytes: number;
   readonly takeStates?: TakeStateSource;
   readonly memoryToggles?: MemoryToggleSource;
+  /** Watch the store for changes (default true). */
   readonly watch?: boolean;
   /** Where the store reports what it skipped or could not read (the service's log). */
   readonly log?: (fields: Record<string, unknown>, message: string) => void;
@@ -48,6 +49,7 @@ export interface EngineStoreOptions {
 
 export class EngineStore {
   readonly root: string;
+  /** The store's real root and the bounds of its files: every read of the store goes through it. */
   readonly access: StoreAccess;
   private readonly runner: SynthesisRunner;
   private readonly bus: Bus;

@@ -4,12 +4,15 @@ import type { StoreAccess } from './read-store-file.js';
 import type { SynthesisOutcome, SynthesisQuery, TakeStates } from './synthesize.js';
 
 export interface SynthesisTask {
+  /** The engine store: its real root and the bounds of its files. */
   readonly access: StoreAccess;
+  /** A valid project identifier (checked by the caller). */
   readonly projectId: string;
   /** The project's generation on the main thread; `changes` since the workers' indexes let a recent index re-read only those. */
   readonly generation: number;
   readonly changes: ProjectChanges;
   readonly query: SynthesisQuery;
+  /** Recorded take states of the project (only the takes that have any). */
   readonly takeStates: TakeStates;
 }
 
@@ -17,7 +20,9 @@ export interface SynthesisTask {
 export interface IndexLoad {
   /** `cached`: as held; `patched`: the changed files re-read; `full`: every file read. */
   readonly kind: 'cached' | 'patched' | 'full';
+  /** Store files read for this task. */
   readonly filesRead: number;
+  /** The worker thread's id, and the generation of the index it now holds for the project. */
   readonly thread: number;
   readonly held: number;
   /** Projects of the same store whose index the thread evicted (LRU). */

@@ -61,6 +61,7 @@ export class StoreWatcher {
     this.started = true;
   }
 
+  /** Watched directories, failed set-ups, and watches re-created after a replacement. */
   get stats(): WatcherStats {
     return { directories: this.watches.size, failures: this.failures, replaced: this.replaced };
   }

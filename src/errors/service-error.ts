@@ -2,6 +2,7 @@
 
 /** Options of a {@link ServiceError}. */
 export interface ServiceErrorOptions {
+  /** The underlying error (a SqliteError, a Node errno exception…), kept for logs. */
   readonly cause?: unknown;
   /** Seconds a client should wait before trying again (sent as `Retry-After`). */
   readonly retryAfterSeconds?: number;
@@ -13,7 +14,9 @@ export const SERVICE_ERROR: unique symbol = Symbol.for('console-backend.service-
 /** What the catalogue reads of an error of the service (a {@link ServiceError}, or a marked error). */
 export interface ServiceErrorLike extends Error {
   readonly [SERVICE_ERROR]: true;
+  /** Stable, snake_case; the `code` member of the error answer. */
   readonly code: string;
+  /** The answer's `detail`: a string (the message by default), or a structured detail. */
   readonly detail?: unknown;
   readonly retryAfterSeconds?: number | undefined;
   /** Resolves when facts reported after the throw are known (a refused spawn's errno); the answer waits for it. */
@@ -35,6 +38,7 @@ export class ServiceError<C extends string = string> extends Error implements Se
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
+  /** The answer's `detail`; the message unless a subclass has a structured one. */
   get detail(): unknown {
     return this.message;
   }

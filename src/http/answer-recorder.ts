@@ -20,7 +20,9 @@ export interface RecordedMeta {
   /** Route template (`/api/projects/:projectId`), `(unmatched)`, or {@link CLIENT_ERROR_ROUTE}. */
   readonly r: string;
   readonly s: number;
+  /** Content-Type, or null. */
   readonly t: string | null;
+  /** Bytes of the body sent. */
   readonly n: number;
   /** The answer's headers, by lower-cased name (the document requires some: Allow, ETag…). */
   readonly h?: Readonly<Record<string, string>>;
@@ -106,6 +108,7 @@ export class AnswerRecorder {
     this.write({ m: '-', r: CLIENT_ERROR_ROUTE, s: status, t: type, n: Buffer.byteLength(body) }, body);
   }
 
+  /** Closes the file (service shutdown). */
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;

@@ -24,7 +24,9 @@ export interface StateBackend {
   readonly committer: StateCommitter;
   /** The SQLite database (null in cluster mode). */
   readonly db: Db | null;
+  /** The readiness check of the state database. */
   readiness(): ReadinessCheck | Promise<ReadinessCheck>;
+  /** The system status's `database`. */
   status(): Record<string, unknown>;
   /** Runs `fn` when console state may have changed on another instance (cluster mode only). */
   onConsoleChanged(fn: () => void): void;
@@ -34,6 +36,7 @@ export interface StateBackend {
   listen(channel: string, fn: (payload: string) => void): void;
   /** Starts listening to the other instances (cluster mode; at once on SQLite). */
   start(): Promise<void>;
+  /** Closes the database (after the bus closed). */
   close(): Promise<void>;
 }
 
@@ -41,6 +44,7 @@ export interface StateBackend {
 export interface BackendHooks {
   readonly metrics: ServiceMetrics;
   readonly log: Logger;
+  /** This instance's id (cluster mode). */
   readonly instanceId: string;
   /** The housekeeping thread (the process worker's): SQLite's WAL checkpoints run on it. Close it after the back end. */
   readonly housekeeping: Pick<HousekeepingThread, 'runTask'>;

@@ -33,8 +33,10 @@ export interface Parts {
   readonly log: Logger;
   readonly instanceId: string;
   readonly metrics: ServiceMetrics;
+  /** The housekeeping thread: /proc scans, tree signals, SQLite's WAL checkpoints. */
   readonly housekeeping: HousekeepingThread;
   readonly backend: StateBackend;
+  /** Cluster mode's membership (null on SQLite). */
   readonly membership: Membership | null;
   readonly pool: SynthesisPool;
   readonly supervisor: Supervisor;
@@ -45,6 +47,7 @@ export interface Parts {
   readonly writeProxy: WriteProxy;
   readonly readiness: Readiness;
   readonly history: MetricsHistory;
+  /** Cluster mode's wiring to the other instances (null on SQLite). */
   readonly cluster: ClusterWiring | null;
   /** Cancels as the routes make them: routed to the owning instance in cluster mode. */
   readonly cancels: JobCanceller;

@@ -19,6 +19,7 @@ export interface HttpParts {
   readonly gate: ShutdownGate;
 }
 
+/** Builds the app over `parts` and its server. */
 export function buildHttp(parts: Parts, guards: GuardReport): HttpParts {
   const { config, backend } = parts;
   const deps: AppDeps = {

@@ -13,7 +13,9 @@ import { buildHttp, listen } from './http-server.js';
 import { shutdown } from './shutdown.js';
 
 export interface ServiceOptions {
+  /** Registries checked by the start-up guards; tests inject their own. */
   readonly registries?: Registries;
+  /** Today's date (`YYYY-MM-DD`, UTC) for the guards; tests inject it. */
   readonly today?: string;
   /** A logger of the caller's, used as it is (no scrubbing but its own); else the service's (logger.ts). */
   readonly logger?: Logger;
@@ -25,6 +27,7 @@ export interface Service {
   readonly port: number;
   readonly server: http.Server;
   readonly deps: AppDeps;
+  /** Every declared route (`api.routes`), as served and documented. */
   readonly api: Api;
   /** The embedded SQLite database; null in cluster mode. */
   readonly db: Db | null;

@@ -4,13 +4,17 @@ import type { IntervalQuantiles } from './interval-quantiles.js';
 
 /** Where the figures are read (composition root); counters are totals since start-up, durations in seconds. */
 export interface FigureSources {
+  /** Jobs running on this instance now. */
   runningJobs(): number;
   /** Output lines (stdout and stderr) of this instance's jobs. */
   outputLines(): number;
+  /** Events this instance published that are stored, total. */
   eventsStored(): number;
   /** Event frames handed to stream clients, live and replayed. */
   eventsDelivered(): number;
+  /** Open event streams now. */
   streamClients(): number;
+  /** Stream clients disconnected as too slow, total. */
   slowClientsDropped(): number;
   /** Times the jobs' output stopped being read (backpressure). */
   outputPauses(): number;
@@ -20,6 +24,7 @@ export interface FigureSources {
   fallbacksRaised(): number;
   /** Ms the worker threads spent running tasks. */
   poolBusyMs(): number;
+  /** Worker threads now. */
   poolThreads(): number;
   /** Recorded since the last sample. */
   loopDelay(): IntervalQuantiles;
@@ -40,7 +45,9 @@ export interface HistoryOptions {
 
 /** The samples of one instance, oldest first; `times` in ms since the epoch, null where nothing was measured. */
 export interface HistorySnapshot {
+  /** When each sample was taken, ms since the epoch. */
   readonly times: number[];
+  /** Each figure's value at each sample, in the figure's unit; null where there was nothing to measure. */
   readonly series: Record<HistoryFigure, (number | null)[]>;
 }
 

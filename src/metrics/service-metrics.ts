@@ -33,6 +33,7 @@ export class ServiceMetrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   private readonly proxyRequests: Counter<'outcome'>;
   private readonly stopSampling: () => void;
+  /** The event-loop delays of the history's current interval (history.ts). */
   readonly loopDelayInterval = new IntervalRecorder();
   /** The read latencies of the history's interval: GET answers but the event stream. */
   readonly readLatencyInterval = new IntervalRecorder();

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 export interface DescriptorLimits {
   readonly soft: number;
   readonly hard: number;
+  /** The soft limit before start-up raised it; null when it was not raised. */
   readonly raisedFrom: number | null;
+  /** Why it could not be raised (no `prlimit`, refused); null when it was, or needed not be. */
   readonly error: string | null;
 }
 

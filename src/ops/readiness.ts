@@ -2,6 +2,7 @@
 // `GET /api/ready`, each cheap enough to run every second.
 import fs from 'node:fs';
 
+/** The worker pool's threads, as the pool counts them. */
 export interface PoolThreads {
   readonly threads: number;
   readonly maxThreads: number;
@@ -12,6 +13,7 @@ export interface EventStorage {
   readonly storageOutage: { readonly since: string; readonly held: number; readonly error: string } | null;
 }
 
+/** The names of the checks, in the order they are listed. */
 export const READINESS_CHECKS = ['store', 'dispatchTool', 'stateDatabase', 'workers'] as const;
 export type ReadinessCheckName = (typeof READINESS_CHECKS)[number];
 
@@ -30,8 +32,11 @@ export interface ReadinessReport {
 
 /** What the checks look at, wired by the composition root (service.ts). */
 export interface ReadinessSources {
+  /** CONSOLE_DATA_DIR. */
   readonly dataDir: string;
+  /** DISPATCH_CLI. */
   readonly dispatchCli: string;
+  /** The state database's check, by its back end (src/main/sqlite-backend.ts, postgres-backend.ts). */
   readonly stateDatabase: () => ReadinessCheck | Promise<ReadinessCheck>;
   readonly poolStats: () => PoolThreads;
 }
@@ -39,6 +44,7 @@ export interface ReadinessSources {
 export class Readiness {
   constructor(private readonly sources: ReadinessSources) {}
 
+  /** Runs every check (never throws). */
   async check(): Promise<ReadinessReport> {
     const s = this.sources;
     const checks: ReadinessCheck[] = [await checkStore(s.dataDir), await checkTool(s.dispatchCli), await s.stateDatabase(), checkWorkers(s.poolStats())];

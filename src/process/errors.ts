@@ -1,6 +1,7 @@
 /** Errors of managed child processes, with stable codes (service-spec.md §Errors). */
 import { ServiceError } from '../errors/index.js';
 
+/** The codes of managed processes' errors. */
 export type ProcessErrorCode = 'spawn_refused';
 
 /** The OS refused to start the program (code `spawn_refused`); most refusals arrive a tick later, filling `errno` and `cause` as `settled` resolves. */
@@ -8,6 +9,7 @@ export class ProcessSpawnError extends ServiceError<'spawn_refused'> {
   override name = 'ProcessSpawnError';
   /** The errno code (`ENOENT`, `EACCES`, `EAGAIN`…), once known. */
   errno: string | undefined;
+  /** Resolves once the refusal's own error is known (or was never reported). */
   readonly settled: Promise<void>;
 
   constructor(

@@ -2,7 +2,9 @@
 import os from 'node:os';
 import type { HousekeepingThread } from './housekeeping-thread.js';
 
+/** What lowering one process's priority did. */
 export interface PriorityOutcome {
+  /** Its nice value was set. */
   readonly process: boolean;
   /** Its autogroup's nice value was set; null where there is no autogroup scheduling. */
   readonly group: boolean | null;

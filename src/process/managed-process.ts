@@ -6,13 +6,18 @@ import type { ProcInfo } from './proc-task.js';
 import type { HousekeepingThread } from './housekeeping-thread.js';
 import { sweepTree, type SweepBounds, type SweepReport } from './sweep-tree.js';
 
+/** How to start a managed process. */
 export interface ManagedSpawnOptions {
+  /** Working directory; the service's own when absent. */
   readonly cwd?: string;
+  /** Its whole environment, `mark` included. */
   readonly env: Readonly<Record<string, string>>;
+  /** stdout and stderr: a pipe to read, or ignored; stdin is always ignored. */
   readonly stdout: 'pipe' | 'ignore';
   readonly stderr: 'pipe' | 'ignore';
   /** The environment entry `NAME=value` that marks every process of its tree. */
   readonly mark: string;
+  /** Bounds of the leftover sweep after it exited. */
   readonly sweep: SweepBounds;
 }
 
@@ -55,6 +60,7 @@ export function spawnManaged(table: HousekeepingThread, file: string, args: read
 }
 
 export class ManagedProcess {
+  /** Resolves with the leader's exit facts, at its exit. */
   readonly exited: Promise<ExitFacts>;
   /** Resolves once it exited and its tree was swept (never rejects). */
   readonly ended: Promise<ProcessEnd>;

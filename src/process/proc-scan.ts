@@ -6,6 +6,7 @@ export interface ProcInfo {
   readonly pid: number;
   readonly ppid: number;
   readonly pgid: number;
+  /** One-letter state: R, S, D, Z (zombie), T… */
   readonly state: string;
   /** Start time in clock ticks since boot: with the pid, identifies a process (no reuse). */
   readonly startTime: number;
@@ -59,6 +60,7 @@ export function readProc(pid: number): ProcInfo | null {
   };
 }
 
+/** Every process visible in `/proc`. */
 export function listProcs(): ProcInfo[] {
   if (!HAS_PROC) return [];
   const out: ProcInfo[] = [];
@@ -125,6 +127,7 @@ export function isSameProcess(info: ProcInfo): boolean {
   return now !== null && now.startTime === info.startTime && now.state !== 'Z';
 }
 
+/** The command line of `pid` (its arguments), or null when it cannot be read. */
 export function readCmdline(pid: number): string[] | null {
   const len = readProcFile(`/proc/${pid}/cmdline`);
   if (len < 0) return null;
@@ -133,6 +136,7 @@ export function readCmdline(pid: number): string[] | null {
   return args;
 }
 
+/** System boot time in ms since the epoch, or null when unknown. */
 export function bootTimeMs(): number | null {
   try {
     const m = /^btime (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'utf8'));

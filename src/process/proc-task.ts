@@ -8,10 +8,15 @@ export type { ProcInfo } from './proc-scan.js';
  * not the tree's; `notBefore` the leader's start in ticks since boot; `known` from earlier passes.
  */
 export interface TreeTarget {
+  /** The leader, whose descendants are followed by parent links; null once it was reaped. */
   readonly root: number | null;
+  /** The process group signalled as a whole; null when it is not (or no longer) the tree's. */
   readonly pgid: number | null;
+  /** The environment entry `NAME=value` every process of the tree inherited. */
   readonly mark?: string;
+  /** The leader's start time: older processes are not searched for the mark. */
   readonly notBefore?: number;
+  /** Processes captured by earlier passes, signalled while each is still the same process. */
   readonly known: readonly ProcInfo[];
 }
 
@@ -23,10 +28,13 @@ export interface TreePassTask extends TreeTarget {
 
 /** `procAvailable` false without `/proc` (nothing done); `known`: the tree alive just before the signals. */
 export interface TreePassResult {
+  /** False where `/proc` is missing: nothing was captured nor signalled. */
   readonly procAvailable: boolean;
+  /** The tree's processes alive when captured, just before the signals (to pass on as `known`). */
   readonly known: ProcInfo[];
 }
 
+/** One process's stat and command line (null when gone or unreadable). */
 export interface DescribeTask {
   readonly kind: 'describe';
   readonly pid: number;
@@ -37,6 +45,7 @@ export interface DescribeResult {
   readonly cmdline: string[] | null;
 }
 
+/** The system's boot time in ms since the epoch (null when unknown). */
 export interface BootTimeTask {
   readonly kind: 'boot-time';
 }

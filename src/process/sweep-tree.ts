@@ -4,16 +4,23 @@ import type { HousekeepingThread } from './housekeeping-thread.js';
 
 /** How long a sweep keeps going: CONSOLE_SWEEP_MAX_PASSES, and CONSOLE_SWEEP_MAX_MS past which no pass starts. */
 export interface SweepBounds {
+  /** Most passes (scan, then SIGKILL) a sweep makes; 1 or more. */
   readonly maxPasses: number;
+  /** Time after which no new pass starts, in ms. */
   readonly maxMs: number;
 }
 
 /** What a sweep did: distinct kills, passes, pids still found when a bound stopped it, ms; `scanned` false without `/proc`. */
 export interface SweepReport {
+  /** Distinct processes it SIGKILLed. */
   readonly killed: number;
+  /** Passes made (the last one found nothing, unless `left` is not empty). */
   readonly passes: number;
+  /** Pids the last pass still found (and SIGKILLed) when a bound stopped the sweep; empty when a scan found nothing. */
   readonly left: readonly number[];
+  /** Time the sweep took, in ms. */
   readonly ms: number;
+  /** False where `/proc` is missing: the group was signalled once, nothing was counted. */
   readonly scanned: boolean;
 }
 

@@ -16,6 +16,7 @@ export interface Registries {
   readonly proposalKinds: readonly ProposalKind[];
 }
 
+/** The registries the service ships with. */
 export const SHIPPED_REGISTRIES: Registries = Object.freeze({
   fallbacks: SANCTIONED_FALLBACKS,
   proposalKinds: PROPOSAL_KINDS,

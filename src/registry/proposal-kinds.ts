@@ -16,10 +16,12 @@ export interface ProposalKind {
 
 export const GENERATION_PROPOSAL = 'GenerationProposal';
 
+/** The executor marker of `GenerationProposal`. */
 export const GENERATION_EXECUTOR: ExecutorMarker = Object.freeze({
   kind: 'endpoint',
   method: 'POST',
   path: '/api/proposals/generate',
 });
 
+/** The shipped registry. */
 export const PROPOSAL_KINDS: readonly ProposalKind[] = Object.freeze([Object.freeze({ name: GENERATION_PROPOSAL, label: 'Generate', executor: GENERATION_EXECUTOR })]);

@@ -5,6 +5,7 @@
 export interface JobQuery {
   /** `running`, `exited ok`, `exited failed`, `lost`; absent or empty: any. */
   readonly states?: readonly string[];
+  /** Only the jobs of this project. */
   readonly projectId?: string;
   /** Only jobs started at or after this time (ISO-8601 UTC with milliseconds, as stored). */
   readonly from?: string;
@@ -12,6 +13,7 @@ export interface JobQuery {
   readonly to?: string;
   /** The last job of the previous page: only jobs after it in the order (older, or as old with a smaller id). */
   readonly after?: JobPosition;
+  /** Most jobs answered. */
   readonly limit: number;
 }
 

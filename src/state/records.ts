@@ -68,6 +68,7 @@ export interface ProposalRecord {
   readonly decidedAt: string | null;
 }
 
+/** The stored selection of one project. */
 export interface SelectionRecord {
   readonly projectId: string;
   readonly selection: Readonly<Record<string, unknown>>;
@@ -82,6 +83,7 @@ export interface RecentRecord {
   readonly openedAt: string;
 }
 
+/** The current recorded state of one take. */
 export interface TakeStateRecord {
   readonly projectId: string;
   readonly takeId: string;
@@ -93,6 +95,7 @@ export interface TakeStateRecord {
   readonly version?: number;
 }
 
+/** One logged take action. */
 export interface TakeActionRecord {
   readonly projectId: string;
   readonly takeId: string;
@@ -104,6 +107,7 @@ export interface TakeActionRecord {
   readonly actedAt: string;
 }
 
+/** A stored workspace blob. `state` is the JSON value as the console sent it. */
 export interface WorkspaceRecord {
   readonly wid: string;
   readonly revision: number;
@@ -111,6 +115,7 @@ export interface WorkspaceRecord {
   readonly updatedAt: string;
 }
 
+/** A stored corrupt-blob report. */
 export interface WorkspaceReport {
   readonly id: number;
   readonly wid: string;
@@ -126,10 +131,12 @@ export type PutOutcome = { readonly ok: true; readonly record: WorkspaceRecord }
 /** One instance of a cluster (cluster.md, Operations). */
 export interface InstanceRecord {
   readonly id: string;
+  /** Where the instance is reached, `http://host:port`. */
   readonly address: string;
   readonly version: string;
   readonly startedAt: string;
   readonly heartbeatAt: string;
+  /** Its open event streams at its last heartbeat. */
   readonly streamClients: number;
 }
 
@@ -140,6 +147,7 @@ export interface TerminalRecord {
   readonly pid: number | null;
   readonly port: number;
   readonly url: string;
+  /** `running`, `exited` or `stopped`. */
   readonly state: string;
   readonly startedAt: string;
   readonly endedAt: string | null;
@@ -149,6 +157,7 @@ export interface TerminalRecord {
   readonly credential?: string | null;
 }
 
+/** A row of `instances`, the same on both back ends. */
 export interface InstanceRow {
   id: string;
   address: string;
@@ -158,6 +167,7 @@ export interface InstanceRow {
   stream_clients: number;
 }
 
+/** A row as a record. */
 export const instanceFromRow = (r: InstanceRow): InstanceRecord => ({
   id: r.id,
   address: r.address,
@@ -167,6 +177,7 @@ export const instanceFromRow = (r: InstanceRow): InstanceRecord => ({
   streamClients: Number(r.stream_clients),
 });
 
+/** A row of `terminals`, the same on both back ends. */
 export interface TerminalRow {
   project_id: string;
   instance_id: string;
@@ -181,6 +192,7 @@ export interface TerminalRow {
   credential: string | null;
 }
 
+/** A row as a record. */
 export const terminalFromRow = (r: TerminalRow): TerminalRecord => ({
   projectId: r.project_id,
   instanceId: r.instance_id,

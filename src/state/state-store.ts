@@ -29,6 +29,7 @@ export type { JobPosition, JobQuery };
 /** Which back end a state store is (src/main/backend.ts wraps one). */
 export type BackendKind = 'sqlite' | 'postgres';
 
+/** A new pending proposal. */
 export interface NewProposal {
   readonly id: string;
   readonly kind: string | null;
@@ -43,19 +44,25 @@ export interface ProposalStore {
   get(id: string): Promise<ProposalRecord | undefined>;
   /** Marks a pending proposal decided with a conditional update: of concurrent calls on one id, exactly one returns true. */
   markDecided(id: string, decision: string, decidedAt: string): Promise<boolean>;
+  /** Newest first, optionally only those with `status`. */
   list(status: string | null, limit: number): Promise<ProposalRecord[]>;
 }
 
+/** The log of every decision, fallback ones included. */
 export interface DecisionStore {
+  /** Appends one decision; resolves to its id (increasing). */
   insert(d: Omit<DecisionRecord, 'id'>): Promise<number>;
+  /** Oldest first. */
   listFor(proposalId: string): Promise<DecisionRecord[]>;
 }
 
+/** Counts of raised sanctioned fallbacks. */
 export interface FallbackStore {
   increment(name: string, at: string): Promise<void>;
   all(): Promise<Map<string, number>>;
 }
 
+/** One memory toggle to record. */
 export interface MemoryToggleWrite {
   readonly entryId: string;
   readonly on: boolean;
@@ -64,10 +71,12 @@ export interface MemoryToggleWrite {
   readonly at: string;
 }
 
+/** Memory toggles: the last per entry, and the log of all. */
 export interface MemoryToggleStore {
   all(): Promise<Map<string, boolean>>;
   /** The last toggle of every toggled entry, with the version a mirror compares. */
   list(): Promise<MemoryToggleRecord[]>;
+  /** Records a toggle; resolves to the entry's row as it is now. */
   record(t: MemoryToggleWrite): Promise<MemoryToggleRecord>;
 }
 
@@ -77,57 +86,76 @@ export interface TakeStateStore {
   /** The take's committed state (created all false), locked until the transaction ends; `lockShot` first locks
    * the shot, so two instances marking takes of one shot primary are serialised. */
   lock(projectId: string, takeId: string, shotId: string | null, lockShot: boolean, at: string): Promise<TakeStateRecord>;
+  /** Clears `primary` on the shot's other takes; resolves to the rows that lost it, as they are now. */
   clearOtherPrimaries(projectId: string, shotId: string, keepTakeId: string, at: string): Promise<TakeStateRecord[]>;
   /** The file's shot wins only when the take is marked primary; resolves to the row as it is now. */
   upsert(s: TakeStateRecord, at: string): Promise<TakeStateRecord>;
   logAction(a: TakeActionRecord): Promise<void>;
 }
 
+/** A click to append (`id` is assigned). */
 export type NewClick = Omit<ClickRecord, 'id'>;
 
 /** Clicks: ring per project and total bound, enforced in the append's own transaction (not in {@link StateTx}: no events). */
 export interface ClickStore {
+  /** Clicks kept per project. */
   readonly ringSize: number;
+  /** Clicks kept in all. */
   readonly maxTotal: number;
   append(c: NewClick): Promise<ClickRecord>;
+  /** Newest first; `projectId` null lists every project's. */
   list(projectId: string | null, limit: number): Promise<ClickRecord[]>;
+  /** Clicks stored now, of all projects. */
   size(): Promise<number>;
 }
 
+/** Workspace blobs with revisions, and reported corrupt blobs. */
 export interface WorkspaceStore {
+  /** Reports kept per workspace id. */
   readonly reportsKept: number;
   get(wid: string): Promise<WorkspaceRecord | undefined>;
   /** Writes when `expectedRevision` is current (0: never written); of concurrent writes with one revision, one wins. */
   put(wid: string, expectedRevision: number, state: unknown, at: string): Promise<PutOutcome>;
+  /** Stores a corrupt blob (its JSON text), prunes old reports; resolves to the report id. */
   addReport(wid: string, blobJson: string, reason: string | null, at: string): Promise<number>;
+  /** Newest first. */
   reports(wid: string, limit: number): Promise<WorkspaceReport[]>;
 }
 
+/** Per-project selection and the recent projects and items. */
 export interface SelectionStore {
   get(projectId: string): Promise<SelectionRecord | undefined>;
   put(s: SelectionRecord): Promise<void>;
+  /** Moves an entry to the front of its list, then prunes the list to `keep`. */
   touch(r: RecentRecord, keep: number): Promise<void>;
   recent(limit: number): Promise<{ projects: RecentRecord[]; items: RecentRecord[] }>;
 }
 
+/** A job as the state store keeps it: the record served today, and the instance that runs it. */
 export interface StoredJob extends JobRecord {
+  /** The instance the job's process runs on (cluster.md, Jobs). */
   readonly instanceId: string;
 }
 
+/** A job at spawn. */
 export type NewJob = Pick<StoredJob, 'proposalId' | 'projectId' | 'pid' | 'argv' | 'state' | 'startedAt' | 'instanceId'>;
 
 /** A job's end: the final state its exit or lost event commits with. */
 export type JobFinish = JobEnd;
 
+/** Generation jobs of every instance. */
 export interface JobStore {
   insert(job: NewJob): Promise<void>;
   finish(proposalId: string, f: JobFinish): Promise<void>;
+  /** Deletes finished jobs beyond the newest `keep`; resolves to how many. */
   prune(keep: number): Promise<number>;
   markCancelRequested(proposalId: string): Promise<void>;
   get(proposalId: string): Promise<StoredJob | undefined>;
+  /** Newest first, optionally only in `state`. */
   list(limit: number, state?: string): Promise<StoredJob[]>;
   /** `GET /api/jobs` (job-query.ts), newest first. */
   search(q: JobQuery): Promise<StoredJob[]>;
+  /** Jobs recorded as running: all, or only those of `instanceId`. */
   running(instanceId?: string): Promise<StoredJob[]>;
   /** Jobs of `instanceId` marked `lost` since `since`: judged while it was away, processes maybe still running here. */
   lostSince(instanceId: string, since: string): Promise<StoredJob[]>;
@@ -138,6 +166,7 @@ export interface JobStore {
   markLost(instanceId: string, endedAt: string): Promise<StoredJob[]>;
 }
 
+/** An event to store: the event without its id, which the store assigns (the bus's port, cluster-bus.ts). */
 export type EventDraft = SharedEventDraft;
 
 /** The event log: ids global, strictly increasing in commit order. */
@@ -163,19 +192,26 @@ export interface InstanceStore {
   /** Starts a new epoch of an instance judged dead if its heartbeat is still `heartbeatAt`. */
   judge(id: string, heartbeatAt: string): Promise<boolean>;
   get(id: string): Promise<InstanceRecord | undefined>;
+  /** By id. */
   list(): Promise<InstanceRecord[]>;
+  /** Deletes instances whose heartbeat is older than `before`; resolves to how many. */
   prune(before: string): Promise<number>;
 }
 
+/** The terminals of every instance, one per project. */
 export interface TerminalStore {
+  /** Records a terminal (replacing the project's earlier record). */
   put(t: TerminalRecord): Promise<void>;
   get(projectId: string): Promise<TerminalRecord | undefined>;
+  /** By project id. */
   list(): Promise<TerminalRecord[]>;
+  /** Ends a running terminal; resolves false when the project has none running. */
   end(projectId: string, f: { state: string; endedAt: string; rc: number | null; signal: string | null }): Promise<boolean>;
   /** Ends every running terminal of a dead instance; resolves to those ended. */
   endAllOf(instanceId: string, state: string, endedAt: string): Promise<TerminalRecord[]>;
 }
 
+/** Every repository of the state database. */
 export interface StateRepos {
   readonly proposals: ProposalStore;
   readonly decisions: DecisionStore;
@@ -197,21 +233,26 @@ export type StateTx = Omit<StateRepos, 'clicks'>;
 /** The state store. */
 export interface StateStore extends StateRepos {
   readonly backend: BackendKind;
+  /** How many schema migrations the database holds. */
   readonly schemaVersion: number;
   /** Runs `fn` in one transaction, events included: commits when it resolves, else rolls back. @throws what `fn` throws. */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T>;
+  /** Closes the connections (the pool); pending calls finish first. */
   close(): Promise<void>;
 }
 
+/** What a write returns: its result and the events to publish, in order. */
 export interface Written<T> {
   readonly result: T;
   readonly events: readonly EventInput[];
 }
 
+/** A write's database work, done through the repositories of its transaction. */
 export type StateWrite<T> = (tx: StateTx) => Promise<Written<T>>;
 
 /** Commits a state change with its events (cluster.md, "Under faults"); implemented in sqlite/committer.ts and pg/committer.ts. */
 export interface StateCommitter {
+  /** The state store the writes go to (reads go to it directly). */
   readonly store: StateStore;
   /** Runs `write` in one transaction with its events, delivered only after commit.
    * @throws whatever `write`, the event log or the commit throws (rolled back, nothing delivered). */

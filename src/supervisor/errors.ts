@@ -3,6 +3,7 @@ import { ServiceError } from '../errors/index.js';
 import type { ProcessSpawnError } from '../process/errors.js';
 import type { JobRecord } from '../state/records.js';
 
+/** The codes of the supervisor's errors. */
 export type SupervisorErrorCode = 'tool_missing' | 'job_capacity' | 'spawn_failed' | 'unknown_job' | 'job_not_running' | 'invalid_transition';
 
 /** The dispatch tool file does not exist (code `tool_missing`); no process was started. */

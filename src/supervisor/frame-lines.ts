@@ -33,16 +33,19 @@ export class LineTurns {
     private readonly chars: number = TURN_CHARS,
   ) {}
 
+  /** True while this turn may deliver another line. */
   budgetLeft(): boolean {
     return this.turnLines < this.lines && this.turnChars < this.chars;
   }
 
+  /** Counts one delivered line against this turn; the budget is renewed next turn. */
   spend(chars: number): void {
     this.turnLines++;
     this.turnChars += chars;
     this.scheduleTick();
   }
 
+  /** Queues a reader whose lines wait for the next turn. */
   wait(reader: LineReader): void {
     this.waiting.push(reader);
     this.scheduleTick();
@@ -185,11 +188,13 @@ function incompleteTail(buf: Buffer): number {
 
 /** What a framing has taken in and still holds, for the drain after a job's exit (drain-watch.ts). */
 export interface FramingMeter {
+  /** Bytes read from the source so far. */
   bytes: number;
   /** Whether bytes or lines read from the source wait in the framing, not delivered yet. */
   holding: () => boolean;
 }
 
+/** A meter to hand to {@link frameLines}. */
 export function framingMeter(): FramingMeter {
   return { bytes: 0, holding: () => false };
 }

@@ -10,6 +10,7 @@ import { GENERATION_SCOPE, type RunningJob } from './running-job.js';
 /** Payload of every line event (service-spec.md §Events): one frozen object, so the bus reuses its JSON. */
 const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
 
+/** How a job's output is framed and how long a pipe held open after the exit is read. */
 export interface OutputOptions {
   /** Bound on one line, bytes; longer lines are cut. */
   readonly lineMaxBytes: number;

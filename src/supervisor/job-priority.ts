@@ -3,8 +3,11 @@ import { lowerPriority, type HousekeepingThread } from '../process/index.js';
 
 /** Figures for the system status (`jobs.priority`). */
 export interface JobPriorityStats {
+  /** CONSOLE_JOB_NICE (0: jobs run at the service's priority). */
   readonly nice: number;
+  /** Jobs whose priority (and autogroup's, where there are autogroups) was lowered. */
   readonly lowered: number;
+  /** Jobs the system did not let us lower (or that ended first). */
   readonly refused: number;
 }
 

@@ -7,8 +7,11 @@ const CHECK_MS = 20;
 
 /** What the gate reports (system status `jobs.backpressure`, metrics). */
 export interface OutputGateStats {
+  /** CONSOLE_EVENT_BACKLOG_MAX. */
   readonly backlogMax: number;
+  /** Whether the jobs' output is held now. */
   readonly paused: boolean;
+  /** Times the gate closed since start-up. */
   readonly pauses: number;
   /** Ms closed since start-up, the current pause included. */
   readonly pausedMs: number;
@@ -16,7 +19,9 @@ export interface OutputGateStats {
 
 /** The part of the framing that waits for the gate (frame-lines.ts). */
 export interface LineHold {
+  /** True while no line may be delivered. */
   readonly held: boolean;
+  /** Calls `resume` once the gate opens again. */
   whenReleased(resume: () => void): void;
 }
 

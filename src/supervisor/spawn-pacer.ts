@@ -17,6 +17,7 @@ export class SpawnPacer {
     });
   }
 
+  /** Callers waiting for their turn. */
   get waiting(): number {
     return this.queue.length;
   }

@@ -32,7 +32,9 @@ export interface SupervisorOptions {
   readonly retryAfterSeconds: number;
   readonly killGraceMs: number;
   readonly lineMaxBytes: number;
+  /** Finished jobs kept in the state database; older ones are pruned. */
   readonly historySize: number;
+  /** Bounds of the sweep of what a job's tree left running after its exit (and at recovery). */
   readonly sweep: SweepBounds;
   /** CONSOLE_JOB_NICE: the jobs' CPU priority below the service's (0..19). */
   readonly nice?: number;
@@ -64,6 +66,7 @@ export class Supervisor {
   private readonly ending = new Map<string, JobRecord>();
   private readonly state: StateStore;
   private readonly turns = new LineTurns();
+  /** Lowers each job's CPU priority below the service's. */
   readonly priority: JobPriority;
   /** Holds every job's output while the bus is behind (backpressure). */
   readonly gate: OutputGate;
@@ -103,10 +106,12 @@ export class Supervisor {
     this.fencedListeners.push(fn);
   }
 
+  /** Number of jobs currently running. */
   get runningCount(): number {
     return this.running.size;
   }
 
+  /** Jobs started since the service started. */
   get startedCount(): number {
     return this.startedTotal;
   }
@@ -300,10 +305,12 @@ export class Supervisor {
     return this.state.jobs.countsByState();
   }
 
+  /** Whether the job runs on this instance now. */
   runsHere(proposalId: string): boolean {
     return this.running.has(proposalId);
   }
 
+  /** Running jobs with live figures. */
   runningJobs(): JobRecord[] {
     return [...this.running.values()].filter((j) => !j.fenced).map((j) => j.record());
   }

@@ -2,6 +2,7 @@
 import { ServiceError } from '../errors/index.js';
 import type { ProcessSpawnError } from '../process/errors.js';
 
+/** The codes of the terminals' errors. */
 export type TerminalErrorCode = 'terminal_program_missing' | 'terminal_ports_exhausted' | 'terminal_start_failed' | 'terminal_not_running';
 
 /** The terminal program (TTYD_BIN) is not an executable file, or not on PATH (code `terminal_program_missing`). */

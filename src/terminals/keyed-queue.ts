@@ -19,6 +19,7 @@ export class KeyedQueue {
     await this.tails.get(key);
   }
 
+  /** Keys with a task queued or running. */
   get size(): number {
     return this.tails.size;
   }

@@ -23,6 +23,7 @@ export interface TerminalManagerOptions {
   readonly storeRoot: string;
   /** TTYD_BIN: an absolute path or a name looked up on the child PATH at each start. */
   readonly bin: string;
+  /** TTYD_COMMAND. */
   readonly command: readonly string[];
   readonly portFirst: number;
   readonly portLast: number;
@@ -38,6 +39,7 @@ export interface TerminalManagerOptions {
   readonly owner: string;
   /** Ms between SIGTERM and SIGKILL on stop and shutdown. */
   readonly killGraceMs: number;
+  /** Bounds of the sweep of what a terminal's tree left running after its exit (and at start-up). */
   readonly sweep: SweepBounds;
   /** Ceiling on the wait for a new terminal to accept connections before start returns. */
   readonly readyTimeoutMs: number;

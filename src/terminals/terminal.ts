@@ -12,7 +12,9 @@ export interface TerminalInfo {
   readonly port: number;
   /** `http://<TTYD_HOST or HOST>:<port>/` */
   readonly url: string;
+  /** The project's directory in the engine store (absolute). */
   readonly cwd: string;
+  /** The program the terminal runs, with its arguments (TTYD_COMMAND). */
   readonly command: readonly string[];
   /** The full argument list it was started with (resolved program first). */
   readonly argv: readonly string[];

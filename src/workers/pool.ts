@@ -25,6 +25,7 @@ export interface PoolOptions {
   readonly timeoutMs?: number;
   /** `Retry-After` of the 503 a task past its deadline answers (CONSOLE_RETRY_AFTER_SECONDS). */
   readonly retryAfterSeconds?: number;
+  /** The store-read worker file (tests may pass another). */
   readonly readStoreFile?: string;
 }
 

@@ -26,6 +26,7 @@ const proposalFromRow = (r: ProposalRow): ProposalRecord => ({
   decidedAt: r.decided_at,
 });
 
+/** Proposals on PostgreSQL. */
 export function pgProposals(x: Exec): ProposalStore {
   const cols = 'id, kind, title, payload, status, created_at, decided_at';
   return {

@@ -2,6 +2,7 @@
 // nowhere else; the HTTP catalogue maps them (503 with `Retry-After` while the database is unreachable).
 import { ServiceError } from '../../errors/index.js';
 
+/** The codes of the PostgreSQL back end's faults (catalogued in src/http/errors.ts). */
 export type PgFaultCode = 'state_db_full' | 'state_db_busy' | 'state_db_unavailable' | 'state_db_unreachable';
 
 /**

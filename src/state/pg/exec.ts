@@ -3,9 +3,11 @@
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { asStateError } from './errors.js';
 
+/** Runs statements for the repositories. */
 export interface Exec {
   /** One statement with `$n` parameters. @throws PgFaultError for a fault of the database. */
   q<R extends QueryResultRow = QueryResultRow>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  /** Whether the statements run in an open transaction (else each commits by itself). */
   readonly inTransaction: boolean;
   /** Runs `fn` in one transaction: a new one on the pool, or the enclosing transaction. */
   atomic<T>(fn: (x: Exec) => Promise<T>): Promise<T>;
@@ -19,6 +21,7 @@ export interface Exec {
   onCommit(sql: string): Promise<QueryResult>;
 }
 
+/** An Exec on the pool: each statement commits by itself. */
 export function poolExec(pool: Pool): Exec {
   const x: Exec = {
     q: async (sql, params) => {

@@ -68,6 +68,7 @@ const jobFromRow = (r: JobRow): StoredJob => ({
 
 const JOB_COLS = 'proposal_id, instance_id, project_id, pid, argv, state, started_at, ended_at, rc, signal, stdout_lines, stderr_lines, cancel_requested, exit_reason, exit_detail';
 
+/** Generation jobs of every instance on PostgreSQL. */
 export function pgJobs(x: Exec): JobStore {
   const select = async (where: string, params: readonly unknown[]) => (await x.q<JobRow>(`SELECT ${JOB_COLS} FROM jobs ${where}`, params)).rows.map(jobFromRow);
   return {

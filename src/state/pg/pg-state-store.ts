@@ -13,15 +13,21 @@ import { migrateSchema, PG_MIGRATIONS } from './schema.js';
 export interface PgStateStoreOptions {
   /** CONSOLE_DATABASE_URL. */
   readonly url: string;
+  /** CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: how long opening waits for an unreachable server. */
   readonly connectTimeoutMs: number;
   /** Default 10. */
   readonly poolSize?: number;
+  /** CONSOLE_EVENT_RETENTION. */
   readonly eventRetention: number;
+  /** CONSOLE_CLICKS_PER_PROJECT. */
   readonly clicksPerProject: number;
+  /** CONSOLE_CLICKS_MAX_TOTAL. */
   readonly clicksMaxTotal: number;
+  /** Corrupt-blob reports kept per workspace id. */
   readonly workspaceReportsKept: number;
   /** Told of idle pooled connections' errors (server restart); without a listener node-postgres would end the process. */
   readonly onPoolError?: (err: Error) => void;
+  /** The schema's migrations (tests give their own); default PG_MIGRATIONS. */
   readonly migrations?: readonly string[];
   /** Bounds every pooled session sets, ms, so no instance can stall another (cluster.md, "Under faults"). */
   readonly sessionBounds?: SessionBounds;

@@ -77,6 +77,7 @@ interface RecentRow {
 
 const recentFromRow = (r: RecentRow): RecentRecord => ({ projectId: r.project_id, kind: r.kind, itemId: r.item_id, openedAt: r.opened_at });
 
+/** Selections and recent items on PostgreSQL. */
 export function pgSelection(x: Exec): SelectionStore {
   const listOf = async (where: string, limit: number) =>
     (await x.q<RecentRow>(`SELECT project_id, kind, item_id, opened_at FROM recent_items WHERE ${where} ORDER BY seq DESC LIMIT $1`, [limit])).rows.map(recentFromRow);

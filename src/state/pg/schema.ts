@@ -9,6 +9,7 @@ import { PG_MIGRATIONS } from './migrations/index.js';
 
 export { PG_MIGRATIONS };
 
+/** The schema version this code knows: the number of its migrations. */
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
 /** Session advisory lock key while migrating ("cons" in ASCII): instances starting together queue on it. */

@@ -24,6 +24,7 @@ export class Checkpointer {
     this.timer.unref();
   }
 
+  /** Checkpoints that failed (reported by the system status). */
   get failures(): number {
     return this.errors;
   }

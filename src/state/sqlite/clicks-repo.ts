@@ -69,6 +69,7 @@ export class ClicksRepo {
     }
   }
 
+  /** Clicks stored now, of all projects. */
   get size(): number {
     return this.total;
   }

@@ -32,12 +32,14 @@ interface Segment {
   readonly byIds: Statement<unknown[]>;
 }
 
+/** The SQLite event log: the bus's {@link LocalEventLog}. */
 export class EventLog implements LocalEventLog {
   private nextId: number;
   private reservedUpTo: number;
   private reservationUnsaved = false;
   private lastId: number;
   private readonly segments: Segment[];
+  /** Rows per segment. */
   readonly segmentSize: number;
   private readonly saveReservation;
   private readonly appendTx;
@@ -242,6 +244,7 @@ export class EventLog implements LocalEventLog {
     return this.lastId;
   }
 
+  /** Number of stored rows. */
   get size(): number {
     let n = 0;
     for (const s of this.segments) n += s.count;

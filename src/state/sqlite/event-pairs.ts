@@ -14,11 +14,13 @@ interface Pair {
   readonly ids: number[];
 }
 
+/** The pairs of one segment. */
 export class EventPairs {
   private readonly pairs = new Map<string, Pair>();
   /** The pair of the last event noted: runs of one job's lines share one. */
   private last: Pair | undefined;
 
+  /** Notes a stored event (ids ascending across calls). */
   note(id: number, severity: Severity, scope: string): void {
     let p = this.last;
     if (p === undefined || p.severity !== severity || p.scope !== scope) {

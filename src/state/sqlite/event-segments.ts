@@ -6,8 +6,10 @@ export const SEGMENT_PREFIX = 'event_segment_';
 
 /** Columns of a segment, in insert order (older segments may have an unused `proposal_id` after them). */
 export const COLUMNS = 'id, severity, scope, data';
+/** The placeholders of one row of {@link COLUMNS}. */
 export const ROW_PARAMS = '(?, ?, ?, ?)';
 
+/** The runs table of segment table `table`. */
 export const runsOf = (table: string): string => `${table}_runs`;
 
 /** The proposal of an event stored without one, from its JSON: the payload's `proposal_id`, or for a job's

@@ -18,6 +18,7 @@ export class FallbacksRepo {
     this.bumpStmt.run(name, at);
   }
 
+  /** Every stored count by name. */
   all(): Map<string, number> {
     return new Map(this.allStmt.all().map((r) => [r.name, r.count]));
   }

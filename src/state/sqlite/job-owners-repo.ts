@@ -32,11 +32,13 @@ export class JobOwnersRepo {
     this.setStmt.run(instanceId, proposalId);
   }
 
+  /** The instance of each of `proposalIds` that exists. */
   ownersOf(proposalIds: readonly string[]): Map<string, string> {
     if (proposalIds.length === 0) return new Map();
     return new Map(this.ownersStmt.all(JSON.stringify(proposalIds)).map((r) => [r.proposal_id, r.instance_id ?? this.localId]));
   }
 
+  /** Ids of the running jobs of an instance. */
   runningOf(instanceId: string): string[] {
     return this.runningStmt.all(this.localId, instanceId).map((r) => r.proposal_id);
   }

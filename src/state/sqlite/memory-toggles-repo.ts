@@ -17,6 +17,7 @@ export class MemoryTogglesRepo {
     this.logStmt = db.prepare('INSERT INTO memory_toggle_log (entry_id, enabled, scope, extra, toggled_at) VALUES (?, ?, ?, ?, ?)');
   }
 
+  /** The last toggle of every toggled entry. */
   all(): Map<string, boolean> {
     return new Map(this.allStmt.all().map((r) => [r.entry_id, r.enabled !== 0]));
   }

@@ -23,12 +23,17 @@ import { TakeStateRepo } from './take-state-repo.js';
 import { TerminalsRepo } from './terminals-repo.js';
 import { WorkspaceRepo } from './workspace-repo.js';
 
+/** Bounds and identity of a SQLite state store. */
 export interface SqliteStateStoreOptions {
   /** Owner of jobs recorded before jobs had one. */
   readonly instanceId: string;
+  /** CONSOLE_EVENT_RETENTION. */
   readonly eventRetention: number;
+  /** CONSOLE_CLICKS_PER_PROJECT. */
   readonly clicksPerProject: number;
+  /** CONSOLE_CLICKS_MAX_TOTAL. */
   readonly clicksMaxTotal: number;
+  /** Corrupt-blob reports kept per workspace id. */
   readonly workspaceReportsKept: number;
   /** The bus's event log when open on the same database (ids must come from one log); default: its own. */
   readonly eventLog?: EventLog;
@@ -58,6 +63,7 @@ export function openSqliteStateStore(file: string, opts: SqliteStateStoreOptions
   }
 }
 
+/** The state store on the SQLite database of one instance (see the module's comment). */
 export class SqliteStateStore implements StateStore {
   readonly backend = 'sqlite' as const;
   readonly proposals;
@@ -117,6 +123,7 @@ export class SqliteStateStore implements StateStore {
     return this.db.pragma('user_version', { simple: true }) as number;
   }
 
+  /** @inheritdoc */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
     return this.queue(async () => {
       guarded(() => this.db.exec('BEGIN IMMEDIATE'));
@@ -143,6 +150,7 @@ export class SqliteStateStore implements StateStore {
     });
   }
 
+  /** @inheritdoc */
   close(): Promise<void> {
     return this.queue(async () => {
       if (this.owned) this.db.close();
