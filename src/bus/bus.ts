@@ -193,6 +193,7 @@ export class EventBus implements Bus {
     return this.lastId;
   }
 
+  /** Events published and not stored yet (queued, or held while the state database refuses them); the supervisor holds jobs' output past CONSOLE_EVENT_BACKLOG_MAX. */
   get backlog(): number {
     return this.pending.length;
   }

@@ -10,6 +10,7 @@ export interface SynthesisTask {
   readonly projectId: string;
   /** The project's generation on the main thread; `changes` since the workers' indexes let a recent index re-read only those. */
   readonly generation: number;
+  /** The entity files changed since the workers' indexes: a worker whose index is recent enough re-reads only those, else the whole project. */
   readonly changes: ProjectChanges;
   readonly query: SynthesisQuery;
   /** Recorded take states of the project (only the takes that have any). */

@@ -49,6 +49,7 @@ export interface CreatedApp {
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
   /** Options making requests and responses Express's from birth ({@link messageClasses}); optional, but each request then pays a prototype change. */
   readonly serverOptions: http.ServerOptions;
+  /** The Express application, whose request and response prototypes the classes of `serverOptions` carry. */
   readonly app: Express;
   readonly api: Api;
   /** CONSOLE_RECORD_ANSWERS_DIR's recorder, or null. */

@@ -1,6 +1,7 @@
 // Keeps credentials out of log lines, whatever a caller logs: members named like a credential, then in the
 // written line credential query parameters (also percent-encoded), URL userinfo and the service's secrets.
 
+/** What a credential is replaced with in a log line. */
 export const REDACTED = '[REDACTED]';
 
 const CREDENTIAL_KEYS = new Set([
