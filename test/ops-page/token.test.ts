@@ -4,7 +4,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, openPage } from '../helpers/browser.js';
+import { launchBrowser, openPage, usePatience } from '../helpers/browser.js';
 import { fixture, startTestService, type TestService, publishOn } from '../helpers/service.js';
 
 const TOKEN = 'ops-page-token-7f3a';
@@ -61,7 +61,9 @@ describe('the ops page with a token', () => {
     const link = await page.waitForSelector('section.terminals-view td a[href]');
     // The link carries the credential the API handed out behind the token: the terminal opens.
     const [tab] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
-    await tab.waitForLoadState();
+    usePatience(tab);
+    // The new tab starts at about:blank, whose load may be the one seen: wait for the terminal's page itself.
+    await tab.waitForSelector('text=cwd:');
     expect(await tab.textContent('body')).toContain('cwd:');
     await tab.close();
     // Without it, the same terminal refuses.
