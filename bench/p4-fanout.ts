@@ -50,6 +50,9 @@ export async function runP4(runs: number): Promise<Row[]> {
       DISPATCH_CLI: tool,
       BENCH_LINES: String(EVENTS),
       CONSOLE_SSE_MAX_QUEUE_BYTES: String(256 * 1024 * 1024),
+      // The 100 clients and the idle ones all come from 127.0.0.1: no bound per address, and room for all.
+      CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS: '0',
+      CONSOLE_SSE_MAX_STREAMS: String(CLIENTS + IDLE + 100),
     });
     try {
       const c = startStaged<ClientsResult>(benchScript('load/sse-clients.js'), [JSON.stringify({ url: svc.url, clients: CLIENTS, expectExits: 1, expectFrames: EVENTS + 2 })]);
