@@ -50,6 +50,8 @@ export async function runP4(runs: number): Promise<Row[]> {
       DISPATCH_CLI: tool,
       BENCH_LINES: String(EVENTS),
       CONSOLE_SSE_MAX_QUEUE_BYTES: String(256 * 1024 * 1024),
+      // The row measures fan-out with no client dropped: the bound on all clients' queued bytes at its most.
+      CONSOLE_SSE_TOTAL_QUEUE_BYTES: String(16 * 1024 * 1024 * 1024),
       // The 100 clients and the idle ones all come from 127.0.0.1: no bound per address, and room for all.
       CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS: '0',
       CONSOLE_SSE_MAX_STREAMS: String(CLIENTS + IDLE + 100),
