@@ -7,25 +7,13 @@ import type { Bus } from './bus.js';
 import { filterKey, passes, type EventFilter } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import { RecentEvents, type RecentEventsStats } from './recent-events.js';
+import type { Config } from '../config/config.js';
 
 /** Rows per replay page: bounds the synchronous database read per step. */
 const REPLAY_PAGE = 500;
 
-export interface SseOptions {
-  readonly heartbeatMs: number;
-  readonly maxQueueBytes: number;
-  readonly retryMs: number;
-  /** CONSOLE_SSE_REPLAY_MEMORY_BYTES: the newest events kept in memory for replays (0: none). */
-  readonly replayMemoryBytes: number;
-  /** CONSOLE_SSE_TOTAL_QUEUE_BYTES: bytes queued for all clients together. */
-  readonly totalQueueBytes: number;
-  /** CONSOLE_SSE_MAX_STREAMS, within the descriptor limit. */
-  readonly maxStreams: number;
-  /** CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS (0: no bound). */
-  readonly maxStreamsPerAddress: number;
-  /** CONSOLE_SSE_MAX_DATABASE_REPLAYS: replays reading the database at once. */
-  readonly maxDatabaseReplays: number;
-}
+/** The streams' settings: the configuration's `sse` (CONSOLE_SSE_*). */
+export type SseOptions = Config['sse'];
 
 /** Why a stream is refused before it opens (SseHub.admit): the bound in all, or the address's. */
 export type SseRefusal = { readonly kind: 'total'; readonly max: number } | { readonly kind: 'address'; readonly max: number; readonly address: string };
