@@ -55,6 +55,8 @@ async function oneRun(index: number): Promise<Soak> {
     BENCH_LINES: String(EVENTS / JOBS),
     // The load clients share two cores with everything else: let them lag rather than be dropped.
     CONSOLE_SSE_MAX_QUEUE_BYTES: String(512 * 1024 * 1024),
+    // And the bound on both clients' queued bytes together (default 64 MiB) with it.
+    CONSOLE_SSE_TOTAL_QUEUE_BYTES: String(2 * 512 * 1024 * 1024),
   });
   const problems: string[] = [];
   try {

@@ -168,10 +168,11 @@ export class EventBus implements Bus {
       detail: input.detail ?? null,
       payload: input.payload ?? EMPTY_PAYLOAD,
     };
-    const row: Pending = { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.json.serialize(event) };
-    if (input.guard === undefined) return { event, row };
-    this.guarded++;
-    return { event, row: { ...row, guard: input.guard } };
+    // One literal, guard or none: every row has one shape. A row spread to add the guard cost P3 a third of its
+    // lines per second (a slow object per line, read again by the event log and the fan-out).
+    const row: Pending = { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.json.serialize(event), guard: input.guard };
+    if (input.guard !== undefined) this.guarded++;
+    return { event, row };
   }
 
   /** See {@link Bus.subscribe}; flushes first. */

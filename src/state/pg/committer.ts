@@ -15,7 +15,7 @@ export class PgCommitter implements StateCommitter {
   async commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }> {
     const out = await this.store.transaction(async (tx) => {
       const w = await write(tx);
-      return { result: w.result, appended: tx.events.appendOnCommit(w.events.map(eventDraft)) };
+      return { result: w.result, appended: tx.events.appendOnCommit(w.events.map((e) => eventDraft(e))) };
     });
     // A console write's events carry no guard: none is dropped.
     const events = (await out.appended).filter((e): e is BusEvent => e !== null);
