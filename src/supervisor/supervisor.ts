@@ -16,6 +16,7 @@ import { superviseOutput } from './job-output.js';
 import { transition, type JobTrigger } from './job-state.js';
 import { recordLaunch, recordRefused, requireTool, spawnTool, toolArgs, type GenerationRequest } from './launch.js';
 import { recoverLostJobs } from './lost-jobs.js';
+import { JobReads, withoutOwner } from './job-reads.js';
 import { GENERATION_SCOPE, RunningJob } from './running-job.js';
 
 export { GENERATION_SCOPE, JOB_ENV } from './running-job.js';
@@ -76,6 +77,7 @@ export class Supervisor {
   private readonly starting = new Set<Promise<void>>();
   private startedTotal = 0;
   private finishedTotal = 0;
+  private readonly reads: JobReads;
 
   /** @param committer records a job with its spawn event in one transaction; @param procs the process worker. */
   constructor(
@@ -85,6 +87,7 @@ export class Supervisor {
     private readonly options: SupervisorOptions,
   ) {
     this.state = committer.store;
+    this.reads = new JobReads(this.running, this.ending, this.state.jobs, options.instanceId, options.reportInstance ?? false);
     this.priority = new JobPriority(procs, options.nice ?? 0);
     this.gate = new OutputGate(() => bus.backlog, options.backlogMax ?? Infinity);
     bus.onFenced((proposalId) => this.fence(proposalId));
@@ -114,11 +117,6 @@ export class Supervisor {
   /** Jobs started since the service started. */
   get startedCount(): number {
     return this.startedTotal;
-  }
-
-  /** The dispatch tool's argument list (service-spec.md §Generation), without the interpreter. */
-  static toolArgs(req: GenerationRequest): string[] {
-    return toolArgs(req);
   }
 
   /** {@link start} in the job's own turn (spawn-pacer.ts), after the cap check. @throws as {@link start}. */
@@ -269,35 +267,18 @@ export class Supervisor {
   }
 
   /** A job by proposal id: live figures while running, else the stored record. */
-  async get(proposalId: string): Promise<JobRecord | undefined> {
-    const live = this.live(proposalId);
-    if (live) return live;
-    const stored = await this.state.jobs.get(proposalId);
-    return stored && (this.live(proposalId) ?? this.served(stored));
-  }
-
-  /** A job of this instance that is running, or ended with its final state not stored yet (fenced ones are the judge's). */
-  private live(proposalId: string): JobRecord | undefined {
-    const job = this.running.get(proposalId);
-    const rec = (job !== undefined && !job.fenced ? job.record() : undefined) ?? this.ending.get(proposalId);
-    if (!rec || !this.options.reportInstance) return rec;
-    const withInstance: JobRecord & { instanceId: string } = { ...rec, instanceId: this.options.instanceId };
-    return withInstance;
-  }
-
-  /** A stored job as the routes serve it: with its instance in cluster mode only. */
-  private served(job: JobRecord & { instanceId?: string }): JobRecord {
-    return this.options.reportInstance ? job : withoutOwner(job);
+  get(proposalId: string): Promise<JobRecord | undefined> {
+    return this.reads.get(proposalId);
   }
 
   /** Jobs newest first, running ones with live line counts. */
-  async list(limit: number, state?: string): Promise<JobRecord[]> {
-    return (await this.state.jobs.list(limit, state)).map((r) => this.live(r.proposalId) ?? this.served(r));
+  list(limit: number, state?: string): Promise<JobRecord[]> {
+    return this.reads.list(limit, state);
   }
 
   /** The jobs matching `q` (filters, a page), newest first, running ones with live line counts. */
-  async search(q: JobQuery): Promise<JobRecord[]> {
-    return (await this.state.jobs.search(q)).map((r) => this.live(r.proposalId) ?? this.served(r));
+  search(q: JobQuery): Promise<JobRecord[]> {
+    return this.reads.search(q);
   }
 
   /** Jobs by state over the whole history in the state database. */
@@ -305,14 +286,14 @@ export class Supervisor {
     return this.state.jobs.countsByState();
   }
 
+  /** Running jobs with live figures. */
+  runningJobs(): JobRecord[] {
+    return this.reads.runningJobs();
+  }
+
   /** Whether the job runs on this instance now. */
   runsHere(proposalId: string): boolean {
     return this.running.has(proposalId);
-  }
-
-  /** Running jobs with live figures. */
-  runningJobs(): JobRecord[] {
-    return [...this.running.values()].filter((j) => !j.fenced).map((j) => j.record());
   }
 
   /** Cancels a running job: SIGTERM to its tree, SIGKILL after the grace; its exit is a failure, rc 128 + signal. @throws UnknownJobError, JobNotRunningError. */
@@ -362,10 +343,4 @@ export class Supervisor {
   get unsavedFinalStates(): number {
     return this.ending.size;
   }
-}
-
-/** A stored job as the routes serve it (the instance is cluster mode's, not part of the record). */
-function withoutOwner(job: JobRecord & { instanceId?: string }): JobRecord {
-  const { instanceId: _owner, ...rec } = job;
-  return rec;
 }

@@ -1,36 +1,19 @@
 // Bus events in the state database (api-decisions.md, "Events"), in a ring of segment tables: retention drops the
 // oldest whole, as deleting rows one by one blocks the event loop. The view `events` unites them for outside readers.
-import type { Statement } from './binding.js';
 import type { Db } from './db.js';
-import type { EventFilter, Severity } from '../../bus/event.js';
+import type { EventFilter } from '../../bus/event.js';
 import type { EventRow, LocalEventLog } from '../../bus/local-event-log.js';
-import { COLUMNS, createSegmentTable, ROW_PARAMS, runsOf, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
-import { EventPairs } from './event-pairs.js';
+import { SegmentReads } from './event-reads.js';
+import { COLUMNS, createSegment, INSERT_CHUNK, openSegment, pairsOf, type Segment, segmentNumbers, upgradeSegments } from './event-segments.js';
 
 export type { EventRow } from '../../bus/local-event-log.js';
 
 /** Ids come from blocks reserved in `meta` before use, so an id a client saw is never reused after a crash (at the price of a gap). */
 const ID_BLOCK = 10_000;
-/** Rows per multi-row INSERT: fewer statement steps per event on the hot path. */
-const INSERT_CHUNK = 64;
 /** Segments hold a quarter of the retention bound each (within these limits). */
 const SEGMENTS_PER_RETENTION = 4;
 const SEGMENT_MIN = 100;
 const SEGMENT_MAX = 100_000;
-
-interface Segment {
-  readonly n: number;
-  readonly table: string;
-  readonly runs: string;
-  minId: number;
-  maxId: number;
-  count: number;
-  readonly insertOne: Statement<unknown[]>;
-  readonly insertChunk: Statement<unknown[]>;
-  readonly insertRun: Statement<unknown[]>;
-  pairs: EventPairs;
-  readonly byIds: Statement<unknown[]>;
-}
 
 /** The SQLite event log: the bus's {@link LocalEventLog}. */
 export class EventLog implements LocalEventLog {
@@ -44,7 +27,7 @@ export class EventLog implements LocalEventLog {
   private readonly saveReservation;
   private readonly appendTx;
   private readonly finishJob;
-  private readonly selects = new Map<string, Statement<unknown[]>>();
+  private readonly reads: SegmentReads;
 
   /** @param retention newest events kept at least; at most a segment more are kept. */
   constructor(
@@ -53,6 +36,7 @@ export class EventLog implements LocalEventLog {
   ) {
     this.segmentSize = Math.min(SEGMENT_MAX, Math.max(SEGMENT_MIN, Math.ceil(retention / SEGMENTS_PER_RETENTION)));
     this.segments = [];
+    this.reads = new SegmentReads(db);
     upgradeSegments(db);
     this.reload();
 
@@ -82,43 +66,6 @@ export class EventLog implements LocalEventLog {
     });
   }
 
-  private openSegment(n: number): Segment {
-    const table = `${SEGMENT_PREFIX}${n}`;
-    const st = this.db.prepare(`SELECT min(id) AS lo, max(id) AS hi, count(*) AS c FROM ${table}`).get() as {
-      lo: number | null;
-      hi: number | null;
-      c: number;
-    };
-    const runs = runsOf(table);
-    return {
-      n,
-      table,
-      runs,
-      minId: st.lo ?? 0,
-      maxId: st.hi ?? 0,
-      count: st.c,
-      insertOne: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${ROW_PARAMS}`),
-      insertChunk: this.db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${Array(INSERT_CHUNK).fill(ROW_PARAMS).join(', ')}`),
-      insertRun: this.db.prepare(`INSERT INTO ${runs} (proposal_id, last_id, first_id) VALUES (?, ?, ?)`),
-      pairs: this.pairsOf(table),
-      byIds: this.db.prepare(`SELECT id, severity, scope, data FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`),
-    };
-  }
-
-  /** The pairs of a segment's stored rows, read once when the segment is opened (a scan of ids and two short columns). */
-  private pairsOf(table: string): EventPairs {
-    const pairs = new EventPairs();
-    for (const r of this.db.prepare(`SELECT id, severity, scope FROM ${table} ORDER BY id`).iterate() as Iterable<{ id: number; severity: Severity; scope: string }>) {
-      pairs.note(r.id, r.severity, r.scope);
-    }
-    return pairs;
-  }
-
-  private createSegment(n: number): Segment {
-    createSegmentTable(this.db, n);
-    return this.openSegment(n);
-  }
-
   /** Writes each row's job end (JobGuard) only over `running`, in the append's transaction, dropping rows whose job
    * is not running; @returns `rows` itself when none was dropped (the hot path allocates nothing). */
   private applyJobEnds(rows: readonly EventRow[]): readonly EventRow[] {
@@ -141,7 +88,7 @@ export class EventLog implements LocalEventLog {
   /** Starts a new newest segment (inside the append transaction). */
   private rotate(): Segment {
     const last = this.segments[this.segments.length - 1] as Segment;
-    const seg = this.createSegment(last.n + 1);
+    const seg = createSegment(this.db, last.n + 1);
     this.segments.push(seg);
     this.rebuildView();
     return seg;
@@ -155,7 +102,7 @@ export class EventLog implements LocalEventLog {
       const oldest = this.segments.shift() as Segment;
       total -= oldest.count;
       this.db.exec(`DROP VIEW IF EXISTS events; DROP TABLE ${oldest.table}; DROP TABLE IF EXISTS ${oldest.runs}`);
-      for (const key of [...this.selects.keys()]) if (key.startsWith(`${oldest.table}|`)) this.selects.delete(key);
+      this.reads.forget(oldest.table);
       dropped = true;
     }
     if (dropped) this.rebuildView();
@@ -168,7 +115,7 @@ export class EventLog implements LocalEventLog {
         oldest.count -= this.db.prepare(`DELETE FROM ${oldest.table} WHERE id <= ?`).run(cutoff.id).changes;
         this.db.prepare(`DELETE FROM ${oldest.runs} WHERE last_id <= ?`).run(cutoff.id);
         oldest.minId = cutoff.id + 1;
-        oldest.pairs = this.pairsOf(oldest.table);
+        oldest.pairs = pairsOf(this.db, oldest.table);
       }
     }
   }
@@ -277,9 +224,9 @@ export class EventLog implements LocalEventLog {
 
   private reload(): void {
     this.segments.length = 0;
-    for (const n of segmentNumbers(this.db)) this.segments.push(this.openSegment(n));
-    if (this.segments.length === 0) this.segments.push(this.createSegment(1));
-    this.selects.clear();
+    for (const n of segmentNumbers(this.db)) this.segments.push(openSegment(this.db, n));
+    if (this.segments.length === 0) this.segments.push(createSegment(this.db, 1));
+    this.reads.clear();
     try {
       this.rebuildView();
     } catch {
@@ -289,91 +236,11 @@ export class EventLog implements LocalEventLog {
 
   /** Events with `sinceId < id <= upTo` that pass `filter`, ascending, at most `limit`, with their served JSON. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo: number = Number.MAX_SAFE_INTEGER): EventRow[] {
-    const { sql, args } = where(filter);
-    const out: EventRow[] = [];
-    const byPairs = filter.proposalId == null && (filter.severities !== null || filter.scopePrefix !== null);
-    for (const seg of this.segments) {
-      if (seg.count === 0 || seg.maxId <= sinceId || seg.minId > upTo) continue;
-      const ids = byPairs ? seg.pairs.after(filter, sinceId, upTo, limit - out.length) : null;
-      const rows =
-        ids !== null
-          ? ids.length === 0
-            ? []
-            : seg.byIds.all(JSON.stringify(ids))
-          : filter.proposalId == null
-            ? this.select(seg, `after${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE id > ? AND id <= ?${sql} ORDER BY id ASC LIMIT ?`).all(
-                sinceId,
-                upTo,
-                ...args,
-                limit - out.length,
-              )
-            : // The proposal's runs that end after sinceId, in id order, and their rows.
-              this.select(
-                seg,
-                `after-runs${sql}`,
-                () =>
-                  `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
-               WHERE r.proposal_id = ? AND r.last_id > ? AND r.first_id <= ? AND e.id > ? AND e.id <= ?${sql}
-               ORDER BY r.last_id ASC, e.id ASC LIMIT ?`,
-              ).all(filter.proposalId, sinceId, upTo, sinceId, upTo, ...args, limit - out.length);
-      out.push(...(rows as EventRow[]));
-      if (out.length >= limit) break;
-    }
-    return out;
+    return this.reads.after(this.segments, sinceId, limit, filter, upTo);
   }
 
   /** The newest `limit` events that pass `filter`, in ascending id order. */
   newest(limit: number, filter: EventFilter): EventRow[] {
-    const { sql, args } = where(filter);
-    const out: EventRow[] = [];
-    const byPairs = filter.proposalId == null && (filter.severities !== null || filter.scopePrefix !== null);
-    for (let k = this.segments.length - 1; k >= 0 && out.length < limit; k--) {
-      const seg = this.segments[k] as Segment;
-      if (seg.count === 0) continue;
-      const ids = byPairs ? seg.pairs.newest(filter, limit - out.length) : null;
-      if (ids !== null) {
-        if (ids.length > 0) out.push(...(seg.byIds.all(JSON.stringify(ids)) as EventRow[]).reverse());
-        continue;
-      }
-      const rows =
-        filter.proposalId == null
-          ? this.select(seg, `newest${sql}`, () => `SELECT id, severity, scope, data FROM ${seg.table} e WHERE 1${sql} ORDER BY id DESC LIMIT ?`).all(...args, limit - out.length)
-          : this.select(
-              seg,
-              `newest-runs${sql}`,
-              () =>
-                `SELECT e.id, e.severity, e.scope, e.data FROM ${seg.runs} r CROSS JOIN ${seg.table} e ON e.id BETWEEN r.first_id AND r.last_id
-               WHERE r.proposal_id = ?${sql} ORDER BY r.last_id DESC, e.id DESC LIMIT ?`,
-            ).all(filter.proposalId, ...args, limit - out.length);
-      out.push(...(rows as EventRow[]));
-    }
-    return out.reverse();
+    return this.reads.newest(this.segments, limit, filter);
   }
-
-  private select(seg: Segment, shape: string, build: () => string): Statement<unknown[]> {
-    const key = `${seg.table}|${shape}`;
-    let stmt = this.selects.get(key);
-    if (!stmt) {
-      stmt = this.db.prepare<unknown[]>(build());
-      this.selects.set(key, stmt);
-    }
-    return stmt;
-  }
-}
-
-/** The severity and scope filters' SQL on the segment table aliased `e` (the runs joins name two tables). */
-function where(filter: EventFilter): { sql: string; args: (string | number)[] } {
-  let sql = '';
-  const args: (string | number)[] = [];
-  if (filter.severities !== null) {
-    const sev = [...new Set(filter.severities)];
-    sql += ` AND e.severity IN (${sev.map(() => '?').join(', ')})`;
-    args.push(...sev);
-  }
-  if (filter.scopePrefix !== null) {
-    // length() and substr() both count code points, so non-ASCII prefixes match exactly.
-    sql += ' AND substr(e.scope, 1, length(?)) = ?';
-    args.push(filter.scopePrefix, filter.scopePrefix);
-  }
-  return { sql, args };
 }

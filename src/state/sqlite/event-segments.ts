@@ -1,6 +1,9 @@
 // The event log's segment tables (event-log.ts) and their runs tables: a run is a stretch of consecutive events
 // about one proposal, so a job's events are found without a scan, at far less insert cost than an indexed column.
+import type { Statement } from './binding.js';
 import type { Db } from './db.js';
+import type { Severity } from '../../bus/event.js';
+import { EventPairs } from './event-pairs.js';
 
 export const SEGMENT_PREFIX = 'event_segment_';
 
@@ -75,4 +78,61 @@ export function upgradeSegments(db: Db): void {
       );
     }
   })();
+}
+
+/** Rows per multi-row INSERT: fewer statement steps per event on the hot path. */
+export const INSERT_CHUNK = 64;
+
+/** One segment as the event log holds it: its bounds, its statements, and its events' pairs (event-pairs.ts). */
+export interface Segment {
+  readonly n: number;
+  readonly table: string;
+  readonly runs: string;
+  minId: number;
+  maxId: number;
+  count: number;
+  readonly insertOne: Statement<unknown[]>;
+  readonly insertChunk: Statement<unknown[]>;
+  readonly insertRun: Statement<unknown[]>;
+  pairs: EventPairs;
+  readonly byIds: Statement<unknown[]>;
+}
+
+/** Opens segment `n`, whose tables exist: reads its bounds and pairs, prepares its statements. */
+export function openSegment(db: Db, n: number): Segment {
+  const table = `${SEGMENT_PREFIX}${n}`;
+  const st = db.prepare(`SELECT min(id) AS lo, max(id) AS hi, count(*) AS c FROM ${table}`).get() as {
+    lo: number | null;
+    hi: number | null;
+    c: number;
+  };
+  const runs = runsOf(table);
+  return {
+    n,
+    table,
+    runs,
+    minId: st.lo ?? 0,
+    maxId: st.hi ?? 0,
+    count: st.c,
+    insertOne: db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${ROW_PARAMS}`),
+    insertChunk: db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${Array(INSERT_CHUNK).fill(ROW_PARAMS).join(', ')}`),
+    insertRun: db.prepare(`INSERT INTO ${runs} (proposal_id, last_id, first_id) VALUES (?, ?, ?)`),
+    pairs: pairsOf(db, table),
+    byIds: db.prepare(`SELECT id, severity, scope, data FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`),
+  };
+}
+
+/** The pairs of a segment's stored rows, read once when the segment is opened (a scan of ids and two short columns). */
+export function pairsOf(db: Db, table: string): EventPairs {
+  const pairs = new EventPairs();
+  for (const r of db.prepare(`SELECT id, severity, scope FROM ${table} ORDER BY id`).iterate() as Iterable<{ id: number; severity: Severity; scope: string }>) {
+    pairs.note(r.id, r.severity, r.scope);
+  }
+  return pairs;
+}
+
+/** Creates segment `n`'s tables and opens it. */
+export function createSegment(db: Db, n: number): Segment {
+  createSegmentTable(db, n);
+  return openSegment(db, n);
 }
