@@ -69,6 +69,8 @@ export class SseClient {
   /** Ids at or below this are never sent (0: none): a client resumed from an id this instance has not
    * delivered yet (cluster mode), so the live events up to it are ones the client has. */
   private floor = 0;
+  /** While replaying, the newest id the replay reads to: raised when held live frames are given up (receive). */
+  private replayTo = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -94,29 +96,42 @@ export class SseClient {
       this.goLive();
       return;
     }
-    this.replay(sinceId, headId).catch(() => this.close('client'));
+    this.replayTo = headId;
+    this.replay(sinceId).catch(() => this.close('client'));
   }
 
-  /** Writes stored events in (sinceId, headId] page by page, honouring back-pressure and yielding between pages;
-   * database pages take a turn, so a burst of resumes reads a few at a time. */
-  private async replay(sinceId: number, headId: number): Promise<void> {
+  /**
+   * Writes stored events after `sinceId` up to {@link replayTo} page by page, honouring back-pressure and
+   * yielding between pages, then goes live. Database pages take a turn, so a burst of resumes reads a few at a
+   * time; the turn is given up while the socket drains (a stalled client would hold it for ever).
+   */
+  private async replay(sinceId: number): Promise<void> {
     let cursor = sinceId;
     let turn: (() => void) | null = null;
     try {
       while (!this.closed) {
+        const upTo = this.replayTo;
         // From memory while the resume point is recent enough; the database's pages are the same.
-        let page: { readonly frames: Buffer | string; readonly count: number; readonly lastId: number } | null = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, headId);
+        let page: { readonly frames: Buffer | string; readonly count: number; readonly lastId: number } | null = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, upTo);
         if (page === null) {
           turn ??= await this.replays.take();
           if (this.closed) break;
-          page = framesOf(await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, headId), cursor);
+          page = framesOf(await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, upTo), cursor);
         }
         if (page.count > 0) {
           cursor = page.lastId;
           this.onReplayed(page.count);
-          if (!this.res.write(page.frames)) await this.drained();
+          if (!this.res.write(page.frames)) {
+            turn?.();
+            turn = null;
+            await this.drained();
+          }
         }
-        if (page.count < REPLAY_PAGE) break;
+        if (page.count < REPLAY_PAGE) {
+          // Everything up to `upTo` is sent; live frames given up meanwhile are read next, then the held ones follow.
+          if (this.replayTo === upTo) break;
+          cursor = upTo;
+        }
         await new Promise((r) => setImmediate(r));
       }
     } finally {
@@ -168,11 +183,18 @@ export class SseClient {
       }
     }
     if (this.replaying) {
-      for (const c of chunks) {
-        this.held.push(c);
-        this.heldBytes += c.length;
+      let bytes = this.heldBytes;
+      for (const c of chunks) bytes += c.length;
+      if (bytes > this.options.maxQueueBytes) {
+        // Past the bound, the held frames are given up and the replay reads them from the log instead: memory
+        // stays bounded, and a client that reads slower than a flood is not dropped and made to start again.
+        this.held = [];
+        this.heldBytes = 0;
+        this.replayTo = (batch[batch.length - 1] as EventRow).id;
+        return;
       }
-      if (this.heldBytes > this.options.maxQueueBytes) this.close('slow');
+      for (const c of chunks) this.held.push(c);
+      this.heldBytes = bytes;
       return;
     }
     this.write(chunks);

@@ -3,7 +3,8 @@
  * per remote address (refused before they open, 503 or 429 with Retry-After, the connection
  * closed); the descriptor limit raised at start-up and the stream bound kept at half of it;
  * one bound on the bytes queued for all clients together, whose frames are slices of one
- * encoding per batch whatever their filters. The service runs as its own process where its
+ * encoding per batch whatever their filters; replays from the database a few at a time, none held by a
+ * client that does not read. The service runs as its own process where its
  * memory or descriptors are measured (test/fixtures/rel-b-service.ts).
  */
 import { once } from 'node:events';
@@ -33,6 +34,8 @@ interface Streams {
   queuedBytes: number;
   totalQueueBytes: number;
   droppedOverTotal: number;
+  databaseReplays: number;
+  databaseReplaysWaiting: number;
 }
 interface Status {
   bus: { subscribers: number; slowClientsDropped: number; streams: Streams };
@@ -175,5 +178,47 @@ describe('the bytes queued for all streams together', () => {
       `stream-bounds: ${STALLED} never-reading streams with distinct filters against ${FLOOD.toLocaleString('en')} events: all dropped (${s.bus.streams.droppedOverTotal} to keep the ${MB(total)} MB total), ` +
         `queued at most ${MB(queuedMax)} MB seen; RSS ${MB(rssBefore)} MB before, max ${MB(rssMax)} MB; the reading client got all ${frames.toLocaleString('en')}`,
     );
+  });
+});
+
+describe('replays from the database', () => {
+  it('take turns (CONSOLE_SSE_MAX_DATABASE_REPLAYS), and a client that stops reading gives its turn up: the others replay everything', async () => {
+    const EVENTS = 50_000;
+    // Nothing kept in memory: every resume reads the database; one replay at a time.
+    const svc = await start({ CONSOLE_SSE_MAX_DATABASE_REPLAYS: '1', CONSOLE_SSE_REPLAY_MEMORY_BYTES: '0' });
+    await generate(svc.url, `burst:${EVENTS}`);
+    await waitFor(async () => ((await status(svc)).jobs.running === 0 ? true : undefined), 'the job to end', 120_000);
+    // The stalled client: its replay fills the socket and waits for a drain that never comes (megabytes of events).
+    const stalled = await openStream(svc, '127.0.0.2', '?sinceId=0');
+    expect(stalled.status).toBe(200);
+    await waitFor(async () => ((await status(svc)).bus.subscribers === 1 ? true : undefined), 'the stalled client subscribed');
+    // Two readers resume from the start after it: each gets every event once, in order.
+    const readers = await Promise.all(
+      ['127.0.0.3', '127.0.0.4'].map(async (address) => {
+        const r = await openStream(svc, address, '?sinceId=0', true);
+        let text = '';
+        r.sock.setEncoding('latin1');
+        r.sock.on('data', (d: string) => {
+          text += d;
+        });
+        return { r, ids: () => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])) };
+      }),
+    );
+    for (const reader of readers) {
+      const ids = await waitFor(
+        () => {
+          const got = reader.ids();
+          return got.length >= EVENTS + 2 ? got : undefined;
+        },
+        'a reader to replay every event while the stalled client holds its socket full',
+        120_000,
+      );
+      expect(ids).toHaveLength(EVENTS + 2);
+      expect(ids.every((id, i) => i === 0 || id > (ids[i - 1] as number))).toBe(true);
+    }
+    const s = await status(svc);
+    // The stalled client is still open (nothing live passed its bound) and reads nothing: no turn held, none waiting.
+    expect(s.bus.subscribers).toBe(3);
+    expect(s.bus.streams).toMatchObject({ databaseReplays: 0, databaseReplaysWaiting: 0 });
   });
 });

@@ -4,6 +4,7 @@
  * every fifth at the same start time as the one before (ties broken by id), in four states and
  * four projects of the sample store.
  */
+import type { JobEnd } from '../../src/bus/event.js';
 import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
 import type { TestService } from './service.js';
 
@@ -30,6 +31,11 @@ export function seededJobs(n: number): SeededJob[] {
 /** The list's order: newest first, ties by id descending. */
 export const newestFirst = (a: SeededJob, b: SeededJob) => (a.startedAt === b.startedAt ? (a.proposalId < b.proposalId ? 1 : -1) : a.startedAt < b.startedAt ? 1 : -1);
 
+/** A seeded job's end in `state` at `at`: rc 0 when `exited ok`, else 1; no signal, no detail. */
+export function seededEnd(state: string, at: string, stdoutLines = 3, stderrLines = 1): JobEnd {
+  return { state, endedAt: at, rc: state === 'exited ok' ? 0 : 1, signal: null, stdoutLines, stderrLines, exitReason: state === 'lost' ? 'lost' : 'exited', exitDetail: null };
+}
+
 /** Writes `jobs` to the service's state database in one transaction. */
 export function seedJobs(t: TestService, jobs: readonly SeededJob[]): void {
   const db = t.service.db;
@@ -38,16 +44,7 @@ export function seedJobs(t: TestService, jobs: readonly SeededJob[]): void {
   db.transaction(() => {
     for (const j of jobs) {
       repo.insert({ proposalId: j.proposalId, projectId: j.projectId, pid: 4000, argv: ['node', 'dispatch', '--project', j.projectId], state: 'running', startedAt: j.startedAt });
-      repo.finish(j.proposalId, {
-        state: j.state,
-        endedAt: j.startedAt,
-        rc: j.state === 'exited ok' ? 0 : 1,
-        signal: null,
-        stdoutLines: 3,
-        stderrLines: 1,
-        exitReason: j.state === 'lost' ? 'lost' : 'exited',
-        exitDetail: null,
-      });
+      repo.finish(j.proposalId, seededEnd(j.state, j.startedAt));
     }
   })();
 }

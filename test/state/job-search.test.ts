@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Database from '../../src/state/sqlite/binding.js';
 import { jobSearchSql } from '../../src/state/sqlite/jobs-repo.js';
 import type { JobQuery, StateStore, StoredJob } from '../../src/state/state-store.js';
+import { newestFirst, type SeededJob, seededEnd, seededId } from '../helpers/job-history.js';
 import { postgresBackend, sqliteBackend, type Backend } from '../helpers/state-backends.js';
 
 const STATES = ['exited ok', 'exited failed', 'lost', 'running'] as const;
@@ -18,24 +19,16 @@ const N = 600;
 
 /** ISO time of job `i`: one a minute, every third one at the same time as the one before. */
 const startOf = (i: number) => new Date(Date.UTC(2026, 0, 1) + (i - (i % 3 === 2 ? 1 : 0)) * 60_000).toISOString();
-const idOf = (i: number) => `gen_${i.toString(16).padStart(12, '0')}`;
 
-interface Seeded {
-  readonly id: string;
-  readonly state: string;
-  readonly projectId: string;
-  readonly startedAt: string;
-}
-
-const seeded: Seeded[] = Array.from({ length: N }, (_, i) => ({ id: idOf(i), state: STATES[i % 4] as string, projectId: PROJECTS[i % 3] as string, startedAt: startOf(i) }));
+const seeded: SeededJob[] = Array.from({ length: N }, (_, i) => ({ proposalId: seededId(i), state: STATES[i % 4] as string, projectId: PROJECTS[i % 3] as string, startedAt: startOf(i) }));
 
 /** What a query must answer, from the seeded list: newest first, then by id descending. */
 function expected(q: Omit<JobQuery, 'limit' | 'after'>): string[] {
   return seeded
     .filter((j) => (q.states === undefined || q.states.length === 0 || q.states.includes(j.state)) && (q.projectId === undefined || j.projectId === q.projectId))
     .filter((j) => (q.from === undefined || j.startedAt >= q.from) && (q.to === undefined || j.startedAt < q.to))
-    .sort((a, b) => (a.startedAt === b.startedAt ? (a.id < b.id ? 1 : -1) : a.startedAt < b.startedAt ? 1 : -1))
-    .map((j) => j.id);
+    .sort(newestFirst)
+    .map((j) => j.proposalId);
 }
 
 /** Follows the pages of `q` to the end, `limit` at a time. */
@@ -63,19 +56,8 @@ describe.each(backends)('the job history’s query on $name', (backend) => {
     const db = await backend.fresh();
     store = await db.open();
     for (const j of seeded) {
-      await store.jobs.insert({ proposalId: j.id, projectId: j.projectId, pid: 1, argv: ['node', 'x'], state: 'running', startedAt: j.startedAt, instanceId: 'a' });
-      if (j.state !== 'running') {
-        await store.jobs.finish(j.id, {
-          state: j.state,
-          endedAt: j.startedAt,
-          rc: j.state === 'exited ok' ? 0 : 1,
-          signal: null,
-          stdoutLines: 1,
-          stderrLines: 0,
-          exitReason: j.state === 'lost' ? 'lost' : 'exited',
-          exitDetail: null,
-        });
-      }
+      await store.jobs.insert({ proposalId: j.proposalId, projectId: j.projectId, pid: 1, argv: ['node', 'x'], state: 'running', startedAt: j.startedAt, instanceId: 'a' });
+      if (j.state !== 'running') await store.jobs.finish(j.proposalId, seededEnd(j.state, j.startedAt, 1, 0));
     }
   });
   afterAll(() => store?.close());
@@ -83,7 +65,7 @@ describe.each(backends)('the job history’s query on $name', (backend) => {
   it('answers newest first, ties of one start time by id, with the limit', async () => {
     const page = await store.jobs.search({ limit: 10 });
     expect(page.map((j) => j.proposalId)).toEqual(expected({}).slice(0, 10));
-    expect(page[0]).toMatchObject({ proposalId: idOf(N - 1), projectId: PROJECTS[(N - 1) % 3], state: STATES[(N - 1) % 4], instanceId: 'a' });
+    expect(page[0]).toMatchObject({ proposalId: seededId(N - 1), projectId: PROJECTS[(N - 1) % 3], state: STATES[(N - 1) % 4], instanceId: 'a' });
   });
 
   it('filters by one or several states, a project, and a window of start times', async () => {
@@ -127,7 +109,7 @@ describe('the job history’s query on sqlite: its plan', () => {
         { limit: 100 },
         { states: ['lost'], limit: 100 },
         { projectId: 'beta', states: ['exited ok', 'lost'], limit: 100 },
-        { from: startOf(1), to: startOf(9), limit: 100, after: { startedAt: startOf(5), proposalId: idOf(5) } },
+        { from: startOf(1), to: startOf(9), limit: 100, after: { startedAt: startOf(5), proposalId: seededId(5) } },
       ] satisfies JobQuery[]) {
         const { sql, params } = jobSearchSql(q);
         const plan = (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join('\n');
