@@ -168,8 +168,8 @@ export class EventBus implements Bus {
       detail: input.detail ?? null,
       payload: input.payload ?? EMPTY_PAYLOAD,
     };
-    // One literal, guard or none: every row has one shape. A row spread to add the guard cost P3 a third of its
-    // lines per second (a slow object per line, read again by the event log and the fan-out).
+    // One literal, guard or none: one shape for every row (a spread to add the guard made each line a slow object,
+    // read again by the event log and the fan-out).
     const row: Pending = { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.json.serialize(event), guard: input.guard };
     if (input.guard !== undefined) this.guarded++;
     return { event, row };

@@ -45,7 +45,7 @@ export class Turns {
     return this.queue.length;
   }
 
-  /** Resolves once a turn is free; call the function it resolves to once done (exactly once). */
+  /** Resolves once a turn is free; call the function it resolves to when done (calls after the first do nothing). */
   async take(): Promise<() => void> {
     if (this.busy >= this.max) await new Promise<void>((r) => this.queue.push(r));
     else this.busy++;
