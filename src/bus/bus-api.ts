@@ -27,6 +27,8 @@ export interface Bus {
   readonly storageOutage: Readonly<StorageOutage> | null;
   /** Stored events after `sinceId` (and at most `upTo`) passing `filter`, ascending, at most `limit`. */
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]>;
+  /** {@link readAfter}'s events up to a delivered id `upTo`, as Server-Sent Events frames (frames.ts), one string per event: a stream's replay. */
+  readFramesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): readonly string[] | Promise<readonly string[]>;
   /** The newest `limit` stored events passing `filter`, ascending. */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]>;
   /** Tells `fn` of each job whose event was dropped as it is no longer `running` (judged dead elsewhere); the supervisor stops it. */

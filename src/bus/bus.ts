@@ -210,6 +210,14 @@ export class EventBus implements Bus {
     return this.log.after(sinceId, limit, filter, upTo);
   }
 
+  /** See {@link Bus.readFramesAfter}; flushes first only when an event up to `upTo` is still queued. */
+  readFramesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): string[] {
+    // A replay reads page after page up to an id already delivered: a flush per page would commit the jobs'
+    // lines a few at a time (a transaction and a fan-out each) while it runs.
+    if ((this.pending[0]?.id ?? Infinity) <= upTo) this.tryFlush();
+    return this.log.framesAfter(sinceId, limit, filter, upTo);
+  }
+
   /** See {@link Bus.readNewest}; flushes first. */
   readNewest(limit: number, filter: EventFilter): EventRow[] {
     this.tryFlush();

@@ -3,6 +3,7 @@
 // order with no gap, woken by own appends, NOTIFY and a `pollMs` poll for missed notifications.
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
+import { frameOf } from './frames.js';
 import type { EventRow } from './local-event-log.js';
 import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 
@@ -282,6 +283,10 @@ export class ClusterBus implements Bus {
 
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]> {
     return this.log.after(sinceId, limit, filter, upTo);
+  }
+
+  async readFramesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): Promise<string[]> {
+    return (await this.log.after(sinceId, limit, filter, upTo)).map(frameOf);
   }
 
   readNewest(limit: number, filter: EventFilter): Promise<EventRow[]> {

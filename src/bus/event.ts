@@ -82,6 +82,9 @@ export function passes(filter: EventFilter, severity: Severity, scope: string, p
   return filter.scopePrefix === null || scope.startsWith(filter.scopePrefix);
 }
 
+/** True when `filter` passes every event (no severity, scope or proposal). */
+export const isEverything = (f: EventFilter): boolean => f.severities === null && f.scopePrefix === null && f.proposalId == null;
+
 /** A stable key for a filter, so subscribers with equal filters can share one frame batch. */
 export function filterKey(filter: EventFilter): string {
   const sev = filter.severities === null ? '*' : [...new Set(filter.severities)].sort().join(',');

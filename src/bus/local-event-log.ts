@@ -28,6 +28,8 @@ export interface LocalEventLog {
   readonly size: number;
   /** Stored events after `sinceId` (and at most `upTo`) passing `filter`, ascending, at most `limit`. */
   after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[];
+  /** {@link after}'s events as Server-Sent Events frames (frames.ts), one string per event: a replay page. */
+  framesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): string[];
   /** The newest `limit` stored events passing `filter`, ascending. */
   newest(limit: number, filter: EventFilter): EventRow[];
 }

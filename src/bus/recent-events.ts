@@ -2,6 +2,7 @@
 // event after {@link floor} is kept in id order (a page equals the database's), as UTF-8 frames in fixed pages
 // outside the JS heap, reused rather than collected, so memory stays within the bound.
 import { passes, type EventFilter, type Severity } from './event.js';
+import type { StoredFrames } from './frames.js';
 import type { EventRow } from './local-event-log.js';
 
 /** Bytes of one page: a sixteenth of the bound, within these limits; an event larger gets a page of its own. */
@@ -26,11 +27,7 @@ export interface RecentEventsStats {
 }
 
 /** Frames of events out of the memory, back to back: `count` of them, the last one's id `lastId`. */
-export interface ReplayFrames {
-  readonly frames: Buffer;
-  readonly count: number;
-  readonly lastId: number;
-}
+export type ReplayFrames = StoredFrames & { readonly frames: Buffer };
 
 /** One page: frames back to back and each event's id, end offset and filter fields; arrays are reused with the page so a steady stream allocates nothing. */
 interface Page {

@@ -1,11 +1,11 @@
 // One Server-Sent Events stream (api-decisions.md, "Event stream"): its `retry:` line, its replay after
 // `Last-Event-ID` (memory first, then the database a few streams at a time), then live frames held meanwhile.
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import type { Bus } from './bus.js';
 import { passes, type EventFilter } from './event.js';
+import { frameOf, type StoredFrames } from './frames.js';
 import type { EventRow } from './local-event-log.js';
 import type { RecentEvents } from './recent-events.js';
+import type { ReplayCache } from './replay-cache.js';
 import type { Config } from '../config/config.js';
 
 /** Rows per replay page: bounds the synchronous database read per step. */
@@ -24,16 +24,6 @@ export const STREAM_HEADERS = {
 
 /** Why a client went away, for logs and metrics. */
 export type SseCloseReason = 'client' | 'slow' | 'shutdown';
-
-/** One stored event's frame; the replay memory writes the same bytes. */
-export const frameOf = (r: EventRow): string => `id: ${r.id}\ndata: ${r.data}\n\n`;
-
-/** A replay page read from the database, framed (`sinceId` is the cursor it was read after). */
-function framesOf(rows: readonly EventRow[], sinceId: number): { frames: string; count: number; lastId: number } {
-  let frames = '';
-  for (const r of rows) frames += frameOf(r);
-  return { frames, count: rows.length, lastId: rows.length > 0 ? (rows[rows.length - 1] as EventRow).id : sinceId };
-}
 
 /** At most `max` holders at once; the others wait in order (replays that read the database). */
 export class Turns {
@@ -74,7 +64,7 @@ export class SseClient {
 
   constructor(
     private readonly res: ServerResponse,
-    private readonly bus: Bus,
+    private readonly fromLog: ReplayCache,
     private readonly recent: RecentEvents,
     private readonly replays: Turns,
     readonly filter: EventFilter,
@@ -112,11 +102,11 @@ export class SseClient {
       while (!this.closed) {
         const upTo = this.replayTo;
         // From memory while the resume point is recent enough; the database's pages are the same.
-        let page: { readonly frames: Buffer | string; readonly count: number; readonly lastId: number } | null = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, upTo);
+        let page: StoredFrames | null = this.recent.framesAfter(cursor, REPLAY_PAGE, this.filter, upTo);
         if (page === null) {
           turn ??= await this.replays.take();
           if (this.closed) break;
-          page = framesOf(await this.bus.readAfter(cursor, REPLAY_PAGE, this.filter, upTo), cursor);
+          page = await this.fromLog.framesAfter(cursor, REPLAY_PAGE, this.filter, upTo);
         }
         if (page.count > 0) {
           cursor = page.lastId;
@@ -140,14 +130,17 @@ export class SseClient {
     this.goLive();
   }
 
-  /** Resolves on `drain` or `close`, removing both listeners either way (no leak per page). */
-  private async drained(): Promise<void> {
-    const ac = new AbortController();
-    try {
-      await Promise.race([once(this.res, 'drain', { signal: ac.signal }), once(this.res, 'close', { signal: ac.signal })]);
-    } finally {
-      ac.abort();
-    }
+  /** Resolves on `drain` or `close`, removing both listeners either way (no leak per page; no AbortSignal, whose abort builds an error). */
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
   }
 
   private goLive(): void {

@@ -3,10 +3,12 @@
 // A client past its queue bound is dropped (it can resume), so the bus never waits for one.
 import type { ServerResponse } from 'node:http';
 import type { Bus } from './bus.js';
-import { filterKey, passes, type EventFilter } from './event.js';
+import { filterKey, isEverything, passes, type EventFilter } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import { RecentEvents, type RecentEventsStats } from './recent-events.js';
-import { frameOf, SseClient, type SseOptions, STREAM_HEADERS, Turns } from './sse-client.js';
+import { ReplayCache, type ReplayCacheStats } from './replay-cache.js';
+import { frameOf } from './frames.js';
+import { SseClient, type SseOptions, STREAM_HEADERS, Turns } from './sse-client.js';
 
 export type { SseCloseReason, SseOptions } from './sse-client.js';
 
@@ -31,8 +33,6 @@ export interface SseStreamStats {
   readonly databaseReplaysWaiting: number;
 }
 
-const isEverything = (f: EventFilter): boolean => f.severities === null && f.scopePrefix === null && f.proposalId == null;
-
 /** Owns every open stream: one shared bus subscription and heartbeat, counts, shutdown; each batch is framed once per filter. */
 export class SseHub {
   /** Clients receiving live frames (a client joins once its replay point is fixed). */
@@ -49,6 +49,10 @@ export class SseHub {
   private deliveredFrames = 0;
   /** The newest stored events, which replays read before the database. */
   private readonly recent: RecentEvents;
+  /** Database replay pages shared by streams. */
+  private readonly fromLog: ReplayCache;
+  /** The newest id delivered: every id up to it is stored (or never will be). */
+  private deliveredThrough: number;
 
   /** @param retention CONSOLE_EVENT_RETENTION: no more events than the database keeps are replayed from memory. */
   constructor(
@@ -64,10 +68,17 @@ export class SseHub {
     const sub = bus.subscribe((batch) => this.fanOut(batch));
     this.unsubscribe = sub.unsubscribe;
     this.recent = new RecentEvents(options.replayMemoryBytes, retention, sub.headId);
+    this.deliveredThrough = sub.headId;
+    this.fromLog = new ReplayCache(
+      options.replayCacheBytes,
+      (sinceId, limit, filter, upTo) => bus.readFramesAfter(sinceId, limit, filter, upTo),
+      () => this.deliveredThrough,
+    );
   }
 
   private fanOut(batch: readonly EventRow[]): void {
     this.recent.add(batch);
+    this.deliveredThrough = (batch[batch.length - 1] as EventRow).id;
     if (this.live.size === 0) return;
     // Encoded once for every client (the replay memory's bytes when kept); each filter gets slices, never a copy.
     let shared: Buffer | undefined;
@@ -164,7 +175,7 @@ export class SseHub {
     }
     const client = new SseClient(
       res,
-      this.bus,
+      this.fromLog,
       this.recent,
       this.replays,
       filter,
@@ -193,9 +204,9 @@ export class SseHub {
     return this.clients.size;
   }
 
-  /** The replay memory's figures (system status `bus.replay`). */
-  replayStats(): RecentEventsStats {
-    return this.recent.stats();
+  /** The replay memory's figures and the shared database pages' (system status `bus.replay`). */
+  replayStats(): RecentEventsStats & { readonly cache: ReplayCacheStats } {
+    return { ...this.recent.stats(), cache: this.fromLog.stats() };
   }
 
   /** Streams disconnected because they could not keep up. */

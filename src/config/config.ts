@@ -86,6 +86,8 @@ export interface Config {
     readonly retryMs: number;
     /** Newest events kept in memory for `Last-Event-ID` replays (0: none). */
     readonly replayMemoryBytes: number;
+    /** Database replay pages kept for other streams' replays (0: none). */
+    readonly replayCacheBytes: number;
     /** Bytes queued for all stream clients together; past it the most-queued clients are dropped as slow. */
     readonly totalQueueBytes: number;
     /** Open streams in all (also at most half the descriptor limit); past it, 503. */
@@ -251,6 +253,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       maxStreamsPerAddress: e.CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS,
       maxDatabaseReplays: e.CONSOLE_SSE_MAX_DATABASE_REPLAYS,
       replayMemoryBytes: e.CONSOLE_SSE_REPLAY_MEMORY_BYTES,
+      replayCacheBytes: e.CONSOLE_SSE_REPLAY_CACHE_BYTES,
     },
     workers: { threads: e.CONSOLE_WORKER_THREADS },
     cache: { maxBytes: e.CONSOLE_CACHE_MAX_BYTES },

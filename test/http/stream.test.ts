@@ -259,9 +259,11 @@ describe('event stream: live delivery', () => {
   });
 });
 
-/** The replay's two sources (src/bus/recent-events.ts): the database only, and memory first. */
+/** The replay's sources: the database only, its pages shared between streams (src/bus/replay-cache.ts) or read for
+ * each stream alone, and memory first (src/bus/recent-events.ts). */
 const REPLAY_SOURCES = [
   { source: 'the database', env: { CONSOLE_SSE_REPLAY_MEMORY_BYTES: '0' } },
+  { source: 'the database, for each stream alone', env: { CONSOLE_SSE_REPLAY_MEMORY_BYTES: '0', CONSOLE_SSE_REPLAY_CACHE_BYTES: '0' } },
   { source: 'memory', env: {} as Record<string, string> },
 ] as const;
 
@@ -283,12 +285,12 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
     const from = (initial[199] as BusEvent).id;
 
     // Publish while the replay runs: from a timer, and deterministically between replay pages
-    // (each page is one readAfter call).
+    // (each page is one readFramesAfter call).
     let n = 0;
     // Each page is one read of the replay's source: the bus's database read, or the memory's.
     const memory = (t.service.deps.sse as unknown as { recent: { framesAfter: (...a: unknown[]) => unknown } }).recent;
-    const target = (source === 'memory' ? memory : bus) as unknown as Record<'framesAfter' | 'readAfter', (...a: unknown[]) => unknown>;
-    const method = source === 'memory' ? 'framesAfter' : 'readAfter';
+    const target = (source === 'memory' ? memory : bus) as unknown as Record<'framesAfter' | 'readFramesAfter', (...a: unknown[]) => unknown>;
+    const method = source === 'memory' ? 'framesAfter' : 'readFramesAfter';
     const readAfter = target[method].bind(target);
     let pagesRead = 0;
     target[method] = (...args: unknown[]) => {
@@ -439,6 +441,33 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
       const stats = await replayStats(t);
       expect(stats.pagesFromDatabase).toBeGreaterThan(0);
       expect(stats.pagesFromMemory).toBeGreaterThan(0);
+    });
+  }
+  if (source !== 'memory') {
+    it('streams resuming from the same point read the database once between them, or once each without the cache', async () => {
+      const t = await start(env);
+      const shared = source === 'the database';
+      const initial = publishMany(t, 3000, (i) => ({ summary: `shared ${i}` }));
+      await tick();
+      const from = (initial[9] as BusEvent).id;
+      // Opened one after another: each replays while the others' pages may still be kept.
+      const streams: SseClient[] = [];
+      for (let i = 0; i < 4; i++) {
+        const c = await open(t, '', { 'Last-Event-ID': from });
+        await c.until((x) => x.events.length >= 2990, 'the replay');
+        streams.push(c);
+      }
+      for (const c of streams) expect(c.events).toEqual(initial.slice(10));
+      const res = await t.get('/api/system-status');
+      const cache = ((await res.json()) as { bus: { replay: { cache: { maxBytes: number; blocksRead: number; pagesShared: number; blocks: number; bytes: number } } } }).bus.replay.cache;
+      if (shared) {
+        // 3,000 events in blocks of 500 ids: the first stream reads each block once (the newest ids, not all
+        // delivered, are read for each stream alone); the other three are served from them.
+        expect(cache.maxBytes).toBe(8 * 1024 * 1024);
+        expect(cache.blocksRead).toBeLessThanOrEqual(Math.ceil(3000 / 500) + 1);
+        expect(cache.pagesShared).toBeGreaterThanOrEqual(3 * 5);
+        expect(cache.bytes).toBeGreaterThan(0);
+      } else expect(cache).toEqual({ maxBytes: 0, bytes: 0, blocks: 0, blocksRead: 0, pagesShared: 0 });
     });
   }
 });

@@ -201,6 +201,51 @@ describe('event log: reads and ids on a state database', () => {
     expect(log.after(0, 10, { severities: null, scopePrefix: null, proposalId: 'gen_000000000000' })).toEqual([]);
   });
 
+  it('reads replay pages as frames, one per event: the same bytes as each row framed, across segments, pages, bounds and filters', () => {
+    const { log } = openLog(400); // segments of 100
+    const all: EventRow[] = [];
+    for (let b = 0; b < 9; b++) {
+      const batch: EventRow[] = [];
+      for (let i = 0; i < 40 + b; i++) {
+        const id = log.takeId();
+        const scope = id % 5 === 0 ? 'chat/x' : 'engine/generation';
+        // Non-ASCII, escapes and an empty detail: SQLite must write the stored text unchanged.
+        const proposalId = id % 3 === 0 ? 'gen_aaaaaaaaaaaa' : null;
+        batch.push({ id, severity: id % 7 === 0 ? 'failure' : 'info', scope, proposalId, data: JSON.stringify({ id: String(id), scope, detail: i % 3 ? `é ✓ \\n "${i}"` : '' }) });
+      }
+      log.append(batch);
+      all.push(...batch);
+    }
+    const framed = (rows: readonly EventRow[]) => rows.map((r) => `id: ${r.id}\ndata: ${r.data}\n\n`);
+    const last = all.at(-1)!.id;
+    const filters: EventFilter[] = [
+      NO_FILTER,
+      { severities: ['failure'], scopePrefix: null },
+      { severities: null, scopePrefix: 'chat/' },
+      { severities: ['info'], scopePrefix: 'engine/' },
+      { severities: null, scopePrefix: null, proposalId: 'gen_aaaaaaaaaaaa' },
+    ];
+    for (const filter of filters) {
+      const pass = all.filter(
+        (r) =>
+          (filter.severities === null || filter.severities.includes(r.severity)) &&
+          (filter.scopePrefix === null || r.scope.startsWith(filter.scopePrefix)) &&
+          (filter.proposalId == null || r.proposalId === filter.proposalId),
+      );
+      for (const since of [0, all[0]!.id, all[99]!.id, all[250]!.id, last]) {
+        for (const [limit, upTo] of [
+          [500, last],
+          [37, last],
+          [500, all[300]!.id],
+          [1, all[120]!.id],
+        ] as const) {
+          const want = pass.filter((r) => r.id > since && r.id <= upTo).slice(0, limit);
+          expect(log.framesAfter(since, limit, filter, upTo), JSON.stringify({ filter, since, limit, upTo })).toEqual(framed(want));
+        }
+      }
+    }
+  });
+
   it('never reuses ids that were handed out but never written (a crash before the flush)', () => {
     const { db, log, file } = openLog();
     const written = [row(log, 'info', 'a'), row(log, 'info', 'a')];

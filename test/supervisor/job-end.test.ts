@@ -50,6 +50,7 @@ beforeAll(() => {
       return log.size;
     },
     after: (sinceId, limit, filter, upTo) => log.after(sinceId, limit, filter, upTo),
+    framesAfter: (sinceId, limit, filter, upTo) => log.framesAfter(sinceId, limit, filter, upTo),
     newest: (limit, filter) => log.newest(limit, filter),
   };
   bus = new EventBus(refusable, { retryMs: 20 });

@@ -106,10 +106,22 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             subscribers: z.number().int(),
             lastEventId: z.string(),
             retention: z.number().int(),
-            replay: z.object({ maxBytes: z.number().int(), events: z.number().int(), bytes: z.number().int(), pagesFromMemory: z.number().int(), pagesFromDatabase: z.number().int() }).meta({
-              description:
-                'The newest events kept in memory for `Last-Event-ID` replays (CONSOLE_SSE_REPLAY_MEMORY_BYTES): how many, their bytes, and the replay pages read from memory and from the database (a resume point older than what is kept).',
-            }),
+            replay: z
+              .object({
+                maxBytes: z.number().int(),
+                events: z.number().int(),
+                bytes: z.number().int(),
+                pagesFromMemory: z.number().int(),
+                pagesFromDatabase: z.number().int(),
+                cache: z.object({ maxBytes: z.number().int(), bytes: z.number().int(), blocks: z.number().int(), blocksRead: z.number().int(), pagesShared: z.number().int() }).meta({
+                  description:
+                    'Unfiltered replays read the database in blocks of 500 ids, kept for the other streams replaying the same stretch (CONSOLE_SSE_REPLAY_CACHE_BYTES): their bytes and number, the blocks read, and the pages served wholly from blocks read before.',
+                }),
+              })
+              .meta({
+                description:
+                  'The newest events kept in memory for `Last-Event-ID` replays (CONSOLE_SSE_REPLAY_MEMORY_BYTES): how many, their bytes, and the replay pages read from memory and from the database (a resume point older than what is kept).',
+              }),
             streams: z
               .object({
                 open: z.number().int(),
@@ -241,6 +253,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_EVENT_BACKLOG_MAX: c.events.backlogMax,
     CONSOLE_SSE_MAX_QUEUE_BYTES: c.sse.maxQueueBytes,
     CONSOLE_SSE_REPLAY_MEMORY_BYTES: c.sse.replayMemoryBytes,
+    CONSOLE_SSE_REPLAY_CACHE_BYTES: c.sse.replayCacheBytes,
     CONSOLE_SSE_TOTAL_QUEUE_BYTES: c.sse.totalQueueBytes,
     CONSOLE_SSE_MAX_STREAMS: c.sse.maxStreams,
     CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS: c.sse.maxStreamsPerAddress,

@@ -239,6 +239,11 @@ export class EventLog implements LocalEventLog {
     return this.reads.after(this.segments, sinceId, limit, filter, upTo);
   }
 
+  /** {@link after}'s events as Server-Sent Events frames, a stream's replay page (event-reads.ts). */
+  framesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): string[] {
+    return this.reads.framesAfter(this.segments, sinceId, limit, filter, upTo);
+  }
+
   /** The newest `limit` events that pass `filter`, in ascending id order. */
   newest(limit: number, filter: EventFilter): EventRow[] {
     return this.reads.newest(this.segments, limit, filter);
