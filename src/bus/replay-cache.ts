@@ -146,6 +146,11 @@ export class ReplayCache {
   }
 
   private keep(k: number, block: Block): void {
+    const before = this.blocks.get(k);
+    if (before !== undefined) {
+      this.bytes -= before.buf.length;
+      this.blocks.delete(k);
+    }
     this.blocks.set(k, block);
     this.bytes += block.buf.length;
     for (const [key, old] of this.blocks) {
