@@ -13,6 +13,9 @@
  *   read by 10 clients of the two others (5 / 5): the lag from the line's write in the child to
  *   its arrival at a client of another instance, 99th percentile (goal ≤ 100 ms). Beside it, the
  *   same job and clients on one SQLite instance.
+ * - With BENCH_C1_CPU=1, each phase also prints (stderr) the CPU time its service processes and
+ *   every PostgreSQL process spent per 1,000 lines: a figure the machine's noise moves less than
+ *   events/s, for A/B runs of this row.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -58,9 +61,16 @@ async function generate(url: string): Promise<void> {
  */
 async function phase(jobsOn: readonly Running[], clientUrls: readonly string[], counts: readonly number[]): Promise<Phase> {
   const procs = await clientsOn(clientUrls, counts, jobsOn.length);
+  const cpu0 = cpuTicks(jobsOn);
   const t0 = Date.now();
   await Promise.all(jobsOn.map((s) => generate(s.url)));
   const results = await Promise.all(procs.map((p) => p.result));
+  const cpu1 = cpuTicks(jobsOn);
+  if (process.env.BENCH_C1_CPU) {
+    const lines0 = results[0]?.lines[0] ?? 0;
+    const per = (k: 'svc' | 'pg') => (((cpu1[k] - cpu0[k]) * 10) / (lines0 / 1000)).toFixed(1);
+    process.stderr.write(`C1 cpu: ${jobsOn.length} jobs ${lines0} lines; service ${per('svc')} ms/1k lines, postgres ${per('pg')} ms/1k lines\n`);
+  }
   const problems: string[] = [];
   for (const r of results) {
     if (r.errors.length > 0) problems.push(r.errors[0] as string);
@@ -71,6 +81,28 @@ async function phase(jobsOn: readonly Running[], clientUrls: readonly string[], 
   if (results.some((r) => r.lines[0] !== lines)) problems.push(`instances' clients saw different line counts: ${results.map((r) => r.lines[0]).join(', ')}`);
   const doneAt = Math.max(...results.map((r) => r.doneAt));
   return { eventsPerSecond: lines / ((doneAt - t0) / 1000), lagP99: Math.max(...results.map((r) => r.lag.p99)), problems };
+}
+
+/** CPU ticks (1/100 s) of the distinct service processes and of every postgres process. */
+function cpuTicks(services: readonly Running[]): { svc: number; pg: number } {
+  const ticks = (pid: string): number => {
+    try {
+      const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      return Number(f[11]) + Number(f[12]);
+    } catch {
+      return 0;
+    }
+  };
+  let svc = 0;
+  for (const pid of new Set(services.map((s) => String(s.proc.pid)))) svc += ticks(pid);
+  let pg = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) pg += ticks(pid);
+    } catch {}
+  }
+  return { svc, pg };
 }
 
 function serviceEnv(state: string, rate: number, extra: Record<string, string> = {}): Record<string, string> {
