@@ -50,7 +50,9 @@ describe('the sweep after a job’s exit', () => {
     ['that daemon and a member of the job’s group holding its stdout, both forking', 'daemon+group'],
   ])('kills every process of the tree: %s', async (_name, model) => {
     const { logger, lines } = memoryLogger();
-    t = await startTestService({ env: { DISPATCH_CLI: fixture('gen-forking-tree.mjs') }, logger });
+    // Every process killed is the point here, not the sweep's time bound (tested below): on a busy
+    // machine a pass over two forkers' trees can take seconds, and the default 5 s would stop it.
+    t = await startTestService({ env: { DISPATCH_CLI: fixture('gen-forking-tree.mjs'), CONSOLE_SWEEP_MAX_MS: '600000' }, logger });
     const res = await t.post('/api/proposals/generate', { project: 'harbor-lights', model });
     expect(res.status).toBe(202);
     const { proposalId } = (await res.json()) as { proposalId: string };
@@ -75,7 +77,9 @@ describe('the sweep after a job’s exit', () => {
     expect(left.map((p) => p.pid)).toEqual([]);
     expect(treeProcesses(daemon as number, null)).toEqual([]);
 
-    const swept = lines.find((l) => l.msg === 'job leftovers killed' && (l.job as { proposalId: string }).proposalId === proposalId);
+    const jobLines = lines.filter((l) => (l.job as { proposalId?: string } | undefined)?.proposalId === proposalId);
+    const swept = jobLines.find((l) => l.msg === 'job leftovers killed');
+    expect(swept, `the log line "job leftovers killed"; the job's lines: ${JSON.stringify(jobLines.map((l) => [l.msg, l.leftovers]))}`).toBeDefined();
     const { killed, passes, ms } = (swept?.leftovers ?? {}) as { killed: number; passes: number; ms: number };
     // Each child is two processes: hundreds were killed.
     expect(killed).toBeGreaterThan(children as number);
