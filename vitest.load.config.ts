@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import { HOOK_TIMEOUT_MS } from './test/helpers/ceilings.js';
 
-/** `npm run test:load`: the bounded load test and the short fault-injection run of cluster mode, run by CI after the other tests. */
+/** `npm run test:load`: the bounded load test and the short fault-injection run of cluster mode alone, one at a time (`npm test` runs them too, beside the other files; CI runs this on Node.js 22). */
 export default defineConfig({
   test: {
     include: ['test/load/**/*.load.test.ts'],
