@@ -171,8 +171,8 @@ describe('the bytes queued for all streams together', () => {
       }
     })();
     await generate(svc.url, `burst:${FLOOD}`);
-    const s = await waitFor(() => watching, 'the flood to end and the stalled clients to be dropped', 180_000);
-    await waitFor(() => (frames >= FLOOD + 2 ? true : undefined), 'the reading client to get every event', 120_000);
+    const s = await waitFor(() => watching, 'the flood to end and the stalled clients to be dropped');
+    await waitFor(() => (frames >= FLOOD + 2 ? true : undefined), 'the reading client to get every event');
     const rssMax = rss.stop();
     expect(s.bus.streams.droppedOverTotal).toBeGreaterThan(0);
     expect(s.bus.slowClientsDropped).toBe(STALLED);
@@ -192,7 +192,7 @@ describe('replays from the database', () => {
     // Nothing kept in memory: every resume reads the database; one replay at a time.
     const svc = await start({ CONSOLE_SSE_MAX_DATABASE_REPLAYS: '1', CONSOLE_SSE_REPLAY_MEMORY_BYTES: '0' });
     await generate(svc.url, `burst:${EVENTS}`);
-    await waitFor(async () => ((await status(svc)).jobs.running === 0 ? true : undefined), 'the job to end', 120_000);
+    await waitFor(async () => ((await status(svc)).jobs.running === 0 ? true : undefined), 'the job to end');
     // The stalled client: its replay fills the socket and waits for a drain that never comes (megabytes of events).
     const stalled = await openStream(svc, '127.0.0.2', '?sinceId=0');
     expect(stalled.status).toBe(200);

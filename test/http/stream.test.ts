@@ -565,7 +565,7 @@ describe('event stream: slow clients during a replay', () => {
     slow.on('data', (s: string) => (text += s));
     slow.resume();
     const all = [...initial, ...live];
-    await waitFor(() => (parseFrames(text).at(-1)?.id === all.at(-1)?.id ? true : undefined), 'every event, replayed then live', 120_000);
+    await waitFor(() => (parseFrames(text).at(-1)?.id === all.at(-1)?.id ? true : undefined), 'every event, replayed then live');
     expect(ids(parseFrames(text))).toEqual(ids(all));
     expect(slowClosed).toBe(false);
   });

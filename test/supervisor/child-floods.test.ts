@@ -128,7 +128,7 @@ describe('child floods', () => {
     const slow = await generate(svc.url, `slow:${SLOW_LINES}:100`);
     const flood = await generate(svc.url, `flood:${FLOOD_RATE}:${FLOOD_SECONDS}`);
     try {
-      await waitFor(() => ([slow, flood].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined), 'both exits on the stream', 120_000);
+      await waitFor(() => ([slow, flood].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined), 'both exits on the stream');
     } finally {
       stream.close();
     }
@@ -199,7 +199,7 @@ describe('child floods', () => {
     await waitFor(() => (waiting(a.proposalId) && waiting(b.proposalId) ? true : undefined), 'both bursts waiting for the go');
     fs.writeFileSync(path.join(svc.tmp, 'go'), '');
     try {
-      await waitFor(() => ([slow, a, b].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined), 'the three exits on the stream', 120_000);
+      await waitFor(() => ([slow, a, b].every((j) => stream.events.some((x) => isExitOf(j.proposalId)(x.event))) ? true : undefined), 'the three exits on the stream');
     } finally {
       stream.close();
     }
