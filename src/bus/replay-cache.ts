@@ -161,7 +161,10 @@ export class ReplayCache {
   }
 }
 
-/** One block of frames (ids ascending), in one buffer. */
+/**
+ * One block of frames (ids ascending), in one buffer. Each frame is encoded straight into it: joining
+ * them first made a string of the block's size (a large object, freed only by a full collection) per read.
+ */
 function blockOf(frames: readonly string[]): Block {
   if (frames.length === 0) return EMPTY_BLOCK;
   const ids = new Float64Array(frames.length);
@@ -172,5 +175,8 @@ function blockOf(frames: readonly string[]): Block {
     ids[i] = idOf(f);
     ends[i] = at += Buffer.byteLength(f);
   }
-  return { buf: Buffer.from(frames.join(''), 'utf8'), ids, ends };
+  const buf = Buffer.allocUnsafeSlow(at);
+  let from = 0;
+  for (let i = 0; i < frames.length; i++) from += buf.write(frames[i] as string, from, 'utf8');
+  return { buf, ids, ends };
 }
