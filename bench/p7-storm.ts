@@ -342,8 +342,8 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
       lagMax: lag.lag.max,
       toPublishP99: lag.split.toPublishP99,
       fromPublishP99: lag.split.fromPublishP99,
-      lagMid: Math.max(0, ...mid),
-      lagEnd: Math.max(0, ...end),
+      lagMid: mid.reduce((m, x) => Math.max(m, x), 0),
+      lagEnd: end.reduce((m, x) => Math.max(m, x), 0),
       storedPerS: stored.total / (stormMs / 1000),
       writtenPerS: tools.reduce((n, t) => n + t.lines / (t.ms / 1000), 0),
       drainShare:

@@ -50,7 +50,7 @@ function readIdState(file: string): { reserved: number; maxStored: number; count
   }
 }
 
-const maxId = (evs: readonly { id: string }[]) => Math.max(...evs.map((e) => Number(e.id)));
+const maxId = (evs: readonly { id: string }[]) => evs.reduce((m, e) => Math.max(m, Number(e.id)), -Infinity);
 
 describe('bus: publish', () => {
   it('returns the stored event: decimal id, ISO-8601 UTC ms ts, the input, detail null and payload {} by default', async () => {

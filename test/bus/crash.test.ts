@@ -99,7 +99,7 @@ describe('bus: ids after a crash (SIGKILL)', () => {
     await died;
     await client.done; // the stream breaks with the process
     const seen = client.events;
-    const maxSeen = Math.max(...seen.map((e) => Number(e.id)));
+    const maxSeen = seen.reduce((m, e) => Math.max(m, Number(e.id)), -Infinity);
 
     // The state database exactly as the crash left it.
     const db = new Database(path.join(temp.stateDir, 'console-state.db'), { fileMustExist: true });

@@ -517,7 +517,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         continue;
       }
       jobsByState[j.state] = (jobsByState[j.state] ?? 0) + 1;
-      if (j.state === 'running') violations.push(`3. job ${id} still running`);
+      if (j.state === 'running') violations.push(`3. job ${id} still running; ${await whatEachSees(urls(), id, accepted.get(id))}`);
       for (const [i, o] of seen.entries()) {
         if (!o || o.state !== j.state || o.rc !== j.rc) violations.push(`3. job ${id}: ${j.state} on ${nodes[0]!.id}, ${o?.state ?? 'missing'} on ${nodes[i]!.id}`);
       }
@@ -558,4 +558,25 @@ async function allStored(url: string): Promise<EngineEvent[]> {
     if (page.length < 500) return out;
     cursor = (page.at(-1) as EngineEvent).id;
   }
+}
+
+/**
+ * For a job left running: each instance's record of it, its bus backlog, output gate and database
+ * state, its last stored events of the job, and whether the job's process is alive (what a rerun
+ * of the seed would otherwise have to find).
+ */
+async function whatEachSees(urls: readonly string[], id: string, pid: number | undefined): Promise<string> {
+  const parts: string[] = [`process ${pid ?? '?'} ${pid !== undefined && alive(pid) ? 'alive' : 'gone'}`];
+  for (const url of urls) {
+    try {
+      const job = await (await fetch(`${url}/api/jobs/${id}`)).text();
+      const status = (await (await fetch(`${url}/api/system-status`)).json()) as { bus?: unknown; database?: unknown; instance?: unknown };
+      const events = (await (await fetch(`${url}/api/jobs/${id}/events?limit=1000`)).json()) as EngineEvent[];
+      const last = events.slice(-3).map((e) => `${e.id} ${e.summary}`);
+      parts.push(`${url}: job ${job.slice(0, 600)}; bus ${JSON.stringify(status.bus).slice(0, 600)}; database ${JSON.stringify(status.database).slice(0, 300)}; instance ${JSON.stringify(status.instance).slice(0, 200)}; ${events.length} events, last ${JSON.stringify(last)}`);
+    } catch (err) {
+      parts.push(`${url}: ${(err as Error).message}`);
+    }
+  }
+  return parts.join(' | ');
 }

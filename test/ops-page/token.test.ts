@@ -58,7 +58,9 @@ describe('the ops page with a token', () => {
     await page.click('#nav a[data-view="terminals"]');
     await page.waitForSelector('section.terminals-view form.launch');
     await page.click('section.terminals-view form.launch button[type="submit"]');
-    const link = await page.waitForSelector('section.terminals-view td a[href]');
+    // A locator, not an element handle: the view may draw its table again between the wait and the click.
+    const link = page.locator('section.terminals-view td a[href]').first();
+    await link.waitFor();
     // The link carries the credential the API handed out behind the token: the terminal opens.
     const [tab] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
     usePatience(tab);
@@ -77,6 +79,8 @@ describe('the ops page with a token', () => {
 
   it('keeps the token for the tab: a reload does not ask again', async () => {
     await page.reload();
+    // The events view whichever view the test before left open.
+    await page.click('#nav a[data-view="events"]');
     await page.waitForSelector('#stream-state[data-state="live"]');
     await page.waitForSelector('#event-rows tr');
     expect(await page.$('#token-dialog[open]')).toBeNull();

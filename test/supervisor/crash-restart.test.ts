@@ -107,7 +107,8 @@ async function round(point: CrashPoint): Promise<Round> {
   await Promise.all(clients.map((c) => c.done));
   const lastSeen = clients.map((c) => (c.events.length > 0 ? Number((c.events[c.events.length - 1] as EngineEvent).id) : 0));
   const seenIds = clients.flatMap((c) => c.events.map((e) => Number(e.id)));
-  const maxSeen = Math.max(0, ...seenIds);
+  // A loop, not a spread: tens of thousands of arguments overflow the stack.
+  const maxSeen = seenIds.reduce((m, id) => Math.max(m, id), 0);
 
   // The dead service's jobs outlive it (own process groups). Wait until every tree is
   // complete: right after the 202s the tools are still starting their descendants.
@@ -202,7 +203,7 @@ async function round(point: CrashPoint): Promise<Round> {
     seenLive: new Set(seenIds).size,
     maxSeen,
     reserved: before.reserved,
-    firstNew: Math.min(...fresh.map((e) => Number(e.id))),
+    firstNew: fresh.reduce((m, e) => Math.min(m, Number(e.id)), Infinity),
     resumed,
   };
 }
