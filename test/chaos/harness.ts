@@ -573,7 +573,9 @@ async function whatEachSees(urls: readonly string[], id: string, pid: number | u
       const status = (await (await fetch(`${url}/api/system-status`)).json()) as { bus?: unknown; database?: unknown; instance?: unknown };
       const events = (await (await fetch(`${url}/api/jobs/${id}/events?limit=1000`)).json()) as EngineEvent[];
       const last = events.slice(-3).map((e) => `${e.id} ${e.summary}`);
-      parts.push(`${url}: job ${job.slice(0, 600)}; bus ${JSON.stringify(status.bus).slice(0, 600)}; database ${JSON.stringify(status.database).slice(0, 300)}; instance ${JSON.stringify(status.instance).slice(0, 200)}; ${events.length} events, last ${JSON.stringify(last)}`);
+      parts.push(
+        `${url}: job ${job.slice(0, 600)}; bus ${JSON.stringify(status.bus).slice(0, 600)}; database ${JSON.stringify(status.database).slice(0, 300)}; instance ${JSON.stringify(status.instance).slice(0, 200)}; ${events.length} events, last ${JSON.stringify(last)}`,
+      );
     } catch (err) {
       parts.push(`${url}: ${(err as Error).message}`);
     }
