@@ -24,3 +24,12 @@ export function waitCeilingMs(): number {
   if (test === undefined || started === undefined) return HOOK_TIMEOUT_MS - MARGIN_MS;
   return Math.max(started + test.timeout - MARGIN_MS - Date.now(), 1_000);
 }
+
+/**
+ * The environment the helpers give every service they start (a test's own env overrides it): jobs at
+ * nice 0, not CONSOLE_JOB_NICE's 19. Beside CPU-bound processes a job at 19 (its autogroup too) gets
+ * about 1.5% of a CPU, by design; the tests that wait for jobs' output are not about that, and
+ * waited minutes for it (a 3,000-line job of the chaos run, a burst the other burst finished
+ * before). test/supervisor/job-priority.test.ts sets and checks the priority itself.
+ */
+export const TEST_SERVICE_ENV: Readonly<Record<string, string>> = { CONSOLE_JOB_NICE: '0' };

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
 import { waitFor } from './events.js';
+import { TEST_SERVICE_ENV } from './ceilings.js';
 import { fixture, recordingEnv } from './service.js';
 
 /** A loopback port free at the time of the call (the caller retries when it is taken meanwhile). */
@@ -86,6 +87,7 @@ export async function startServiceProcess(store: { dataDir: string; stateDir: st
         LOG_LEVEL: 'silent',
         CONSOLE_WORKER_THREADS: '1',
         ...recordingEnv(),
+        ...TEST_SERVICE_ENV,
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import { waitFor } from './events.js';
+import { TEST_SERVICE_ENV } from './ceilings.js';
 import { fixture, recordingEnv } from './service.js';
 import { answersFor, freePort, type ServiceProcess as BaseServiceProcess } from './process.js';
 
@@ -39,7 +40,7 @@ export function listening(port: number): Promise<boolean> {
 function launch(port: number, opts: SpawnOptions): ServiceProcess {
   const argv = [...(opts.wrapper ?? []), process.execPath, fixture('gen-start-service.mjs')];
   const child = spawn(argv[0] as string, argv.slice(1), {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'silent', CONSOLE_WORKER_THREADS: '1', ...recordingEnv(), ...opts.env, PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'silent', CONSOLE_WORKER_THREADS: '1', ...recordingEnv(), ...TEST_SERVICE_ENV, ...opts.env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

@@ -10,6 +10,7 @@ import { EventBus } from '../../src/bus/bus.js';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import { readConfig, type Config } from '../../src/config/config.js';
 import { startService, type Service, type ServiceOptions } from '../../src/main/service.js';
+import { TEST_SERVICE_ENV } from './ceilings.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const SAMPLE_STORE = path.join(REPO_ROOT, 'sample-store');
@@ -87,6 +88,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
     LOG_LEVEL: 'silent',
     PATH: process.env.PATH ?? '',
     ...recordingEnv(),
+    ...TEST_SERVICE_ENV,
     ...opts.env,
   });
   const service = await startService(config, opts);
