@@ -562,7 +562,7 @@ async function allStored(url: string): Promise<EngineEvent[]> {
 
 /**
  * For a job left running: each instance's record of it, its bus backlog, output gate and database
- * state, its last stored events of the job, and whether the job's process is alive (what a rerun
+ * state, the end of the first page of its stored events, and whether the job's process is alive (what a rerun
  * of the seed would otherwise have to find).
  */
 async function whatEachSees(urls: readonly string[], id: string, pid: number | undefined): Promise<string> {
@@ -574,7 +574,7 @@ async function whatEachSees(urls: readonly string[], id: string, pid: number | u
       const events = (await (await fetch(`${url}/api/jobs/${id}/events?limit=1000`)).json()) as EngineEvent[];
       const last = events.slice(-3).map((e) => `${e.id} ${e.summary}`);
       parts.push(
-        `${url}: job ${job.slice(0, 600)}; bus ${JSON.stringify(status.bus).slice(0, 600)}; database ${JSON.stringify(status.database).slice(0, 300)}; instance ${JSON.stringify(status.instance).slice(0, 200)}; ${events.length} events, last ${JSON.stringify(last)}`,
+        `${url}: job ${job.slice(0, 600)}; bus ${JSON.stringify(status.bus).slice(0, 600)}; database ${JSON.stringify(status.database).slice(0, 300)}; instance ${JSON.stringify(status.instance).slice(0, 200)}; ${events.length} events in its first page (up to 1,000), the page's last ${JSON.stringify(last)}`,
       );
     } catch (err) {
       parts.push(`${url}: ${(err as Error).message}`);
