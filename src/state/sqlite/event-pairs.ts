@@ -8,10 +8,53 @@ import type { EventFilter, Severity } from '../../bus/event.js';
 /** Pairs a filtered read may merge; past it the read scans (event-log.ts). */
 export const MAX_PAIRS = 64;
 
+/** Ids per chunk of an {@link IdList}: 32 KiB of Float64Array, off the JS heap. */
+const CHUNK_SHIFT = 12;
+const CHUNK = 1 << CHUNK_SHIFT;
+const CHUNK_MASK = CHUNK - 1;
+
+/**
+ * Ascending event ids, appended in fixed chunks: a growing JS array would copy itself into
+ * ever larger backing stores, each past 128 KiB a large object that only a full collection
+ * frees (tens of MB of garbage under a storm of lines).
+ */
+export class IdList {
+  private readonly chunks: Float64Array[] = [];
+  private n = 0;
+
+  get length(): number {
+    return this.n;
+  }
+
+  push(id: number): void {
+    const k = this.n & CHUNK_MASK;
+    if (k === 0) this.chunks.push(new Float64Array(CHUNK));
+    (this.chunks[this.chunks.length - 1] as Float64Array)[k] = id;
+    this.n++;
+  }
+
+  /** The id at `i` (0 ≤ i < length). */
+  at(i: number): number {
+    return (this.chunks[i >>> CHUNK_SHIFT] as Float64Array)[i & CHUNK_MASK] as number;
+  }
+
+  /** Index of the first id greater than `id`. */
+  firstAbove(id: number): number {
+    let lo = 0;
+    let hi = this.n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.at(mid) <= id) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
+
 interface Pair {
   readonly severity: Severity;
   readonly scope: string;
-  readonly ids: number[];
+  readonly ids: IdList;
 }
 
 /** The pairs of one segment. */
@@ -26,7 +69,7 @@ export class EventPairs {
     if (p === undefined || p.severity !== severity || p.scope !== scope) {
       const key = `${severity}\u0000${scope}`;
       p = this.pairs.get(key);
-      if (p === undefined) this.pairs.set(key, (p = { severity, scope, ids: [] }));
+      if (p === undefined) this.pairs.set(key, (p = { severity, scope, ids: new IdList() }));
       this.last = p;
     }
     p.ids.push(id);
@@ -41,8 +84,8 @@ export class EventPairs {
     if (pairs === null) return null;
     const out: number[] = [];
     for (const p of pairs) {
-      for (let i = firstAbove(p.ids, sinceId), n = 0; i < p.ids.length && n < limit; i++, n++) {
-        const id = p.ids[i] as number;
+      for (let i = p.ids.firstAbove(sinceId), n = 0; i < p.ids.length && n < limit; i++, n++) {
+        const id = p.ids.at(i);
         if (id > upTo) break;
         out.push(id);
       }
@@ -56,7 +99,7 @@ export class EventPairs {
     const pairs = this.matching(filter);
     if (pairs === null) return null;
     const out: number[] = [];
-    for (const p of pairs) for (let i = p.ids.length - 1, n = 0; i >= 0 && n < limit; i--, n++) out.push(p.ids[i] as number);
+    for (const p of pairs) for (let i = p.ids.length - 1, n = 0; i >= 0 && n < limit; i--, n++) out.push(p.ids.at(i));
     out.sort((a, b) => b - a);
     return out.length > limit ? out.slice(0, limit) : out;
   }
@@ -71,16 +114,4 @@ export class EventPairs {
     }
     return out;
   }
-}
-
-/** Index of the first id greater than `id` in ascending `ids`. */
-function firstAbove(ids: readonly number[], id: number): number {
-  let lo = 0;
-  let hi = ids.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((ids[mid] as number) <= id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
