@@ -112,6 +112,22 @@ async function oneRun(index: number): Promise<Soak> {
           .join('\n')}\n`,
       );
     }
+    // For the notes: a heap snapshot of the service at this point, in the folder named. The
+    // service must run with `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=<that folder>`
+    // (BENCH_SERVICE_ENV's NODE_OPTIONS); the snapshot is complete when its size stops moving.
+    const snapshotDir = process.env.BENCH_P6_HEAPSNAPSHOT;
+    if (snapshotDir) {
+      const had = new Set(fs.readdirSync(snapshotDir));
+      process.kill(svc.proc.pid as number, 'SIGUSR2');
+      let size = -1;
+      for (;;) {
+        await new Promise((res) => setTimeout(res, 1000));
+        const file = fs.readdirSync(snapshotDir).find((f) => !had.has(f) && f.endsWith('.heapsnapshot'));
+        const now = file === undefined ? -1 : fs.statSync(path.join(snapshotDir, file)).size;
+        if (now > 0 && now === size) break;
+        size = now;
+      }
+    }
     if (process.env.BENCH_P6_SAMPLES) fs.writeFileSync(`${process.env.BENCH_P6_SAMPLES}.${index}.json`, JSON.stringify(samples));
     return { finalMb: samples.at(-1)?.rss ?? NaN, growthMb, peakGrowthMb, slopeMb, problems };
   } finally {
