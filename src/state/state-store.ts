@@ -169,6 +169,12 @@ export interface JobStore {
 /** An event to store: the event without its id, which the store assigns (the bus's port, cluster-bus.ts). */
 export type EventDraft = SharedEventDraft;
 
+/**
+ * The most (severity, scope) pairs a filtered event read merges, each through its index, on
+ * either back end; past it the read walks the log with the filter instead.
+ */
+export const MAX_FILTER_PAIRS = 64;
+
 /** The event log: ids global, strictly increasing in commit order. */
 export interface EventStore extends SharedEventLog {
   /** Newest events kept at least (CONSOLE_EVENT_RETENTION); at most a segment more. */

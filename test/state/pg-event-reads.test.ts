@@ -2,14 +2,18 @@
  * Pages of the PostgreSQL event log (`EventStore.after`, src/state/pg/event-repo.ts) stop at
  * their limit: on a log that has just grown (its statistics trailing, as they always do at the
  * log's end), a page from any point reads its own rows in id order, not every row up to the head
- * and a sort of them. (Filtered pages, a job's events, a severity, a scope prefix, are read
- * through their indexes: without statistics the planner may sort a filter's matches after the
- * page's start, bounded by those matches, not by the log.) The plans are PostgreSQL's own (EXPLAIN ANALYZE on the server); the
- * answers are checked against the appended events.
+ * and a sort of them. (A job's events are read through their index: without statistics the
+ * planner may sort the job's events after the page's start, bounded by those, not by the log.)
+ * Pages filtered by severity or scope prefix read the filter's (severity, scope) pairs from one
+ * index and merge each pair's events in id order, stopping at the page, whether the filter
+ * matches none, a few or most events. The plans are PostgreSQL's own (EXPLAIN ANALYZE on the
+ * server); the answers are checked against the appended events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { byKindsSql, kindsSql, type EventKind } from '../../src/state/pg/event-kinds.js';
 import { eventsAfterSql } from '../../src/state/pg/event-repo.js';
 import { openPgStateStore } from '../../src/state/pg/pg-state-store.js';
+import type { EventFilter } from '../../src/bus/event.js';
 import type { EventDraft, StateStore } from '../../src/state/state-store.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { TEST_BOUNDS } from '../helpers/state-backends.js';
@@ -97,5 +101,97 @@ describe('PostgreSQL event pages', () => {
     expect(job.map((r) => Number(r.id))).toEqual(ids(29_001, EVENTS, (id) => id % 3 === 2));
     const warnings = await store.events.after(0, PAGE, { severities: ['warning'], scopePrefix: null });
     expect(warnings.map((r) => Number(r.id))).toEqual(ids(1, EVENTS, (id) => id % 97 === 0));
+  });
+});
+
+describe('PostgreSQL filtered reads (severity, scope prefix): through the pairs of one index', () => {
+  /** Every event appended, as [id, severity, scope], in id order. */
+  const all: [number, string, string][] = [];
+  /** Rare kinds after the flood, then more lines: the filters below match few, many or none. */
+  const extra = (i: number): EventDraft => {
+    const k = i % 40;
+    const [severity, scope] = i > 40 ? ['info', 'proposal/p-0/job'] : k < 20 ? ['failure', 'chat/proposals'] : k < 30 ? ['success', 'a_b%c/x'] : ['fallback', 'test/é/x'];
+    return { ts: new Date(Date.UTC(2026, 0, 1)).toISOString(), severity: severity as EventDraft['severity'], scope, summary: `extra ${i}`, detail: null, payload: {} };
+  };
+  beforeAll(async () => {
+    for (let i = 1; i <= EVENTS; i++) all.push([i, draft(i).severity, draft(i).scope]);
+    const drafts = Array.from({ length: 3040 }, (_, k) => extra(k + 1));
+    const stored = await store.events.append(drafts);
+    for (const [k, e] of stored.entries()) all.push([Number(e?.id), drafts[k]!.severity, drafts[k]!.scope]);
+  });
+
+  const FILTERS: EventFilter[] = [
+    { severities: ['failure'], scopePrefix: null },
+    { severities: null, scopePrefix: 'chat/' },
+    { severities: null, scopePrefix: 'a_b%' },
+    { severities: null, scopePrefix: 'a_' },
+    { severities: null, scopePrefix: 'a%' },
+    { severities: null, scopePrefix: 'test/é' },
+    { severities: ['warning'], scopePrefix: 'proposal/p-1' },
+    { severities: ['success', 'fallback'], scopePrefix: null },
+    { severities: null, scopePrefix: 'nothing/' },
+    { severities: ['success'], scopePrefix: 'chat/' },
+    { severities: ['info'], scopePrefix: 'proposal/' },
+    { severities: null, scopePrefix: '' },
+  ];
+  const passes = (f: (typeof FILTERS)[number], [, severity, scope]: [number, string, string]) =>
+    (f.severities === null || (f.severities as readonly string[]).includes(severity)) && (f.scopePrefix === null || scope.startsWith(f.scopePrefix));
+
+  it('answers what a walk of the log would: pages from any point, bounded by upTo, and the newest', async () => {
+    for (const f of FILTERS) {
+      const ids = all.filter((e) => passes(f, e)).map(([id]) => id);
+      for (const [since, upTo] of [
+        [0, Number.MAX_SAFE_INTEGER],
+        [15_000, Number.MAX_SAFE_INTEGER],
+        [0, 20_000],
+        [EVENTS + 5, Number.MAX_SAFE_INTEGER],
+      ] as const) {
+        const want = ids.filter((id) => id > since && id <= upTo).slice(0, PAGE);
+        expect(
+          (await store.events.after(since, PAGE, f, upTo)).map((r) => Number(r.id)),
+          JSON.stringify({ f, since, upTo }),
+        ).toEqual(want);
+      }
+      expect(
+        (await store.events.newest(PAGE, f)).map((r) => Number(r.id)),
+        JSON.stringify(f),
+      ).toEqual(ids.slice(-PAGE));
+    }
+  });
+
+  it('reads the pairs and its page alone, whether the filter matches none, a few or most events', async () => {
+    const explain = async (text: string, values: unknown[]) => {
+      const r = await server.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values, dbName);
+      return nodes((r.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan);
+    };
+    const described = (plan: PlanNode[]) => JSON.stringify(plan.map((n) => `${n['Node Type']}${n['Index Name'] ? ` ${n['Index Name']}` : ''} ${n['Actual Rows']}`));
+    for (const f of FILTERS) {
+      const k = kindsSql(f.severities, f.scopePrefix);
+      const kindsPlan = await explain(k.text, k.values);
+      const kinds = (await server.query<EventKind>(k.text, k.values, dbName)).rows;
+      // The pairs: one index probe per pair and severity, whatever the log holds.
+      expect(
+        kindsPlan.map((n) => n['Node Type']),
+        `${JSON.stringify(f)}: ${described(kindsPlan)}`,
+      ).not.toContain('Seq Scan');
+      for (const n of kindsPlan) expect(n['Actual Rows'], `${JSON.stringify(f)}: ${described(kindsPlan)}`).toBeLessThanOrEqual(kinds.length + 5);
+      if (kinds.length === 0) continue;
+      for (const since of [0, 15_000]) {
+        const page = byKindsSql(kinds, since, Number.MAX_SAFE_INTEGER, PAGE, 'ASC');
+        const plan = await explain(page.text, page.values);
+        const where = `${JSON.stringify({ f, since })}: ${described(plan)}`;
+        expect(
+          plan.map((n) => n['Node Type']),
+          where,
+        ).not.toContain('Seq Scan');
+        // Each pair's branch stops once the merge has its page.
+        for (const n of plan) expect(n['Actual Rows'], where).toBeLessThanOrEqual(PAGE + 1);
+      }
+    }
+  });
+
+  it('indexes each stored event three times: by id, by job, and by its pair', async () => {
+    const r = await server.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'events' ORDER BY indexname`, [], dbName);
+    expect(r.rows.map((x) => x.indexname)).toEqual(['events_kind', 'events_pkey', 'events_proposal']);
   });
 });

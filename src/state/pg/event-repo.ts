@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { proposalOf, type BusEvent } from '../../bus/event.js';
 import type { EventDraft, EventRow, EventStore } from '../state-store.js';
+import { byKindsSql, kindsOf, type EventKind } from './event-kinds.js';
 import type { Exec } from './exec.js';
 
 /** The channel every append notifies, with the newest id it stored (cluster.md, Events: LISTEN/NOTIFY). */
@@ -57,10 +58,14 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
     },
     newSource: async () => (await x.q<{ n: number }>(`SELECT nextval('event_source_seq') AS n`)).rows[0]?.n as number,
     after: async (sinceId, limit, filter, upTo = Number.MAX_SAFE_INTEGER) => {
+      const kinds = await kindsFor(x, filter);
+      if (kinds !== null) return readKinds(x, kinds, sinceId, upTo, limit, 'ASC');
       const { text, values } = eventsAfterSql(sinceId, limit, filter, upTo);
       return rowsOf(await x.q(text, values));
     },
     newest: async (limit, filter) => {
+      const kinds = await kindsFor(x, filter);
+      if (kinds !== null) return (await readKinds(x, kinds, 0, Number.MAX_SAFE_INTEGER, limit, 'DESC')).reverse();
       const params: unknown[] = [];
       const where = filterSql(filter, params);
       params.push(limit);
@@ -117,6 +122,22 @@ export async function pruneEvents(x: Exec, upTo: number): Promise<void> {
   if (upTo >= 1) await x.q('DELETE FROM events WHERE id <= $1', [upTo]);
 }
 
+/**
+ * The (severity, scope) pairs to read a severity or scope filter through (event-kinds.ts); null when the read
+ * walks the log instead: no such filter (every row passes), a job's events (their own index), or too many pairs.
+ */
+async function kindsFor(x: Exec, filter: { severities: readonly string[] | null; scopePrefix: string | null; proposalId?: string | null }): Promise<EventKind[] | null> {
+  if (filter.proposalId != null || (filter.severities === null && filter.scopePrefix === null)) return null;
+  return kindsOf(x, filter.severities, filter.scopePrefix);
+}
+
+/** Events of `kinds` in (`sinceId`, `upTo`], `limit` of them in `order`; none without a kind. */
+async function readKinds(x: Exec, kinds: readonly EventKind[], sinceId: number, upTo: number, limit: number, order: 'ASC' | 'DESC'): Promise<EventRow[]> {
+  if (kinds.length === 0) return [];
+  const { text, values } = byKindsSql(kinds, sinceId, upTo, limit, order);
+  return rowsOf(await x.q(text, values));
+}
+
 /** The list filters as SQL conditions, their values appended to `params`. */
 function filterSql(filter: { severities: readonly string[] | null; scopePrefix: string | null; proposalId?: string | null }, params: unknown[]): string {
   let sql = '';
@@ -125,7 +146,7 @@ function filterSql(filter: { severities: readonly string[] | null; scopePrefix: 
     sql += ` AND severity = ANY($${params.length}::text[])`;
   }
   if (filter.scopePrefix !== null) {
-    // A prefix LIKE (its wildcards escaped) can use the events_scope index (text_pattern_ops).
+    // A prefix LIKE, its wildcards escaped.
     params.push(`${filter.scopePrefix.replace(/[\\%_]/g, '\\$&')}%`);
     sql += ` AND scope LIKE $${params.length}::text ESCAPE '\\'`;
   }

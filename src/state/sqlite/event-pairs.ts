@@ -4,9 +4,10 @@
  * not by the events skipped. 8 bytes per event; pairs are few, and past {@link MAX_PAIRS} the read scans.
  */
 import type { EventFilter, Severity } from '../../bus/event.js';
+import { MAX_FILTER_PAIRS } from '../state-store.js';
 
 /** Pairs a filtered read may merge; past it the read scans (event-log.ts). */
-export const MAX_PAIRS = 64;
+export const MAX_PAIRS = MAX_FILTER_PAIRS;
 
 /** Ids per chunk of an {@link IdList}: 32 KiB of Float64Array, off the JS heap. */
 const CHUNK_SHIFT = 12;

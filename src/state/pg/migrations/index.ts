@@ -8,6 +8,7 @@ import m3 from './003-faults.js';
 import m4 from './004-filter-indexes.js';
 import m5 from './005-job-ended.js';
 import m6 from './006-linear-append.js';
+import m7 from './007-event-kinds.js';
 
 /** The migrations in order: never edit a shipped one, add a file. */
-export const PG_MIGRATIONS: readonly string[] = [m1, m2, m3, m4, m5, m6];
+export const PG_MIGRATIONS: readonly string[] = [m1, m2, m3, m4, m5, m6, m7];
