@@ -9,9 +9,11 @@
  * matches none, a few or most events. The plans are PostgreSQL's own (EXPLAIN ANALYZE on the
  * server); the answers are checked against the appended events.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byKindsSql, kindsSql, type EventKind } from '../../src/state/pg/event-kinds.js';
-import { eventsAfterSql } from '../../src/state/pg/event-repo.js';
+import { eventsAfterSql, pgEvents } from '../../src/state/pg/event-repo.js';
+import { type Exec, poolExec } from '../../src/state/pg/exec.js';
 import { openPgStateStore } from '../../src/state/pg/pg-state-store.js';
 import type { EventFilter } from '../../src/bus/event.js';
 import type { EventDraft, StateStore } from '../../src/state/state-store.js';
@@ -168,7 +170,8 @@ describe('PostgreSQL filtered reads (severity, scope prefix): through the pairs 
     for (const f of FILTERS) {
       const k = kindsSql(f.severities, f.scopePrefix);
       const kindsPlan = await explain(k.text, k.values);
-      const kinds = (await server.query<EventKind>(k.text, k.values, dbName)).rows;
+      const found = (await server.query<{ severities: string[]; scopes: string[] }>(k.text, k.values, dbName)).rows[0]!;
+      const kinds: EventKind[] = found.severities.map((severity, i) => ({ severity, scope: found.scopes[i]! }));
       // The pairs: one index probe per pair and severity, whatever the log holds.
       expect(
         kindsPlan.map((n) => n['Node Type']),
@@ -193,5 +196,46 @@ describe('PostgreSQL filtered reads (severity, scope prefix): through the pairs 
   it('indexes each stored event three times: by id, by job, and by its pair', async () => {
     const r = await server.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'events' ORDER BY indexname`, [], dbName);
     expect(r.rows.map((x) => x.indexname)).toEqual(['events_kind', 'events_pkey', 'events_proposal']);
+  });
+});
+
+describe('PostgreSQL filtered reads while events of a new pair are stored', () => {
+  it('skips no event of a pair that appeared between reading the pairs and reading the page', async () => {
+    const pool = new pg.Pool({ connectionString: server.urlOf(dbName), max: 2 });
+    try {
+      const real = poolExec(pool);
+      // Between the two statements of a filtered read, another writer stores an event of a pair the read
+      // has not seen, then more of one it has.
+      let between: (() => Promise<unknown>) | null = null;
+      const x: Exec = {
+        ...real,
+        q: async (sql, params) => {
+          const r = await real.q(sql, params);
+          const run = sql.includes('WITH RECURSIVE') ? between : null;
+          if (run) {
+            between = null;
+            await run();
+          }
+          return r as never;
+        },
+      };
+      const events = pgEvents(x, x, 1_000_000);
+      const failure = (scope: string, summary: string): EventDraft => ({ ts: new Date().toISOString(), severity: 'failure', scope, summary, detail: null, payload: {} });
+      const filter = { severities: ['failure'], scopePrefix: null } as const;
+      // A pair the read knows, and the head it starts from.
+      await store.events.append([failure('chat/proposals', 'before')]);
+      const head = await store.events.lastId();
+      between = () => store.events.append([failure('rare/new', 'the new pair'), ...Array.from({ length: 10 }, (_, i) => failure('chat/proposals', `after it ${i}`))]);
+      const seen: string[] = [];
+      let since = head;
+      for (let reads = 0; reads < 5; reads++) {
+        const page = await events.after(since, PAGE, filter);
+        for (const r of page) seen.push(JSON.parse(r.data).summary as string);
+        if (page.length > 0) since = Number(page.at(-1)?.id);
+      }
+      expect(seen).toEqual(['the new pair', ...Array.from({ length: 10 }, (_, i) => `after it ${i}`)]);
+    } finally {
+      await pool.end();
+    }
   });
 });

@@ -31,16 +31,28 @@ const KINDS_SQL = `
       ORDER BY e.scope COLLATE "C" LIMIT 1) n
     WHERE starts_with(n.scope, $2::text COLLATE "C")
   )
-  SELECT severity, scope FROM k LIMIT $3`;
+  SELECT (SELECT last_id FROM event_sequencer WHERE id = 1) AS head, coalesce(array_agg(severity), '{}') AS severities,
+    coalesce(array_agg(scope), '{}') AS scopes FROM (SELECT severity, scope FROM k LIMIT $3) found`;
+
+/** The pairs a filter admits, and the newest id stored when they were read. */
+export interface FilterKinds {
+  readonly kinds: readonly EventKind[];
+  /**
+   * The log's head in the same snapshot: every event up to it is committed (ids follow commit order) and its pair
+   * is among those read, so a page read after it must stop there; an event of a pair new since would be skipped.
+   */
+  readonly head: number;
+}
 
 /**
- * The pairs of the log that pass a filter of severities (null: any) and a scope prefix (null: any); null when
- * more than {@link MAX_FILTER_PAIRS} do (the caller walks the log with the filter instead).
+ * The pairs of the log that pass a filter of severities (null: any) and a scope prefix (null: any), with the head
+ * they hold for; null when more than {@link MAX_FILTER_PAIRS} do (the caller walks the log with the filter instead).
  */
-export async function kindsOf(x: Exec, severities: readonly string[] | null, scopePrefix: string | null): Promise<EventKind[] | null> {
+export async function kindsOf(x: Exec, severities: readonly string[] | null, scopePrefix: string | null): Promise<FilterKinds | null> {
   const { text, values } = kindsSql(severities, scopePrefix);
-  const r = await x.q<EventKind>(text, values);
-  return r.rows.length > MAX_FILTER_PAIRS ? null : r.rows;
+  const row = (await x.q<{ head: string | number | null; severities: string[]; scopes: string[] }>(text, values)).rows[0];
+  if (row === undefined || row.severities.length > MAX_FILTER_PAIRS) return null;
+  return { head: Number(row.head ?? 0), kinds: row.severities.map((severity, i) => ({ severity, scope: row.scopes[i] as string })) };
 }
 
 /** The statement of {@link kindsOf} and its values (tests read its plan). */

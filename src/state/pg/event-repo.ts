@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { proposalOf, type BusEvent } from '../../bus/event.js';
 import type { EventDraft, EventRow, EventStore } from '../state-store.js';
-import { byKindsSql, kindsOf, type EventKind } from './event-kinds.js';
+import { byKindsSql, kindsOf, type FilterKinds } from './event-kinds.js';
 import type { Exec } from './exec.js';
 
 /** The channel every append notifies, with the newest id it stored (cluster.md, Events: LISTEN/NOTIFY). */
@@ -58,14 +58,14 @@ export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
     },
     newSource: async () => (await x.q<{ n: number }>(`SELECT nextval('event_source_seq') AS n`)).rows[0]?.n as number,
     after: async (sinceId, limit, filter, upTo = Number.MAX_SAFE_INTEGER) => {
-      const kinds = await kindsFor(x, filter);
-      if (kinds !== null) return readKinds(x, kinds, sinceId, upTo, limit, 'ASC');
+      const found = await kindsFor(x, filter);
+      if (found !== null) return readKinds(x, found, sinceId, upTo, limit, 'ASC');
       const { text, values } = eventsAfterSql(sinceId, limit, filter, upTo);
       return rowsOf(await x.q(text, values));
     },
     newest: async (limit, filter) => {
-      const kinds = await kindsFor(x, filter);
-      if (kinds !== null) return (await readKinds(x, kinds, 0, Number.MAX_SAFE_INTEGER, limit, 'DESC')).reverse();
+      const found = await kindsFor(x, filter);
+      if (found !== null) return (await readKinds(x, found, 0, Number.MAX_SAFE_INTEGER, limit, 'DESC')).reverse();
       const params: unknown[] = [];
       const where = filterSql(filter, params);
       params.push(limit);
@@ -126,15 +126,15 @@ export async function pruneEvents(x: Exec, upTo: number): Promise<void> {
  * The (severity, scope) pairs to read a severity or scope filter through (event-kinds.ts); null when the read
  * walks the log instead: no such filter (every row passes), a job's events (their own index), or too many pairs.
  */
-async function kindsFor(x: Exec, filter: { severities: readonly string[] | null; scopePrefix: string | null; proposalId?: string | null }): Promise<EventKind[] | null> {
+async function kindsFor(x: Exec, filter: { severities: readonly string[] | null; scopePrefix: string | null; proposalId?: string | null }): Promise<FilterKinds | null> {
   if (filter.proposalId != null || (filter.severities === null && filter.scopePrefix === null)) return null;
   return kindsOf(x, filter.severities, filter.scopePrefix);
 }
 
-/** Events of `kinds` in (`sinceId`, `upTo`], `limit` of them in `order`; none without a kind. */
-async function readKinds(x: Exec, kinds: readonly EventKind[], sinceId: number, upTo: number, limit: number, order: 'ASC' | 'DESC'): Promise<EventRow[]> {
+/** Events of the pairs found in (`sinceId`, `upTo`], up to the head they hold for, `limit` of them in `order`. */
+async function readKinds(x: Exec, { kinds, head }: FilterKinds, sinceId: number, upTo: number, limit: number, order: 'ASC' | 'DESC'): Promise<EventRow[]> {
   if (kinds.length === 0) return [];
-  const { text, values } = byKindsSql(kinds, sinceId, upTo, limit, order);
+  const { text, values } = byKindsSql(kinds, sinceId, Math.min(upTo, head), limit, order);
   return rowsOf(await x.q(text, values));
 }
 
