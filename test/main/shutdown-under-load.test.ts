@@ -206,6 +206,9 @@ it('SIGTERM under load: exit 0, no child left, every exit published, no acknowle
       CONSOLE_CLICKS_PER_PROJECT: '1000000',
       // The stalled client stays connected until the signal: it is not dropped as slow first.
       CONSOLE_SSE_MAX_QUEUE_BYTES: String(256 * 1024 * 1024),
+      // Every event kept: the jobs print until 200 writes are acknowledged, which on a busy machine
+      // can be more lines than the default retention, and the first writes' events would be pruned.
+      CONSOLE_EVENT_RETENTION: String(100_000_000),
     },
     onCleanup,
   );
