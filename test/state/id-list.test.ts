@@ -42,3 +42,19 @@ it('grows without large objects on the JS heap (a growing array leaves one per g
   // past 128 KiB eleven times here, each a large object.
   expect(grown).toBeLessThan(128 * 1024);
 });
+
+it('holds a few ids in little room: 10,000 pairs of one id take 16 ids of room each, not a chunk', () => {
+  const lists = Array.from({ length: 10_000 }, (_, i) => {
+    const l = new IdList();
+    l.push(i + 1);
+    return l;
+  });
+  expect(lists.reduce((sum, l) => sum + l.capacity, 0)).toBe(10_000 * 16);
+  const one = new IdList();
+  for (let i = 1; i <= 100; i++) one.push(i);
+  expect(one.capacity).toBe(128);
+  for (let i = 101; i <= 5000; i++) one.push(i);
+  // The first chunk stops at 4,096 ids; the next is whole.
+  expect(one.capacity).toBe(8192);
+  expect([one.at(0), one.at(4095), one.at(4096), one.at(4999)]).toEqual([1, 4096, 4097, 5000]);
+});

@@ -13,11 +13,14 @@ export const MAX_PAIRS = MAX_FILTER_PAIRS;
 const CHUNK_SHIFT = 12;
 const CHUNK = 1 << CHUNK_SHIFT;
 const CHUNK_MASK = CHUNK - 1;
+/** The first chunk's first size; it doubles up to {@link CHUNK} (pairs of a few events stay small). */
+const FIRST_CHUNK = 16;
 
 /**
  * Ascending event ids, appended in fixed chunks: a growing JS array would copy itself into
  * ever larger backing stores, each past 128 KiB a large object that only a full collection
- * frees (tens of MB of garbage under a storm of lines).
+ * frees (tens of MB of garbage under a storm of lines). Only the first chunk grows, while it is
+ * the only one, so a pair of one event (callers choose scopes) holds 128 bytes, not 32 KiB.
  */
 export class IdList {
   private readonly chunks: Float64Array[] = [];
@@ -28,10 +31,24 @@ export class IdList {
   }
 
   push(id: number): void {
+    const c = this.n >>> CHUNK_SHIFT;
     const k = this.n & CHUNK_MASK;
-    if (k === 0) this.chunks.push(new Float64Array(CHUNK));
-    (this.chunks[this.chunks.length - 1] as Float64Array)[k] = id;
+    let chunk = this.chunks[c];
+    if (chunk === undefined) {
+      chunk = new Float64Array(c === 0 ? FIRST_CHUNK : CHUNK);
+      this.chunks.push(chunk);
+    } else if (k === chunk.length) {
+      const grown = new Float64Array(chunk.length * 2);
+      grown.set(chunk);
+      this.chunks[c] = chunk = grown;
+    }
+    chunk[k] = id;
     this.n++;
+  }
+
+  /** Ids it has room for without allocating. */
+  get capacity(): number {
+    return this.chunks.reduce((sum, c) => sum + c.length, 0);
   }
 
   /** The id at `i` (0 ≤ i < length). */
