@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
-import { alive, json, post, publish, startCluster, type Cluster } from '../helpers/cluster.js';
+import { alive, json, post, publish, startCluster, waitForJobEvent, type Cluster } from '../helpers/cluster.js';
 import { startNginx } from '../helpers/nginx.js';
 import { DISPATCH_TOOL, fixture } from '../helpers/service.js';
 import { failedStart, type ServiceProcess } from '../helpers/service-process.js';
@@ -145,7 +145,7 @@ describe('three instances on one PostgreSQL', () => {
 
   it('cancels a job from another instance: routed to its owner, answered once its group was signalled; 409 once it ended', async () => {
     const { proposalId } = await json<{ proposalId: string }>(post(b, '/api/proposals/generate', { project: 'harbor-lights' }));
-    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary.startsWith('ready ')) ? true : undefined), 'the job running');
+    await waitForJobEvent(a, b, proposalId, (x) => x.summary.startsWith('ready '), 'the job running');
     const r = await post(a, `/api/jobs/${proposalId}/cancel`, {});
     expect(r.status).toBe(202);
     expect(await r.json()).toMatchObject({ proposalId, cancelRequested: true, instanceId: 'b' });
@@ -219,7 +219,7 @@ describe('three instances on one PostgreSQL', () => {
   it('marks the running job of a killed instance lost exactly once, by one survivor', async () => {
     const e = await start('e');
     const { proposalId } = await json<{ proposalId: string }>(post(e, '/api/proposals/generate', { project: 'harbor-lights' }));
-    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary.startsWith('ready ')) ? true : undefined), 'the job running');
+    await waitForJobEvent(a, e, proposalId, (x) => x.summary.startsWith('ready '), 'the job running');
     const jobOnA = await json<{ state: string; pid: number; instanceId: string }>(fetch(`${a.url}/api/jobs/${proposalId}`));
     expect(jobOnA).toMatchObject({ state: 'running', instanceId: 'e' });
     // The job's process group outlives its killed instance (until that instance starts again).
@@ -246,7 +246,7 @@ describe('three instances on one PostgreSQL', () => {
   it('answers 504 when the instance that runs the job does not act within 5 s (it is stopped); the cancel stays recorded', async () => {
     const x = await start('x1');
     const { proposalId } = await json<{ proposalId: string }>(post(x, '/api/proposals/generate', { project: 'harbor-lights' }));
-    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((e) => e.summary.startsWith('ready ')) ? true : undefined), 'the job running');
+    await waitForJobEvent(a, x, proposalId, (e) => e.summary.startsWith('ready '), 'the job running');
     cluster.leftovers.push((await json<{ pid: number }>(fetch(`${a.url}/api/jobs/${proposalId}`))).pid);
     x.child.kill('SIGSTOP');
     try {
@@ -297,7 +297,7 @@ describe('three instances on one PostgreSQL', () => {
     const f = await start('f', { DISPATCH_CLI: fixture('slow-lines.mjs') });
     const { proposalId: kept } = await json<{ proposalId: string }>(post(a, '/api/proposals', { title: 'acknowledged before the outage' }));
     const { proposalId } = await json<{ proposalId: string }>(post(f, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'slow300' }));
-    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((x) => x.summary === 'line 20') ? true : undefined), 'the job printing');
+    await waitForJobEvent(a, f, proposalId, (x) => x.summary === 'line 20', 'the job printing');
     // Writers go on through the outage, on two instances: what is acknowledged (201) must be kept.
     const acknowledged: string[] = [];
     let refusals = 0;

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
-import { alive, json, post, publish, startCluster, type Cluster } from '../helpers/cluster.js';
+import { alive, json, post, publish, startCluster, waitForJobEvent, type Cluster } from '../helpers/cluster.js';
 import { startPgProxy, type PgProxy } from '../helpers/pg-proxy.js';
 import { fixture } from '../helpers/service.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
@@ -165,16 +165,7 @@ describe('a paused instance judged dead', () => {
   it('comes back without resurrecting its lost job: one lost event, nothing after it, the state stays lost, its process killed', async () => {
     const p = await cluster.start('paused', { DISPATCH_CLI: fixture('slow-lines.mjs') });
     const { proposalId } = await json<{ proposalId: string }>(post(p, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'slow100000' }));
-    await waitFor(async () => ((await allEvents(a.url, `proposalId=${proposalId}`)).some((e) => e.summary === 'line 20') ? true : undefined), 'the job printing').catch(async (err: Error) => {
-      // What each side saw, for the failure's message.
-      const seen = async (q: Pick<ServiceProcess, 'url'>) => {
-        const job = await (await fetch(`${q.url}/api/jobs/${proposalId}`)).text();
-        const evs = await allEvents(q.url, `proposalId=${proposalId}`);
-        const status = (await json<{ bus: unknown }>(fetch(`${q.url}/api/system-status`))).bus;
-        return `job ${job}; ${evs.length} events, the last: ${JSON.stringify(evs.at(-1)?.summary)}; bus ${JSON.stringify(status)}`;
-      };
-      throw new Error(`${err.message}. On the job's instance: ${await seen(p)}. On another: ${await seen(a)}`);
-    });
+    await waitForJobEvent(a, p, proposalId, (e) => e.summary === 'line 20', 'the job printing');
     const { pid } = await json<{ pid: number }>(fetch(`${a.url}/api/jobs/${proposalId}`));
     cluster.leftovers.push(pid);
     p.child.kill('SIGSTOP');

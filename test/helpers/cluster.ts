@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { allEvents, waitFor, type EngineEvent } from './events.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 import { fixture, SAMPLE_STORE } from './service.js';
 import { startServiceProcess, type ServiceProcess } from './service-process.js';
@@ -52,7 +53,10 @@ export async function startCluster(defaults: Record<string, string> = {}, pgOpti
     return {
       CONSOLE_DATABASE_URL: url,
       CONSOLE_INSTANCE_ID: id,
-      CONSOLE_INSTANCE_TIMEOUT_MS: '2000',
+      // The service's default. With 2 s, an instance that a loaded machine (CI: six test files, a
+      // browser, three databases on 2 cores) kept from beating for 2 s was judged dead by design,
+      // and its job marked lost while a test waited for its lines. A test about judgement sets its own.
+      CONSOLE_INSTANCE_TIMEOUT_MS: '10000',
       CONSOLE_DATA_DIR: store,
       CONSOLE_STATE_DIR: stateDir,
       DISPATCH_CLI: fixture('forever.mjs'),
@@ -118,6 +122,37 @@ export const post = (p: Pick<ServiceProcess, 'url'>, route: string, body: unknow
 /** Publishes through the loopback-only internal bus route; resolves to the event id. */
 export async function publish(p: Pick<ServiceProcess, 'url'>, summary: string, scope = 'test/cluster'): Promise<string> {
   return (await json<{ id: string }>(post(p, '/api/internal/bus', { severity: 'info', scope, summary }))).id;
+}
+
+/**
+ * Waits until an event of job `proposalId` matching `match` is stored, read through `reader`; fails at once,
+ * naming what the job's instance and `reader` saw, when the job ended without one (lost, cancelled, failed).
+ * @returns every event of the job read then.
+ */
+export async function waitForJobEvent(
+  reader: Pick<ServiceProcess, 'url'>,
+  owner: Pick<ServiceProcess, 'url'>,
+  proposalId: string,
+  match: (e: EngineEvent) => boolean,
+  what: string,
+): Promise<EngineEvent[]> {
+  const seen = async (q: Pick<ServiceProcess, 'url'>) => {
+    const job = await (await fetch(`${q.url}/api/jobs/${proposalId}`)).text();
+    const evs = await allEvents(q.url, `proposalId=${proposalId}`);
+    const bus = (await json<{ bus: unknown }>(fetch(`${q.url}/api/system-status`))).bus;
+    return `job ${job}; ${evs.length} events, the last: ${JSON.stringify(evs.at(-1)?.summary)}; bus ${JSON.stringify(bus)}`;
+  };
+  const failed = async (why: string): Promise<never> => {
+    throw new Error(`${why}. On the job's instance: ${await seen(owner).catch((e: Error) => e.message)}. On the reader: ${await seen(reader).catch((e: Error) => e.message)}`);
+  };
+  const found = await waitFor(async () => {
+    // The state first: once it has ended, the events read after it are all there will be (they commit before its end).
+    const { state } = await json<{ state: string }>(fetch(`${reader.url}/api/jobs/${proposalId}`));
+    const events = await allEvents(reader.url, `proposalId=${proposalId}`);
+    if (events.some(match)) return events;
+    return state === 'running' ? undefined : null;
+  }, what).catch((err: Error) => failed(`gave up waiting for ${what} (${err.message})`));
+  return found ?? failed(`${what}: the job ended without it`);
 }
 
 /** Whether a process exists (a zombie counts as gone). */
