@@ -86,6 +86,44 @@ describe('three instances on one PostgreSQL', () => {
     expect(z).toEqual(x);
   });
 
+  it('filter reads on PostgreSQL: by severities and scope prefix, pages of GET /api/events and a stream resumed with Last-Event-ID hold exactly the matching events, in order', async () => {
+    const severities = ['info', 'failure', 'warning', 'success'] as const;
+    // Prefixes with LIKE's wildcards must match literally: `a_` is not `ab`, `%` not anything.
+    const scopes = ['a/x', 'ab/x', 'a_/x', 'b/x', 'b/y'];
+    const send = (p: ServiceProcess, i: number) =>
+      json<{ id: string }>(post(p, '/api/internal/bus', { severity: severities[i % 4], scope: `test-filters/${scopes[i % 5]}`, summary: `filtered ${i}` }));
+    const sendMany = async (from: number, n: number) => {
+      for (let i = from; i < from + n; i += 50) await Promise.all(Array.from({ length: Math.min(50, from + n - i) }, (_, k) => send([a, b, c][(i + k) % 3] as ServiceProcess, i + k)));
+    };
+    const start = Number(await publish(a, 'before the filtered events'));
+    await sendMany(0, 1200);
+    const everything = (await allEvents(c.url, 'scopePrefix=test-filters/', String(start))).filter((e) => e.summary.startsWith('filtered '));
+    expect(everything).toHaveLength(1200);
+    const from = everything[99]?.id as string;
+    const filters: [string, (e: EngineEvent) => boolean][] = [
+      ['severities=failure&severities=warning&scopePrefix=test-filters/a', (e) => (e.severity === 'failure' || e.severity === 'warning') && e.scope.startsWith('test-filters/a')],
+      ['scopePrefix=test-filters/a_', (e) => e.scope.startsWith('test-filters/a_')],
+      ['scopePrefix=test-filters/%25', () => false],
+      ['severities=success', (e) => e.severity === 'success' && e.scope.startsWith('test-filters/')],
+      ['severities=failure&scopePrefix=test-filters/none', () => false],
+    ];
+    for (const [query, passes] of filters) {
+      const want = everything.filter((e) => Number(e.id) > Number(from) && passes(e));
+      const read = (await allEvents(a.url, query, from)).filter((e) => e.scope.startsWith('test-filters/'));
+      expect(read.map((e) => e.id), query).toEqual(want.map((e) => e.id));
+    }
+    // The first filter as a stream on another instance, resumed after `from`: the replay, then live events, once each.
+    const [query, passes] = filters[0] as [string, (e: EngineEvent) => boolean];
+    const replay = everything.filter((e) => Number(e.id) > Number(from) && passes(e));
+    expect(replay.length).toBeGreaterThan(100);
+    const filtered = cluster.stream(b, { 'Last-Event-ID': from }, `?${query}`);
+    await filtered.until((x) => x.events.length >= replay.length, 'the filtered replay');
+    await sendMany(1200, 60);
+    const live = (await allEvents(c.url, 'scopePrefix=test-filters/', everything.at(-1)?.id)).filter(passes);
+    await filtered.until((x) => x.events.length >= replay.length + live.length, 'the filtered live events');
+    expect(filtered.events.map((e) => e.id)).toEqual([...replay, ...live].map((e) => e.id));
+  });
+
   it('record one decision and one fallback when two instances decide one pending proposal at once', async () => {
     for (let round = 0; round < 5; round++) {
       const { proposalId } = await json<{ proposalId: string }>(post(c, '/api/proposals', { title: `race ${round}` }));
