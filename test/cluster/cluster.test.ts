@@ -110,7 +110,10 @@ describe('three instances on one PostgreSQL', () => {
     for (const [query, passes] of filters) {
       const want = everything.filter((e) => Number(e.id) > Number(from) && passes(e));
       const read = (await allEvents(a.url, query, from)).filter((e) => e.scope.startsWith('test-filters/'));
-      expect(read.map((e) => e.id), query).toEqual(want.map((e) => e.id));
+      expect(
+        read.map((e) => e.id),
+        query,
+      ).toEqual(want.map((e) => e.id));
     }
     // The first filter as a stream on another instance, resumed after `from`: the replay, then live events, once each.
     const [query, passes] = filters[0] as [string, (e: EngineEvent) => boolean];
