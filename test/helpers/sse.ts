@@ -17,6 +17,10 @@ export class SseClient {
   readonly events: EngineEvent[] = [];
   ended = false;
   status = 0;
+  /** Why the stream ended, when it was not by its end (aborted, reset). */
+  error: Error | undefined;
+  /** Requests sent again after an unanswered failure on a closed keep-alive connection. */
+  resent = 0;
   headers: Headers | undefined;
   private readonly controller = new AbortController();
   private waiters: (() => void)[] = [];
@@ -29,7 +33,7 @@ export class SseClient {
 
   private async run(url: string, headers: Record<string, string>): Promise<void> {
     try {
-      const res = await fetch(url, { headers, signal: this.controller.signal });
+      const res = await this.connect(url, headers);
       this.status = res.status;
       this.headers = res.headers;
       const decoder = new TextDecoder();
@@ -37,11 +41,30 @@ export class SseClient {
         this.buffer += decoder.decode(chunk, { stream: true });
         this.parse();
       }
-    } catch {
-      // aborted or reset by the server
+    } catch (err) {
+      // Aborted, or reset by the server: said by `until` if a test waited for more.
+      this.error = err as Error;
     } finally {
       this.ended = true;
       this.wake();
+    }
+  }
+
+  /**
+   * The request, sent again when it failed before any answer on a connection the server had closed:
+   * fetch reuses an idle keep-alive connection, and one its server closes as it is reused (its idle
+   * time-out) fails the request unanswered. Browsers send such a request again; so does this.
+   */
+  private async connect(url: string, headers: Record<string, string>): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fetch(url, { headers, signal: this.controller.signal });
+      } catch (err) {
+        const code = ((err as Error).cause as { code?: string } | undefined)?.code;
+        if (this.controller.signal.aborted || attempt === 3 || (code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET')) throw err;
+        this.resent++;
+        process.stderr.write(`sse: ${url} sent again after ${(err as Error).message} (${code})\n`);
+      }
     }
   }
 
@@ -73,7 +96,10 @@ export class SseClient {
   async until(predicate: (c: SseClient) => boolean, what = 'stream condition', ceilingMs = waitCeilingMs()): Promise<void> {
     const deadline = Date.now() + ceilingMs;
     while (!predicate(this)) {
-      if (this.ended) throw new Error(`stream ended before ${what}`);
+      if (this.ended) {
+        const why = this.error ? `: ${this.error.message}${this.error.cause ? ` (${(this.error.cause as Error).message})` : ''}` : '';
+        throw new Error(`stream ended before ${what} (status ${this.status}, ${this.frames.length} frames${why})`);
+      }
       if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
