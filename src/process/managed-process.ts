@@ -1,5 +1,6 @@
 /** One managed child (jobs, terminals): no shell, its own process group, SIGTERM then SIGKILL after a grace, its tree swept after exit. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { ProcessSpawnError } from './errors.js';
 import { exitFactsOf, type ExitFacts } from './exit-facts.js';
 import type { ProcInfo } from './proc-task.js';
@@ -68,6 +69,7 @@ export class ManagedProcess {
   private readonly leaderStart: Promise<number | undefined>;
   private killTimer: NodeJS.Timeout | undefined;
   private hasExited = false;
+  private readonly keepers: (() => void)[] = [];
 
   constructor(
     private readonly table: HousekeepingThread,
@@ -75,6 +77,16 @@ export class ManagedProcess {
     readonly pid: number,
     private readonly opts: ManagedSpawnOptions,
   ) {
+    // Node discards a child's unread output at its exit (it resumes every pipe nobody listens to):
+    // a job that prints and exits before its reader is attached (its launch is recorded first,
+    // a database round trip) would lose every line. A 'readable' listener keeps the bytes,
+    // unread, in the pipe's buffer and then the pipe itself, until `output()` hands them over.
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream === null) continue;
+      const keep = () => {};
+      stream.on('readable', keep);
+      this.keepers.push(() => stream.removeListener('readable', keep));
+    }
     // Asked at once: until the leader is reaped (after its exit event) its pid is its own.
     this.leaderStart = table.describe(pid).then((d) => d.info?.startTime);
     this.exited = new Promise((resolve) =>
@@ -85,6 +97,12 @@ export class ManagedProcess {
       }),
     );
     this.ended = this.exited.then(async (exit) => ({ exit, leftovers: await this.sweep() }));
+  }
+
+  /** Its piped output, to be read from now on (what it printed before is in it); null for a stream not piped. */
+  output(): { readonly stdout: Readable | null; readonly stderr: Readable | null } {
+    for (const release of this.keepers.splice(0)) release();
+    return { stdout: this.child.stdout, stderr: this.child.stderr };
   }
 
   /** One pass: `signal` to its group and every captured process. @returns live processes signalled (0 without `/proc`). */

@@ -44,7 +44,8 @@ export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, jo
     gate.check();
   };
   const meters = [framingMeter(), framingMeter()] as const;
-  const drained = Promise.all([frameLines(turns, child.stdout!, max, onLine('stdout'), gate, meters[0]), frameLines(turns, child.stderr!, max, onLine('stderr'), gate, meters[1])]);
+  const { stdout, stderr } = job.proc.output();
+  const drained = Promise.all([frameLines(turns, stdout!, max, onLine('stdout'), gate, meters[0]), frameLines(turns, stderr!, max, onLine('stderr'), gate, meters[1])]);
   // The job is its whole tree, swept after the exit: group members would hold its pipes open,
   // detached descendants would run on unwatched.
   return job.proc.ended.then(async (ended) => {

@@ -170,10 +170,10 @@ export class TerminalManager implements Terminals {
       if (err instanceof ProcessSpawnError) throw new TerminalStartError(`the operating system refused to start the terminal program ${program}`, { cause: err });
       throw err;
     }
-    const { child } = proc;
+    const { stderr } = proc.output();
     const t = new Terminal(projectId, port, urlOf(this.options.urlHost, port), cwd, this.options.command, shownArgv(program, args, credential), new Date().toISOString(), proc, credential);
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (s: string) => {
+    stderr?.setEncoding('utf8');
+    stderr?.on('data', (s: string) => {
       t.stderrTail = (t.stderrTail + s).slice(-STDERR_TAIL_CHARS);
     });
     t.exited = proc.ended.then((end) => this.onEnd(t, end));

@@ -184,6 +184,26 @@ describe('three instances on one PostgreSQL', () => {
     }
   });
 
+  it('keeps every line of jobs that print and exit before their launch is stored: counted, stored and served in order', async () => {
+    // The reader of a job is attached once its launch is stored (a database round trip here);
+    // a short job has printed and exited by then, and Node discards unread pipes at the exit.
+    const s1 = await start('s1', { DISPATCH_CLI: fixture('load-tool.mjs') });
+    const ids = await Promise.all(Array.from({ length: 24 }, () => json<{ proposalId: string }>(post(s1, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'flood20' }))));
+    type Job = { state: string; stdoutLines: number; stderrLines: number };
+    for (const { proposalId } of ids) {
+      const job = await waitFor(async () => {
+        const j = await json<Job>(fetch(`${a.url}/api/jobs/${proposalId}`));
+        return j.state !== 'running' ? j : undefined;
+      }, `the end of ${proposalId}`);
+      expect(job, proposalId).toMatchObject({ state: 'exited ok', stdoutLines: 20, stderrLines: 2 });
+      const events = await json<EngineEvent[]>(fetch(`${a.url}/api/jobs/${proposalId}/events?limit=500`));
+      expect(
+        events.filter((e) => e.detail?.startsWith(`${proposalId} stdout`)).map((e) => e.summary),
+        proposalId,
+      ).toEqual(Array.from({ length: 20 }, (_, i) => `flood ${i + 1}`));
+    }
+  });
+
   it('cancels a job from another instance: routed to its owner, answered once its group was signalled; 409 once it ended', async () => {
     const { proposalId } = await json<{ proposalId: string }>(post(b, '/api/proposals/generate', { project: 'harbor-lights' }));
     await waitForJobEvent(a, b, proposalId, (x) => x.summary.startsWith('ready '), 'the job running');

@@ -110,18 +110,43 @@ describe('the history of a cluster', () => {
   it('shows one instance’s load in the history another one answers', async () => {
     const b = instances.get('b') as ServiceProcess;
     const a = instances.get('a') as ServiceProcess;
+    interface Job {
+      state: string;
+      exitReason: string | null;
+      stdoutLines: number;
+      stderrLines: number;
+    }
     const res = await fetch(`${b.url}/api/proposals/generate`, {
       method: 'POST',
       headers: { ...AUTH, 'content-type': 'application/json' },
       body: JSON.stringify({ project: 'harbor-lights', shotId: 'flood5000' }),
     });
     expect(res.status).toBe(202);
-    await waitFor(async () => {
-      const h = await historyOf(a.url);
-      const ofB = h.instances.find((i) => i.id === 'b');
-      const ofA = h.instances.find((i) => i.id === 'a');
-      return (ofB?.series.linesPerSecond ?? []).some((v) => (v ?? 0) > 0) && (ofA?.series.linesPerSecond ?? []).every((v) => (v ?? 0) === 0) ? true : undefined;
-    }, 'b’s lines in the history a answers, and none in a’s own');
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    let last: { instances: InstanceHistory[] } | undefined;
+    try {
+      await waitFor(async () => {
+        const h = (last = await historyOf(a.url));
+        const ofB = h.instances.find((i) => i.id === 'b');
+        const ofA = h.instances.find((i) => i.id === 'a');
+        return (ofB?.series.linesPerSecond ?? []).some((v) => (v ?? 0) > 0) && (ofA?.series.linesPerSecond ?? []).every((v) => (v ?? 0) === 0) ? true : undefined;
+      }, 'b’s lines in the history a answers, and none in a’s own');
+    } catch (err) {
+      // Say what was seen: the job on b, b's own history, and the last answer of a.
+      const job = await get<unknown>(`${b.url}/api/jobs/${proposalId}`).catch((e: Error) => e.message);
+      const own = await historyOf(`${b.url}`).catch((e: Error) => e.message);
+      const brief = (h: { instances: InstanceHistory[] } | string | undefined) =>
+        typeof h === 'object'
+          ? JSON.stringify(h.instances.map((i) => ({ id: i.id, self: i.self, reachable: i.reachable, error: i.error, samples: i.times.length, linesPerSecond: i.series.linesPerSecond })))
+          : String(h);
+      throw new Error(`${(err as Error).message}\njob on b: ${JSON.stringify(job)}\nb's own history: ${brief(own)}\nlast answer of a: ${brief(last)}`);
+    }
+    // Every line counted: a short job once lost all it printed while its launch was recorded.
+    const job = await waitFor(async () => {
+      const j = await get<Job>(`${b.url}/api/jobs/${proposalId}`);
+      return j.state === 'running' ? undefined : j;
+    }, `the end of ${proposalId}`);
+    expect(job).toMatchObject({ state: 'exited ok', stdoutLines: 5000, stderrLines: 500 });
   });
 
   it('lists an instance that does not answer as unreachable, with the reason, and reads it again once it answers', async () => {

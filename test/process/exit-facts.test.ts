@@ -39,7 +39,7 @@ describe('exit facts of a process ended by a signal', () => {
     ['SIGTERM', 143],
   ] as const)('%s: rc %i', async (signal, rc) => {
     const p = start('forever.mjs');
-    await lineStartingWith(p.child.stdout!, 'ready ');
+    await lineStartingWith(p.output().stdout!, 'ready ');
     process.kill(p.pid, signal);
     expect(await p.exited).toEqual({ exitCode: null, signal, isTerminated: true, rc });
   });

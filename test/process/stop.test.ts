@@ -19,7 +19,7 @@ const start = (file: string) => spawnManaged(procs, process.execPath, [fixture(f
 describe('stop', () => {
   it('ends a process that honours SIGTERM with SIGTERM (rc 143); nothing is left to sweep', async () => {
     const p = start('forever.mjs');
-    await lineStartingWith(p.child.stdout!, 'ready ');
+    await lineStartingWith(p.output().stdout!, 'ready ');
     p.stop(60_000); // the grace is never reached: SIGTERM ends it
     const { exit, leftovers } = await p.ended;
     expect(exit).toEqual({ exitCode: null, signal: 'SIGTERM', isTerminated: true, rc: 143 });
@@ -28,8 +28,8 @@ describe('stop', () => {
 
   it('ends a process that ignores SIGTERM with SIGKILL after the grace period (rc 137), after it saw the SIGTERM', async () => {
     const p = start('gen-ignore-term.mjs');
-    await lineStartingWith(p.child.stdout!, 'ready ');
-    const ignoring = lineStartingWith(p.child.stdout!, 'ignoring SIGTERM');
+    await lineStartingWith(p.output().stdout!, 'ready ');
+    const ignoring = lineStartingWith(p.output().stdout!, 'ignoring SIGTERM');
     // It sees the SIGTERM only once it runs, which on a loaded machine took longer than a short
     // grace: first a grace it never outwaits, then, once it said it ignores the SIGTERM, a stop
     // with a short one (a second stop restarts the grace).
@@ -45,7 +45,7 @@ describe('stop', () => {
     ['in a session of its own (found by its parent link, captured before the signal)', 'gen-detached-grandchild.mjs'],
   ])('ends a grandchild %s', async (_where, file) => {
     const p = start(file);
-    const grandchild = Number((await lineStartingWith(p.child.stdout!, 'grandchild ')).split(' ')[1]);
+    const grandchild = Number((await lineStartingWith(p.output().stdout!, 'grandchild ')).split(' ')[1]);
     expect(gone(grandchild)).toBe(false);
     p.stop(60_000);
     expect((await p.ended).exit.rc).toBe(143);

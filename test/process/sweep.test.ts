@@ -27,7 +27,7 @@ describe('the sweep after the exit', () => {
     // rel-c-tree.mjs with "exit": the leader reports its tree and exits 0, leaving four processes.
     const opts = options();
     const p = spawnManaged(procs, process.execPath, [fixture('rel-c-tree.mjs'), '--model', 'exit'], opts);
-    const [, , worker, sub, daemon, session] = (await lineStartingWith(p.child.stdout!, 'tree ')).split(' ').map(Number);
+    const [, , worker, sub, daemon, session] = (await lineStartingWith(p.output().stdout!, 'tree ')).split(' ').map(Number);
     const { exit, leftovers } = await p.ended;
     expect(exit.rc).toBe(0);
     for (const pid of [worker, sub, daemon, session]) expect(gone(pid as number), `pid ${pid}`).toBe(true);
@@ -39,7 +39,7 @@ describe('the sweep after the exit', () => {
   it('re-scans until a scan finds none: a daemon that keeps forking is gone, in more than one pass', async () => {
     const opts = options({ env: { FORKING_TARGET: '50' } });
     const p = spawnManaged(procs, process.execPath, [fixture('gen-forking-tree.mjs')], opts);
-    const children = Number((await lineStartingWith(p.child.stdout!, 'tree ')).split(' ')[2]);
+    const children = Number((await lineStartingWith(p.output().stdout!, 'tree ')).split(' ')[2]);
     const { leftovers } = await p.ended;
     expect(leftovers.left).toEqual([]);
     // The first pass found the daemon and its children; a later one had to find none.
@@ -55,7 +55,7 @@ describe('the sweep after the exit', () => {
   ])('stops at its bound (%s) and reports what the last pass still found', async (_what, sweep) => {
     const opts = options({ env: { FORKING_TARGET: '30' }, sweep });
     const p = spawnManaged(procs, process.execPath, [fixture('gen-forking-tree.mjs')], opts);
-    await lineStartingWith(p.child.stdout!, 'tree ');
+    await lineStartingWith(p.output().stdout!, 'tree ');
     const { leftovers } = await p.ended;
     expect(leftovers.passes).toBe(1);
     expect(leftovers.left.length).toBeGreaterThan(30);
@@ -83,7 +83,7 @@ describe('a process worker that fails', () => {
     const broken = new HousekeepingThread(fixture('proc-worker-broken.mjs'));
     try {
       const p = spawnManaged(broken, process.execPath, [fixture('forever.mjs')], options());
-      await lineStartingWith(p.child.stdout!, 'ready ');
+      await lineStartingWith(p.output().stdout!, 'ready ');
       p.stop(60_000);
       const { exit, leftovers } = await p.ended;
       expect(exit.rc).toBe(143);
