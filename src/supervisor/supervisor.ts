@@ -167,6 +167,10 @@ export class Supervisor {
       await recording;
     } catch (err) {
       void proc.signalTree('SIGKILL'); // an unrecorded job must not run
+      // Nobody will read it: its pipes are closed, not held open by ManagedProcess.
+      const { stdout, stderr } = proc.output();
+      stdout?.destroy();
+      stderr?.destroy();
       throw err;
     } finally {
       this.starting.delete(settled);

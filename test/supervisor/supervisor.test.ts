@@ -143,6 +143,41 @@ it('recovers jobs a previous run left running: marked lost once, with a failure 
   expect(await sup.recoverLost()).toEqual([]);
 });
 
+it('kills a job whose launch the database refuses, and closes its pipes (held unread until a reader takes them)', async () => {
+  // Refused once the job printed and exited: what it printed is held in its pipes, unread.
+  const project = 'refused-launch';
+  const running = () =>
+    fs.readdirSync('/proc').some((pid) => {
+      try {
+        return /^\d+$/.test(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(project) && !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+      } catch {
+        return false;
+      }
+    });
+  class RefusingCommitter extends SqliteCommitter {
+    override async commit<T>(): Promise<{ result: T; events: BusEvent[] }> {
+      await waitFor(() => (running() ? true : undefined), 'the job running');
+      await waitFor(() => (running() ? undefined : true), 'the job’s exit');
+      throw new Error('refused by the test');
+    }
+  }
+  const descriptors = () => fs.readdirSync('/proc/self/fd').length;
+  const before = descriptors();
+  const sup = new Supervisor(bus, new RefusingCommitter(state, bus), procs, {
+    instanceId: 'local',
+    dispatchCli: fixture('print-lines.mjs'),
+    childEnv: { PATH: process.env.PATH ?? '' },
+    maxRunning: 4,
+    retryAfterSeconds: 1,
+    killGraceMs: 500,
+    lineMaxBytes: 1024,
+    historySize: 1000,
+    sweep: { maxPasses: 10, maxMs: 2000 },
+  });
+  await expect(sup.start({ ...REQ, project })).rejects.toThrow('refused by the test');
+  await waitFor(() => (descriptors() <= before ? true : undefined), `the descriptors back to ${before} (now ${descriptors()})`);
+});
+
 it('holds the cap: a start past maxRunning is refused, nothing spawned', async () => {
   const sup = supervisor(fixture('forever.mjs'), { maxRunning: 1 });
   const job = await sup.start(REQ);
