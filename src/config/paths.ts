@@ -16,6 +16,8 @@ export interface WorkerFiles {
   readonly proc: string;
   /** WAL checkpoints, a task of the process worker's thread (src/state/sqlite/checkpoint-task.ts). */
   readonly checkpoint: string;
+  /** The spawn helper process's program (src/process/spawn-helper-main.ts). */
+  readonly spawnHelper: string;
 }
 
 export const WORKER_FILES: WorkerFiles = Object.freeze({
@@ -23,6 +25,7 @@ export const WORKER_FILES: WorkerFiles = Object.freeze({
   readStore: path.join(REPO_ROOT, 'dist', 'workers', 'read-store.js'),
   proc: path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js'),
   checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'checkpoint-task.js'),
+  spawnHelper: path.join(REPO_ROOT, 'dist', 'process', 'spawn-helper-main.js'),
 });
 
 /** Application version (spec: Versioning): package.json's `version`, written in one place. */

@@ -17,7 +17,7 @@ import { ServiceMetrics } from '../metrics/index.js';
 import { raiseDescriptorLimit, type DescriptorLimits } from '../ops/descriptors.js';
 import type { Logger } from '../ops/logger.js';
 import { Readiness } from '../ops/readiness.js';
-import { HousekeepingThread } from '../process/index.js';
+import { HousekeepingThread, SpawnHelper } from '../process/index.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { TerminalManager, type TerminalInfo, type Terminals } from '../terminals/index.js';
@@ -35,6 +35,8 @@ export interface Parts {
   readonly metrics: ServiceMetrics;
   /** The housekeeping thread: /proc scans, tree signals, SQLite's WAL checkpoints. */
   readonly housekeeping: HousekeepingThread;
+  /** The spawn helper process: every job's fork happens there (spawn-helper-main.ts). */
+  readonly spawner: SpawnHelper;
   readonly backend: StateBackend;
   /** Cluster mode's membership (null on SQLite). */
   readonly membership: Membership | null;
@@ -58,7 +60,12 @@ export interface Parts {
 }
 
 /** Builds every part in dependency order, closing what was built on a failure. @throws ConfigError, StateDbError, or a cluster join refusal. */
-export async function composeService(config: Config, log: Logger, registries: Registries = SHIPPED_REGISTRIES): Promise<{ parts: Parts; abandon: () => Promise<void> }> {
+export async function composeService(
+  config: Config,
+  log: Logger,
+  registries: Registries = SHIPPED_REGISTRIES,
+  onFatal: (err: Error) => void = () => {},
+): Promise<{ parts: Parts; abandon: () => Promise<void> }> {
   prepareStore(config, log);
   // The embedded database has one instance, whatever its port: its jobs are found again after a restart.
   const clustered = config.cluster.databaseUrl !== null;
@@ -75,7 +82,19 @@ export async function composeService(config: Config, log: Logger, registries: Re
     throw err;
   }
   const { bus } = backend;
-  const cleanup: (() => unknown)[] = [() => backend.close(), () => housekeeping.close()];
+  let spawner: SpawnHelper;
+  try {
+    // Started now, ready by the first job: jobs' exits are learnt through it, so its death is fatal.
+    spawner = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => {
+      log.fatal({ err: err.message }, 'the spawn helper process died: the exits of the jobs can no longer be learnt; the service stops (its next start marks them lost)');
+      onFatal(err);
+    });
+  } catch (err) {
+    await backend.close();
+    await housekeeping.close();
+    throw err;
+  }
+  const cleanup: (() => unknown)[] = [() => backend.close(), () => housekeeping.close(), () => spawner.close()];
   const abandon = async () => {
     for (const fn of cleanup) await fn();
   };
@@ -94,7 +113,7 @@ export async function composeService(config: Config, log: Logger, registries: Re
       retryAfterSeconds: config.jobs.retryAfterSeconds,
     });
     cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
-    supervisor = supervisorOf(config, backend, housekeeping, instanceId);
+    supervisor = supervisorOf(config, backend, housekeeping, spawner, instanceId);
     const jobs = supervisor;
     metrics.observeSupervisor(jobs);
     jobs.onFenced((job) => log.error({ job: jobSummary(job) }, 'job marked lost by another instance while this one could not beat: its processes were killed, nothing more is published for it'));
@@ -157,6 +176,7 @@ export async function composeService(config: Config, log: Logger, registries: Re
       instanceId,
       metrics,
       housekeeping,
+      spawner,
       backend,
       membership,
       pool,
@@ -214,9 +234,9 @@ function membershipOf(
 const sweepOf = (config: Config) => ({ maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs });
 
 /** The supervisor of this instance's generation jobs. */
-function supervisorOf(config: Config, backend: StateBackend, housekeeping: HousekeepingThread, instanceId: string): Supervisor {
+function supervisorOf(config: Config, backend: StateBackend, housekeeping: HousekeepingThread, spawner: SpawnHelper, instanceId: string): Supervisor {
   const clustered = backend.kind === 'postgres';
-  return new Supervisor(backend.bus, backend.committer, housekeeping, {
+  return new Supervisor(backend.bus, backend.committer, housekeeping, spawner, {
     instanceId,
     reportInstance: clustered,
     dispatchCli: config.dispatchCli,

@@ -19,6 +19,14 @@ export interface ServiceOptions {
   readonly today?: string;
   /** A logger of the caller's, used as it is (no scrubbing but its own); else the service's (logger.ts). */
   readonly logger?: Logger;
+  /** Called after a part the service cannot run without died (logged already); default: exit 1. */
+  readonly onFatal?: (err: Error) => void;
+}
+
+/** The service cannot go on: one line on stderr, exit 1 (a supervisor restarts it; the restart marks its jobs lost). */
+function exitOnFatal(err: Error): void {
+  process.stderr.write(`console-backend: ${err.message}; exiting\n`);
+  process.exit(1);
 }
 
 /** A running service. `close` performs the full shutdown and resolves when it is done. */
@@ -38,7 +46,7 @@ export interface Service {
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.logger ?? createLogger(config.logLevel, { secrets: config.secrets, format: config.logFormat });
   const guards = checkStartupGuards(opts.registries ?? SHIPPED_REGISTRIES, opts.today ?? utcDate());
-  const { parts, abandon } = await composeService(config, log, opts.registries);
+  const { parts, abandon } = await composeService(config, log, opts.registries, opts.onFatal ?? exitOnFatal);
   let web: ReturnType<typeof buildHttp>;
   let bound: Awaited<ReturnType<typeof listen>>;
   try {

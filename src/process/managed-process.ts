@@ -5,6 +5,7 @@ import { ProcessSpawnError } from './errors.js';
 import { exitFactsOf, type ExitFacts } from './exit-facts.js';
 import type { ProcInfo } from './proc-task.js';
 import type { HousekeepingThread } from './housekeeping-thread.js';
+import type { RemoteChild, SpawnHelper } from './spawn-helper.js';
 import { sweepTree, type SweepBounds, type SweepReport } from './sweep-tree.js';
 
 /** How to start a managed process. */
@@ -57,7 +58,28 @@ export function spawnManaged(table: HousekeepingThread, file: string, args: read
     throw new ProcessSpawnError(file, refusal);
   }
   child.on('error', () => {});
-  return new ManagedProcess(table, child, child.pid, opts);
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return new ManagedProcess(table, { pid: child.pid, startTime: undefined, stdout: child.stdout, stderr: child.stderr, exit }, opts);
+}
+
+/**
+ * {@link spawnManaged} made by the spawn helper process: the fork happens there, not in this
+ * (large) process; its stdout and stderr are read here all the same.
+ * @throws ProcessSpawnError when the OS refuses (errno known), or the helper is gone.
+ */
+export async function spawnManagedVia(helper: SpawnHelper, table: HousekeepingThread, file: string, args: readonly string[], opts: ManagedSpawnOptions): Promise<ManagedProcess> {
+  const child: RemoteChild = await helper.spawn({ file, args, cwd: opts.cwd, env: opts.env, stdout: opts.stdout === 'pipe', stderr: opts.stderr === 'pipe' });
+  return new ManagedProcess(table, child, opts);
+}
+
+/** What a managed process is made of, wherever it was spawned. */
+interface ChildSource {
+  readonly pid: number;
+  /** Its start time (clock ticks after boot) when the spawner read it; undefined to ask /proc here. */
+  readonly startTime: number | null | undefined;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  readonly exit: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
 }
 
 export class ManagedProcess {
@@ -71,12 +93,18 @@ export class ManagedProcess {
   private hasExited = false;
   private readonly keepers: (() => void)[] = [];
 
+  /** Its process id, also its process group's. */
+  readonly pid: number;
+  private readonly streams: { readonly stdout: Readable | null; readonly stderr: Readable | null };
+
   constructor(
     private readonly table: HousekeepingThread,
-    readonly child: ChildProcess,
-    readonly pid: number,
+    child: ChildSource,
     private readonly opts: ManagedSpawnOptions,
   ) {
+    const pid = child.pid;
+    this.pid = pid;
+    this.streams = { stdout: child.stdout, stderr: child.stderr };
     // Node discards a child's unread output at its exit (it resumes every pipe nobody listens to):
     // a job that prints and exits before its reader is attached (its launch is recorded first,
     // a database round trip) would lose every line. A 'readable' listener keeps the bytes,
@@ -88,21 +116,19 @@ export class ManagedProcess {
       this.keepers.push(() => stream.removeListener('readable', keep));
     }
     // Asked at once: until the leader is reaped (after its exit event) its pid is its own.
-    this.leaderStart = table.describe(pid).then((d) => d.info?.startTime);
-    this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
-        this.hasExited = true;
-        clearTimeout(this.killTimer);
-        resolve(exitFactsOf(code, signal));
-      }),
-    );
+    this.leaderStart = child.startTime !== undefined ? Promise.resolve(child.startTime ?? undefined) : table.describe(pid).then((d) => d.info?.startTime);
+    this.exited = child.exit.then(({ code, signal }) => {
+      this.hasExited = true;
+      clearTimeout(this.killTimer);
+      return exitFactsOf(code, signal);
+    });
     this.ended = this.exited.then(async (exit) => ({ exit, leftovers: await this.sweep() }));
   }
 
   /** Its piped output, to be read from now on (what it printed before is in it); null for a stream not piped. */
   output(): { readonly stdout: Readable | null; readonly stderr: Readable | null } {
     for (const release of this.keepers.splice(0)) release();
-    return { stdout: this.child.stdout, stderr: this.child.stderr };
+    return this.streams;
   }
 
   /** One pass: `signal` to its group and every captured process. @returns live processes signalled (0 without `/proc`). */

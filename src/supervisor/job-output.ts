@@ -20,7 +20,6 @@ export interface OutputOptions {
 
 /** Publishes the job's lines until its process ended and both pipes drained. @returns the exit facts and the sweep's report after the last line; never rejects. */
 export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
-  const { child } = job.proc;
   const max = options.lineMaxBytes;
   const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {
     if (job.fenced) return;
@@ -56,8 +55,8 @@ export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, jo
       busy,
       Math.max(options.killGraceMs, 1000),
       () => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
+        stdout?.destroy();
+        stderr?.destroy();
       },
     );
     return ended;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import type { EventInput } from '../bus/event.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import type { StateCommitter, StateStore } from '../state/state-store.js';
-import { ProcessSpawnError, spawnManaged, type ManagedProcess, type HousekeepingThread, type SweepBounds } from '../process/index.js';
+import { ProcessSpawnError, spawnManagedVia, type ManagedProcess, type HousekeepingThread, type SpawnHelper, type SweepBounds } from '../process/index.js';
 import { SpawnError, ToolMissingError } from './errors.js';
 import { JOB_ENV, jobMark, type RunningJob } from './running-job.js';
 
@@ -38,12 +38,21 @@ export function requireTool(tool: string): void {
   if (!isFile(tool)) throw new ToolMissingError(tool);
 }
 
-/** Spawns the dispatch tool for job `proposalId`, stdout and stderr piped. @returns the full argv and the process. @throws SpawnError when the OS refuses. */
-export function spawnTool(procs: HousekeepingThread, options: LaunchOptions, proposalId: string, req: GenerationRequest): { argv: string[]; proc: ManagedProcess } {
+/**
+ * Spawns the dispatch tool for job `proposalId` in the spawn helper process, stdout and stderr
+ * read here. @returns the full argv and the process. @throws SpawnError when the OS refuses.
+ */
+export async function spawnTool(
+  spawner: SpawnHelper,
+  procs: HousekeepingThread,
+  options: LaunchOptions,
+  proposalId: string,
+  req: GenerationRequest,
+): Promise<{ argv: string[]; proc: ManagedProcess }> {
   const tool = options.dispatchCli;
   const argv = [process.execPath, tool, ...toolArgs(req)];
   try {
-    const proc = spawnManaged(procs, argv[0] as string, argv.slice(1), {
+    const proc = await spawnManagedVia(spawner, procs, argv[0] as string, argv.slice(1), {
       env: { ...options.childEnv, [JOB_ENV]: proposalId },
       stdout: 'pipe',
       stderr: 'pipe',

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/records.js';
 import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
-import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SweepBounds, type SweepReport } from '../process/index.js';
+import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SpawnHelper, type SweepBounds, type SweepReport } from '../process/index.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
 import { LineTurns } from './frame-lines.js';
 import { JobPriority } from './job-priority.js';
@@ -79,11 +79,15 @@ export class Supervisor {
   private finishedTotal = 0;
   private readonly reads: JobReads;
 
-  /** @param committer records a job with its spawn event in one transaction; @param procs the process worker. */
+  /**
+   * @param committer records a job with its spawn event in one transaction; @param procs the
+   * process worker; @param spawner the spawn helper process that forks the jobs.
+   */
   constructor(
     private readonly bus: Bus,
     private readonly committer: StateCommitter,
     private readonly procs: HousekeepingThread,
+    private readonly spawner: SpawnHelper,
     private readonly options: SupervisorOptions,
   ) {
     this.state = committer.store;
@@ -145,9 +149,31 @@ export class Supervisor {
     this.checkCapacity();
 
     const proposalId = `gen_${randomBytes(6).toString('hex')}`;
-    let launched: ReturnType<typeof spawnTool>;
+    // Counted against the cap from here: the spawn (in the helper process) and the record take turns of the loop.
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    this.starting.add(settled);
+    let job: RunningJob;
     try {
-      launched = spawnTool(this.procs, this.options, proposalId, req);
+      job = await this.launch(proposalId, req);
+    } finally {
+      this.starting.delete(settled);
+      settle();
+    }
+    const { proc } = job;
+    this.running.set(proposalId, job);
+    this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered);
+    this.startedTotal++;
+    this.notifyTransition(job, 'accepted');
+    job.finished = superviseOutput(this.bus, this.turns, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
+    return job.record();
+  }
+
+  /** Spawns and records one job, or neither. @throws SpawnError or the state store's error. */
+  private async launch(proposalId: string, req: GenerationRequest): Promise<RunningJob> {
+    let launched: Awaited<ReturnType<typeof spawnTool>>;
+    try {
+      launched = await spawnTool(this.spawner, this.procs, this.options, proposalId, req);
     } catch (err) {
       if (err instanceof SpawnError) recordRefused(this.state, this.options.instanceId, proposalId, req, [process.execPath, this.options.dispatchCli, ...toolArgs(req)], err);
       throw err;
@@ -157,14 +183,8 @@ export class Supervisor {
     const { severity } = transition(null, { kind: 'accepted' });
     // The job's record and its spawn event commit together: no job without its first event.
     const spawned = { severity, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
-    const recording = recordLaunch(this.committer, this.options.instanceId, job, req, spawned);
-    const settled = recording.then(
-      () => {},
-      () => {},
-    );
-    this.starting.add(settled);
     try {
-      await recording;
+      await recordLaunch(this.committer, this.options.instanceId, job, req, spawned);
     } catch (err) {
       void proc.signalTree('SIGKILL'); // an unrecorded job must not run
       // Nobody will read it: its pipes are closed, not held open by ManagedProcess.
@@ -172,15 +192,8 @@ export class Supervisor {
       stdout?.destroy();
       stderr?.destroy();
       throw err;
-    } finally {
-      this.starting.delete(settled);
     }
-    this.running.set(proposalId, job);
-    this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered);
-    this.startedTotal++;
-    this.notifyTransition(job, 'accepted');
-    job.finished = superviseOutput(this.bus, this.turns, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
-    return job.record();
+    return job;
   }
 
   private finish(job: RunningJob, { rc, signal }: ExitFacts, leftovers: SweepReport): void {

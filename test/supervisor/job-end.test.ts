@@ -14,7 +14,7 @@ import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
 import type { EventRow, LocalEventLog } from '../../src/bus/local-event-log.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
-import { HousekeepingThread } from '../../src/process/index.js';
+import { HousekeepingThread, SpawnHelper } from '../../src/process/index.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
@@ -29,6 +29,7 @@ let log: EventLog;
 let bus: EventBus;
 let state: SqliteStateStore;
 let procs: HousekeepingThread;
+let spawner: SpawnHelper;
 /** While set, the event log refuses every append, as a full disk would. */
 let refusing = false;
 
@@ -56,12 +57,16 @@ beforeAll(() => {
   bus = new EventBus(refusable, { retryMs: 20 });
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
   procs = new HousekeepingThread(WORKER_FILES.proc);
+  spawner = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => {
+    throw err;
+  });
 });
 
 afterAll(async () => {
   refusing = false;
   bus.close();
   await procs.close();
+  await spawner.close();
   db.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
@@ -69,7 +74,7 @@ afterAll(async () => {
 const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
 
 function supervisor(tool: string): Supervisor {
-  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, {
+  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, spawner, {
     instanceId: 'local',
     dispatchCli: tool,
     childEnv: { PATH: process.env.PATH ?? '' },

@@ -3,7 +3,7 @@
  * `spawn_failed` with the errno, and the job is recorded as failed at once, `exitReason: "spawn
  * failed"`, the refusal as `exitDetail`, no pid, so an operator sees it among the jobs. The
  * refusal is real: the service process's limit of open files is lowered to what it holds
- * (`prlimit`), so the pipes of the child cannot be made (EMFILE). (Why other jobs ended:
+ * (`prlimit`), so the descriptors of the child's output cannot be made (EMFILE). (Why other jobs ended:
  * test/http/jobs.test.ts for `exited` and `cancelled`, test/main/shutdown.test.ts for
  * `shutdown` and `lost`.)
  */
@@ -40,14 +40,18 @@ describe('a refused spawn', () => {
     // The connection is open before the limit falls (the request needs no new descriptor).
     expect((await fetch(`${svc.url}/api/health`)).status).toBe(200);
     // So are the modules a request with a body loads on first use (the body parser's encodings):
-    // the limit leaves one descriptor free and they are read one at a time, but on a loaded
-    // machine a file the service had open in passing held it then, and the request failed on a
-    // module (EMFILE) before any spawn. A body that fails validation loads them, starting nothing.
+    // under the limit they could not be read, and the request would fail on a module (EMFILE)
+    // before any spawn. A body that fails validation loads them, starting nothing.
     const unstarted = await fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(unstarted.status, await unstarted.clone().text()).toBe(422);
 
-    const held = fs.readdirSync(`/proc/${pid}/fd`).length;
-    execFileSync('prlimit', ['--pid', String(pid), `--nofile=${held + 1}:${limits.hard}`]);
+    // No descriptor free: the limit is the lowest number not in use (a limit caps the numbers of
+    // new descriptors; those open above it stay open). Were one left free, a descriptor the
+    // service held in passing when they were listed would leave two: all a job's output needs.
+    const held = new Set(fs.readdirSync(`/proc/${pid}/fd`).map(Number));
+    let lowestFree = 0;
+    while (held.has(lowestFree)) lowestFree++;
+    execFileSync('prlimit', ['--pid', String(pid), `--nofile=${lowestFree}:${limits.hard}`]);
     let res: Response;
     try {
       res = await generate();

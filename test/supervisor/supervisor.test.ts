@@ -12,7 +12,7 @@ import { EventBus } from '../../src/bus/bus.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import type { BusEvent } from '../../src/bus/event.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
-import { HousekeepingThread } from '../../src/process/index.js';
+import { HousekeepingThread, SpawnHelper } from '../../src/process/index.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
@@ -27,6 +27,7 @@ let db: Db;
 let bus: EventBus;
 let state: SqliteStateStore;
 let procs: HousekeepingThread;
+let spawner: SpawnHelper;
 const events: BusEvent[] = [];
 
 beforeAll(() => {
@@ -37,19 +38,23 @@ beforeAll(() => {
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog });
   bus.subscribe((batch) => events.push(...batch.map((r) => JSON.parse(r.data) as BusEvent)));
   procs = new HousekeepingThread(WORKER_FILES.proc);
+  spawner = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => {
+    throw err;
+  });
 });
 
 afterAll(async () => {
   bus.close();
   await procs.close();
+  await spawner.close();
   db.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
 
-function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[3]> = {}): Supervisor {
-  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, {
+function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[4]> = {}): Supervisor {
+  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, spawner, {
     instanceId: 'local',
     dispatchCli: tool,
     childEnv: { PATH: process.env.PATH ?? '' },
@@ -163,7 +168,7 @@ it('kills a job whose launch the database refuses, and closes its pipes (held un
   }
   const descriptors = () => fs.readdirSync('/proc/self/fd').length;
   const before = descriptors();
-  const sup = new Supervisor(bus, new RefusingCommitter(state, bus), procs, {
+  const sup = new Supervisor(bus, new RefusingCommitter(state, bus), procs, spawner, {
     instanceId: 'local',
     dispatchCli: fixture('print-lines.mjs'),
     childEnv: { PATH: process.env.PATH ?? '' },

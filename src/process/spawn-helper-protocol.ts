@@ -1,0 +1,29 @@
+/** The messages between the service and its spawn helper process (spawn-helper.ts, spawn-helper-main.ts). */
+
+/** Bytes a stdio connection starts with: the order's id (16 hex digits), then `o` (stdout) or `e` (stderr). */
+export const TAG_BYTES = 17;
+
+/** One spawn: the program, its arguments and environment; which streams arrive as tagged connections. */
+export interface SpawnOrder {
+  readonly kind: 'spawn';
+  /** 16 hex digits, the tag of its stdio connections. */
+  readonly id: string;
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly cwd?: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly stdout: boolean;
+  readonly stderr: boolean;
+}
+
+export type ToHelper = SpawnOrder;
+
+export type FromHelper =
+  /** Listening: connections for stdio go to `socket` (a unix socket in a directory only this user reads). */
+  | { readonly kind: 'ready'; readonly socket: string }
+  /** Running as `pid` (its own process-group leader), started at `startTime` (clock ticks after boot, /proc's field 22). */
+  | { readonly kind: 'spawned'; readonly id: string; readonly pid: number; readonly startTime: number | null }
+  /** Not started: the errno code (`ENOENT`, `EAGAIN`…) when the OS gave one. */
+  | { readonly kind: 'refused'; readonly id: string; readonly code: string | null; readonly message: string }
+  /** Reaped. */
+  | { readonly kind: 'exit'; readonly id: string; readonly code: number | null; readonly signal: NodeJS.Signals | null };

@@ -1,0 +1,151 @@
+/**
+ * The spawn helper process (src/process/spawn-helper.ts): a job's fork happens there, never in
+ * this process; what the job prints reaches this process all the same, nothing lost even when it
+ * exits before its output is read; a refusal comes back with its errno; stray connections to the
+ * helper's socket change nothing; its death is reported once.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { WORKER_FILES } from '../../src/config/paths.js';
+import { HousekeepingThread, ProcessSpawnError, SpawnHelper, spawnManagedVia } from '../../src/process/index.js';
+import { readProc } from '../../src/process/proc-scan.js';
+import { fixture } from '../helpers/service.js';
+import { waitFor } from '../helpers/events.js';
+import { killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
+
+const procs = new HousekeepingThread(WORKER_FILES.proc);
+const deaths: Error[] = [];
+const helper = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => deaths.push(err));
+afterAll(async () => {
+  await helper.close();
+  await procs.close();
+});
+afterEach(killTestProcesses);
+
+const readAll = async (s: NodeJS.ReadableStream) => {
+  let text = '';
+  for await (const chunk of s) text += String(chunk);
+  return text;
+};
+
+describe('spawnManagedVia (the spawn helper process)', () => {
+  it('forks in the helper, not here: the job is the helper’s child and leads its own process group', async () => {
+    const p = await spawnManagedVia(helper, procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions());
+    await lineStartingWith(p.output().stdout!, 'ready ');
+    const info = readProc(p.pid);
+    expect(info?.ppid).toBe(helper.pid);
+    expect(info?.ppid).not.toBe(process.pid);
+    expect(readProc(helper.pid as number)?.ppid).toBe(process.pid);
+    expect(info?.pgid).toBe(p.pid);
+    p.stop(60_000); // the grace is never reached: SIGTERM ends it
+    expect((await p.ended).exit).toMatchObject({ signal: 'SIGTERM', rc: 143 });
+  });
+
+  it('holds none of this process’s environment (its secrets): each job’s comes with its order', async () => {
+    await (helper as unknown as { socket: Promise<string> }).socket;
+    const environ = fs.readFileSync(`/proc/${helper.pid}/environ`, 'latin1').split('\0').filter(Boolean);
+    // Node adds its IPC channel's own entries (NODE_CHANNEL_FD…).
+    expect(environ.map((e) => e.slice(0, e.indexOf('='))).filter((name) => !name.startsWith('NODE_CHANNEL_'))).toEqual(['TMPDIR']);
+  });
+
+  it('passes arguments, working directory and environment as they are, and the exit code', async () => {
+    const args = ['two words', "it's", '; echo $HOME', '$(id)', '', 'ünïcödé'];
+    const p = await spawnManagedVia(helper, procs, process.execPath, [fixture('echo-argv.mjs'), ...args], testSpawnOptions({ cwd: '/' }));
+    expect(JSON.parse(await lineStartingWith(p.output().stdout!, '['))).toEqual(args);
+    expect((await p.ended).exit.rc).toBe(0);
+    const code = 'console.log(JSON.stringify({ cwd: process.cwd(), home: process.env.HOME ?? null })); process.exit(7)';
+    const q = await spawnManagedVia(helper, procs, process.execPath, ['-e', code], testSpawnOptions({ cwd: '/' }));
+    expect(JSON.parse(await lineStartingWith(q.output().stdout!, '{'))).toEqual({ cwd: '/', home: null });
+    expect((await q.ended).exit).toMatchObject({ exitCode: 7, rc: 7, signal: null });
+  });
+
+  it('keeps what a process printed before its output is read, even when it exited meanwhile', async () => {
+    const code = 'process.stdout.write(Array.from({ length: 2000 }, (_, i) => `line ${i + 1}\\n`).join("")); console.error("last words")';
+    const jobs = await Promise.all(Array.from({ length: 16 }, () => spawnManagedVia(helper, procs, process.execPath, ['-e', code], testSpawnOptions({ stderr: 'pipe' }))));
+    await Promise.all(jobs.map((p) => p.exited));
+    await new Promise((r) => setTimeout(r, 0));
+    for (const p of jobs) {
+      const { stdout, stderr } = p.output();
+      const [out, err] = await Promise.all([readAll(stdout!), readAll(stderr!)]);
+      expect(out.split('\n').filter(Boolean)).toEqual(Array.from({ length: 2000 }, (_, i) => `line ${i + 1}`));
+      expect(err).toBe('last words\n');
+      await p.ended;
+    }
+  });
+
+  it.each([
+    ['a program that does not exist', '/nonexistent/dir/program', 'ENOENT'],
+    ['a name not on PATH', 'no-such-program-anywhere-9f2c', 'ENOENT'],
+    ['a directory', '/', 'EACCES'],
+  ])('refuses %s with ProcessSpawnError and its errno, leaving no descriptor behind', async (_what, file, errno) => {
+    const descriptors = () => fs.readdirSync('/proc/self/fd').length;
+    const before = descriptors();
+    const err = await spawnManagedVia(helper, procs, file, [], testSpawnOptions({ stderr: 'pipe' })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProcessSpawnError);
+    expect((err as ProcessSpawnError).errno).toBe(errno);
+    await waitFor(() => (descriptors() <= before ? true : undefined), `the descriptors back to ${before} (now ${descriptors()})`);
+  });
+
+  it('ignores connections that are not a job’s (junk, a repeated tag, nothing at all) and goes on spawning', async () => {
+    const socket = (helper as unknown as { socket: Promise<string> }).socket;
+    const path = await socket;
+    const stray = await Promise.all(
+      ['not a tag at all!', 'zzzzzzzzzzzzzzzzo', '0123456789abcdefo', '0123456789abcdefo', ''].map(
+        (tag) =>
+          new Promise<net.Socket>((resolve) => {
+            const s = net.connect(path, () => {
+              if (tag) s.write(tag);
+              resolve(s);
+            });
+            s.on('error', () => {});
+          }),
+      ),
+    );
+    const p = await spawnManagedVia(helper, procs, process.execPath, [fixture('echo-argv.mjs'), 'still'], testSpawnOptions());
+    expect(JSON.parse(await lineStartingWith(p.output().stdout!, '['))).toEqual(['still']);
+    await p.ended;
+    for (const s of stray) s.destroy();
+    expect(deaths).toEqual([]);
+  });
+});
+
+describe('the spawn helper’s death', () => {
+  it('is reported once; spawns after it are refused; the jobs it started run on', async () => {
+    const died: Error[] = [];
+    const h = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => died.push(err));
+    const p = await spawnManagedVia(h, procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions());
+    await lineStartingWith(p.output().stdout!, 'ready ');
+    process.kill(h.pid as number, 'SIGKILL');
+    await h.exited;
+    expect(died).toHaveLength(1);
+    expect(died[0]?.message).toMatch(/spawn helper process \d+ ended \(SIGKILL\)/);
+    await expect(spawnManagedVia(h, procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions())).rejects.toThrow(ProcessSpawnError);
+    expect(readProc(p.pid)?.state).not.toBe('Z');
+    await h.close();
+    expect(died).toHaveLength(1);
+  });
+
+  it('is not a death when it was let go: close() ends it quietly and removes its socket', async () => {
+    const died: Error[] = [];
+    const h = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => died.push(err));
+    const path = await (h as unknown as { socket: Promise<string> }).socket;
+    expect(fs.existsSync(path)).toBe(true);
+    expect(fs.statSync(path.slice(0, path.lastIndexOf('/'))).mode & 0o077).toBe(0);
+    await h.close();
+    expect(died).toEqual([]);
+    expect(fs.existsSync(path)).toBe(false);
+  });
+
+  it('ignores the signals of the service’s process group: a Ctrl-C drains the jobs through it', async () => {
+    const died: Error[] = [];
+    const h = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => died.push(err));
+    await (h as unknown as { socket: Promise<string> }).socket;
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.kill(h.pid as number, signal);
+    const p = await spawnManagedVia(h, procs, process.execPath, [fixture('echo-argv.mjs'), 'after'], testSpawnOptions());
+    expect(JSON.parse(await lineStartingWith(p.output().stdout!, '['))).toEqual(['after']);
+    expect((await p.ended).exit.rc).toBe(0);
+    await h.close();
+    expect(died).toEqual([]);
+  });
+});

@@ -1,0 +1,102 @@
+/**
+ * The service never forks a job itself: its spawn helper process does (src/process/spawn-helper.ts).
+ * The compiled service runs as its own process; strace, attached to its main thread alone, records
+ * every process call that thread makes while 8 jobs start and print; each job's parent is the
+ * helper, the helper's is the service. The helper's death is not silent: the service logs it and
+ * exits 1, and its next start marks the jobs it could no longer follow `lost`.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { listProcs, readCmdline, readProc } from '../../src/process/proc-scan.js';
+import { waitFor, waitForJobEvents } from '../helpers/events.js';
+import { startServiceProcess, type ServiceProcess } from '../helpers/process.js';
+import { fixture, makeTempStore } from '../helpers/service.js';
+import { hasStrace } from '../helpers/strace.js';
+import { requireBuild } from '../fixtures/rel-c-harness.js';
+import { killMarked } from '../process/helpers.js';
+
+const cleanups: (() => unknown)[] = [];
+beforeAll(() => {
+  requireBuild();
+  if (!hasStrace()) throw new Error('this test needs strace on PATH (apt-get install strace)');
+});
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+const generate = (svc: ServiceProcess) =>
+  fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ project: 'harbor-lights' }) });
+
+/** The service's spawn helper: its one child running spawn-helper-main.js. */
+function helperOf(servicePid: number): number {
+  const found = listProcs().filter((p) => p.ppid === servicePid && p.state !== 'Z' && (readCmdline(p.pid) ?? []).some((a) => a.endsWith('spawn-helper-main.js')));
+  if (found.length !== 1) throw new Error(`expected one spawn helper under ${servicePid}, found ${found.length}`);
+  return found[0]!.pid;
+}
+
+describe('the jobs’ spawns', () => {
+  it('never fork the service: its main thread makes no process, each job is the spawn helper’s child', async () => {
+    const store = makeTempStore();
+    cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
+    const svc = await startServiceProcess(store, { DISPATCH_CLI: fixture('print-lines.mjs') }, (fn) => cleanups.push(fn));
+    const pid = svc.child.pid as number;
+    const helper = helperOf(pid);
+
+    const traceFile = path.join(store.tmp, 'main-thread.strace');
+    const strace = spawn('strace', ['-p', String(pid), '-e', 'trace=%process', '-o', traceFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let straceErr = '';
+    strace.stderr.setEncoding('utf8').on('data', (d: string) => (straceErr += d));
+    const straceExited = once(strace, 'exit');
+    cleanups.push(() => strace.kill('SIGKILL'));
+    await waitFor(() => (/attached/.test(straceErr) ? true : undefined), 'strace to attach to the service');
+
+    const answers = await Promise.all(Array.from({ length: 8 }, () => generate(svc)));
+    const jobs = (await Promise.all(answers.map((r) => r.json()))) as { proposalId: string; pid: number }[];
+    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(202));
+    for (const job of jobs) cleanups.push(() => killMarked(`CONSOLE_JOB_ID=${job.proposalId}`));
+    const parents = new Set<number>();
+    for (const job of jobs) {
+      // Read from its spawn event's pid while it may still run; a job already reaped has none.
+      const stat = readProc(job.pid);
+      if (stat !== null && stat.state !== 'Z') parents.add(stat.ppid);
+      const { exit, lines } = await waitForJobEvents(svc.url, job.proposalId);
+      expect(exit.summary).toBe('dispatch_cli exited rc=0');
+      expect(lines.map((e) => e.summary).filter((s) => s.startsWith('out '))).toEqual(['out 1', 'out 2', 'out 3']);
+    }
+    for (const ppid of parents) expect(ppid).toBe(helper);
+
+    strace.kill('SIGINT'); // detaches; the service runs on
+    await straceExited;
+    const trace = fs.readFileSync(traceFile, 'utf8').split('\n');
+    // A new thread is a clone too (CLONE_THREAD); a new process is any other clone, fork or vfork.
+    const forks = trace.filter((l) => /^(clone3?|fork|vfork)\(/.test(l) && !l.includes('CLONE_THREAD'));
+    expect(forks).toEqual([]);
+    expect(trace.filter((l) => l.startsWith('execve('))).toEqual([]);
+  });
+
+  it('stop the service when the spawn helper dies: logged, exit 1, and the next start marks its running job lost', async () => {
+    const store = makeTempStore();
+    cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
+    const env = { DISPATCH_CLI: fixture('forever.mjs'), LOG_LEVEL: 'info' };
+    const svc = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
+    const res = await generate(svc);
+    expect(res.status).toBe(202);
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    cleanups.push(() => killMarked(`CONSOLE_JOB_ID=${proposalId}`));
+
+    process.kill(helperOf(svc.child.pid as number), 'SIGKILL');
+    const [code] = await svc.exited;
+    expect(code).toBe(1);
+    expect(svc.stderr()).toMatch(/console-backend: the spawn helper process \d+ ended \(SIGKILL\); exiting/);
+    expect(svc.stdout()).toContain('the spawn helper process died');
+
+    const again = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
+    const job = (await (await fetch(`${again.url}/api/jobs/${proposalId}`)).json()) as { state: string };
+    expect(job.state).toBe('lost');
+    again.child.kill('SIGTERM');
+    await again.exited;
+  });
+});
