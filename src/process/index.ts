@@ -6,4 +6,4 @@ export { exitFactsOf, type ExitFacts } from './exit-facts.js';
 export { HousekeepingThread } from './housekeeping-thread.js';
 export { sweepTree, describeLeftovers, type SweepBounds, type SweepReport } from './sweep-tree.js';
 export type { ProcInfo, TreeTarget, DescribeResult } from './proc-task.js';
-export { SpawnHelper, type RemoteChild, type RemoteSpawn } from './spawn-helper.js';
+export { SpawnHelper, type RemoteChild, type RemoteSpawn, type SpawnHelperStats } from './spawn-helper.js';

@@ -21,10 +21,25 @@ export interface RemoteChild {
   readonly exit: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
 }
 
+/** The helper's figures for `GET /api/system-status` (`jobs.spawner`). */
+export interface SpawnHelperStats {
+  /** Its process id; null once it is gone. */
+  readonly pid: number | null;
+  /** Processes it started, and spawns refused (by the OS, or for want of descriptors here). */
+  readonly spawned: number;
+  readonly refused: number;
+  /** Processes it started whose exit has not come yet. */
+  readonly running: number;
+}
+
 /** What to start, as spawn-helper-protocol.ts's order without its id. */
 export type RemoteSpawn = Omit<SpawnOrder, 'kind' | 'id'>;
 
-type Waiter = { spawned: (m: Extract<FromHelper, { kind: 'spawned' | 'refused' }>) => void; exited?: (m: { code: number | null; signal: NodeJS.Signals | null }) => void };
+type Waiter = {
+  spawned: (m: Extract<FromHelper, { kind: 'spawned' | 'refused' }>) => void;
+  exited?: (m: { code: number | null; signal: NodeJS.Signals | null }) => void;
+  started?: boolean;
+};
 
 /**
  * One spawn helper process. Its death while the service runs is reported once to `onDeath` (the
@@ -36,6 +51,8 @@ export class SpawnHelper {
   private readonly waiters = new Map<string, Waiter>();
   private closing = false;
   private gone: Error | null = null;
+  private spawned = 0;
+  private refused = 0;
   /** Resolves when the helper process exited. */
   readonly exited: Promise<void>;
 
@@ -75,12 +92,30 @@ export class SpawnHelper {
     return this.child.pid;
   }
 
+  /** Its pid and what it did since it started. */
+  stats(): SpawnHelperStats {
+    let running = 0;
+    for (const w of this.waiters.values()) if (w.started) running++;
+    return { pid: this.gone === null ? (this.child.pid ?? null) : null, spawned: this.spawned, refused: this.refused, running };
+  }
+
   /**
    * Starts `order.file` in the helper, its piped streams connected here before it runs.
    * @throws ProcessSpawnError when the OS refuses (the errno known), the descriptors of the streams
    *   cannot be made here (EMFILE…), or the helper is gone.
    */
   async spawn(order: RemoteSpawn): Promise<RemoteChild> {
+    try {
+      const child = await this.order(order);
+      this.spawned++;
+      return child;
+    } catch (err) {
+      this.refused++;
+      throw err;
+    }
+  }
+
+  private async order(order: RemoteSpawn): Promise<RemoteChild> {
     const id = randomBytes(8).toString('hex');
     const path = await this.socket.catch(() => {
       throw new ProcessSpawnError(order.file, this.gone ?? new Error('the spawn helper did not start'));
@@ -130,6 +165,7 @@ export class SpawnHelper {
       this.waiters.delete(m.id);
       w.exited?.({ code: m.code, signal: m.signal });
     } else {
+      w.started = m.kind === 'spawned';
       w.spawned(m);
     }
   }

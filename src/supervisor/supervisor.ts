@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/records.js';
 import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
-import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SpawnHelper, type SweepBounds, type SweepReport } from '../process/index.js';
+import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SpawnHelper, type SpawnHelperStats, type SweepBounds, type SweepReport } from '../process/index.js';
 import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
 import { LineTurns } from './frame-lines.js';
 import { JobPriority } from './job-priority.js';
@@ -116,6 +116,11 @@ export class Supervisor {
   /** Number of jobs currently running. */
   get runningCount(): number {
     return this.running.size;
+  }
+
+  /** The spawn helper process's pid and counts (`jobs.spawner` of the system status). */
+  spawnerStats(): SpawnHelperStats {
+    return this.spawner.stats();
   }
 
   /** Jobs started since the service started. */

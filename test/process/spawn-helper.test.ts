@@ -110,6 +110,23 @@ describe('spawnManagedVia (the spawn helper process)', () => {
   });
 });
 
+describe('the spawn helper’s figures', () => {
+  it('count the jobs it started, the spawns refused and the jobs not exited yet; no pid once it is gone', async () => {
+    const h = new SpawnHelper(WORKER_FILES.spawnHelper, () => {});
+    expect(h.stats()).toEqual({ pid: h.pid, spawned: 0, refused: 0, running: 0 });
+    const long = await spawnManagedVia(h, procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions());
+    const short = await spawnManagedVia(h, procs, process.execPath, ['-e', ''], testSpawnOptions());
+    await expect(spawnManagedVia(h, procs, '/nonexistent/dir/program', [], testSpawnOptions())).rejects.toThrow(ProcessSpawnError);
+    await short.ended;
+    expect(h.stats()).toEqual({ pid: h.pid, spawned: 2, refused: 1, running: 1 });
+    long.stop(60_000);
+    await long.ended;
+    expect(h.stats()).toEqual({ pid: h.pid, spawned: 2, refused: 1, running: 0 });
+    await h.close();
+    expect(h.stats()).toMatchObject({ pid: null, spawned: 2, refused: 1 });
+  });
+});
+
 describe('the spawn helper’s death', () => {
   it('is reported once; spawns after it are refused; the jobs it started run on', async () => {
     const died: Error[] = [];

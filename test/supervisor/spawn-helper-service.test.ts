@@ -67,6 +67,8 @@ describe('the jobs’ spawns', () => {
       expect(lines.map((e) => e.summary).filter((s) => s.startsWith('out '))).toEqual(['out 1', 'out 2', 'out 3']);
     }
     for (const ppid of parents) expect(ppid).toBe(helper);
+    const status = (await (await fetch(`${svc.url}/api/system-status`)).json()) as { jobs: { spawner: unknown } };
+    expect(status.jobs.spawner).toEqual({ pid: helper, spawned: 8, refused: 0, running: 0 });
 
     strace.kill('SIGINT'); // detaches; the service runs on
     await straceExited;

@@ -101,6 +101,10 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             backpressure: z.object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() }).meta({
               description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.',
             }),
+            spawner: z.object({ pid: z.number().int().nullable(), spawned: z.number().int(), refused: z.number().int(), running: z.number().int() }).meta({
+              description:
+                'The spawn helper process that forks every job (the service itself never forks one): its pid (null once it is gone, which stops the service), the jobs it started and the spawns refused since start-up, and the jobs it started that have not exited yet.',
+            }),
           }),
           bus: z.looseObject({
             subscribers: z.number().int(),
@@ -309,6 +313,7 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
       recent: db.recent,
       priority: d.supervisor.priority.stats(),
       backpressure: d.supervisor.gate.stats(),
+      spawner: d.supervisor.spawnerStats(),
     },
     bus: {
       subscribers: d.sse.size,
