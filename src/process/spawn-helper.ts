@@ -53,7 +53,7 @@ export class SpawnHelper {
   private gone: Error | null = null;
   private spawned = 0;
   private refused = 0;
-  /** Resolves when the helper process exited. */
+  /** Resolves when the helper process exited (or could not start). */
   readonly exited: Promise<void>;
 
   /**
@@ -73,18 +73,23 @@ export class SpawnHelper {
     });
     this.socket.catch(() => {});
     this.child.on('message', (m: FromHelper) => (m.kind === 'ready' ? ready(m.socket) : this.deliver(m)));
-    this.child.on('error', () => {}); // a send to a closed channel; its exit follows
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        const gone = new Error(`the spawn helper process ${this.child.pid} ended (${signal ?? `code ${code}`})`);
-        this.gone = gone;
-        failed(gone);
-        for (const w of this.waiters.values()) w.spawned({ kind: 'refused', id: '', code: null, message: gone.message });
-        this.waiters.clear();
-        if (!this.closing) onDeath(gone);
-        resolve();
-      }),
-    );
+    let ended!: () => void;
+    this.exited = new Promise((resolve) => (ended = resolve));
+    const end = (reason: string) => {
+      if (this.gone !== null) return;
+      const gone = new Error(`the spawn helper process ${this.child.pid ?? '(not started)'} ended (${reason})`);
+      this.gone = gone;
+      failed(gone);
+      for (const w of this.waiters.values()) w.spawned({ kind: 'refused', id: '', code: null, message: gone.message });
+      this.waiters.clear();
+      if (!this.closing) onDeath(gone);
+      ended();
+    };
+    this.child.once('exit', (code, signal) => end(signal ?? `code ${code}`));
+    // A send to a closed channel (its exit follows), or a fork the OS refused (no exit follows).
+    this.child.on('error', (err: NodeJS.ErrnoException) => {
+      if (this.child.pid === undefined) end(`not started: ${err.code ?? err.message}`);
+    });
   }
 
   /** The helper's pid (it is every job's parent). */
