@@ -208,11 +208,12 @@ describe('bad input on every route', () => {
     // loaded on first use, e.g. a charset decoder, with their package.json; the ops page's and
     // the docs viewer's files, read on first request), the programs it is
     // configured to start (checked before each start), the kernel's process and CPU tables
-    // (process trees of terminals, metrics), and, to resolve a path, the folders above these
+    // (process trees of terminals, metrics), its spawn helper's socket, and, to resolve a path, the folders above these
     // (a stat, never an open). Anything else is a request reaching a file it must not.
     // node_modules as the kernel names it: a worktree may link it from another checkout.
     const modules = fs.realpathSync(path.join(REPO_ROOT, 'node_modules'));
     const roots = [store, stateDir, REPO_ROOT.replace(/\/$/, ''), modules];
+    const spawnHelperDir = new RegExp(`^${fs.realpathSync(os.tmpdir()).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/console-spawn-[A-Za-z0-9]{6}(/s)?$`);
     const classes: Record<string, (a: FileAccess) => boolean> = {
       store: (a) => within(a.path, store) || within(a.path, stateDir),
       // The ops page's files (src/ops-page, served as they are) are its own code too.
@@ -220,6 +221,8 @@ describe('bad input on every route', () => {
         [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), modules, path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) => within(a.path, d)),
       programs: (a) => [DISPATCH, TTYD, process.execPath].includes(a.path),
       kernel: (a) => ['/proc', '/sys/devices/system/cpu'].some((d) => within(a.path, d)),
+      // The spawn helper's private socket directory (mkdtemp, mode 0700), removed at its exit.
+      spawnHelper: (a) => spawnHelperDir.test(a.path),
       pathWalk: (a) => /stat|access/.test(a.call) && roots.some((r) => within(r, a.path)),
     };
     const counts: Record<string, number> = Object.fromEntries(Object.keys(classes).map((c) => [c, 0]));
