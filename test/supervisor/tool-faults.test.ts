@@ -117,7 +117,8 @@ beforeAll(async () => {
   await finished(proposalId);
   baseline = await waitFor(() => {
     const fds = svc.fds();
-    return fds.sockets <= 2 ? fds : undefined; // the listening socket, no client connection left
+    // The listening socket, its stderr to this harness and its spawn helper's channel: no client connection left.
+    return fds.sockets <= 3 ? fds : undefined;
   }, 'the warm-up connections to close');
 });
 
