@@ -343,3 +343,9 @@ export const StoreReadTimeout = {
   schema: ErrorBody,
   headers: { 'Retry-After': 'Seconds to wait (CONSOLE_RETRY_AFTER_SECONDS).' },
 };
+
+/** `jobs.spawner` of the system status (process/spawn-helper.ts SpawnHelperStats). */
+export const SpawnerStats = z.object({ pid: z.number().int().nullable(), spawned: z.number().int(), refused: z.number().int(), running: z.number().int() }).meta({
+  description:
+    'The spawn helper process that forks every job (the service itself never forks one): its pid (null once it is gone, which stops the service), the jobs it started and the spawns refused since start-up, and the jobs it started that have not exited yet.',
+});

@@ -5,7 +5,8 @@ import { GENERATION_PROPOSAL } from '../registry/index.js';
 import type { StateCommitter, StateStore } from '../state/state-store.js';
 import { ProcessSpawnError, spawnManagedVia, type ManagedProcess, type HousekeepingThread, type SpawnHelper, type SweepBounds } from '../process/index.js';
 import { SpawnError, ToolMissingError } from './errors.js';
-import { JOB_ENV, jobMark, type RunningJob } from './running-job.js';
+import { transition } from './job-state.js';
+import { GENERATION_SCOPE, JOB_ENV, jobMark, RunningJob } from './running-job.js';
 
 /** What the dispatch tool is asked to do; episode and modality are never forwarded. */
 export interface GenerationRequest {
@@ -107,4 +108,40 @@ function isFile(file: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** What {@link launchJob} needs of the supervisor. */
+export interface LaunchParts {
+  readonly spawner: SpawnHelper;
+  readonly procs: HousekeepingThread;
+  readonly committer: StateCommitter;
+  readonly options: LaunchOptions & { readonly instanceId: string };
+}
+
+/** Spawns and records one job, or neither (a refused spawn is recorded failed). @throws SpawnError or the state store's error. */
+export async function launchJob(parts: LaunchParts, proposalId: string, req: GenerationRequest): Promise<RunningJob> {
+  const { options } = parts;
+  let launched: Awaited<ReturnType<typeof spawnTool>>;
+  try {
+    launched = await spawnTool(parts.spawner, parts.procs, options, proposalId, req);
+  } catch (err) {
+    if (err instanceof SpawnError) recordRefused(parts.committer.store, options.instanceId, proposalId, req, [process.execPath, options.dispatchCli, ...toolArgs(req)], err);
+    throw err;
+  }
+  const { argv, proc } = launched;
+  const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
+  const { severity } = transition(null, { kind: 'accepted' });
+  // The job's record and its spawn event commit together: no job without its first event.
+  const spawned = { severity, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
+  try {
+    await recordLaunch(parts.committer, options.instanceId, job, req, spawned);
+  } catch (err) {
+    void proc.signalTree('SIGKILL'); // an unrecorded job must not run
+    // Nobody will read it: its pipes are closed, not held open by ManagedProcess.
+    const { stdout, stderr } = proc.output();
+    stdout?.destroy();
+    stderr?.destroy();
+    throw err;
+  }
+  return job;
 }

@@ -7,17 +7,17 @@ import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/records.js';
 import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
 import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SpawnHelper, type SpawnHelperStats, type SweepBounds, type SweepReport } from '../process/index.js';
-import { JobCapacityError, JobNotRunningError, SpawnError, UnknownJobError } from './errors.js';
+import { JobCapacityError, JobNotRunningError, UnknownJobError } from './errors.js';
 import { LineTurns } from './frame-lines.js';
 import { JobPriority } from './job-priority.js';
 import { OutputGate } from './output-gate.js';
 import { SpawnPacer } from './spawn-pacer.js';
 import { superviseOutput } from './job-output.js';
 import { transition, type JobTrigger } from './job-state.js';
-import { recordLaunch, recordRefused, requireTool, spawnTool, toolArgs, type GenerationRequest } from './launch.js';
+import { launchJob, requireTool, type GenerationRequest } from './launch.js';
 import { recoverLostJobs } from './lost-jobs.js';
 import { JobReads, withoutOwner } from './job-reads.js';
-import { GENERATION_SCOPE, RunningJob } from './running-job.js';
+import { GENERATION_SCOPE, type RunningJob } from './running-job.js';
 
 export { GENERATION_SCOPE, JOB_ENV } from './running-job.js';
 export type { GenerationRequest } from './launch.js';
@@ -160,7 +160,7 @@ export class Supervisor {
     this.starting.add(settled);
     let job: RunningJob;
     try {
-      job = await this.launch(proposalId, req);
+      job = await launchJob({ spawner: this.spawner, procs: this.procs, committer: this.committer, options: this.options }, proposalId, req);
     } finally {
       this.starting.delete(settled);
       settle();
@@ -172,33 +172,6 @@ export class Supervisor {
     this.notifyTransition(job, 'accepted');
     job.finished = superviseOutput(this.bus, this.turns, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
     return job.record();
-  }
-
-  /** Spawns and records one job, or neither. @throws SpawnError or the state store's error. */
-  private async launch(proposalId: string, req: GenerationRequest): Promise<RunningJob> {
-    let launched: Awaited<ReturnType<typeof spawnTool>>;
-    try {
-      launched = await spawnTool(this.spawner, this.procs, this.options, proposalId, req);
-    } catch (err) {
-      if (err instanceof SpawnError) recordRefused(this.state, this.options.instanceId, proposalId, req, [process.execPath, this.options.dispatchCli, ...toolArgs(req)], err);
-      throw err;
-    }
-    const { argv, proc } = launched;
-    const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
-    const { severity } = transition(null, { kind: 'accepted' });
-    // The job's record and its spawn event commit together: no job without its first event.
-    const spawned = { severity, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
-    try {
-      await recordLaunch(this.committer, this.options.instanceId, job, req, spawned);
-    } catch (err) {
-      void proc.signalTree('SIGKILL'); // an unrecorded job must not run
-      // Nobody will read it: its pipes are closed, not held open by ManagedProcess.
-      const { stdout, stderr } = proc.output();
-      stdout?.destroy();
-      stderr?.destroy();
-      throw err;
-    }
-    return job;
   }
 
   private finish(job: RunningJob, { rc, signal }: ExitFacts, leftovers: SweepReport): void {

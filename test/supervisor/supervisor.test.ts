@@ -53,8 +53,8 @@ afterAll(async () => {
 
 const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
 
-function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[4]> = {}): Supervisor {
-  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, spawner, {
+function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[4]> = {}, committer = new SqliteCommitter(state, bus)): Supervisor {
+  return new Supervisor(bus, committer, procs, spawner, {
     instanceId: 'local',
     dispatchCli: tool,
     childEnv: { PATH: process.env.PATH ?? '' },
@@ -168,17 +168,7 @@ it('kills a job whose launch the database refuses, and closes its pipes (held un
   }
   const descriptors = () => fs.readdirSync('/proc/self/fd').length;
   const before = descriptors();
-  const sup = new Supervisor(bus, new RefusingCommitter(state, bus), procs, spawner, {
-    instanceId: 'local',
-    dispatchCli: fixture('print-lines.mjs'),
-    childEnv: { PATH: process.env.PATH ?? '' },
-    maxRunning: 4,
-    retryAfterSeconds: 1,
-    killGraceMs: 500,
-    lineMaxBytes: 1024,
-    historySize: 1000,
-    sweep: { maxPasses: 10, maxMs: 2000 },
-  });
+  const sup = supervisor(fixture('print-lines.mjs'), {}, new RefusingCommitter(state, bus));
   await expect(sup.start({ ...REQ, project })).rejects.toThrow('refused by the test');
   await waitFor(() => (descriptors() <= before ? true : undefined), `the descriptors back to ${before} (now ${descriptors()})`);
 });

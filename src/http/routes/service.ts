@@ -5,7 +5,7 @@ import { READINESS_CHECKS } from '../../ops/readiness.js';
 import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Job } from '../schemas.js';
+import { ErrorBody, Job, SpawnerStats } from '../schemas.js';
 import { holdsToken } from '../auth.js';
 import type { AppDeps } from './deps.js';
 
@@ -101,10 +101,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             backpressure: z.object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() }).meta({
               description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.',
             }),
-            spawner: z.object({ pid: z.number().int().nullable(), spawned: z.number().int(), refused: z.number().int(), running: z.number().int() }).meta({
-              description:
-                'The spawn helper process that forks every job (the service itself never forks one): its pid (null once it is gone, which stops the service), the jobs it started and the spawns refused since start-up, and the jobs it started that have not exited yet.',
-            }),
+            spawner: SpawnerStats,
           }),
           bus: z.looseObject({
             subscribers: z.number().int(),
