@@ -67,6 +67,8 @@ export interface Config {
     readonly historySize: number;
     /** CONSOLE_JOB_NICE, 0..19; 0 leaves jobs at the service's. */
     readonly nice: number;
+    /** CONSOLE_JOB_THREAD_NICE, 0..19: the job I/O thread's nice value; 0 leaves it at the main thread's. */
+    readonly threadNice: number;
   };
   /** Managed child processes: jobs and terminals (src/process; ). */
   readonly processes: {
@@ -241,6 +243,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       lineMaxBytes: e.CONSOLE_LINE_MAX_BYTES,
       historySize: e.CONSOLE_JOB_HISTORY,
       nice: e.CONSOLE_JOB_NICE,
+      threadNice: e.CONSOLE_JOB_THREAD_NICE,
     },
     processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
     events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX, flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS },

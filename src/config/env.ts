@@ -144,6 +144,8 @@ export const envSchema = z.object({
   CONSOLE_JOB_HISTORY: int(1, 10_000_000).default(10_000),
   // Jobs below the service: a storm of them must not take the CPU the console's answers need.
   CONSOLE_JOB_NICE: int(0, 19).default(19),
+  // The job I/O thread below the main thread: under contention a console read goes first.
+  CONSOLE_JOB_THREAD_NICE: int(0, 19).default(5),
   CONSOLE_SWEEP_MAX_PASSES: int(1, 100_000).default(100),
   CONSOLE_SWEEP_MAX_MS: int(0, 600_000).default(5000),
   CONSOLE_EVENT_RETENTION: int(100, 100_000_000).default(200_000),

@@ -18,6 +18,8 @@ export interface WorkerFiles {
   readonly checkpoint: string;
   /** The spawn helper process's program (src/process/spawn-helper-main.ts). */
   readonly spawnHelper: string;
+  /** The job I/O thread (src/supervisor/job-io-main.ts). */
+  readonly jobIo: string;
 }
 
 export const WORKER_FILES: WorkerFiles = Object.freeze({
@@ -26,6 +28,7 @@ export const WORKER_FILES: WorkerFiles = Object.freeze({
   proc: path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js'),
   checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'checkpoint-task.js'),
   spawnHelper: path.join(REPO_ROOT, 'dist', 'process', 'spawn-helper-main.js'),
+  jobIo: path.join(REPO_ROOT, 'dist', 'supervisor', 'job-io-main.js'),
 });
 
 /** Application version (spec: Versioning): package.json's `version`, written in one place. */

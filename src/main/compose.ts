@@ -17,9 +17,9 @@ import { ServiceMetrics } from '../metrics/index.js';
 import { raiseDescriptorLimit, type DescriptorLimits } from '../ops/descriptors.js';
 import type { Logger } from '../ops/logger.js';
 import { Readiness } from '../ops/readiness.js';
-import { HousekeepingThread, SpawnHelper } from '../process/index.js';
+import { HousekeepingThread } from '../process/index.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
-import { Supervisor } from '../supervisor/index.js';
+import { JobIo, Supervisor } from '../supervisor/index.js';
 import { TerminalManager, type TerminalInfo, type Terminals } from '../terminals/index.js';
 import { SynthesisPool } from '../workers/pool.js';
 import { LOCAL_INSTANCE_ID, type StateBackend } from './backend.js';
@@ -35,8 +35,8 @@ export interface Parts {
   readonly metrics: ServiceMetrics;
   /** The housekeeping thread: /proc scans, tree signals, SQLite's WAL checkpoints. */
   readonly housekeeping: HousekeepingThread;
-  /** The spawn helper process: every job's fork happens there (spawn-helper-main.ts). */
-  readonly spawner: SpawnHelper;
+  /** The job I/O thread: every job is forked by its spawn helper process and read there (job-io-main.ts). */
+  readonly jobIo: JobIo;
   readonly backend: StateBackend;
   /** Cluster mode's membership (null on SQLite). */
   readonly membership: Membership | null;
@@ -82,11 +82,14 @@ export async function composeService(
     throw err;
   }
   const { bus } = backend;
-  let spawner: SpawnHelper;
+  let jobIo: JobIo;
   try {
-    // Started now, ready by the first job: jobs' exits are learnt through it, so its death is fatal.
-    spawner = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => {
-      log.fatal({ err: err.message }, 'the spawn helper process died: the exits of the jobs can no longer be learnt; the service stops (its next start marks them lost)');
+    // Started now, ready by the first job: jobs' exits and lines come through it, so its death is fatal.
+    jobIo = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: config.jobs.threadNice }, (err) => {
+      log.fatal(
+        { err: err.message },
+        'the job I/O thread or its spawn helper process died: the exits and lines of the jobs can no longer be learnt; the service stops (its next start marks them lost)',
+      );
       onFatal(err);
     });
   } catch (err) {
@@ -94,7 +97,7 @@ export async function composeService(
     await housekeeping.close();
     throw err;
   }
-  const cleanup: (() => unknown)[] = [() => backend.close(), () => housekeeping.close(), () => spawner.close()];
+  const cleanup: (() => unknown)[] = [() => backend.close(), () => housekeeping.close(), () => jobIo.close()];
   const abandon = async () => {
     for (const fn of cleanup) await fn();
   };
@@ -113,7 +116,7 @@ export async function composeService(
       retryAfterSeconds: config.jobs.retryAfterSeconds,
     });
     cleanup.unshift(() => pool.close(config.jobs.killGraceMs));
-    supervisor = supervisorOf(config, backend, housekeeping, spawner, instanceId);
+    supervisor = supervisorOf(config, backend, housekeeping, jobIo, instanceId);
     const jobs = supervisor;
     metrics.observeSupervisor(jobs);
     jobs.onFenced((job) => log.error({ job: jobSummary(job) }, 'job marked lost by another instance while this one could not beat: its processes were killed, nothing more is published for it'));
@@ -176,7 +179,7 @@ export async function composeService(
       instanceId,
       metrics,
       housekeeping,
-      spawner,
+      jobIo,
       backend,
       membership,
       pool,
@@ -234,9 +237,9 @@ function membershipOf(
 const sweepOf = (config: Config) => ({ maxPasses: config.processes.sweepMaxPasses, maxMs: config.processes.sweepMaxMs });
 
 /** The supervisor of this instance's generation jobs. */
-function supervisorOf(config: Config, backend: StateBackend, housekeeping: HousekeepingThread, spawner: SpawnHelper, instanceId: string): Supervisor {
+function supervisorOf(config: Config, backend: StateBackend, housekeeping: HousekeepingThread, jobIo: JobIo, instanceId: string): Supervisor {
   const clustered = backend.kind === 'postgres';
-  return new Supervisor(backend.bus, backend.committer, housekeeping, spawner, {
+  return new Supervisor(backend.bus, backend.committer, housekeeping, jobIo, {
     instanceId,
     reportInstance: clustered,
     dispatchCli: config.dispatchCli,

@@ -1,7 +1,7 @@
 /**
  * Graceful shutdown (README, "Shutdown"): stop accepting (503 on open connections), end the streams, kill
  * job and terminal trees while requests in flight finish, then close connections (only now: see
- * shutdown-gate.ts), workers, membership, bus, database, the housekeeping thread and last the spawn helper.
+ * shutdown-gate.ts), workers, membership, bus, database, the housekeeping thread and last the job I/O thread (and its spawn helper).
  */
 import { once } from 'node:events';
 import { stopListening } from '../http/shutdown-gate.js';
@@ -30,8 +30,8 @@ export async function shutdown(parts: Parts, web: HttpParts): Promise<void> {
   await parts.backend.close();
   // After the last checkpoint, and after the jobs' and terminals' sweeps that run on it.
   await parts.housekeeping.close();
-  // Last: every job's exit came through it.
-  await parts.spawner.close();
+  // Last: every job's exit and line came through it.
+  await parts.jobIo.close();
   parts.history.stop();
   parts.metrics.close();
   web.app.recorder?.close();

@@ -10,4 +10,5 @@ export {
 } from './errors.js';
 export { transition, JOB_STATES, type JobStatus, type JobStateName, type JobTrigger } from './job-state.js';
 export { frameLines, LineTurns, type FramedLine } from './frame-lines.js';
+export { JobIo, type JobIoThreadStats, type RemoteJob } from './job-io.js';
 export { lostJobEvent, publishLost } from './lost-jobs.js';

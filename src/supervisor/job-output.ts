@@ -1,8 +1,6 @@
 /** A running job's output as line events (service-spec.md §Events), drained before the exit event so it comes last. */
 import type { Bus } from '../bus/bus.js';
 import type { ExitFacts, SweepReport } from '../process/index.js';
-import { untilDrained } from './drain-watch.js';
-import { frameLines, framingMeter, type FramedLine, type LineTurns } from './frame-lines.js';
 import type { OutputGate } from './output-gate.js';
 import { transition } from './job-state.js';
 import { GENERATION_SCOPE, type RunningJob } from './running-job.js';
@@ -18,22 +16,25 @@ export interface OutputOptions {
   readonly killGraceMs: number;
 }
 
-/** Publishes the job's lines until its process ended and both pipes drained. @returns the exit facts and the sweep's report after the last line; never rejects. */
-export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
+/**
+ * Publishes the job's lines (framed on the job I/O thread, job-io.ts) until its process ended,
+ * its tree was swept and both pipes drained. @returns the exit facts and the sweep's report after the last line; never rejects.
+ */
+export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
   const max = options.lineMaxBytes;
-  const onLine = (source: 'stdout' | 'stderr') => (line: FramedLine) => {
+  job.output.read((stream, number, text, cut) => {
     if (job.fenced) return;
-    if (source === 'stdout') job.stdoutLines++;
+    if (stream === 0) job.stdoutLines++;
     else {
       job.stderrLines++;
-      job.lastStderr = line.text;
+      job.lastStderr = text;
     }
-    const { severity } = transition(job.status, { kind: source === 'stdout' ? 'stdout-line' : 'stderr-line' });
+    const { severity } = transition(job.status, { kind: stream === 0 ? 'stdout-line' : 'stderr-line' });
     bus.publish({
       severity,
       scope: GENERATION_SCOPE,
-      summary: line.text,
-      detail: `${job.proposalId} ${source} line ${line.number}${line.cut ? ` (cut at ${max} bytes)` : ''}`,
+      summary: text,
+      detail: `${job.proposalId} ${stream === 0 ? 'stdout' : 'stderr'} line ${number}${cut ? ` (cut at ${max} bytes)` : ''}`,
       payload: LINE_PAYLOAD,
       // The spec fixes the payload: the job is named for the proposalId filter only.
       proposalId: job.proposalId,
@@ -41,24 +42,11 @@ export function superviseOutput(bus: Bus, turns: LineTurns, gate: OutputGate, jo
       guard: job.guard,
     });
     gate.check();
-  };
-  const meters = [framingMeter(), framingMeter()] as const;
-  const { stdout, stderr } = job.proc.output();
-  const drained = Promise.all([frameLines(turns, stdout!, max, onLine('stdout'), gate, meters[0]), frameLines(turns, stderr!, max, onLine('stderr'), gate, meters[1])]);
+  });
   // The job is its whole tree, swept after the exit: group members would hold its pipes open,
-  // detached descendants would run on unwatched.
+  // detached descendants would run on unwatched. Silent open pipes are given up after the grace.
   return job.proc.ended.then(async (ended) => {
-    const busy = () => gate.held || meters[0].holding() || meters[1].holding();
-    await untilDrained(
-      drained,
-      () => meters[0].bytes + meters[1].bytes,
-      busy,
-      Math.max(options.killGraceMs, 1000),
-      () => {
-        stdout?.destroy();
-        stderr?.destroy();
-      },
-    );
+    await job.output.drain(Math.max(options.killGraceMs, 1000));
     return ended;
   });
 }

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import type { EventInput } from '../bus/event.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import type { StateCommitter, StateStore } from '../state/state-store.js';
-import { ProcessSpawnError, spawnManagedVia, type ManagedProcess, type HousekeepingThread, type SpawnHelper, type SweepBounds } from '../process/index.js';
+import { ManagedProcess, ProcessSpawnError, type HousekeepingThread, type SweepBounds } from '../process/index.js';
+import type { JobIo, RemoteJob } from './job-io.js';
 import { SpawnError, ToolMissingError } from './errors.js';
 import { transition } from './job-state.js';
 import { GENERATION_SCOPE, JOB_ENV, jobMark, RunningJob } from './running-job.js';
@@ -27,9 +28,10 @@ export function toolArgs(req: GenerationRequest): string[] {
   return args;
 }
 
-/** What {@link spawnTool} needs: the tool, the children's environment, the sweep bounds. */
+/** What {@link spawnTool} needs: the tool, the children's environment, the bound on a line, the sweep bounds. */
 export interface LaunchOptions {
   readonly dispatchCli: string;
+  readonly lineMaxBytes: number;
   readonly childEnv: Readonly<Record<string, string>>;
   readonly sweep: SweepBounds;
 }
@@ -40,27 +42,34 @@ export function requireTool(tool: string): void {
 }
 
 /**
- * Spawns the dispatch tool for job `proposalId` in the spawn helper process, stdout and stderr
- * read here. @returns the full argv and the process. @throws SpawnError when the OS refuses.
+ * Spawns the dispatch tool for job `proposalId` through the job I/O thread (forked by its spawn
+ * helper process, stdout and stderr read on the thread). @returns the full argv, the process (its
+ * signals and sweep from here) and the thread's handle of its output. @throws SpawnError when the OS refuses.
  */
 export async function spawnTool(
-  spawner: SpawnHelper,
+  io: JobIo,
   procs: HousekeepingThread,
   options: LaunchOptions,
   proposalId: string,
   req: GenerationRequest,
-): Promise<{ argv: string[]; proc: ManagedProcess }> {
+): Promise<{ argv: string[]; proc: ManagedProcess; output: RemoteJob }> {
   const tool = options.dispatchCli;
   const argv = [process.execPath, tool, ...toolArgs(req)];
   try {
-    const proc = await spawnManagedVia(spawner, procs, argv[0] as string, argv.slice(1), {
-      env: { ...options.childEnv, [JOB_ENV]: proposalId },
-      stdout: 'pipe',
-      stderr: 'pipe',
-      mark: jobMark(proposalId),
-      sweep: options.sweep,
-    });
-    return { argv, proc };
+    const env = { ...options.childEnv, [JOB_ENV]: proposalId };
+    const output = await io.spawn({ file: argv[0] as string, args: argv.slice(1), env, lineMaxBytes: options.lineMaxBytes });
+    const proc = new ManagedProcess(
+      procs,
+      { pid: output.pid, startTime: output.startTime, stdout: null, stderr: null, exit: output.exit },
+      {
+        env,
+        stdout: 'pipe',
+        stderr: 'pipe',
+        mark: jobMark(proposalId),
+        sweep: options.sweep,
+      },
+    );
+    return { argv, proc, output };
   } catch (err) {
     if (!(err instanceof ProcessSpawnError)) throw err;
     throw new SpawnError('the operating system refused to start the dispatch tool', { cause: err });
@@ -112,7 +121,7 @@ function isFile(file: string): boolean {
 
 /** What {@link launchJob} needs of the supervisor. */
 export interface LaunchParts {
-  readonly spawner: SpawnHelper;
+  readonly io: JobIo;
   readonly procs: HousekeepingThread;
   readonly committer: StateCommitter;
   readonly options: LaunchOptions & { readonly instanceId: string };
@@ -123,13 +132,13 @@ export async function launchJob(parts: LaunchParts, proposalId: string, req: Gen
   const { options } = parts;
   let launched: Awaited<ReturnType<typeof spawnTool>>;
   try {
-    launched = await spawnTool(parts.spawner, parts.procs, options, proposalId, req);
+    launched = await spawnTool(parts.io, parts.procs, options, proposalId, req);
   } catch (err) {
     if (err instanceof SpawnError) recordRefused(parts.committer.store, options.instanceId, proposalId, req, [process.execPath, options.dispatchCli, ...toolArgs(req)], err);
     throw err;
   }
-  const { argv, proc } = launched;
-  const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc);
+  const { argv, proc, output } = launched;
+  const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc, output);
   const { severity } = transition(null, { kind: 'accepted' });
   // The job's record and its spawn event commit together: no job without its first event.
   const spawned = { severity, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
@@ -137,10 +146,8 @@ export async function launchJob(parts: LaunchParts, proposalId: string, req: Gen
     await recordLaunch(parts.committer, options.instanceId, job, req, spawned);
   } catch (err) {
     void proc.signalTree('SIGKILL'); // an unrecorded job must not run
-    // Nobody will read it: its pipes are closed, not held open by ManagedProcess.
-    const { stdout, stderr } = proc.output();
-    stdout?.destroy();
-    stderr?.destroy();
+    // Nobody will read it: its pipes are closed, not held open on the thread.
+    output.discard();
     throw err;
   }
   return job;

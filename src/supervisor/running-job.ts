@@ -2,6 +2,7 @@
 import type { JobGuard } from '../bus/event.js';
 import type { JobRecord } from '../state/records.js';
 import type { ManagedProcess } from '../process/index.js';
+import type { RemoteJob } from './job-io.js';
 import type { ExitReason, JobStatus } from './job-state.js';
 
 /** Scope of every generation event (service-spec.md §Events). */
@@ -39,6 +40,8 @@ export class RunningJob {
     readonly argv: readonly string[],
     readonly startedAt: string,
     readonly proc: ManagedProcess,
+    /** Its output, read and framed on the job I/O thread. */
+    readonly output: RemoteJob,
   ) {
     this.guard = Object.freeze({ job: proposalId });
   }

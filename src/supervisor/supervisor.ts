@@ -6,9 +6,9 @@ import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/records.js';
 import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
-import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SpawnHelper, type SpawnHelperStats, type SweepBounds, type SweepReport } from '../process/index.js';
+import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SpawnHelperStats, type SweepBounds, type SweepReport } from '../process/index.js';
+import type { JobIo, JobIoThreadStats } from './job-io.js';
 import { JobCapacityError, JobNotRunningError, UnknownJobError } from './errors.js';
-import { LineTurns } from './frame-lines.js';
 import { JobPriority } from './job-priority.js';
 import { OutputGate } from './output-gate.js';
 import { SpawnPacer } from './spawn-pacer.js';
@@ -66,7 +66,6 @@ export class Supervisor {
   /** Ended jobs whose final state the bus has not stored yet: served from here. */
   private readonly ending = new Map<string, JobRecord>();
   private readonly state: StateStore;
-  private readonly turns = new LineTurns();
   /** Lowers each job's CPU priority below the service's. */
   readonly priority: JobPriority;
   /** Holds every job's output while the bus is behind (backpressure). */
@@ -81,19 +80,21 @@ export class Supervisor {
 
   /**
    * @param committer records a job with its spawn event in one transaction; @param procs the
-   * process worker; @param spawner the spawn helper process that forks the jobs.
+   * process worker; @param io the job I/O thread: it forks the jobs (through the spawn helper
+   * process) and reads their output.
    */
   constructor(
     private readonly bus: Bus,
     private readonly committer: StateCommitter,
     private readonly procs: HousekeepingThread,
-    private readonly spawner: SpawnHelper,
+    private readonly io: JobIo,
     private readonly options: SupervisorOptions,
   ) {
     this.state = committer.store;
     this.reads = new JobReads(this.running, this.ending, this.state.jobs, options.instanceId, options.reportInstance ?? false);
     this.priority = new JobPriority(procs, options.nice ?? 0);
     this.gate = new OutputGate(() => bus.backlog, options.backlogMax ?? Infinity);
+    io.holdWith(this.gate);
     bus.onFenced((proposalId) => this.fence(proposalId));
   }
 
@@ -120,7 +121,12 @@ export class Supervisor {
 
   /** The spawn helper process's pid and counts (`jobs.spawner` of the system status). */
   spawnerStats(): SpawnHelperStats {
-    return this.spawner.stats();
+    return this.io.stats();
+  }
+
+  /** The job I/O thread's id, nice value and line figures (`jobs.thread` of the system status). */
+  ioThreadStats(): JobIoThreadStats {
+    return this.io.threadStats();
   }
 
   /** Jobs started since the service started. */
@@ -154,13 +160,13 @@ export class Supervisor {
     this.checkCapacity();
 
     const proposalId = `gen_${randomBytes(6).toString('hex')}`;
-    // Counted against the cap from here: the spawn (in the helper process) and the record take turns of the loop.
+    // Counted against the cap from here: the spawn (on the job I/O thread) and the record take turns of the loop.
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     this.starting.add(settled);
     let job: RunningJob;
     try {
-      job = await launchJob({ spawner: this.spawner, procs: this.procs, committer: this.committer, options: this.options }, proposalId, req);
+      job = await launchJob({ io: this.io, procs: this.procs, committer: this.committer, options: this.options }, proposalId, req);
     } finally {
       this.starting.delete(settled);
       settle();
@@ -170,7 +176,7 @@ export class Supervisor {
     this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered);
     this.startedTotal++;
     this.notifyTransition(job, 'accepted');
-    job.finished = superviseOutput(this.bus, this.turns, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
+    job.finished = superviseOutput(this.bus, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
     return job.record();
   }
 

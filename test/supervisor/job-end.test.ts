@@ -14,7 +14,8 @@ import { NO_FILTER, type BusEvent } from '../../src/bus/event.js';
 import type { EventRow, LocalEventLog } from '../../src/bus/local-event-log.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
-import { HousekeepingThread, SpawnHelper } from '../../src/process/index.js';
+import { HousekeepingThread } from '../../src/process/index.js';
+import { JobIo } from '../../src/supervisor/index.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
@@ -29,7 +30,7 @@ let log: EventLog;
 let bus: EventBus;
 let state: SqliteStateStore;
 let procs: HousekeepingThread;
-let spawner: SpawnHelper;
+let spawner: JobIo;
 /** While set, the event log refuses every append, as a full disk would. */
 let refusing = false;
 
@@ -57,7 +58,7 @@ beforeAll(() => {
   bus = new EventBus(refusable, { retryMs: 20 });
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
   procs = new HousekeepingThread(WORKER_FILES.proc);
-  spawner = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => {
+  spawner = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => {
     throw err;
   });
 });

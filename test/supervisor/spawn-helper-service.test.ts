@@ -1,8 +1,9 @@
 /**
- * The service never forks a job itself: its spawn helper process does (src/process/spawn-helper.ts).
- * The compiled service runs as its own process; strace, attached to its main thread alone, records
- * every process call that thread makes while 8 jobs start and print; each job's parent is the
- * helper, the helper's is the service. The helper's death is not silent: the service logs it and
+ * The service never forks a job itself: its spawn helper process does (src/process/spawn-helper.ts),
+ * ordered by the job I/O thread, which also reads every job's output (src/supervisor/job-io-main.ts).
+ * The compiled service runs as its own process; strace, attached to its main thread and to the job
+ * I/O thread, records the process, connect and read calls each makes while 8 jobs start and print;
+ * each job's parent is the helper. The helper's death is not silent: the service logs it and
  * exits 1, and its next start marks the jobs it could no longer follow `lost`.
  */
 import { spawn } from 'node:child_process';
@@ -38,20 +39,34 @@ function helperOf(servicePid: number): number {
 }
 
 describe('the jobs’ spawns', () => {
-  it('never fork the service: its main thread makes no process, each job is the spawn helper’s child', async () => {
+  it('never fork the service nor read a job from its main thread: the job I/O thread connects and reads every job’s output, each job is the spawn helper’s child', async () => {
     const store = makeTempStore();
     cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
     const svc = await startServiceProcess(store, { DISPATCH_CLI: fixture('print-lines.mjs') }, (fn) => cleanups.push(fn));
     const pid = svc.child.pid as number;
     const helper = helperOf(pid);
+    type Status = { jobs: { spawner: unknown; thread: { tid: number; nice: number; lines: number; queued: number } } };
+    const before = (await (await fetch(`${svc.url}/api/system-status`)).json()) as Status;
+    const tid = before.jobs.thread.tid;
+    // Its own kernel thread of the service, at CONSOLE_JOB_THREAD_NICE (5 by default), below the main thread's 0.
+    expect(fs.existsSync(`/proc/${pid}/task/${tid}`)).toBe(true);
+    expect(tid).not.toBe(pid);
+    expect(before.jobs.thread.nice).toBe(5);
+    expect(Number(fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16])).toBe(5);
+    expect(Number(fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16])).toBe(0);
 
-    const traceFile = path.join(store.tmp, 'main-thread.strace');
-    const strace = spawn('strace', ['-p', String(pid), '-e', 'trace=%process', '-o', traceFile], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let straceErr = '';
-    strace.stderr.setEncoding('utf8').on('data', (d: string) => (straceErr += d));
-    const straceExited = once(strace, 'exit');
-    cleanups.push(() => strace.kill('SIGKILL'));
-    await waitFor(() => (/attached/.test(straceErr) ? true : undefined), 'strace to attach to the service');
+    // One strace per thread: the main thread (the process's own id) and the job I/O thread. -yy
+    // names each descriptor (a unix socket as UNIX-STREAM), so a read of a job's output shows.
+    const calls = 'trace=%process,connect,read,readv,recvfrom,recvmsg';
+    const traces = [pid, tid].map((id) => {
+      const file = path.join(store.tmp, `thread-${id}.strace`);
+      const strace = spawn('strace', ['-yy', '-p', String(id), '-e', calls, '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      strace.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+      cleanups.push(() => strace.kill('SIGKILL'));
+      return { file, strace, exited: once(strace, 'exit'), attached: () => /attached/.test(err) };
+    });
+    await waitFor(() => (traces.every((t) => t.attached()) ? true : undefined), 'strace to attach to both threads');
 
     const answers = await Promise.all(Array.from({ length: 8 }, () => generate(svc)));
     const jobs = (await Promise.all(answers.map((r) => r.json()))) as { proposalId: string; pid: number }[];
@@ -67,16 +82,24 @@ describe('the jobs’ spawns', () => {
       expect(lines.map((e) => e.summary).filter((s) => s.startsWith('out '))).toEqual(['out 1', 'out 2', 'out 3']);
     }
     for (const ppid of parents) expect(ppid).toBe(helper);
-    const status = (await (await fetch(`${svc.url}/api/system-status`)).json()) as { jobs: { spawner: unknown } };
+    const status = (await (await fetch(`${svc.url}/api/system-status`)).json()) as Status;
     expect(status.jobs.spawner).toEqual({ pid: helper, spawned: 8, refused: 0, running: 0 });
+    expect(status.jobs.thread.lines).toBeGreaterThanOrEqual(8 * 3);
+    expect(status.jobs.thread.queued).toBe(0);
 
-    strace.kill('SIGINT'); // detaches; the service runs on
-    await straceExited;
-    const trace = fs.readFileSync(traceFile, 'utf8').split('\n');
+    for (const t of traces) t.strace.kill('SIGINT'); // detaches; the service runs on
+    await Promise.all(traces.map((t) => t.exited));
+    const [main, io] = traces.map((t) => fs.readFileSync(t.file, 'utf8').split('\n')) as [string[], string[]];
     // A new thread is a clone too (CLONE_THREAD); a new process is any other clone, fork or vfork.
-    const forks = trace.filter((l) => /^(clone3?|fork|vfork)\(/.test(l) && !l.includes('CLONE_THREAD'));
+    const forks = main.filter((l) => /^(clone3?|fork|vfork)\(/.test(l) && !l.includes('CLONE_THREAD'));
     expect(forks).toEqual([]);
-    expect(trace.filter((l) => l.startsWith('execve('))).toEqual([]);
+    expect(main.filter((l) => l.startsWith('execve('))).toEqual([]);
+    // No unix socket is connected or read on the main thread: the jobs' output never reaches it as bytes.
+    const unixCalls = (trace: string[]) => trace.filter((l) => /^(connect|read|readv|recvfrom|recvmsg)\(\d+<UNIX/.test(l));
+    expect(unixCalls(main)).toEqual([]);
+    // The same trace of the job I/O thread sees them: two connections per job, then their reads.
+    expect(unixCalls(io).filter((l) => l.startsWith('connect(')).length).toBe(2 * 8);
+    expect(unixCalls(io).some((l) => l.startsWith('read(') && l.includes('out 1'))).toBe(true);
   });
 
   it('stop the service when the spawn helper dies: logged, exit 1, and the next start marks its running job lost', async () => {
@@ -93,7 +116,7 @@ describe('the jobs’ spawns', () => {
     const [code] = await svc.exited;
     expect(code).toBe(1);
     expect(svc.stderr()).toMatch(/console-backend: the spawn helper process \d+ ended \(SIGKILL\); exiting/);
-    expect(svc.stdout()).toContain('the spawn helper process died');
+    expect(svc.stdout()).toContain('the job I/O thread or its spawn helper process died');
 
     const again = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
     const job = (await (await fetch(`${again.url}/api/jobs/${proposalId}`)).json()) as { state: string };

@@ -12,7 +12,8 @@ import { EventBus } from '../../src/bus/bus.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import type { BusEvent } from '../../src/bus/event.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
-import { HousekeepingThread, SpawnHelper } from '../../src/process/index.js';
+import { HousekeepingThread } from '../../src/process/index.js';
+import { JobIo } from '../../src/supervisor/index.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { JobsRepo } from '../../src/state/sqlite/jobs-repo.js';
@@ -27,7 +28,7 @@ let db: Db;
 let bus: EventBus;
 let state: SqliteStateStore;
 let procs: HousekeepingThread;
-let spawner: SpawnHelper;
+let spawner: JobIo;
 const events: BusEvent[] = [];
 
 beforeAll(() => {
@@ -38,7 +39,7 @@ beforeAll(() => {
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog });
   bus.subscribe((batch) => events.push(...batch.map((r) => JSON.parse(r.data) as BusEvent)));
   procs = new HousekeepingThread(WORKER_FILES.proc);
-  spawner = new SpawnHelper(WORKER_FILES.spawnHelper, (err) => {
+  spawner = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => {
     throw err;
   });
 });

@@ -5,7 +5,7 @@ import { READINESS_CHECKS } from '../../ops/readiness.js';
 import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Job, SpawnerStats } from '../schemas.js';
+import { ErrorBody, Job, JobIoThreadStats, SpawnerStats } from '../schemas.js';
 import { holdsToken } from '../auth.js';
 import type { AppDeps } from './deps.js';
 
@@ -102,6 +102,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.',
             }),
             spawner: SpawnerStats,
+            thread: JobIoThreadStats,
           }),
           bus: z.looseObject({
             subscribers: z.number().int(),
@@ -311,6 +312,7 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
       priority: d.supervisor.priority.stats(),
       backpressure: d.supervisor.gate.stats(),
       spawner: d.supervisor.spawnerStats(),
+      thread: d.supervisor.ioThreadStats(),
     },
     bus: {
       subscribers: d.sse.size,

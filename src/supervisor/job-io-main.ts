@@ -1,0 +1,198 @@
+/**
+ * The job I/O thread (README, "Architecture"): forks every job through the spawn helper, owns the
+ * jobs' stdout and stderr connections, frames their lines and posts them to the main thread in
+ * batches, at most WINDOW_LINES lines unacknowledged, so a slow bus stops the reads and the children
+ * block in their writes. It runs at its own nice value, below the main thread's.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import type net from 'node:net';
+import type { ProcessSpawnError } from '../process/errors.js';
+import { SpawnHelper } from '../process/spawn-helper.js';
+import { untilDrained } from './drain-watch.js';
+import { frameLines, framingMeter, LineTurns, TURN_CHARS, TURN_LINES, type FramedLine, type FramingMeter } from './frame-lines.js';
+import { BATCH_LINES, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
+import type { LineHold } from './output-gate.js';
+
+const port = parentPort;
+if (port === null) throw new Error('job-io-main.js runs as a worker thread');
+const setup = workerData as JobIoSetup;
+const post = (m: FromJobIo): void => port.postMessage(m);
+
+/** Reading stops while the main thread holds (the bus is behind) or the window is full. */
+class Window implements LineHold {
+  /** Lines posted and not acknowledged. */
+  inFlight = 0;
+  busHeld = false;
+  private readonly waiting: (() => void)[] = [];
+
+  get held(): boolean {
+    return this.busHeld || this.inFlight >= WINDOW_LINES;
+  }
+
+  whenReleased(resume: () => void): void {
+    this.waiting.push(resume);
+  }
+
+  /** Resumes the waiting streams, in the order they stopped, once nothing holds. */
+  maybeRelease(): void {
+    if (this.held) return;
+    for (const resume of this.waiting.splice(0)) resume();
+  }
+}
+
+const window = new Window();
+// Half the main thread's turn: turns here are short (no storing), so streams alternate in runs
+// short enough to keep one job's flood from delaying another's lines.
+const turns = new LineTurns(TURN_LINES / 2, TURN_CHARS / 2);
+let batch = emptyBatch();
+let flushScheduled = false;
+
+function emptyBatch(): LineBatch {
+  return { kind: 'lines', keys: [], streams: [], numbers: [], texts: [], cut: [] };
+}
+
+function flush(): void {
+  flushScheduled = false;
+  if (batch.keys.length === 0) return;
+  const out = batch;
+  batch = emptyBatch();
+  window.inFlight += out.keys.length;
+  post(out);
+}
+
+function push(key: number, stream: number, line: FramedLine): void {
+  const b = batch;
+  if (line.cut) b.cut.push(b.keys.length);
+  b.keys.push(key);
+  b.streams.push(stream);
+  b.numbers.push(line.number);
+  b.texts.push(line.text);
+  if (b.keys.length >= BATCH_LINES) flush();
+  else if (!flushScheduled) {
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+}
+
+/** One job's streams, as the helper connected them. */
+interface Job {
+  readonly stdout: net.Socket | null;
+  readonly stderr: net.Socket | null;
+  readonly meters: readonly [FramingMeter, FramingMeter];
+  readonly lineMaxBytes: number;
+  /** Both streams framed to their end (set by `read`). */
+  framed: Promise<void> | null;
+}
+
+const jobs = new Map<number, Job>();
+
+// Forked before this thread lowers its priority: the helper, and so every job, keeps the service's.
+const helper = new SpawnHelper(setup.helperFile, (err) => post({ kind: 'helper-death', message: err.message }));
+const nice = lowerOwnPriority(setup.nice);
+post({ kind: 'ready', helperPid: helper.pid ?? null, tid: ownThreadId(), nice });
+
+port.on('message', (m: ToJobIo) => {
+  switch (m.kind) {
+    case 'spawn':
+      void spawn(m);
+      return;
+    case 'read':
+      read(m.key);
+      return;
+    case 'drain':
+      void drain(m.key, m.idleMs);
+      return;
+    case 'discard':
+      discard(m.key);
+      return;
+    case 'ack':
+      window.inFlight -= m.lines;
+      window.maybeRelease();
+      return;
+    case 'hold':
+      window.busHeld = m.held;
+      window.maybeRelease();
+      return;
+    case 'close':
+      void helper.close().then(() => {
+        post({ kind: 'closed' });
+        port.close();
+      });
+      return;
+    default:
+      // A message this thread does not know is a bug on the other side: fail loudly.
+      throw new Error(`job I/O thread: unknown message ${JSON.stringify(m)}`);
+  }
+});
+
+async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
+  try {
+    const child = await helper.spawn({ file: m.file, args: m.args, cwd: m.cwd, env: m.env, stdout: true, stderr: true });
+    jobs.set(m.key, { stdout: child.stdout, stderr: child.stderr, meters: [framingMeter(), framingMeter()], lineMaxBytes: m.lineMaxBytes, framed: null });
+    post({ kind: 'spawned', key: m.key, pid: child.pid, startTime: child.startTime });
+    void child.exit.then(({ code, signal }) => post({ kind: 'exit', key: m.key, code, signal }));
+  } catch (err) {
+    // ProcessSpawnError: the refusal's own error (its errno) is its cause.
+    const refusal = err as ProcessSpawnError;
+    const cause = refusal.cause as NodeJS.ErrnoException | undefined;
+    post({ kind: 'refused', key: m.key, code: refusal.errno ?? null, message: cause?.message ?? refusal.message });
+  }
+}
+
+function read(key: number): void {
+  const job = jobs.get(key);
+  if (job === undefined || job.framed !== null) return;
+  const max = job.lineMaxBytes;
+  const streams = [job.stdout, job.stderr] as const;
+  job.framed = Promise.all(streams.map((s, i) => (s === null ? null : frameLines(turns, s, max, (line) => push(key, i, line), window, job.meters[i as 0 | 1])))).then(() => {});
+}
+
+async function drain(key: number, idleMs: number): Promise<void> {
+  const job = jobs.get(key);
+  if (job !== undefined && job.framed === null) discard(key);
+  else if (job !== undefined && job.framed !== null) {
+    const [a, b] = job.meters;
+    await untilDrained(
+      job.framed,
+      () => a.bytes + b.bytes,
+      () => window.held || a.holding() || b.holding(),
+      idleMs,
+      () => {
+        job.stdout?.destroy();
+        job.stderr?.destroy();
+      },
+    );
+  }
+  jobs.delete(key);
+  flush();
+  post({ kind: 'drained', key });
+}
+
+function discard(key: number): void {
+  const job = jobs.get(key);
+  if (job === undefined) return;
+  jobs.delete(key);
+  job.stdout?.destroy();
+  job.stderr?.destroy();
+}
+
+/** Sets this thread's nice value (Linux: per thread). @returns the value now in force, or null where unknown. */
+function lowerOwnPriority(value: number): number | null {
+  try {
+    if (value > 0) os.setPriority(0, value);
+    return os.getPriority(0);
+  } catch {
+    return null;
+  }
+}
+
+/** This thread's kernel id (Linux), for ps and top; null elsewhere. */
+function ownThreadId(): number | null {
+  try {
+    return Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+  } catch {
+    return null;
+  }
+}

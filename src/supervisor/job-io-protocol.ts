@@ -1,0 +1,70 @@
+/**
+ * The messages between the supervisor (main thread, job-io.ts) and its job I/O thread
+ * (job-io-main.ts), which forks the jobs through the spawn helper and reads and frames their
+ * output. Lines cross in batches; the main thread stores and delivers them (ids stay global).
+ */
+
+/** What the thread is started with (`workerData`). */
+export interface JobIoSetup {
+  /** The compiled spawn helper program (WORKER_FILES.spawnHelper). */
+  readonly helperFile: string;
+  /** CONSOLE_JOB_THREAD_NICE: the thread's own nice value (0..19), set after the helper is forked. */
+  readonly nice: number;
+}
+
+/** Lines per batch (one bus flush), and lines posted and not acknowledged at which the thread stops reading pipes. */
+export const BATCH_LINES = 512;
+export const WINDOW_LINES = 4 * BATCH_LINES;
+
+export type ToJobIo =
+  /** Fork `file` in the helper; `key` names the job from now on (a small integer, not reused). */
+  | {
+      readonly kind: 'spawn';
+      readonly key: number;
+      readonly file: string;
+      readonly args: readonly string[];
+      readonly cwd?: string;
+      readonly env: Readonly<Record<string, string>>;
+      /** CONSOLE_LINE_MAX_BYTES: bound on one of its lines, bytes; longer lines are cut. */
+      readonly lineMaxBytes: number;
+    }
+  /** Start reading the job's stdout and stderr (once its launch is recorded). */
+  | { readonly kind: 'read'; readonly key: number }
+  /** The job exited and was swept: read until both pipes end, or `idleMs` of silence, then report `drained`. */
+  | { readonly kind: 'drain'; readonly key: number; readonly idleMs: number }
+  /** Nobody will read the job (its launch was refused): close its pipes. */
+  | { readonly kind: 'discard'; readonly key: number }
+  /** `lines` posted lines were published: the window moves on. */
+  | { readonly kind: 'ack'; readonly lines: number }
+  /** Backpressure from the bus (output-gate.ts): no line is read while held. */
+  | { readonly kind: 'hold'; readonly held: boolean }
+  /** Let the helper go and end the thread; running jobs keep running. */
+  | { readonly kind: 'close' };
+
+/**
+ * One batch of framed lines, in the order each stream produced them: entry `i` is line `numbers[i]`
+ * of job `keys[i]`'s stream `streams[i]` (0 stdout, 1 stderr), its text `texts[i]`; the indexes of
+ * lines cut at CONSOLE_LINE_MAX_BYTES are listed in `cut`.
+ */
+export interface LineBatch {
+  readonly kind: 'lines';
+  readonly keys: number[];
+  readonly streams: number[];
+  readonly numbers: number[];
+  readonly texts: string[];
+  readonly cut: number[];
+}
+
+export type FromJobIo =
+  /** The thread runs: the helper's pid, the thread's id and nice value (null where unknown). */
+  | { readonly kind: 'ready'; readonly helperPid: number | null; readonly tid: number | null; readonly nice: number | null }
+  | { readonly kind: 'spawned'; readonly key: number; readonly pid: number; readonly startTime: number | null }
+  | { readonly kind: 'refused'; readonly key: number; readonly code: string | null; readonly message: string }
+  | { readonly kind: 'exit'; readonly key: number; readonly code: number | null; readonly signal: NodeJS.Signals | null }
+  | LineBatch
+  /** Every line of the job was posted (before this message). */
+  | { readonly kind: 'drained'; readonly key: number }
+  /** The spawn helper process ended while the service runs: the jobs' exits cannot be learnt any more. */
+  | { readonly kind: 'helper-death'; readonly message: string }
+  /** Answer to `close`: the helper exited. */
+  | { readonly kind: 'closed' };
