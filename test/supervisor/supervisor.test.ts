@@ -115,6 +115,38 @@ it('cancels a running job: SIGTERM to its tree, the exit as a failure with cance
   expect(await sup.get(job.proposalId)).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true });
 });
 
+it('cancels racing the exit across the thread boundary: each cancel answered or refused as not running, one exit each, final states consistent', async () => {
+  // The exit comes from the job I/O thread while the cancel's signal goes out from here: cancels
+  // sent 0 to 23 event-loop turns after each start sweep the window where they cross.
+  const sup = supervisor(fixture('print-lines.mjs'), { maxRunning: 24 });
+  const turns = (n: number) => Array.from({ length: n }).reduce<Promise<void>>((p) => p.then(() => new Promise((r) => setImmediate(r))), Promise.resolve());
+  const outcomes = await Promise.all(
+    Array.from({ length: 24 }, async (_v, i) => {
+      const job = await sup.start(REQ);
+      await turns(i);
+      const answer = await sup.cancel(job.proposalId).then(
+        (rec) => rec,
+        (err: unknown) => err,
+      );
+      return { id: job.proposalId, answer };
+    }),
+  );
+  await waitFor(() => (sup.runningCount === 0 ? true : undefined), 'every exit');
+  bus.flush();
+  for (const { id, answer } of outcomes) {
+    if (answer instanceof Error) expect(answer).toBeInstanceOf(JobNotRunningError);
+    else expect(answer).toMatchObject({ proposalId: id, cancelRequested: true });
+    const exits = ofJob(id).filter((e) => e.summary.startsWith('dispatch_cli exited'));
+    expect(exits, id).toHaveLength(1);
+    expect(ofJob(id).at(-1)).toBe(exits[0]);
+    const rec = await sup.get(id);
+    // Either it exited by itself (every line printed) or the SIGTERM ended it.
+    if (rec?.rc === 0) expect(rec).toMatchObject({ state: 'exited ok', signal: null });
+    else expect(rec).toMatchObject({ state: 'exited failed', rc: 143, signal: 'SIGTERM', cancelRequested: true });
+    if (answer instanceof Error) expect(rec?.cancelRequested).toBe(false);
+  }
+});
+
 it('keeps a final state the database refuses, serves it, and stores it by the retry', async () => {
   const sup = supervisor(fixture('forever.mjs'));
   const job = await sup.start(REQ);
