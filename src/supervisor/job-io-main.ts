@@ -12,7 +12,7 @@ import type { ProcessSpawnError } from '../process/errors.js';
 import { SpawnHelper } from '../process/spawn-helper.js';
 import { untilDrained } from './drain-watch.js';
 import { frameLines, framingMeter, LineTurns, TURN_CHARS, TURN_LINES, type FramedLine, type FramingMeter } from './frame-lines.js';
-import { BATCH_LINES, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
+import { BATCH_LINES, BATCH_WAIT_MS, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
 import type { LineHold } from './output-gate.js';
 
 const port = parentPort;
@@ -47,14 +47,17 @@ const window = new Window();
 // short enough to keep one job's flood from delaying another's lines.
 const turns = new LineTurns(TURN_LINES / 2, TURN_CHARS / 2);
 let batch = emptyBatch();
-let flushScheduled = false;
+let flushTimer: NodeJS.Timeout | null = null;
 
 function emptyBatch(): LineBatch {
   return { kind: 'lines', keys: [], streams: [], numbers: [], texts: [], cut: [] };
 }
 
 function flush(): void {
-  flushScheduled = false;
+  if (flushTimer !== null) {
+    clearTimeout(flushTimer);
+    flushTimer = null;
+  }
   if (batch.keys.length === 0) return;
   const out = batch;
   batch = emptyBatch();
@@ -70,10 +73,9 @@ function push(key: number, stream: number, line: FramedLine): void {
   b.numbers.push(line.number);
   b.texts.push(line.text);
   if (b.keys.length >= BATCH_LINES) flush();
-  else if (!flushScheduled) {
-    flushScheduled = true;
-    setImmediate(flush);
-  }
+  // Lines that trickle in wait a little for company: a message per line (each a wake-up and an
+  // acknowledgement of the main thread) cost it more than the lines themselves.
+  else if (flushTimer === null) flushTimer = setTimeout(flush, BATCH_WAIT_MS);
 }
 
 /** One job's streams, as the helper connected them. */

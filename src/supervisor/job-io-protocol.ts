@@ -15,6 +15,8 @@ export interface JobIoSetup {
 /** Lines per batch (one bus flush), and lines posted and not acknowledged at which the thread stops reading pipes. */
 export const BATCH_LINES = 512;
 export const WINDOW_LINES = 4 * BATCH_LINES;
+/** Ms a batch short of BATCH_LINES waits for more lines before it is posted (the bus stores at most every 5 ms anyway). */
+export const BATCH_WAIT_MS = 2;
 
 export type ToJobIo =
   /** Fork `file` in the helper; `key` names the job from now on (a small integer, not reused). */

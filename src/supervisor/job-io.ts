@@ -48,8 +48,9 @@ export interface JobIoThreadStats {
   readonly tid: number | null;
   /** Its nice value (CONSOLE_JOB_THREAD_NICE once set), null where unknown. */
   readonly nice: number | null;
-  /** Lines read and handed to the main thread since start-up. */
+  /** Lines read and handed to the main thread since start-up, and the batches they came in. */
   readonly lines: number;
+  readonly batches: number;
   /** Lines posted and not yet handed on (bounded by the window). */
   readonly queued: number;
 }
@@ -85,10 +86,12 @@ export class JobIo {
   private spawned = 0;
   private refused = 0;
   private linesTotal = 0;
+  private batchesTotal = 0;
   private helperPid: number | null = null;
   private tid: number | null = null;
   private nice: number | null = null;
   private closed!: () => void;
+  private threadEnded = false;
   /** Resolves when the thread ended. */
   readonly ended: Promise<void>;
 
@@ -111,6 +114,7 @@ export class JobIo {
     this.worker.on('message', (m: FromJobIo) => this.receive(m, die));
     this.worker.on('error', (err) => die(`the job I/O thread failed: ${err.stack ?? err.message}`));
     this.worker.on('exit', (code) => {
+      this.threadEnded = true;
       die(`the job I/O thread ended (code ${code})`);
       ended();
     });
@@ -136,7 +140,7 @@ export class JobIo {
 
   /** The thread's id, nice value and line figures. */
   threadStats(): JobIoThreadStats {
-    return { tid: this.tid, nice: this.nice, lines: this.linesTotal, queued: this.queuedLines };
+    return { tid: this.tid, nice: this.nice, lines: this.linesTotal, batches: this.batchesTotal, queued: this.queuedLines };
   }
 
   /**
@@ -188,6 +192,8 @@ export class JobIo {
   async close(): Promise<void> {
     this.closing = true;
     if (this.gone === null) this.send({ kind: 'close' });
+    // The helper died but the thread runs: nothing to let go.
+    else if (!this.threadEnded) void this.worker.terminate();
     await this.ended;
   }
 
@@ -220,6 +226,7 @@ export class JobIo {
         return;
       }
       case 'lines':
+        this.batchesTotal++;
         this.queuedLines += m.keys.length;
         this.queue.push(m);
         this.scheduleTurn();

@@ -20,6 +20,13 @@ describe('readConfig', () => {
     expect(c.childEnv.CONSOLE_DATA_DIR).toBe(c.dataDir);
   });
 
+  it('reads CONSOLE_JOB_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
+    expect(readConfig({}).jobs.threadNice).toBe(5);
+    expect(readConfig({ CONSOLE_JOB_THREAD_NICE: '0' }).jobs.threadNice).toBe(0);
+    expect(readConfig({ CONSOLE_JOB_THREAD_NICE: '19' }).jobs.threadNice).toBe(19);
+    for (const bad of ['-1', '20', '1.5', 'low']) expect(() => readConfig({ CONSOLE_JOB_THREAD_NICE: bad })).toThrow(/CONSOLE_JOB_THREAD_NICE/);
+  });
+
   it('serves a given CONSOLE_DATA_DIR as is, with no sample seeding', () => {
     const c = readConfig({ CONSOLE_DATA_DIR: 'store', CONSOLE_STATE_DIR: 'state' }, '/srv');
     expect(c.dataDir).toBe('/srv/store');

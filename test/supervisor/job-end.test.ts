@@ -30,7 +30,7 @@ let log: EventLog;
 let bus: EventBus;
 let state: SqliteStateStore;
 let procs: HousekeepingThread;
-let spawner: JobIo;
+let io: JobIo;
 /** While set, the event log refuses every append, as a full disk would. */
 let refusing = false;
 
@@ -58,7 +58,7 @@ beforeAll(() => {
   bus = new EventBus(refusable, { retryMs: 20 });
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
   procs = new HousekeepingThread(WORKER_FILES.proc);
-  spawner = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => {
+  io = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => {
     throw err;
   });
 });
@@ -67,7 +67,7 @@ afterAll(async () => {
   refusing = false;
   bus.close();
   await procs.close();
-  await spawner.close();
+  await io.close();
   db.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
@@ -75,7 +75,7 @@ afterAll(async () => {
 const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
 
 function supervisor(tool: string): Supervisor {
-  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, spawner, {
+  return new Supervisor(bus, new SqliteCommitter(state, bus), procs, io, {
     instanceId: 'local',
     dispatchCli: tool,
     childEnv: { PATH: process.env.PATH ?? '' },

@@ -102,3 +102,16 @@ it('reports a crash of the thread once: pending spawns refused, the helper gone'
   await crashing.close();
   expect(deaths).toEqual([]);
 });
+
+it('reports the spawn helper’s death once, and still closes', async () => {
+  const died: Error[] = [];
+  const other = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => died.push(err));
+  await waitFor(() => (other.stats().pid !== null ? true : undefined), 'the helper’s pid');
+  process.kill(other.stats().pid as number, 'SIGKILL');
+  await waitFor(() => (died.length > 0 ? true : undefined), 'the death reported');
+  expect(died[0]!.message).toMatch(/the spawn helper process \d+ ended \(SIGKILL\)/);
+  expect(other.stats().pid).toBeNull();
+  await expect(other.spawn({ file: process.execPath, args: [], env: {}, lineMaxBytes: 1024 })).rejects.toBeInstanceOf(ProcessSpawnError);
+  await other.close();
+  expect(died).toHaveLength(1);
+});

@@ -28,7 +28,7 @@ let db: Db;
 let bus: EventBus;
 let state: SqliteStateStore;
 let procs: HousekeepingThread;
-let spawner: JobIo;
+let io: JobIo;
 const events: BusEvent[] = [];
 
 beforeAll(() => {
@@ -39,7 +39,7 @@ beforeAll(() => {
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog });
   bus.subscribe((batch) => events.push(...batch.map((r) => JSON.parse(r.data) as BusEvent)));
   procs = new HousekeepingThread(WORKER_FILES.proc);
-  spawner = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => {
+  io = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => {
     throw err;
   });
 });
@@ -47,7 +47,7 @@ beforeAll(() => {
 afterAll(async () => {
   bus.close();
   await procs.close();
-  await spawner.close();
+  await io.close();
   db.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
@@ -55,7 +55,7 @@ afterAll(async () => {
 const REQ: GenerationRequest = { project: 'p1', shotId: null, model: null, dryRun: false, episode: null, modality: 'video_i2v' };
 
 function supervisor(tool: string, over: Partial<ConstructorParameters<typeof Supervisor>[4]> = {}, committer = new SqliteCommitter(state, bus)): Supervisor {
-  return new Supervisor(bus, committer, procs, spawner, {
+  return new Supervisor(bus, committer, procs, io, {
     instanceId: 'local',
     dispatchCli: tool,
     childEnv: { PATH: process.env.PATH ?? '' },
