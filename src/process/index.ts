@@ -1,5 +1,5 @@
 /** Managed child processes: spawn detached, report the exit, stop the tree with a grace, sweep leftovers. */
-export { spawnManaged, spawnManagedVia, ManagedProcess, type ChildSource, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
+export { spawnManaged, spawnManagedVia, ManagedProcess, type ManagedSpawnOptions, type ProcessEnd } from './managed-process.js';
 export { ProcessSpawnError, type ProcessErrorCode } from './errors.js';
 export { lowerPriority, type PriorityOutcome } from './lower-priority.js';
 export { exitFactsOf, type ExitFacts } from './exit-facts.js';

@@ -73,7 +73,7 @@ export async function spawnManagedVia(helper: SpawnHelper, table: HousekeepingTh
 }
 
 /** What a managed process is made of, wherever it was spawned. */
-export interface ChildSource {
+interface ChildSource {
   readonly pid: number;
   /** Its start time (clock ticks after boot) when the spawner read it; undefined to ask /proc here. */
   readonly startTime: number | null | undefined;

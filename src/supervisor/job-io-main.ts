@@ -1,5 +1,5 @@
 /**
- * The job I/O thread (README, "Architecture"): forks every job through the spawn helper, owns the
+ * The job I/O thread (README, "Threads"): forks every job through the spawn helper, owns the
  * jobs' stdout and stderr connections, frames their lines and posts them to the main thread in
  * batches, at most WINDOW_LINES lines unacknowledged, so a slow bus stops the reads and the children
  * block in their writes. It runs at its own nice value, below the main thread's.
