@@ -212,6 +212,9 @@ function figuresOf(key, s, recent, ready) {
         fig('Jobs’ CPU priority (CONSOLE_JOB_NICE)', { text: String(j.priority?.nice ?? '—'), unit: 'nice' }),
         fig('Priority lowered', count(j.priority?.lowered ?? 0, 'jobs')),
         fig('Priority refused', count(j.priority?.refused ?? 0, 'jobs')),
+        fig('Job I/O thread’s CPU priority (CONSOLE_JOB_THREAD_NICE)', { text: String(j.thread?.nice ?? '—'), unit: 'nice' }),
+        fig('Lines read by the job I/O thread', count(j.thread?.lines ?? 0, 'lines')),
+        fig('Lines waiting to be published', count(j.thread?.queued ?? 0, 'lines')),
       ];
     }
     case 'bus': {

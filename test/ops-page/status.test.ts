@@ -117,6 +117,9 @@ describe('the status view', () => {
     // For the README: the groups once the status was read after the storm began, and the charts
     // (in a window tall enough to hold them whole: a taller element is shot in pieces).
     await page.locator('.group[data-section="jobs"] .row', { hasText: /Started since start-up\s*4 jobs/ }).waitFor();
+    // The job I/O thread: its nice value (CONSOLE_JOB_THREAD_NICE, 5 by default) and the lines it read.
+    await page.locator('.group[data-section="jobs"] .row', { hasText: /Job I\/O thread’s CPU priority \(CONSOLE_JOB_THREAD_NICE\)\s*5 nice/ }).waitFor();
+    await page.locator('.group[data-section="jobs"] .row', { hasText: /Lines read by the job I\/O thread\s*[1-9]/ }).waitFor();
     await page.$eval('body', () => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
     await screenshot(page, 'status-storm');
     await page.setViewportSize({ width: 1280, height: 1800 });
