@@ -184,7 +184,11 @@ export class JobIo {
           entry.drained = resolve;
           this.send({ kind: 'drain', key, idleMs });
         }),
-      discard: () => this.send({ kind: 'discard', key }),
+      discard: () => {
+        this.send({ kind: 'discard', key });
+        // Never drained: forgotten at its exit.
+        void exit.then(() => this.entries.delete(key));
+      },
     };
   }
 
