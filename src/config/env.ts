@@ -144,7 +144,7 @@ export const envSchema = z.object({
   CONSOLE_JOB_HISTORY: int(1, 10_000_000).default(10_000),
   // Jobs below the service: a storm of them must not take the CPU the console's answers need.
   CONSOLE_JOB_NICE: int(0, 19).default(19),
-  // The job I/O thread below the main thread: under contention a console read goes first.
+  // The job I/O thread below the main thread: when the two compete for a CPU, the main thread goes first.
   CONSOLE_JOB_THREAD_NICE: int(0, 19).default(5),
   CONSOLE_SWEEP_MAX_PASSES: int(1, 100_000).default(100),
   CONSOLE_SWEEP_MAX_MS: int(0, 600_000).default(5000),
