@@ -343,15 +343,3 @@ export const StoreReadTimeout = {
   schema: ErrorBody,
   headers: { 'Retry-After': 'Seconds to wait (CONSOLE_RETRY_AFTER_SECONDS).' },
 };
-
-/** `jobs.spawner` of the system status (process/spawn-helper.ts SpawnHelperStats). */
-export const SpawnerStats = z.object({ pid: z.number().int().nullable(), spawned: z.number().int(), refused: z.number().int(), running: z.number().int() }).meta({
-  description:
-    'The spawn helper process that forks every job (the service itself never forks one): its pid (null once it is gone, which stops the service), the jobs it started and the spawns refused since start-up, and the jobs it started that have not exited yet.',
-});
-
-/** `jobs.thread` of the system status (supervisor/job-io.ts JobIoThreadStats). */
-export const JobIoThreadStats = z.object({ tid: z.number().int().nullable(), nice: z.number().int().nullable(), lines: z.number().int(), batches: z.number().int(), queued: z.number().int() }).meta({
-  description:
-    'The job I/O thread, which orders every spawn from the spawn helper and reads and frames every job’s stdout and stderr (the main thread never reads a job’s pipe): its kernel thread id (Linux; null elsewhere), its nice value (CONSOLE_JOB_THREAD_NICE, below the main thread’s, so the main thread goes first when the two compete for a CPU; null where unknown), the lines it handed to the main thread since start-up and the batches they came in (a batch holds at most 512 lines and waits at most 2 ms for more), and the lines handed over and not yet published (at most 2,048: past that it stops reading the pipes).',
-});

@@ -3,6 +3,7 @@
  * (job-io-main.ts), which forks the jobs through the spawn helper and reads and frames their
  * output. Lines cross in batches; the main thread stores and delivers them (ids stay global).
  */
+import type { SpawnOrder } from '../process/spawn-helper-protocol.js';
 
 /** What the thread is started with (`workerData`). */
 export interface JobIoSetup {
@@ -18,18 +19,15 @@ export const WINDOW_LINES = 4 * BATCH_LINES;
 /** Ms a batch short of BATCH_LINES waits for more lines before it is posted (the bus stores at most every 5 ms anyway). */
 export const BATCH_WAIT_MS = 2;
 
+/** What to start (the helper's spawn order without its id and stream flags: both streams are always read), and the bound on a line. */
+export type JobSpawnOrder = Pick<SpawnOrder, 'file' | 'args' | 'cwd' | 'env'> & {
+  /** CONSOLE_LINE_MAX_BYTES: bound on one of its lines, bytes; longer lines are cut. */
+  readonly lineMaxBytes: number;
+};
+
 export type ToJobIo =
   /** Fork `file` in the helper; `key` names the job from now on (a small integer, not reused). */
-  | {
-      readonly kind: 'spawn';
-      readonly key: number;
-      readonly file: string;
-      readonly args: readonly string[];
-      readonly cwd?: string;
-      readonly env: Readonly<Record<string, string>>;
-      /** CONSOLE_LINE_MAX_BYTES: bound on one of its lines, bytes; longer lines are cut. */
-      readonly lineMaxBytes: number;
-    }
+  | (JobSpawnOrder & { readonly kind: 'spawn'; readonly key: number })
   /** Start reading the job's stdout and stderr (once its launch is recorded). */
   | { readonly kind: 'read'; readonly key: number }
   /** The job exited and was swept: read until both pipes end, or `idleMs` of silence, then report `drained`. */

@@ -8,21 +8,14 @@ import { Worker } from 'node:worker_threads';
 import { ProcessSpawnError } from '../process/errors.js';
 import type { SpawnHelperStats } from '../process/spawn-helper.js';
 import { TURN_LINES } from './frame-lines.js';
-import type { FromJobIo, JobIoSetup, LineBatch, ToJobIo } from './job-io-protocol.js';
+import type { FromJobIo, JobIoSetup, JobSpawnOrder, LineBatch, ToJobIo } from './job-io-protocol.js';
 import type { LineHold } from './output-gate.js';
 
 /** One line of a job: `stream` 0 is stdout, 1 stderr; `number` counts from 1 per stream; `cut` when bytes were dropped. */
 export type JobLineHandler = (stream: 0 | 1, number: number, text: string, cut: boolean) => void;
 
-/** What to start: the program, its arguments, working directory and whole environment. */
-export interface JobSpawn {
-  readonly file: string;
-  readonly args: readonly string[];
-  readonly cwd?: string;
-  readonly env: Readonly<Record<string, string>>;
-  /** Bound on one line, bytes; longer lines are cut (CONSOLE_LINE_MAX_BYTES). */
-  readonly lineMaxBytes: number;
-}
+/** What to start: the program, its arguments, working directory, whole environment and bound on a line. */
+export type JobSpawn = JobSpawnOrder;
 
 /** A job the thread started: its pid, its exit, and its lines once asked for. */
 export interface RemoteJob {

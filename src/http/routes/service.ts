@@ -5,7 +5,8 @@ import { READINESS_CHECKS } from '../../ops/readiness.js';
 import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
-import { ErrorBody, Job, JobIoThreadStats, SpawnerStats } from '../schemas.js';
+import { ErrorBody, Job } from '../schemas.js';
+import { BackpressureStats, JobIoThreadStats, PriorityStats, SpawnerStats } from './status-schemas.js';
 import { holdsToken } from '../auth.js';
 import type { AppDeps } from './deps.js';
 
@@ -95,12 +96,8 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             running: z.number().int(),
             maxRunning: z.number().int(),
             recent: z.array(Job),
-            priority: z
-              .object({ nice: z.number().int(), lowered: z.number().int(), refused: z.number().int() })
-              .meta({ description: 'CONSOLE_JOB_NICE, and the jobs whose CPU priority (and autogroup’s) was lowered below the service’s, or could not be.' }),
-            backpressure: z.object({ backlogMax: z.number().int(), paused: z.boolean(), pauses: z.number().int(), pausedMs: z.number().int() }).meta({
-              description: 'Backpressure on the jobs’ output: their pipes are not read while the bus holds CONSOLE_EVENT_BACKLOG_MAX events it has not stored; how often and how long since start-up.',
-            }),
+            priority: PriorityStats,
+            backpressure: BackpressureStats,
             spawner: SpawnerStats,
             thread: JobIoThreadStats,
           }),
