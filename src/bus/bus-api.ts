@@ -2,6 +2,7 @@
 // SQLite) and ClusterBus (cluster-bus.ts; cluster.md, "Events"), whose reads are asynchronous.
 import type { BusEvent, EventFilter, EventInput } from './event.js';
 import type { EventRow } from './local-event-log.js';
+import type { FrameBlockReader } from './replay-cache.js';
 import type { StorageOutage } from './storage-outage.js';
 
 /** A consumer of stored batches, ids ascending, each id once; the array is shared (never modify it). Must not throw nor block. */
@@ -29,6 +30,8 @@ export interface Bus {
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]>;
   /** {@link readAfter}'s events up to a delivered id `upTo`, as Server-Sent Events frames (frames.ts), one string per event: a stream's replay. */
   readFramesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): readonly string[] | Promise<readonly string[]>;
+  /** Unfiltered {@link readFramesAfter} made off the main thread, as one block of bytes, where the back end can (SQLite). */
+  readonly readFrameBlock?: FrameBlockReader;
   /** The newest `limit` stored events passing `filter`, ascending. */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]>;
   /** Tells `fn` of each job whose event was dropped as it is no longer `running` (judged dead elsewhere); the supervisor stops it. */

@@ -5,6 +5,7 @@ import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Seve
 import { EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
 import type { EventRow, LocalEventLog } from './local-event-log.js';
+import type { FrameBlockReader } from './replay-cache.js';
 import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 
 export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } from './storage-outage.js';
@@ -27,6 +28,8 @@ export interface EventBusOptions {
   readonly onCount?: PublishCounter;
   /** Least time between flushes of a small queue, ms (default 0); a flush after a quiet period is never delayed. */
   readonly flushIntervalMs?: number;
+  /** Replays' unfiltered reads off the main thread (state/sqlite/replay-thread.ts); without it they are read here. */
+  readonly readFrameBlock?: FrameBlockReader;
 }
 
 /** Events of one write stored inside the caller's transaction ({@link EventBus.stage}), settled once it ends. */
@@ -59,6 +62,8 @@ export class EventBus implements Bus {
   /** Queued rows carrying a job guard: only then are stored batches searched for them. */
   private guarded = 0;
   private readonly fencedListeners: ((proposalId: string) => void)[] = [];
+  /** See {@link Bus.readFrameBlock}: only ids already delivered are asked for, so nothing queued needs a flush. */
+  readonly readFrameBlock?: FrameBlockReader;
 
   constructor(
     private readonly log: LocalEventLog,
@@ -67,6 +72,7 @@ export class EventBus implements Bus {
     this.retry = new StorageRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.retryStore(), options.onStorageState);
     this.onCount = options.onCount ?? (() => {});
     this.flushIntervalMs = options.flushIntervalMs ?? 0;
+    if (options.readFrameBlock) this.readFrameBlock = options.readFrameBlock;
   }
 
   /** The current period of failing stores, or null when events are stored. */

@@ -4,13 +4,19 @@
 // previous 500 ms). Unfiltered replays therefore read the log in blocks of BLOCK_IDS ids, kept by id, and serve every
 // stream's pages out of them. A block is kept only once every id in it is delivered: stored, never changing after.
 import { isEverything, type EventFilter } from './event.js';
-import type { StoredFrames } from './frames.js';
+import { packFrames, unpackFrames, type FrameBlock, type StoredFrames } from './frames.js';
 
 /** Ids per block: a block is one database read of at most this many rows, as a replay page is. */
 export const BLOCK_IDS = 500;
 
 /** Reads the stored events' frames, one string per event, ids ascending (Bus.readFramesAfter). */
 export type FrameReader = (sinceId: number, limit: number, filter: EventFilter, upTo: number) => readonly string[] | Promise<readonly string[]>;
+
+/**
+ * Reads every stored event with `sinceId < id <= upTo`, at most `limit`, as one block of frames made off the main
+ * thread (Bus.readFrameBlock); resolves null when it cannot now, and the {@link FrameReader} reads instead.
+ */
+export type FrameBlockReader = (sinceId: number, limit: number, upTo: number) => Promise<FrameBlock | null>;
 
 /** The cache's figures (system status `bus.replay.cache`). */
 export interface ReplayCacheStats {
@@ -21,14 +27,12 @@ export interface ReplayCacheStats {
   /** Blocks read from the database, and replay pages served from blocks read before. */
   readonly blocksRead: number;
   readonly pagesShared: number;
+  /** Reads (blocks and a stream's own pages) made by the replay thread, and those it could not make (read here instead). */
+  readonly threadReads: number;
+  readonly threadFailures: number;
 }
 
-/** The frames of the ids `(first - 1, last]` of one block: bytes, and each event's id and end. */
-interface Block {
-  readonly buf: Buffer;
-  readonly ids: Float64Array;
-  readonly ends: Float64Array;
-}
+type Block = FrameBlock;
 
 const EMPTY_BLOCK: Block = { buf: Buffer.alloc(0), ids: new Float64Array(0), ends: new Float64Array(0) };
 
@@ -44,16 +48,20 @@ export class ReplayCache {
   private bytes = 0;
   private blocksRead = 0;
   private pagesShared = 0;
+  private threadReads = 0;
+  private threadFailures = 0;
 
   /**
    * @param maxBytes bytes of frames kept (0: none; each page is read for its stream alone).
    * @param read the database read.
    * @param delivered the newest id delivered to streams: every id up to it is stored, or never will be.
+   * @param readBlock the unfiltered reads off the main thread, where the back end has them (SQLite's replay thread).
    */
   constructor(
     readonly maxBytes: number,
     private readonly read: FrameReader,
     private readonly delivered: () => number,
+    private readonly readBlock: FrameBlockReader | null = null,
   ) {}
 
   /** Events with `sinceId < id <= upTo` passing `filter`, at most `limit`; fewer only when none is left up to `upTo`. */
@@ -106,7 +114,7 @@ export class ReplayCache {
       // The newest ids (not all delivered yet), or past a gap: read for this stream alone.
       const rest = await this.direct(cursor, limit - count, filter, upTo);
       if (rest.count > 0) {
-        parts.push(Buffer.from(rest.frames as string, 'utf8'));
+        parts.push(typeof rest.frames === 'string' ? Buffer.from(rest.frames, 'utf8') : rest.frames);
         count += rest.count;
         lastId = rest.lastId;
       }
@@ -116,12 +124,29 @@ export class ReplayCache {
 
   /** The cache's figures. */
   stats(): ReplayCacheStats {
-    return { maxBytes: this.maxBytes, bytes: this.bytes, blocks: this.blocks.size, blocksRead: this.blocksRead, pagesShared: this.pagesShared };
+    const { maxBytes, bytes, blocksRead, pagesShared, threadReads, threadFailures } = this;
+    return { maxBytes, bytes, blocks: this.blocks.size, blocksRead, pagesShared, threadReads, threadFailures };
   }
 
-  private async direct(sinceId: number, limit: number, filter: EventFilter, upTo: number): Promise<StoredFrames & { readonly frames: string }> {
+  private async direct(sinceId: number, limit: number, filter: EventFilter, upTo: number): Promise<StoredFrames> {
+    if (isEverything(filter)) {
+      const block = await this.offThread(sinceId, limit, upTo);
+      if (block !== null) {
+        const n = block.ids.length;
+        return { frames: block.buf, count: n, lastId: n > 0 ? (block.ids[n - 1] as number) : sinceId };
+      }
+    }
     const frames = await this.read(sinceId, limit, filter, upTo);
     return { frames: frames.join(''), count: frames.length, lastId: frames.length > 0 ? idOf(frames[frames.length - 1] as string) : sinceId };
+  }
+
+  /** An unfiltered read by the replay thread; null without one, or when it failed (counted). */
+  private async offThread(sinceId: number, limit: number, upTo: number): Promise<Block | null> {
+    if (this.readBlock === null) return null;
+    const block = await this.readBlock(sinceId, limit, upTo);
+    if (block === null) this.threadFailures++;
+    else this.threadReads++;
+    return block;
   }
 
   /** Reads block `k` (or waits for the read under way) and keeps it, dropping the least recently used past the bound. */
@@ -129,9 +154,10 @@ export class ReplayCache {
     let pending = this.reading.get(k);
     if (pending === undefined) {
       pending = (async () => {
-        const frames = await this.read(k * BLOCK_IDS, BLOCK_IDS, filter, (k + 1) * BLOCK_IDS);
+        const from = k * BLOCK_IDS;
+        const block = (await this.offThread(from, BLOCK_IDS, from + BLOCK_IDS)) ?? blockOf(await this.read(from, BLOCK_IDS, filter, from + BLOCK_IDS));
         this.blocksRead++;
-        return blockOf(frames);
+        return block;
       })();
       this.reading.set(k, pending);
       try {
@@ -161,22 +187,8 @@ export class ReplayCache {
   }
 }
 
-/**
- * One block of frames (ids ascending), in one buffer. Each frame is encoded straight into it: joining
- * them first made a string of the block's size (a large object, freed only by a full collection) per read.
- */
+/** One block of frames read on this thread (ids ascending), in one buffer. */
 function blockOf(frames: readonly string[]): Block {
   if (frames.length === 0) return EMPTY_BLOCK;
-  const ids = new Float64Array(frames.length);
-  const ends = new Float64Array(frames.length);
-  let at = 0;
-  for (let i = 0; i < frames.length; i++) {
-    const f = frames[i] as string;
-    ids[i] = idOf(f);
-    ends[i] = at += Buffer.byteLength(f);
-  }
-  const buf = Buffer.allocUnsafeSlow(at);
-  let from = 0;
-  for (let i = 0; i < frames.length; i++) from += buf.write(frames[i] as string, from, 'utf8');
-  return { buf, ids, ends };
+  return unpackFrames(packFrames(frames.map(idOf), frames));
 }

@@ -6,7 +6,7 @@ import type { Bus } from './bus.js';
 import { filterKey, isEverything, passes, type EventFilter } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import { RecentEvents, type RecentEventsStats } from './recent-events.js';
-import { ReplayCache, type ReplayCacheStats } from './replay-cache.js';
+import { ReplayCache, type FrameBlockReader, type ReplayCacheStats } from './replay-cache.js';
 import { frameOf } from './frames.js';
 import { SseClient, type SseOptions, STREAM_HEADERS, Turns } from './sse-client.js';
 
@@ -73,6 +73,8 @@ export class SseHub {
       options.replayCacheBytes,
       (sinceId, limit, filter, upTo) => bus.readFramesAfter(sinceId, limit, filter, upTo),
       () => this.deliveredThrough,
+      // Looked up at each read, as the bus's other reads are.
+      bus.readFrameBlock === undefined ? null : (sinceId, limit, upTo) => (bus.readFrameBlock as FrameBlockReader)(sinceId, limit, upTo),
     );
   }
 

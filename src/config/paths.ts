@@ -16,6 +16,8 @@ export interface WorkerFiles {
   readonly proc: string;
   /** WAL checkpoints, a task of the process worker's thread (src/state/sqlite/checkpoint-task.ts). */
   readonly checkpoint: string;
+  /** Stream replays' database reads, on their own thread (src/state/sqlite/replay-task.ts). */
+  readonly replay: string;
   /** The spawn helper process's program (src/process/spawn-helper-main.ts). */
   readonly spawnHelper: string;
   /** The job I/O thread (src/supervisor/job-io-main.ts). */
@@ -27,6 +29,7 @@ export const WORKER_FILES: WorkerFiles = Object.freeze({
   readStore: path.join(REPO_ROOT, 'dist', 'workers', 'read-store.js'),
   proc: path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js'),
   checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'checkpoint-task.js'),
+  replay: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'replay-task.js'),
   spawnHelper: path.join(REPO_ROOT, 'dist', 'process', 'spawn-helper-main.js'),
   jobIo: path.join(REPO_ROOT, 'dist', 'supervisor', 'job-io-main.js'),
 });

@@ -34,7 +34,7 @@ export interface StateBackend {
   readonly shared: PgStateStore | null;
   /** Subscribes to a cluster channel (cluster mode only; a no-op on SQLite). Call before {@link start}. */
   listen(channel: string, fn: (payload: string) => void): void;
-  /** Starts listening to the other instances (cluster mode; at once on SQLite). */
+  /** Starts listening to the other instances (cluster mode); on SQLite, opens the replay thread's connection. */
   start(): Promise<void>;
   /** Closes the database (after the bus closed). */
   close(): Promise<void>;

@@ -7,6 +7,7 @@ import { Checkpointer } from '../state/sqlite/checkpointer.js';
 import { openStateDb, type Db } from '../state/sqlite/db.js';
 import { SQLITE_BINDING } from '../state/sqlite/binding.js';
 import { EventLog } from '../state/sqlite/event-log.js';
+import { ReplayThread } from '../state/sqlite/replay-thread.js';
 import { SqliteStateStore } from '../state/sqlite/sqlite-state-store.js';
 import { LOCAL_INSTANCE_ID, storageStateLogger, type BackendHooks, type StateBackend } from './backend.js';
 import type { Config } from '../config/config.js';
@@ -16,9 +17,22 @@ import { outageCheck, type EventStorage, type ReadinessCheck } from '../ops/read
 /** Opens the SQLite state database at CONSOLE_STATE_DIR with its bus and committer. @throws StateDbError naming the file. */
 export function openSqliteBackend(config: Config, { metrics, log, housekeeping }: BackendHooks): StateBackend {
   const db = openStateDb(config.stateDbPath);
+  let replayThread: ReplayThread | undefined;
   try {
     const eventLog = new EventLog(db, config.events.retention);
-    const bus = new EventBus(eventLog, { flushIntervalMs: config.events.flushIntervalMs, onCount: metrics.countEvent, onStorageState: storageStateLogger(log, { stateDb: config.stateDbPath }) });
+    const replay = new ReplayThread(
+      WORKER_FILES.replay,
+      config.stateDbPath,
+      (sinceId, upTo) => eventLog.segmentTables(sinceId, upTo),
+      (err) => log.warn({ err: err.message }, 'a stream replay read was made on the main thread: the replay thread failed'),
+    );
+    replayThread = replay;
+    const bus = new EventBus(eventLog, {
+      flushIntervalMs: config.events.flushIntervalMs,
+      onCount: metrics.countEvent,
+      onStorageState: storageStateLogger(log, { stateDb: config.stateDbPath }),
+      readFrameBlock: replay.read,
+    });
     const store = new SqliteStateStore(db, {
       instanceId: LOCAL_INSTANCE_ID,
       eventRetention: config.events.retention,
@@ -39,13 +53,15 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping }
       status: () => ({ backend: 'sqlite', file: config.stateDbPath, binding: SQLITE_BINDING, checkpointFailures: checkpointer.failures }),
       onConsoleChanged: () => {},
       listen: () => {},
-      start: async () => {},
+      start: () => replay.open(),
       close: async () => {
+        await replay.close();
         await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
         db.close();
       },
     };
   } catch (err) {
+    void replayThread?.close();
     db.close();
     throw err;
   }

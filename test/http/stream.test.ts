@@ -267,9 +267,9 @@ const REPLAY_SOURCES = [
   { source: 'memory', env: {} as Record<string, string> },
 ] as const;
 
-async function replayStats(t: TestService): Promise<{ pagesFromMemory: number; pagesFromDatabase: number }> {
+async function replayStats(t: TestService): Promise<{ pagesFromMemory: number; pagesFromDatabase: number; cache: { threadReads: number; threadFailures: number } }> {
   const res = await t.get('/api/system-status');
-  return ((await res.json()) as { bus: { replay: { pagesFromMemory: number; pagesFromDatabase: number } } }).bus.replay;
+  return ((await res.json()) as { bus: { replay: Awaited<ReturnType<typeof replayStats>> } }).bus.replay;
 }
 
 describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ source, env }) => {
@@ -289,22 +289,29 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
     let n = 0;
     // Each page is one read of the replay's source: the bus's database read, or the memory's.
     const memory = (t.service.deps.sse as unknown as { recent: { framesAfter: (...a: unknown[]) => unknown } }).recent;
-    const target = (source === 'memory' ? memory : bus) as unknown as Record<'framesAfter' | 'readFramesAfter', (...a: unknown[]) => unknown>;
-    const method = source === 'memory' ? 'framesAfter' : 'readFramesAfter';
-    const readAfter = target[method].bind(target);
+    const target = (source === 'memory' ? memory : bus) as unknown as Record<string, (...a: unknown[]) => unknown>;
+    // The database's pages are read by the replay thread (readFrameBlock), or here when it cannot.
+    const methods = source === 'memory' ? ['framesAfter'] : ['readFramesAfter', 'readFrameBlock'];
+    const originals = methods.map((m) => [m, target[m]?.bind(target)] as const);
     let pagesRead = 0;
-    target[method] = (...args: unknown[]) => {
-      pagesRead++;
-      publishMany(t, 3, make(`page ${pagesRead} `));
-      return readAfter(...args);
+    const restore = () => {
+      for (const [m, read] of originals) if (read) target[m] = read;
     };
+    for (const [m, read] of originals) {
+      if (!read) continue;
+      target[m] = (...args: unknown[]) => {
+        pagesRead++;
+        publishMany(t, 3, make(`page ${pagesRead} `));
+        return read(...args);
+      };
+    }
     timers.push(setInterval(() => publishMany(t, 5, make(`timer ${n++} `)), 1));
     try {
       const c = new SseClient(streamUrl(t), { 'Last-Event-ID': from });
       clients.push(c);
       await c.until((x) => x.events.length >= 1300 + 200, 'the replay and some live events');
       clearInterval(timers.pop());
-      target[method] = readAfter;
+      restore();
       expect(pagesRead).toBeGreaterThanOrEqual(3); // 1,300 stored events are more than two 500-row pages
       const last = publishMany(t, 1, make('last '))[0] as BusEvent;
       await c.until((x) => x.events.at(-1)?.id === last.id, 'the last live event');
@@ -318,9 +325,14 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
       expect(c.events.slice(0, 1300)).toEqual(initial.slice(200));
       const stats = await replayStats(t);
       if (source === 'memory') expect(stats).toMatchObject({ pagesFromMemory: pagesRead, pagesFromDatabase: 0 });
-      else expect(stats.pagesFromDatabase).toBeGreaterThanOrEqual(3);
+      else {
+        expect(stats.pagesFromDatabase).toBeGreaterThanOrEqual(3);
+        // Read by the replay thread, handed over as bytes; none fell back to the main thread.
+        expect(stats.cache).toMatchObject({ threadFailures: 0 });
+        expect(stats.cache.threadReads).toBeGreaterThanOrEqual(3);
+      }
     } finally {
-      target[method] = readAfter;
+      restore();
     }
   });
 
@@ -467,7 +479,7 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
         expect(cache.blocksRead).toBeLessThanOrEqual(Math.ceil(3000 / 500) + 1);
         expect(cache.pagesShared).toBeGreaterThanOrEqual(3 * 5);
         expect(cache.bytes).toBeGreaterThan(0);
-      } else expect(cache).toEqual({ maxBytes: 0, bytes: 0, blocks: 0, blocksRead: 0, pagesShared: 0 });
+      } else expect(cache).toMatchObject({ maxBytes: 0, bytes: 0, blocks: 0, blocksRead: 0, pagesShared: 0 });
     });
   }
 });

@@ -6,7 +6,7 @@ import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
 import { ErrorBody, Job } from '../schemas.js';
-import { BackpressureStats, JobIoThreadStats, PriorityStats, SpawnerStats } from './status-schemas.js';
+import { BackpressureStats, JobIoThreadStats, PriorityStats, ReplayCacheStats, SpawnerStats } from './status-schemas.js';
 import { holdsToken } from '../auth.js';
 import type { AppDeps } from './deps.js';
 
@@ -112,10 +112,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
                 bytes: z.number().int(),
                 pagesFromMemory: z.number().int(),
                 pagesFromDatabase: z.number().int(),
-                cache: z.object({ maxBytes: z.number().int(), bytes: z.number().int(), blocks: z.number().int(), blocksRead: z.number().int(), pagesShared: z.number().int() }).meta({
-                  description:
-                    'Unfiltered replays read the database in blocks of 500 ids, kept for the other streams replaying the same stretch (CONSOLE_SSE_REPLAY_CACHE_BYTES): their bytes and number, the blocks read, and the pages served wholly from blocks read before.',
-                }),
+                cache: ReplayCacheStats,
               })
               .meta({
                 description:

@@ -1,6 +1,6 @@
 /**
- * Zod schemas of the system status's job figures (`GET /api/system-status`, `jobs.*`): the jobs'
- * priority, the output's backpressure, the spawn helper and the job I/O thread.
+ * Zod schemas of the system status's figures of the jobs (`jobs.*`: their priority, the output's backpressure,
+ * the spawn helper, the job I/O thread) and of the replays' shared blocks (`bus.replay.cache`).
  */
 import { z } from 'zod';
 
@@ -25,3 +25,19 @@ export const JobIoThreadStats = z.object({ tid: z.number().int().nullable(), nic
   description:
     'The job I/O thread, which orders every spawn from the spawn helper and reads and frames every job’s stdout and stderr (the main thread never reads a job’s pipe): its kernel thread id (Linux; null elsewhere), its nice value (CONSOLE_JOB_THREAD_NICE, below the main thread’s, so the main thread goes first when the two compete for a CPU; null where unknown), the lines it handed to the main thread since start-up and the batches they came in (a batch holds at most 512 lines and waits at most 2 ms for more), and the lines handed over and not yet published (at most 2,048: past that it stops reading the pipes).',
 });
+
+/** `bus.replay.cache` of the system status (bus/replay-cache.ts ReplayCacheStats). */
+export const ReplayCacheStats = z
+  .object({
+    maxBytes: z.number().int(),
+    bytes: z.number().int(),
+    blocks: z.number().int(),
+    blocksRead: z.number().int(),
+    pagesShared: z.number().int(),
+    threadReads: z.number().int(),
+    threadFailures: z.number().int(),
+  })
+  .meta({
+    description:
+      'Unfiltered replays read the database in blocks of 500 ids, kept for the other streams replaying the same stretch (CONSOLE_SSE_REPLAY_CACHE_BYTES): their bytes and number, the blocks read, and the pages served wholly from blocks read before. With the embedded SQLite database, unfiltered replay reads are made on the replay thread, which hands each block’s frames to the main thread as bytes: `threadReads` counts them, `threadFailures` the reads it could not make (a segment dropped by retention meanwhile, the thread’s death), which were made on the main thread instead and logged. Both stay 0 in cluster mode, whose reads are PostgreSQL’s.',
+  });

@@ -239,6 +239,13 @@ export class EventLog implements LocalEventLog {
     return this.reads.after(this.segments, sinceId, limit, filter, upTo);
   }
 
+  /** The tables of the segments that may hold ids in `(sinceId, upTo]`, oldest first: what the replay thread reads. */
+  segmentTables(sinceId: number, upTo: number): string[] {
+    const out: string[] = [];
+    for (const seg of this.segments) if (seg.count > 0 && seg.maxId > sinceId && seg.minId <= upTo) out.push(seg.table);
+    return out;
+  }
+
   /** {@link after}'s events as Server-Sent Events frames, a stream's replay page (event-reads.ts). */
   framesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): string[] {
     return this.reads.framesAfter(this.segments, sinceId, limit, filter, upTo);

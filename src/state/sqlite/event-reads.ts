@@ -8,7 +8,7 @@ import type { EventRow } from '../../bus/local-event-log.js';
 import type { Segment } from './event-segments.js';
 
 /** A row's frame (bus/frames.ts frameOf) in SQL: an integer id is written as JavaScript writes it. */
-const FRAME_SQL = `'id: ' || id || char(10) || 'data: ' || data || char(10, 10)`;
+export const FRAME_SQL = `'id: ' || id || char(10) || 'data: ' || data || char(10, 10)`;
 
 /** The reads, with their statements prepared once per segment and query shape. */
 export class SegmentReads {

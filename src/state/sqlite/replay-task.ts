@@ -1,0 +1,83 @@
+/**
+ * The replay thread's read (replay-thread.ts): stored events' Server-Sent Events frames, made by SQLite and packed
+ * into one buffer here, which is transferred to the main thread, not copied. Its own read-only connection is kept
+ * between reads; in WAL mode it reads what was committed, beside the main connection's writes.
+ */
+import { move } from 'piscina';
+import Database, { type Db, type Statement } from './binding.js';
+import { packFrames } from '../../bus/frames.js';
+import { FRAME_SQL } from './event-reads.js';
+import { SEGMENT_PREFIX } from './event-segments.js';
+
+/** One read: events with `sinceId < id <= upTo`, at most `limit`, from the segment `tables` (oldest first). */
+export interface ReplayTask {
+  readonly file: string;
+  readonly tables: readonly string[];
+  readonly sinceId: number;
+  readonly limit: number;
+  readonly upTo: number;
+}
+
+/** A segment table's name, as event-segments.ts makes them: the only text put into the statements. */
+const SEGMENT_TABLE = new RegExp(`^${SEGMENT_PREFIX}[1-9][0-9]*$`);
+
+/** Lock wait: a read is never blocked by writers in WAL mode but for a moment at opening. */
+const BUSY_TIMEOUT_MS = 1000;
+
+let open: { readonly file: string; readonly db: Db; readonly selects: Map<string, Statement<unknown[]>> } | null = null;
+
+function connection(file: string): NonNullable<typeof open> {
+  if (open !== null && open.file !== file) {
+    open.db.close();
+    open = null;
+  }
+  if (open === null) {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // A first read opens the write-ahead log and its index: every descriptor the connection keeps is open now.
+      db.pragma('schema_version');
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    open = { file, db, selects: new Map() };
+  }
+  return open;
+}
+
+function select(conn: NonNullable<typeof open>, table: string): Statement<unknown[]> {
+  let stmt = conn.selects.get(table);
+  if (stmt === undefined) {
+    if (!SEGMENT_TABLE.test(table)) throw new Error(`not an event segment table: ${table}`);
+    stmt = conn.db.prepare(`SELECT id, ${FRAME_SQL} FROM ${table} WHERE id > ? AND id <= ? ORDER BY id ASC LIMIT ?`).raw(true);
+    conn.selects.set(table, stmt);
+  }
+  return stmt;
+}
+
+/**
+ * The task (Piscina's default export). @returns the frames packed by packFrames (bus/frames.ts), transferred.
+ * @throws the database's error (a segment dropped by retention meanwhile: "no such table"); the main thread then reads.
+ */
+export default function readReplay(task: ReplayTask): ArrayBuffer {
+  const conn = connection(task.file);
+  const ids: number[] = [];
+  const frames: string[] = [];
+  try {
+    for (const table of task.tables) {
+      const left = task.limit - frames.length;
+      if (left <= 0) break;
+      for (const [id, frame] of select(conn, table).all(task.sinceId, task.upTo, left) as [number, string][]) {
+        ids.push(id);
+        frames.push(frame);
+      }
+    }
+  } catch (err) {
+    // A dropped table's statement is not used again.
+    conn.selects.clear();
+    // A plain Error: the binding's own class reaches the main thread without its message.
+    throw new Error(`replay read of ${task.tables.join(', ')}: ${(err as Error).message}`);
+  }
+  return move(packFrames(ids, frames)) as unknown as ArrayBuffer;
+}

@@ -1,0 +1,70 @@
+/**
+ * Stream replays' database reads on a thread of their own (api-decisions.md, "Event stream"): the frames of stored
+ * events are made and packed into one buffer there (replay-task.ts), and handed over as bytes, transferred. Under a
+ * generation storm the streams that fall behind replay the log continuously; on the main thread those reads took
+ * a fifth of its time, beside the console's reads (bench P7 at full speed).
+ */
+import fs from 'node:fs';
+import { Piscina } from 'piscina';
+import { unpackFrames, type FrameBlock } from '../../bus/frames.js';
+import { NO_REQUIRE_ESM } from '../../workers/pool.js';
+import type { ReplayTask } from './replay-task.js';
+
+/** The segment tables holding ids in `(sinceId, upTo]`, oldest first (EventLog.segmentTables). */
+export type SegmentTables = (sinceId: number, upTo: number) => readonly string[];
+
+/** The replay thread (one worker thread) and the reads it made or could not make. */
+export class ReplayThread {
+  private readonly pool: Piscina;
+  private closing = false;
+
+  /**
+   * @param workerFile the compiled replay-task.js (WORKER_FILES.replay); @param dbFile the state database.
+   * @param onError told of each read the thread could not make (the caller then reads on the main thread).
+   * @throws Error when `workerFile` does not exist (not built).
+   */
+  constructor(
+    workerFile: string,
+    private readonly dbFile: string,
+    private readonly tables: SegmentTables,
+    private readonly onError: (err: Error) => void,
+  ) {
+    if (!fs.existsSync(workerFile)) throw new Error(`replay worker not found: ${workerFile} (run npm run build)`);
+    // One thread: replays share blocks (bus/replay-cache.ts), so reads are few; a second would compete with the main thread.
+    this.pool = new Piscina({ filename: workerFile, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
+    // A worker's death outside a task would end the service; Piscina replaces it, and the read is made on the main thread.
+    this.pool.on('error', (err: Error) => this.failed(err));
+  }
+
+  /**
+   * Stored events with `sinceId < id <= upTo` (every one of them committed), at most `limit`, as one block of frames.
+   * Never rejects: resolves null when the thread failed (a segment dropped meanwhile, the thread died).
+   */
+  readonly read = async (sinceId: number, limit: number, upTo: number): Promise<FrameBlock | null> => {
+    const task: ReplayTask = { file: this.dbFile, tables: this.tables(sinceId, upTo), sinceId, limit, upTo };
+    try {
+      return unpackFrames((await this.pool.run(task)) as ArrayBuffer);
+    } catch (err) {
+      this.failed(err instanceof Error ? err : new Error(`the replay thread failed: ${JSON.stringify(err)}`));
+      return null;
+    }
+  };
+
+  /**
+   * Opens the thread's connection before the first replay (its descriptors are the service's from start-up on).
+   * Never rejects: a failure is reported, and the first read tries again.
+   */
+  async open(): Promise<void> {
+    await this.read(0, 0, 0);
+  }
+
+  /** Ends the thread; reads under way resolve null. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.pool.destroy();
+  }
+
+  private failed(err: Error): void {
+    if (!this.closing) this.onError(err);
+  }
+}
