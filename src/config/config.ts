@@ -90,6 +90,8 @@ export interface Config {
     readonly replayMemoryBytes: number;
     /** Database replay pages kept for other streams' replays (0: none). */
     readonly replayCacheBytes: number;
+    /** CONSOLE_SSE_REPLAY_THREAD_NICE, 0..19: the replay thread's nice value (SQLite); 0 leaves it at the main thread's. */
+    readonly replayThreadNice: number;
     /** Bytes queued for all stream clients together; past it the most-queued clients are dropped as slow. */
     readonly totalQueueBytes: number;
     /** Open streams in all (also at most half the descriptor limit); past it, 503. */
@@ -257,6 +259,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       maxDatabaseReplays: e.CONSOLE_SSE_MAX_DATABASE_REPLAYS,
       replayMemoryBytes: e.CONSOLE_SSE_REPLAY_MEMORY_BYTES,
       replayCacheBytes: e.CONSOLE_SSE_REPLAY_CACHE_BYTES,
+      replayThreadNice: e.CONSOLE_SSE_REPLAY_THREAD_NICE,
     },
     workers: { threads: e.CONSOLE_WORKER_THREADS },
     cache: { maxBytes: e.CONSOLE_CACHE_MAX_BYTES },

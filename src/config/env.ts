@@ -157,6 +157,8 @@ export const envSchema = z.object({
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_REPLAY_MEMORY_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_REPLAY_CACHE_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
+  // The replay thread below the main thread, as the job I/O thread: a storm's replays must not slow its publishing.
+  CONSOLE_SSE_REPLAY_THREAD_NICE: int(0, 19).default(5),
   CONSOLE_SSE_RETRY_MS: int(100, 600_000).default(2000),
   CONSOLE_SSE_TOTAL_QUEUE_BYTES: int(1024 * 1024, 16 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   CONSOLE_SSE_MAX_STREAMS: int(1, 1_000_000).default(1000),

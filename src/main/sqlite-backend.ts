@@ -25,6 +25,7 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping }
       config.stateDbPath,
       (sinceId, upTo) => eventLog.segmentTables(sinceId, upTo),
       (err) => log.warn({ err: err.message }, 'a stream replay read was made on the main thread: the replay thread failed'),
+      config.sse.replayThreadNice,
     );
     replayThread = replay;
     const bus = new EventBus(eventLog, {
@@ -50,7 +51,7 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping }
       db,
       shared: null,
       readiness: () => checkSqlite(db, bus),
-      status: () => ({ backend: 'sqlite', file: config.stateDbPath, binding: SQLITE_BINDING, checkpointFailures: checkpointer.failures }),
+      status: () => ({ backend: 'sqlite', file: config.stateDbPath, binding: SQLITE_BINDING, checkpointFailures: checkpointer.failures, replayThread: replay.stats() }),
       onConsoleChanged: () => {},
       listen: () => {},
       start: () => replay.open(),

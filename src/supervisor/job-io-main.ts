@@ -4,12 +4,11 @@
  * batches, at most WINDOW_LINES lines unacknowledged, so a slow bus stops the reads and the children
  * block in their writes. It runs at its own nice value, below the main thread's.
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type net from 'node:net';
 import type { ProcessSpawnError } from '../process/errors.js';
 import { SpawnHelper } from '../process/spawn-helper.js';
+import { lowerOwnPriority, ownThreadId } from '../process/own-thread.js';
 import { untilDrained } from './drain-watch.js';
 import { frameLines, framingMeter, LineTurns, TURN_CHARS, TURN_LINES, type FramedLine, type FramingMeter } from './frame-lines.js';
 import { BATCH_LINES, BATCH_WAIT_MS, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
@@ -178,23 +177,4 @@ function discard(key: number): void {
   jobs.delete(key);
   job.stdout?.destroy();
   job.stderr?.destroy();
-}
-
-/** Sets this thread's nice value (Linux: per thread). @returns the value now in force, or null where unknown. */
-function lowerOwnPriority(value: number): number | null {
-  try {
-    if (value > 0) os.setPriority(0, value);
-    return os.getPriority(0);
-  } catch {
-    return null;
-  }
-}
-
-/** This thread's kernel id (Linux), for ps and top; null elsewhere. */
-function ownThreadId(): number | null {
-  try {
-    return Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
-  } catch {
-    return null;
-  }
 }

@@ -27,6 +27,13 @@ describe('readConfig', () => {
     for (const bad of ['-1', '20', '1.5', 'low']) expect(() => readConfig({ CONSOLE_JOB_THREAD_NICE: bad })).toThrow(/CONSOLE_JOB_THREAD_NICE/);
   });
 
+  it('reads CONSOLE_SSE_REPLAY_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
+    expect(readConfig({}).sse.replayThreadNice).toBe(5);
+    expect(readConfig({ CONSOLE_SSE_REPLAY_THREAD_NICE: '0' }).sse.replayThreadNice).toBe(0);
+    expect(readConfig({ CONSOLE_SSE_REPLAY_THREAD_NICE: '19' }).sse.replayThreadNice).toBe(19);
+    for (const bad of ['-1', '20', '1.5', 'low']) expect(() => readConfig({ CONSOLE_SSE_REPLAY_THREAD_NICE: bad })).toThrow(/CONSOLE_SSE_REPLAY_THREAD_NICE/);
+  });
+
   it('serves a given CONSOLE_DATA_DIR as is, with no sample seeding', () => {
     const c = readConfig({ CONSOLE_DATA_DIR: 'store', CONSOLE_STATE_DIR: 'state' }, '/srv');
     expect(c.dataDir).toBe('/srv/store');

@@ -2,6 +2,7 @@
  * `GET /api/system-status`: what an operator reads during a generation
  * storm, answering while 64 jobs stream output.
  */
+import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/events.js';
 import { rawRequest } from '../helpers/raw.js';
@@ -42,7 +43,17 @@ describe('GET /api/system-status', () => {
     expect(s.guards.fallbacks.map((f: { name: string }) => f.name).sort()).toEqual(['proposal_id_not_pending', 'take_id_not_on_disk']);
     expect(s.fallbacks).toEqual({ proposal_id_not_pending: 0, take_id_not_on_disk: 0 });
     expect(s.writeProxy).toMatchObject({ enabled: false });
-    expect(s.database).toEqual({ backend: 'sqlite', file: t.config.stateDbPath, binding: expect.any(String), checkpointFailures: 0, reachable: true });
+    expect(s.database).toEqual({
+      backend: 'sqlite',
+      file: t.config.stateDbPath,
+      binding: expect.any(String),
+      checkpointFailures: 0,
+      replayThread: { tid: expect.any(Number), nice: 5 },
+      reachable: true,
+    });
+    // The replay thread is a thread of the service (here, of this process), at CONSOLE_SSE_REPLAY_THREAD_NICE (5 by default).
+    const replayStat = fs.readFileSync(`/proc/self/task/${s.database.replayThread.tid}/stat`, 'utf8');
+    expect(Number(replayStat.split(') ')[1]?.split(' ')[16])).toBe(5);
     // The SQLite binding this runtime loads: better-sqlite3 12 on Node.js 20, 13 (Node-API) on 22 and newer.
     expect(s.database.binding).toMatch(Number(process.versions.node.split('.')[0]) >= 22 ? /^better-sqlite3 13\./ : /^better-sqlite3 12\./);
     expect(s.instances).toEqual([]);

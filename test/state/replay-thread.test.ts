@@ -44,9 +44,9 @@ function publish(bus: EventBus, from: number, count: number): void {
   bus.flush();
 }
 
-function thread(file: string, tables: SegmentTables, workerFile = WORKER_FILES.replay): { replay: ReplayThread; errors: Error[] } {
+function thread(file: string, tables: SegmentTables, workerFile = WORKER_FILES.replay, nice = 0): { replay: ReplayThread; errors: Error[] } {
   const errors: Error[] = [];
-  const replay = new ReplayThread(workerFile, file, tables, (err) => errors.push(err));
+  const replay = new ReplayThread(workerFile, file, tables, (err) => errors.push(err), nice);
   cleanups.push(() => replay.close());
   return { replay, errors };
 }
@@ -101,6 +101,22 @@ describe('replay thread', () => {
     expect(await replay.read(0, 500, 300)).toBeNull();
     expect(errors.length).toBeGreaterThanOrEqual(2);
     expect(errors[0]?.message).toMatch(/exit|3/i);
+  });
+
+  it('runs at its own nice value, below the thread that started it, and says which thread it is', async () => {
+    const { file, log } = storeWith(10);
+    const { replay, errors } = thread(file, (s, u) => log.segmentTables(s, u), WORKER_FILES.replay, 5);
+    expect(replay.stats()).toEqual({ tid: null, nice: null });
+    await replay.open();
+    const { tid, nice } = replay.stats();
+    expect(nice).toBe(5);
+    // Linux keeps a nice value per thread: the thread's is 5, this one's is unchanged.
+    const niceOf = (task: number | string) => Number(fs.readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]?.split(' ')[16]);
+    expect(niceOf(tid as number)).toBe(5);
+    expect(niceOf(fs.readlinkSync('/proc/thread-self').split('/').pop() as string)).toBe(os.getPriority(0));
+    expect(os.getPriority(0)).not.toBe(5);
+    expect((await replay.read(0, 500, 10))?.ids.length).toBe(10);
+    expect(errors).toEqual([]);
   });
 
   it('refuses to start when its worker is not built', () => {

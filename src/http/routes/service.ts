@@ -163,7 +163,14 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
           database: z
             .union([
-              z.object({ backend: z.literal('sqlite'), file: z.string(), binding: z.string(), checkpointFailures: z.number().int(), ...Reachable }),
+              z.object({
+                backend: z.literal('sqlite'),
+                file: z.string(),
+                binding: z.string(),
+                checkpointFailures: z.number().int(),
+                replayThread: z.object({ tid: z.number().int().nullable(), nice: z.number().int().nullable() }),
+                ...Reachable,
+              }),
               z.object({
                 backend: z.literal('postgres'),
                 url: z.string(),
@@ -177,7 +184,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             ])
             .meta({
               description:
-                'The state database: the embedded SQLite file, the SQLite binding this Node.js loads (`better-sqlite3 12.x` on Node.js 20, `better-sqlite3 13.x` on 22 and newer) and its failed WAL checkpoints, or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications. While it cannot be read (`reachable` false), `error` says why and `heldEvents` how many events wait to be stored; jobs, fallbacks, instances and terminals then show this instance’s own, from memory.',
+                'The state database: the embedded SQLite file, the SQLite binding this Node.js loads (`better-sqlite3 12.x` on Node.js 20, `better-sqlite3 13.x` on 22 and newer) and its failed WAL checkpoints, the replay thread (stream replays’ reads run there): its kernel thread id (Linux) and nice value (CONSOLE_SSE_REPLAY_THREAD_NICE, below the main thread’s; null where unknown), or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications. While it cannot be read (`reachable` false), `error` says why and `heldEvents` how many events wait to be stored; jobs, fallbacks, instances and terminals then show this instance’s own, from memory.',
             }),
           instance: z.string().nullable().meta({ description: 'Cluster mode: the id of the instance that answered (CONSOLE_INSTANCE_ID); null on the embedded SQLite database.' }),
           instances: z

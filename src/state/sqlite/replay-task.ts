@@ -4,6 +4,7 @@
  * between reads; in WAL mode it reads what was committed, beside the main connection's writes.
  */
 import { move } from 'piscina';
+import { lowerOwnPriority, ownThreadId } from '../../process/own-thread.js';
 import Database, { type Db, type Statement } from './binding.js';
 import { packFrames } from '../../bus/frames.js';
 import { FRAME_SQL } from './event-reads.js';
@@ -12,6 +13,8 @@ import { SEGMENT_PREFIX } from './event-segments.js';
 /** One read: events with `sinceId < id <= upTo`, at most `limit`, from the segment `tables` (oldest first). */
 export interface ReplayTask {
   readonly file: string;
+  /** CONSOLE_SSE_REPLAY_THREAD_NICE: set by {@link start}, and by the first read of a thread Piscina started again. */
+  readonly nice: number;
   readonly tables: readonly string[];
   readonly sinceId: number;
   readonly limit: number;
@@ -23,6 +26,26 @@ const SEGMENT_TABLE = new RegExp(`^${SEGMENT_PREFIX}[1-9][0-9]*$`);
 
 /** Lock wait: a read is never blocked by writers in WAL mode but for a moment at opening. */
 const BUSY_TIMEOUT_MS = 1000;
+
+/** The thread, as the system status shows it: its kernel id and nice value (null where unknown). */
+export interface ReplayThreadInfo {
+  readonly tid: number | null;
+  readonly nice: number | null;
+}
+
+/** Whether this thread's nice value was set (Piscina starts a dead thread again, at the process's). */
+let niceSet = false;
+
+/**
+ * Opens the connection to `file` (every descriptor it keeps is then open) and sets this thread's nice value
+ * (CONSOLE_SSE_REPLAY_THREAD_NICE, below the main thread's). Piscina's named task `start`. @throws the database's error.
+ */
+export function start(task: { readonly file: string; readonly nice: number }): ReplayThreadInfo {
+  const nice = lowerOwnPriority(task.nice);
+  niceSet = true;
+  connection(task.file);
+  return { tid: ownThreadId(), nice };
+}
 
 let open: { readonly file: string; readonly db: Db; readonly selects: Map<string, Statement<unknown[]>> } | null = null;
 
@@ -61,6 +84,10 @@ function select(conn: NonNullable<typeof open>, table: string): Statement<unknow
  * @throws the database's error (a segment dropped by retention meanwhile: "no such table"); the main thread then reads.
  */
 export default function readReplay(task: ReplayTask): ArrayBuffer {
+  if (!niceSet) {
+    niceSet = true;
+    lowerOwnPriority(task.nice);
+  }
   const conn = connection(task.file);
   const ids: number[] = [];
   const frames: string[] = [];

@@ -8,7 +8,9 @@ import fs from 'node:fs';
 import { Piscina } from 'piscina';
 import { unpackFrames, type FrameBlock } from '../../bus/frames.js';
 import { NO_REQUIRE_ESM } from '../../workers/pool.js';
-import type { ReplayTask } from './replay-task.js';
+import type { ReplayTask, ReplayThreadInfo } from './replay-task.js';
+
+export type { ReplayThreadInfo } from './replay-task.js';
 
 /** The segment tables holding ids in `(sinceId, upTo]`, oldest first (EventLog.segmentTables). */
 export type SegmentTables = (sinceId: number, upTo: number) => readonly string[];
@@ -17,6 +19,7 @@ export type SegmentTables = (sinceId: number, upTo: number) => readonly string[]
 export class ReplayThread {
   private readonly pool: Piscina;
   private closing = false;
+  private info: ReplayThreadInfo = { tid: null, nice: null };
 
   /**
    * @param workerFile the compiled replay-task.js (WORKER_FILES.replay); @param dbFile the state database.
@@ -28,6 +31,8 @@ export class ReplayThread {
     private readonly dbFile: string,
     private readonly tables: SegmentTables,
     private readonly onError: (err: Error) => void,
+    /** CONSOLE_SSE_REPLAY_THREAD_NICE. */
+    private readonly nice = 0,
   ) {
     if (!fs.existsSync(workerFile)) throw new Error(`replay worker not found: ${workerFile} (run npm run build)`);
     // One thread: replays share blocks (bus/replay-cache.ts), so reads are few; a second would compete with the main thread.
@@ -41,7 +46,7 @@ export class ReplayThread {
    * Never rejects: resolves null when the thread failed (a segment dropped meanwhile, the thread died).
    */
   readonly read = async (sinceId: number, limit: number, upTo: number): Promise<FrameBlock | null> => {
-    const task: ReplayTask = { file: this.dbFile, tables: this.tables(sinceId, upTo), sinceId, limit, upTo };
+    const task: ReplayTask = { file: this.dbFile, nice: this.nice, tables: this.tables(sinceId, upTo), sinceId, limit, upTo };
     try {
       return unpackFrames((await this.pool.run(task)) as ArrayBuffer);
     } catch (err) {
@@ -51,11 +56,20 @@ export class ReplayThread {
   };
 
   /**
-   * Opens the thread's connection before the first replay (its descriptors are the service's from start-up on).
-   * Never rejects: a failure is reported, and the first read tries again.
+   * Sets the thread's nice value and opens its connection before the first replay (its descriptors are the
+   * service's from start-up on). Never rejects: a failure is reported, and the first read opens it again.
    */
   async open(): Promise<void> {
-    await this.read(0, 0, 0);
+    try {
+      this.info = (await this.pool.run({ file: this.dbFile, nice: this.nice }, { name: 'start' })) as ReplayThreadInfo;
+    } catch (err) {
+      this.failed(err instanceof Error ? err : new Error(`the replay thread failed to start: ${JSON.stringify(err)}`));
+    }
+  }
+
+  /** Its kernel thread id and nice value once {@link open}ed (null where unknown). */
+  stats(): ReplayThreadInfo {
+    return this.info;
   }
 
   /** Ends the thread; reads under way resolve null. */
