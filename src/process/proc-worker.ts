@@ -1,7 +1,7 @@
 /** The process worker: synchronous `/proc` reads and the signals that follow a capture, on their own thread (run from dist/). */
 import { bootTimeMs, HAS_PROC, isSameProcess, readCmdline, readProc, treeProcesses, type ProcInfo } from './proc-scan.js';
-import fs from 'node:fs';
-import type { DescribeResult, GroupNiceResult, GroupNiceTask, ProcTask, TreePassResult, TreePassTask } from './proc-task.js';
+import { setGroupNice } from './group-nice.js';
+import type { DescribeResult, GroupNiceResult, ProcTask, TreePassResult, TreePassTask } from './proc-task.js';
 
 export default function runProcTask(task: ProcTask): TreePassResult | DescribeResult | GroupNiceResult | number | null {
   switch (task.kind) {
@@ -12,26 +12,7 @@ export default function runProcTask(task: ProcTask): TreePassResult | DescribeRe
     case 'boot-time':
       return bootTimeMs();
     case 'group-nice':
-      return groupNice(task);
-  }
-}
-
-let autogroups: boolean | undefined;
-
-function groupNice(t: GroupNiceTask): GroupNiceResult {
-  if (autogroups === undefined) {
-    try {
-      autogroups = fs.readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
-    } catch {
-      autogroups = false;
-    }
-  }
-  if (!autogroups) return 'none';
-  try {
-    fs.writeFileSync(`/proc/${t.pid}/autogroup`, String(t.nice));
-    return 'set';
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EAGAIN' ? 'again' : 'refused';
+      return setGroupNice(task.pid, task.nice);
   }
 }
 

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { lowerNow } from './group-nice.js';
 import { readProc } from './proc-scan.js';
 import { TAG_BYTES, type FromHelper, type SpawnOrder, type ToHelper } from './spawn-helper-protocol.js';
 
@@ -91,7 +92,10 @@ function start(order: SpawnOrder, stdout: net.Socket | undefined, stderr: net.So
   child.on('error', () => {});
   // Read before this loop can reap it: until then the pid is its own.
   const startTime = readProc(pid)?.startTime ?? null;
-  send({ kind: 'spawned', id, pid, startTime });
+  // Lowered here, microseconds after its exec: reported later, it would run at its autogroup's full weight (as
+  // much as the whole service's) until the service's lowering came, and 64 jobs started at once take the CPU.
+  const lowered = order.nice !== undefined && order.nice > 0 ? lowerNow(pid, order.nice) : null;
+  send({ kind: 'spawned', id, pid, startTime, lowered });
   child.once('exit', (code, signal) => send({ kind: 'exit', id, code, signal }));
 }
 

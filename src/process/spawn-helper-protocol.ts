@@ -1,4 +1,5 @@
 /** The messages between the service and its spawn helper process (spawn-helper.ts, spawn-helper-main.ts). */
+import type { BirthPriority } from './group-nice.js';
 
 /** Bytes a stdio connection starts with: the order's id (16 hex digits), then `o` (stdout) or `e` (stderr). */
 export const TAG_BYTES = 17;
@@ -14,6 +15,8 @@ export interface SpawnOrder {
   readonly env: Readonly<Record<string, string>>;
   readonly stdout: boolean;
   readonly stderr: boolean;
+  /** A nice value (1..19) set on the process and its autogroup right after its exec, before it is reported; absent or 0: left. */
+  readonly nice?: number;
 }
 
 export type ToHelper = SpawnOrder;
@@ -21,8 +24,8 @@ export type ToHelper = SpawnOrder;
 export type FromHelper =
   /** Listening: connections for stdio go to `socket` (a unix socket in a directory only this user reads). */
   | { readonly kind: 'ready'; readonly socket: string }
-  /** Running as `pid` (its own process-group leader), started at `startTime` (clock ticks after boot, /proc's field 22). */
-  | { readonly kind: 'spawned'; readonly id: string; readonly pid: number; readonly startTime: number | null }
+  /** Running as `pid` (its own process-group leader), started at `startTime` (clock ticks after boot, /proc's field 22); `lowered` when the order asked for a nice value. */
+  | { readonly kind: 'spawned'; readonly id: string; readonly pid: number; readonly startTime: number | null; readonly lowered: BirthPriority | null }
   /** Not started: the errno code (`ENOENT`, `EAGAIN`…) when the OS gave one. */
   | { readonly kind: 'refused'; readonly id: string; readonly code: string | null; readonly message: string }
   /** Reaped. */

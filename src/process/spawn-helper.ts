@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { ProcessSpawnError } from './errors.js';
+import type { BirthPriority } from './group-nice.js';
 import type { FromHelper, SpawnOrder } from './spawn-helper-protocol.js';
 
 /** A process the helper started: its pid, our ends of its output, and its exit. */
@@ -15,6 +16,8 @@ export interface RemoteChild {
   readonly pid: number;
   /** Its start time (clock ticks after boot), read before it could be reaped; null without `/proc`. */
   readonly startTime: number | null;
+  /** What setting the order's nice value did, right after its exec (null when none was asked for). */
+  readonly lowered: BirthPriority | null;
   readonly stdout: net.Socket | null;
   readonly stderr: net.Socket | null;
   /** Resolves at its exit with Node's pair: a code, or the signal that ended it. */
@@ -152,7 +155,7 @@ export class SpawnHelper {
       if (m.code !== null) err.code = m.code;
       throw new ProcessSpawnError(order.file, err);
     }
-    return { pid: m.pid, startTime: m.startTime, stdout, stderr, exit };
+    return { pid: m.pid, startTime: m.startTime, lowered: m.lowered, stdout, stderr, exit };
   }
 
   /** Lets the helper go (its channel closed) and waits for its exit. Jobs still running keep running. */

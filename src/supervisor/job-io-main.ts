@@ -130,9 +130,9 @@ port.on('message', (m: ToJobIo) => {
 
 async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
   try {
-    const child = await helper.spawn({ file: m.file, args: m.args, cwd: m.cwd, env: m.env, stdout: true, stderr: true });
+    const child = await helper.spawn({ file: m.file, args: m.args, cwd: m.cwd, env: m.env, stdout: true, stderr: true, nice: m.nice });
     jobs.set(m.key, { stdout: child.stdout, stderr: child.stderr, meters: [framingMeter(), framingMeter()], lineMaxBytes: m.lineMaxBytes, framed: null });
-    post({ kind: 'spawned', key: m.key, pid: child.pid, startTime: child.startTime });
+    post({ kind: 'spawned', key: m.key, pid: child.pid, startTime: child.startTime, lowered: child.lowered });
     void child.exit.then(({ code, signal }) => post({ kind: 'exit', key: m.key, code, signal }));
   } catch (err) {
     // ProcessSpawnError: the refusal's own error (its errno) is its cause.

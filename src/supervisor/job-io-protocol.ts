@@ -3,6 +3,7 @@
  * (job-io-main.ts), which forks the jobs through the spawn helper and reads and frames their
  * output. Lines cross in batches; the main thread stores and delivers them (ids stay global).
  */
+import type { BirthPriority } from '../process/group-nice.js';
 import type { SpawnOrder } from '../process/spawn-helper-protocol.js';
 
 /** What the thread is started with (`workerData`). */
@@ -20,7 +21,7 @@ export const WINDOW_LINES = 4 * BATCH_LINES;
 export const BATCH_WAIT_MS = 2;
 
 /** What to start (the helper's spawn order without its id and stream flags: both streams are always read), and the bound on a line. */
-export type JobSpawnOrder = Pick<SpawnOrder, 'file' | 'args' | 'cwd' | 'env'> & {
+export type JobSpawnOrder = Pick<SpawnOrder, 'file' | 'args' | 'cwd' | 'env' | 'nice'> & {
   /** CONSOLE_LINE_MAX_BYTES: bound on one of its lines, bytes; longer lines are cut. */
   readonly lineMaxBytes: number;
 };
@@ -58,7 +59,7 @@ export interface LineBatch {
 export type FromJobIo =
   /** The thread runs: the helper's pid, the thread's id and nice value (null where unknown). */
   | { readonly kind: 'ready'; readonly helperPid: number | null; readonly tid: number | null; readonly nice: number | null }
-  | { readonly kind: 'spawned'; readonly key: number; readonly pid: number; readonly startTime: number | null }
+  | { readonly kind: 'spawned'; readonly key: number; readonly pid: number; readonly startTime: number | null; readonly lowered: BirthPriority | null }
   | { readonly kind: 'refused'; readonly key: number; readonly code: string | null; readonly message: string }
   | { readonly kind: 'exit'; readonly key: number; readonly code: number | null; readonly signal: NodeJS.Signals | null }
   | LineBatch

@@ -6,6 +6,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ProcessSpawnError } from '../process/errors.js';
+import type { BirthPriority } from '../process/group-nice.js';
 import type { SpawnHelperStats } from '../process/spawn-helper.js';
 import { TURN_LINES } from './frame-lines.js';
 import type { FromJobIo, JobIoSetup, JobSpawnOrder, LineBatch, ToJobIo } from './job-io-protocol.js';
@@ -22,6 +23,8 @@ export interface RemoteJob {
   readonly pid: number;
   /** Its start time (clock ticks after boot), read before it could be reaped; null without `/proc`. */
   readonly startTime: number | null;
+  /** What setting the order's nice value did, in the helper right after its exec (null when none was asked for). */
+  readonly lowered: BirthPriority | null;
   /** Resolves at its exit with Node's pair: a code, or the signal that ended it. */
   readonly exit: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
   /** Starts reading its stdout and stderr: every line reaches `onLine` on this thread, in each stream's order. */
@@ -152,7 +155,7 @@ export class JobIo {
     const reply = new Promise<Extract<FromJobIo, { kind: 'spawned' | 'refused' }>>((resolve) => {
       this.entries.set(key, { spawned: resolve, exited, onLine: null, drained: null, running: false });
     });
-    this.send({ kind: 'spawn', key, file: order.file, args: order.args, cwd: order.cwd, env: order.env, lineMaxBytes: order.lineMaxBytes });
+    this.send({ kind: 'spawn', key, file: order.file, args: order.args, cwd: order.cwd, env: order.env, nice: order.nice, lineMaxBytes: order.lineMaxBytes });
     const m = await reply;
     if (m.kind === 'refused') {
       this.entries.delete(key);
@@ -166,6 +169,7 @@ export class JobIo {
     return {
       pid: m.pid,
       startTime: m.startTime,
+      lowered: m.lowered,
       exit,
       read: (onLine) => {
         entry.onLine = onLine;

@@ -1,4 +1,5 @@
 /** Jobs run at CONSOLE_JOB_NICE, process and autogroup, so a storm of jobs cannot take the console's CPU; terminals keep the service's (a person types there). */
+import type { BirthPriority } from '../process/group-nice.js';
 import { lowerPriority, type HousekeepingThread } from '../process/index.js';
 
 /** Figures for the system status (`jobs.priority`). */
@@ -21,10 +22,20 @@ export class JobPriority {
     readonly nice: number,
   ) {}
 
-  /** Lowers a new job's priority, returning at once (rate-limited group changes retry while `alive()`); `firstTry` settles the spawn pacer's wait. */
-  lower(pid: number, alive: () => boolean, firstTry: () => void = () => {}): void {
+  /**
+   * Lowers a new job's priority, returning at once (rate-limited group changes retry while `alive()`); `firstTry`
+   * settles the spawn pacer's wait. `atBirth`: what the spawn helper did right after the exec; only what it could
+   * not do is done here (a refused process nice, or an autogroup change the kernel's rate limit put off).
+   */
+  lower(pid: number, alive: () => boolean, firstTry: () => void = () => {}, atBirth: BirthPriority | null = null): void {
     if (this.nice === 0) {
       firstTry();
+      return;
+    }
+    if (atBirth?.process === true && atBirth.group !== 'again') {
+      firstTry();
+      if (atBirth.group === 'refused') this.refused++;
+      else this.lowered++;
       return;
     }
     void lowerPriority(this.procs, pid, this.nice, alive, firstTry).then((o) => {

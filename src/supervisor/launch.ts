@@ -34,6 +34,8 @@ export interface LaunchOptions {
   readonly lineMaxBytes: number;
   readonly childEnv: Readonly<Record<string, string>>;
   readonly sweep: SweepBounds;
+  /** CONSOLE_JOB_NICE: set on the job by the spawn helper right after its exec (job-priority.ts counts it). */
+  readonly nice?: number;
 }
 
 /** Checks the dispatch tool is a file before anything starts. @throws ToolMissingError naming the file. */
@@ -57,7 +59,7 @@ export async function spawnTool(
   const argv = [process.execPath, tool, ...toolArgs(req)];
   try {
     const env = { ...options.childEnv, [JOB_ENV]: proposalId };
-    const output = await io.spawn({ file: argv[0] as string, args: argv.slice(1), env, lineMaxBytes: options.lineMaxBytes });
+    const output = await io.spawn({ file: argv[0] as string, args: argv.slice(1), env, nice: options.nice, lineMaxBytes: options.lineMaxBytes });
     const proc = new ManagedProcess(
       procs,
       { pid: output.pid, startTime: output.startTime, stdout: null, stderr: null, exit: output.exit },

@@ -173,7 +173,7 @@ export class Supervisor {
     }
     const { proc } = job;
     this.running.set(proposalId, job);
-    this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered);
+    this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered, job.output.lowered);
     this.startedTotal++;
     this.notifyTransition(job, 'accepted');
     job.finished = superviseOutput(this.bus, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));

@@ -42,6 +42,29 @@ describe('spawnManagedVia (the spawn helper process)', () => {
     expect((await p.ended).exit).toMatchObject({ signal: 'SIGTERM', rc: 143 });
   });
 
+  it('sets the order’s nice value on the job and on its autogroup right after its exec, before reporting it', async () => {
+    const autogroups = fs.readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
+    /** Field 19 of /proc/<pid>/stat. */
+    const niceOf = (pid: number) => {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    };
+    const child = await helper.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: {}, stdout: true, stderr: false, nice: 13 });
+    // Read at once: no step of this process lowered it, the helper did before its report.
+    expect(child.lowered).toEqual({ process: true, group: autogroups ? 'set' : 'none' });
+    expect(niceOf(child.pid)).toBe(13);
+    if (autogroups) expect(fs.readFileSync(`/proc/${child.pid}/autogroup`, 'utf8')).toMatch(/ nice 13$/m);
+    // Without a nice value in the order, nothing is set: the job runs at the helper's (this process's) priority.
+    const plain = await helper.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: {}, stdout: true, stderr: false });
+    expect(plain.lowered).toBeNull();
+    expect(niceOf(plain.pid)).toBe(0);
+    for (const c of [child, plain]) {
+      process.kill(c.pid, 'SIGKILL');
+      await c.exit;
+      c.stdout?.destroy();
+    }
+  });
+
   it('holds none of this process’s environment (its secrets): each job’s comes with its order', async () => {
     await (helper as unknown as { socket: Promise<string> }).socket;
     const environ = fs.readFileSync(`/proc/${helper.pid}/environ`, 'latin1').split('\0').filter(Boolean);

@@ -3,6 +3,7 @@
  * held while a bus gate holds and none handed on meanwhile, the thread's own figures, and its crash:
  * reported once, pending spawns refused.
  */
+import fs from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import { ProcessSpawnError } from '../../src/process/index.js';
@@ -56,6 +57,22 @@ it('hands on every line in each stream’s order, and reports the thread at its 
   expect(t).toMatchObject({ nice: 3, lines: 5500, queued: 0 });
   expect(t.tid).not.toBe(process.pid);
   expect(io.stats()).toMatchObject({ spawned: 1, refused: 0, running: 0 });
+});
+
+it('hands on the nice value the spawn helper set on the job, and sets none when none is asked for', async () => {
+  const autogroups = fs.readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
+  const lowered = await io.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, nice: 11, lineMaxBytes: 1024 });
+  expect(lowered.lowered).toEqual({ process: true, group: autogroups ? 'set' : 'none' });
+  const stat = fs.readFileSync(`/proc/${lowered.pid}/stat`, 'utf8');
+  expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])).toBe(11);
+  const plain = await io.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024 });
+  expect(plain.lowered).toBeNull();
+  for (const job of [lowered, plain]) {
+    process.kill(job.pid, 'SIGKILL');
+    job.read(() => {});
+    await job.exit;
+    await job.drain(1000);
+  }
 });
 
 it('hands nothing on while a gate holds, stops reading past the window, and goes on in order once released', async () => {

@@ -42,6 +42,16 @@ it('lowers each job’s priority, and its autogroup’s, to CONSOLE_JOB_NICE', a
   expect((await t.post(`/api/jobs/${proposalId}/cancel`)).status).toBe(202);
 });
 
+it('answers a job’s 202 with the job already at CONSOLE_JOB_NICE, process and autogroup', async () => {
+  const r = await t.post('/api/proposals/generate', { project: 'harbor-lights' });
+  expect(r.status).toBe(202);
+  const { proposalId, pid } = (await r.json()) as { proposalId: string; pid: number };
+  // Read at the 202, with no wait (the spawn helper lowers it right after its exec, before reporting its pid).
+  expect(niceOf(pid)).toBe(13);
+  if (autogroups) expect(fs.readFileSync(`/proc/${pid}/autogroup`, 'utf8')).toMatch(/ nice 13$/m);
+  expect((await t.post(`/api/jobs/${proposalId}/cancel`)).status).toBe(202);
+});
+
 it('lowers a long job amid a churn of jobs that end at once, counts every job once, and holds no spawn', async () => {
   const before = (await status()).jobs.priority;
   const launch = async (shotId: string) => {
