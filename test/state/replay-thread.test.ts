@@ -119,6 +119,16 @@ describe('replay thread', () => {
     expect(errors).toEqual([]);
   });
 
+  it('reports, with the database’s reason, a state database it cannot open; reads then resolve null', async () => {
+    const missing = path.join(os.tmpdir(), 'replay-thread-missing', 'console-state.db');
+    const { replay, errors } = thread(missing, () => []);
+    await replay.open();
+    expect(replay.stats()).toEqual({ tid: null, nice: null });
+    expect(errors[0]?.message).toMatch(/replay thread: opening .*console-state\.db: .+/);
+    expect(await replay.read(0, 500, 10)).toBeNull();
+    expect(errors[1]?.message).toMatch(/replay read of .*console-state\.db: .+/);
+  });
+
   it('refuses to start when its worker is not built', () => {
     expect(
       () =>

@@ -24,6 +24,9 @@ export interface ReplayTask {
 /** A segment table's name, as event-segments.ts makes them: the only text put into the statements. */
 const SEGMENT_TABLE = new RegExp(`^${SEGMENT_PREFIX}[1-9][0-9]*$`);
 
+/** Statements kept (one per segment table read): a few more than the segments a log holds (event-log.ts). */
+const MAX_STATEMENTS = 16;
+
 /** Lock wait: a read is never blocked by writers in WAL mode but for a moment at opening. */
 const BUSY_TIMEOUT_MS = 1000;
 
@@ -43,9 +46,16 @@ let niceSet = false;
 export function start(task: { readonly file: string; readonly nice: number }): ReplayThreadInfo {
   const nice = lowerOwnPriority(task.nice);
   niceSet = true;
-  connection(task.file);
+  try {
+    connection(task.file);
+  } catch (err) {
+    throw plainError(`replay thread: opening ${task.file}`, err);
+  }
   return { tid: ownThreadId(), nice };
 }
+
+/** A plain Error: the binding's own class reaches the main thread without its message. */
+const plainError = (what: string, err: unknown): Error => new Error(`${what}: ${(err as Error).message}`);
 
 let open: { readonly file: string; readonly db: Db; readonly selects: Map<string, Statement<unknown[]>> } | null = null;
 
@@ -73,6 +83,8 @@ function select(conn: NonNullable<typeof open>, table: string): Statement<unknow
   let stmt = conn.selects.get(table);
   if (stmt === undefined) {
     if (!SEGMENT_TABLE.test(table)) throw new Error(`not an event segment table: ${table}`);
+    // Retention drops old segments and rotation names new ones: the statements of the dropped go with the rest.
+    if (conn.selects.size >= MAX_STATEMENTS) conn.selects.clear();
     stmt = conn.db.prepare(`SELECT id, ${FRAME_SQL} FROM ${table} WHERE id > ? AND id <= ? ORDER BY id ASC LIMIT ?`).raw(true);
     conn.selects.set(table, stmt);
   }
@@ -88,10 +100,11 @@ export default function readReplay(task: ReplayTask): ArrayBuffer {
     niceSet = true;
     lowerOwnPriority(task.nice);
   }
-  const conn = connection(task.file);
   const ids: number[] = [];
   const frames: string[] = [];
+  let conn: NonNullable<typeof open> | null = null;
   try {
+    conn = connection(task.file);
     for (const table of task.tables) {
       const left = task.limit - frames.length;
       if (left <= 0) break;
@@ -102,9 +115,8 @@ export default function readReplay(task: ReplayTask): ArrayBuffer {
     }
   } catch (err) {
     // A dropped table's statement is not used again.
-    conn.selects.clear();
-    // A plain Error: the binding's own class reaches the main thread without its message.
-    throw new Error(`replay read of ${task.tables.join(', ')}: ${(err as Error).message}`);
+    conn?.selects.clear();
+    throw plainError(`replay read of ${task.file}${task.tables.length > 0 ? ` (${task.tables.join(', ')})` : ''}`, err);
   }
   return move(packFrames(ids, frames)) as unknown as ArrayBuffer;
 }
