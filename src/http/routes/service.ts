@@ -6,7 +6,7 @@ import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
 import { ErrorBody, Job } from '../schemas.js';
-import { BackpressureStats, JobIoThreadStats, PriorityStats, ReplayCacheStats, SpawnerStats } from './status-schemas.js';
+import { BackpressureStats, DatabaseStatus, JobIoThreadStats, PriorityStats, ReplayCacheStats, SpawnerStats } from './status-schemas.js';
 import { holdsToken } from '../auth.js';
 import type { AppDeps } from './deps.js';
 
@@ -161,31 +161,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
               changeLogFiles: z.number().int().meta({ description: 'Shot and take file changes kept for worker threads whose index has not seen them yet.' }),
             })
             .meta({ description: 'The cache of synthesised answers and the store watcher that invalidates it (README, Store cache).' }),
-          database: z
-            .union([
-              z.object({
-                backend: z.literal('sqlite'),
-                file: z.string(),
-                binding: z.string(),
-                checkpointFailures: z.number().int(),
-                replayThread: z.object({ tid: z.number().int().nullable(), nice: z.number().int().nullable() }),
-                ...Reachable,
-              }),
-              z.object({
-                backend: z.literal('postgres'),
-                url: z.string(),
-                listening: z.boolean(),
-                sessionBounds: z.object({ lockTimeoutMs: z.number().int(), idleInTransactionTimeoutMs: z.number().int(), statementTimeoutMs: z.number().int() }).meta({
-                  description:
-                    'What every pooled session sets, from CONSOLE_INSTANCE_TIMEOUT_MS: `lock_timeout` and `idle_in_transaction_session_timeout` half of it, at least 1 s (a frozen peer holding a lock costs the others at most that), `statement_timeout` three times it, at least 30 s (a runaway statement).',
-                }),
-                ...Reachable,
-              }),
-            ])
-            .meta({
-              description:
-                'The state database: the embedded SQLite file, the SQLite binding this Node.js loads (`better-sqlite3 12.x` on Node.js 20, `better-sqlite3 13.x` on 22 and newer) and its failed WAL checkpoints, the replay thread (stream replays’ reads run there): its kernel thread id (Linux) and nice value (CONSOLE_SSE_REPLAY_THREAD_NICE, below the main thread’s; null where unknown), or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications. While it cannot be read (`reachable` false), `error` says why and `heldEvents` how many events wait to be stored; jobs, fallbacks, instances and terminals then show this instance’s own, from memory.',
-            }),
+          database: DatabaseStatus,
           instance: z.string().nullable().meta({ description: 'Cluster mode: the id of the instance that answered (CONSOLE_INSTANCE_ID); null on the embedded SQLite database.' }),
           instances: z
             .array(
@@ -288,13 +264,6 @@ async function fromDatabase(d: AppDeps) {
     return { counts, recent: d.supervisor.runningJobs(), fallbacks: {}, instances: [], terminals: [], error: (err as Error).message };
   }
 }
-
-/** `reachable`, and while it is false what the status waits for. */
-const Reachable = {
-  reachable: z.boolean(),
-  error: z.string().optional(),
-  heldEvents: z.number().int().optional(),
-};
 
 async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
   const now = Date.now();

@@ -1,6 +1,7 @@
 /**
  * Zod schemas of the system status's figures of the jobs (`jobs.*`: their priority, the output's backpressure,
- * the spawn helper, the job I/O thread) and of the replays' shared blocks (`bus.replay.cache`).
+ * the spawn helper, the job I/O thread), of the replays' shared blocks (`bus.replay.cache`) and of the state
+ * database (`database`).
  */
 import { z } from 'zod';
 
@@ -40,4 +41,38 @@ export const ReplayCacheStats = z
   .meta({
     description:
       'Unfiltered replays read the database in blocks of 500 ids, kept for the other streams replaying the same stretch (CONSOLE_SSE_REPLAY_CACHE_BYTES): their bytes and number, the blocks read, and the pages served wholly from blocks read before. With the embedded SQLite database, unfiltered replay reads are made on the replay thread, which hands each block’s frames to the main thread as bytes: `threadReads` counts them, `threadFailures` the reads it could not make (a segment dropped by retention meanwhile, the thread’s death), which were made on the main thread instead and logged. Both stay 0 in cluster mode, whose reads are PostgreSQL’s.',
+  });
+
+/** `reachable`, and while it is false what the status waits for. */
+const Reachable = {
+  reachable: z.boolean(),
+  error: z.string().optional(),
+  heldEvents: z.number().int().optional(),
+};
+
+/** `database` of the system status (the back end's status: main/sqlite-backend.ts, main/postgres-backend.ts). */
+export const DatabaseStatus = z
+  .union([
+    z.object({
+      backend: z.literal('sqlite'),
+      file: z.string(),
+      binding: z.string(),
+      checkpointFailures: z.number().int(),
+      replayThread: z.object({ tid: z.number().int().nullable(), nice: z.number().int().nullable() }),
+      ...Reachable,
+    }),
+    z.object({
+      backend: z.literal('postgres'),
+      url: z.string(),
+      listening: z.boolean(),
+      sessionBounds: z.object({ lockTimeoutMs: z.number().int(), idleInTransactionTimeoutMs: z.number().int(), statementTimeoutMs: z.number().int() }).meta({
+        description:
+          'What every pooled session sets, from CONSOLE_INSTANCE_TIMEOUT_MS: `lock_timeout` and `idle_in_transaction_session_timeout` half of it, at least 1 s (a frozen peer holding a lock costs the others at most that), `statement_timeout` three times it, at least 30 s (a runaway statement).',
+      }),
+      ...Reachable,
+    }),
+  ])
+  .meta({
+    description:
+      'The state database: the embedded SQLite file, the SQLite binding this Node.js loads (`better-sqlite3 12.x` on Node.js 20, `better-sqlite3 13.x` on 22 and newer) and its failed WAL checkpoints, the replay thread (stream replays’ reads run there): its kernel thread id (Linux) and nice value (CONSOLE_SSE_REPLAY_THREAD_NICE, below the main thread’s; null where unknown), or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications. While it cannot be read (`reachable` false), `error` says why and `heldEvents` how many events wait to be stored; jobs, fallbacks, instances and terminals then show this instance’s own, from memory.',
   });
