@@ -185,9 +185,10 @@ async function writer(url: string, lane: 'decisions' | 'clicks' | 'takes' | 'wor
     if (out.kind !== 'answer') {
       if (after || signalled) return;
       // Before the signal the service is up: a write with no answer is recorded (named if too
-      // few writes are acknowledged), never a silent end of the lane, and the lane goes on.
+      // few writes are acknowledged), never a silent end of the lane, and the lane goes on. A
+      // workspace lane ends: its PUT may have been stored, so its revision is no longer known.
       preSignal.push({ lane, outcome: out });
-      if (preSignal.length >= 100) return;
+      if (lane === 'workspace' || preSignal.length >= 100) return;
       await sleep(20);
       continue;
     }
