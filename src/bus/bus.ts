@@ -1,8 +1,8 @@
 // The in-process event bus on SQLite (api-decisions.md, "Events"): the queue is stored in one transaction, then
 // delivered as one batch, flushes at least `flushIntervalMs` apart. Nothing unstored is delivered: while the
 // database refuses events they are held (bounded) and retried (storage-outage.ts).
-import { proposalOf, type BusEvent, type EventFilter, type EventInput, type Severity } from './event.js';
-import { EventJson } from './event-json.js';
+import { proposalOf, type BusEvent, type EncodedEventInput, type EventFilter, type EventInput, type Severity } from './event.js';
+import { eventHead, EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
 import type { EventRow, LocalEventLog } from './local-event-log.js';
 import type { FrameBlockReader } from './replay-cache.js';
@@ -83,6 +83,21 @@ export class EventBus implements Bus {
   /** See {@link Bus.publish}; @returns the event as it will be stored, with its `id` and `ts`. */
   publish(input: EventInput): BusEvent {
     const { event, row } = this.make(input);
+    this.queue(row);
+    return event;
+  }
+
+  /** See {@link Bus.publishEncoded}: the row's JSON is the tail behind the id and time taken now; nothing else is built. */
+  publishEncoded(input: EncodedEventInput): void {
+    const id = this.log.takeId();
+    const data = eventHead(id, this.json.now()) + input.tail;
+    // Counted before it is queued: a full queue is stored (and its guards settled) at once.
+    if (input.guard !== undefined) this.guarded++;
+    // The same literal shape as make()'s rows.
+    this.queue({ id, severity: input.severity, scope: input.scope, proposalId: input.proposalId ?? null, data, guard: input.guard });
+  }
+
+  private queue(row: Pending): void {
     this.pending.push(row);
     this.onCount(row.severity, 1);
     if (this.closed || this.pending.length >= FLUSH_BATCH) {
@@ -92,7 +107,6 @@ export class EventBus implements Bus {
     } else {
       this.scheduleFlush();
     }
-    return event;
   }
 
   private scheduleFlush(): void {

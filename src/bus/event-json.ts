@@ -31,10 +31,18 @@ export class EventJson {
     } else {
       payload = JSON.stringify(e.payload);
     }
-    return (
-      `{"id":"${e.id}","ts":"${e.ts}","severity":"${e.severity}","scope":${JSON.stringify(e.scope)}` +
-      `,"summary":${JSON.stringify(e.summary)},"detail":${e.detail === null ? 'null' : JSON.stringify(e.detail)}` +
-      `,"payload":${payload}}`
-    );
+    return eventHead(e.id, e.ts) + eventTail(e.severity, e.scope, e.summary, e.detail, payload);
   }
+}
+
+/** The start of an event's JSON: `{"id":"<id>","ts":"<ts>",`, made where the id is taken (the main thread). */
+export const eventHead = (id: string | number, ts: string): string => `{"id":"${id}","ts":"${ts}",`;
+
+/**
+ * The rest of an event's JSON after {@link eventHead}, in the documented member order (api-decisions.md,
+ * "Events"): what a job's line needs no id for, so it is made where the line is read (job-io-main.ts).
+ * `payloadJson` is the payload's JSON text.
+ */
+export function eventTail(severity: string, scope: string, summary: string, detail: string | null, payloadJson: string): string {
+  return `"severity":"${severity}","scope":${JSON.stringify(scope)},"summary":${JSON.stringify(summary)},"detail":${detail === null ? 'null' : JSON.stringify(detail)},"payload":${payloadJson}}`;
 }

@@ -12,6 +12,7 @@ import { lowerOwnPriority, ownThreadId } from '../process/own-thread.js';
 import { untilDrained } from './drain-watch.js';
 import { frameLines, framingMeter, LineTurns, TURN_CHARS, TURN_LINES, type FramedLine, type FramingMeter } from './frame-lines.js';
 import { BATCH_LINES, BATCH_WAIT_MS, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
+import { lineTail } from './line-event.js';
 import type { LineHold } from './output-gate.js';
 
 const port = parentPort;
@@ -64,13 +65,19 @@ function flush(): void {
   post(out);
 }
 
-function push(key: number, stream: number, line: FramedLine): void {
+function push(key: number, job: Job, stream: 0 | 1, line: FramedLine): void {
   const b = batch;
   if (line.cut) b.cut.push(b.keys.length);
   b.keys.push(key);
   b.streams.push(stream);
   b.numbers.push(line.number);
-  b.texts.push(line.text);
+  if (setup.encode) {
+    // The event's JSON but its id and time, encoded here rather than on the main thread.
+    b.texts.push(lineTail(job.proposalId, stream, line.number, line.text, line.cut, job.lineMaxBytes));
+    if (stream === 1) job.lastStderr = line.text;
+  } else {
+    b.texts.push(line.text);
+  }
   if (b.keys.length >= BATCH_LINES) flush();
   // Lines that trickle in wait a little for company: a message per line (each a wake-up and an
   // acknowledgement of the main thread) cost it more than the lines themselves.
@@ -83,8 +90,11 @@ interface Job {
   readonly stderr: net.Socket | null;
   readonly meters: readonly [FramingMeter, FramingMeter];
   readonly lineMaxBytes: number;
+  readonly proposalId: string;
   /** Both streams framed to their end (set by `read`). */
   framed: Promise<void> | null;
+  /** Its last stderr line's text, told with `drained` when the lines cross encoded (the exit's detail names it). */
+  lastStderr: string | null;
 }
 
 const jobs = new Map<number, Job>();
@@ -131,7 +141,15 @@ port.on('message', (m: ToJobIo) => {
 async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
   try {
     const child = await helper.spawn({ file: m.file, args: m.args, cwd: m.cwd, env: m.env, stdout: true, stderr: true, nice: m.nice });
-    jobs.set(m.key, { stdout: child.stdout, stderr: child.stderr, meters: [framingMeter(), framingMeter()], lineMaxBytes: m.lineMaxBytes, framed: null });
+    jobs.set(m.key, {
+      stdout: child.stdout,
+      stderr: child.stderr,
+      meters: [framingMeter(), framingMeter()],
+      lineMaxBytes: m.lineMaxBytes,
+      proposalId: m.proposalId,
+      framed: null,
+      lastStderr: null,
+    });
     post({ kind: 'spawned', key: m.key, pid: child.pid, startTime: child.startTime, lowered: child.lowered });
     void child.exit.then(({ code, signal }) => post({ kind: 'exit', key: m.key, code, signal }));
   } catch (err) {
@@ -147,7 +165,7 @@ function read(key: number): void {
   if (job === undefined || job.framed !== null) return;
   const max = job.lineMaxBytes;
   const streams = [job.stdout, job.stderr] as const;
-  job.framed = Promise.all(streams.map((s, i) => (s === null ? null : frameLines(turns, s, max, (line) => push(key, i, line), window, job.meters[i as 0 | 1])))).then(() => {});
+  job.framed = Promise.all(streams.map((s, i) => (s === null ? null : frameLines(turns, s, max, (line) => push(key, job, i as 0 | 1, line), window, job.meters[i as 0 | 1])))).then(() => {});
 }
 
 async function drain(key: number, idleMs: number): Promise<void> {
@@ -168,7 +186,7 @@ async function drain(key: number, idleMs: number): Promise<void> {
   }
   jobs.delete(key);
   flush();
-  post({ kind: 'drained', key });
+  post({ kind: 'drained', key, lastStderr: job?.lastStderr ?? null });
 }
 
 function discard(key: number): void {

@@ -1,7 +1,8 @@
 /**
  * The messages between the supervisor (main thread, job-io.ts) and its job I/O thread
  * (job-io-main.ts), which forks the jobs through the spawn helper and reads and frames their
- * output. Lines cross in batches; the main thread stores and delivers them (ids stay global).
+ * output. Lines cross in batches, each as its event's JSON but the id and time where the bus can take
+ * that (`encode`); the main thread stores and delivers them (ids stay global).
  */
 import type { BirthPriority } from '../process/group-nice.js';
 import type { SpawnOrder } from '../process/spawn-helper-protocol.js';
@@ -12,6 +13,8 @@ export interface JobIoSetup {
   readonly helperFile: string;
   /** CONSOLE_JOB_THREAD_NICE: the thread's own nice value (0..19), set after the helper is forked. */
   readonly nice: number;
+  /** Lines cross as their events' JSON after the id and time (line-event.ts lineTail), not as texts: the bus takes them so (EventBus.publishEncoded). */
+  readonly encode: boolean;
 }
 
 /** Lines per batch (one bus flush), and lines posted and not acknowledged at which the thread stops reading pipes. */
@@ -24,6 +27,8 @@ export const BATCH_WAIT_MS = 2;
 export type JobSpawnOrder = Pick<SpawnOrder, 'file' | 'args' | 'cwd' | 'env' | 'nice'> & {
   /** CONSOLE_LINE_MAX_BYTES: bound on one of its lines, bytes; longer lines are cut. */
   readonly lineMaxBytes: number;
+  /** The job's proposal id, which its line events name in their detail. */
+  readonly proposalId: string;
 };
 
 export type ToJobIo =
@@ -44,8 +49,8 @@ export type ToJobIo =
 
 /**
  * One batch of framed lines, in the order each stream produced them: entry `i` is line `numbers[i]`
- * of job `keys[i]`'s stream `streams[i]` (0 stdout, 1 stderr), its text `texts[i]`; the indexes of
- * lines cut at CONSOLE_LINE_MAX_BYTES are listed in `cut`.
+ * of job `keys[i]`'s stream `streams[i]` (0 stdout, 1 stderr), its text `texts[i]` (with `encode`, its
+ * event's JSON after the id and time instead); the indexes of lines cut at CONSOLE_LINE_MAX_BYTES are listed in `cut`.
  */
 export interface LineBatch {
   readonly kind: 'lines';
@@ -63,8 +68,8 @@ export type FromJobIo =
   | { readonly kind: 'refused'; readonly key: number; readonly code: string | null; readonly message: string }
   | { readonly kind: 'exit'; readonly key: number; readonly code: number | null; readonly signal: NodeJS.Signals | null }
   | LineBatch
-  /** Every line of the job was posted (before this message). */
-  | { readonly kind: 'drained'; readonly key: number }
+  /** Every line of the job was posted (before this message); with `encode`, the text of its last stderr line (null when none). */
+  | { readonly kind: 'drained'; readonly key: number; readonly lastStderr: string | null }
   /** The spawn helper process ended while the service runs: the jobs' exits cannot be learnt any more. */
   | { readonly kind: 'helper-death'; readonly message: string }
   /** Answer to `close`: the helper exited. */

@@ -12,7 +12,10 @@ import { TURN_LINES } from './frame-lines.js';
 import type { FromJobIo, JobIoSetup, JobSpawnOrder, LineBatch, ToJobIo } from './job-io-protocol.js';
 import type { LineHold } from './output-gate.js';
 
-/** One line of a job: `stream` 0 is stdout, 1 stderr; `number` counts from 1 per stream; `cut` when bytes were dropped. */
+/**
+ * One line of a job: `stream` 0 is stdout, 1 stderr; `number` counts from 1 per stream; `cut` when bytes were dropped.
+ * `text` is the line's, or where the job is {@link RemoteJob.encoded} its event's JSON after the id and time.
+ */
 export type JobLineHandler = (stream: 0 | 1, number: number, text: string, cut: boolean) => void;
 
 /** What to start: the program, its arguments, working directory, whole environment and bound on a line. */
@@ -27,13 +30,16 @@ export interface RemoteJob {
   readonly lowered: BirthPriority | null;
   /** Resolves at its exit with Node's pair: a code, or the signal that ended it. */
   readonly exit: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
+  /** Its lines reach the handler as their events' JSON after the id and time (line-event.ts lineTail), not as texts. */
+  readonly encoded: boolean;
   /** Starts reading its stdout and stderr: every line reaches `onLine` on this thread, in each stream's order. */
   read(onLine: JobLineHandler): void;
   /**
    * Called after its exit (and sweep): resolves once its last line reached the handler, or once
    * its pipes were given up after `idleMs` without a byte (a daemon kept one open). Never rejects.
+   * @returns where the lines came {@link encoded}, the text of its last stderr line (null when none); else null.
    */
-  drain(idleMs: number): Promise<void>;
+  drain(idleMs: number): Promise<string | null>;
   /** Nobody will read it (its launch was refused): its pipes are closed. */
   discard(): void;
 }
@@ -55,7 +61,7 @@ interface Entry {
   spawned: (m: Extract<FromJobIo, { kind: 'spawned' | 'refused' }>) => void;
   exited: (m: { code: number | null; signal: NodeJS.Signals | null }) => void;
   onLine: JobLineHandler | null;
-  drained: (() => void) | null;
+  drained: ((lastStderr: string | null) => void) | null;
   running: boolean;
 }
 
@@ -88,6 +94,8 @@ export class JobIo {
   private nice: number | null = null;
   private closed!: () => void;
   private threadEnded = false;
+  /** See {@link JobIoSetup.encode}. */
+  readonly encodes: boolean;
   /** Resolves when the thread ended. */
   readonly ended: Promise<void>;
 
@@ -96,6 +104,7 @@ export class JobIo {
    * @throws Error when `file` does not exist (not built).
    */
   constructor(file: string, setup: JobIoSetup, onDeath: (err: Error) => void) {
+    this.encodes = setup.encode;
     this.worker = new Worker(file, { workerData: setup, name: 'job-io' });
     let ended!: () => void;
     this.ended = new Promise((resolve) => (ended = resolve));
@@ -155,7 +164,7 @@ export class JobIo {
     const reply = new Promise<Extract<FromJobIo, { kind: 'spawned' | 'refused' }>>((resolve) => {
       this.entries.set(key, { spawned: resolve, exited, onLine: null, drained: null, running: false });
     });
-    this.send({ kind: 'spawn', key, file: order.file, args: order.args, cwd: order.cwd, env: order.env, nice: order.nice, lineMaxBytes: order.lineMaxBytes });
+    this.send({ kind: 'spawn', key, ...order });
     const m = await reply;
     if (m.kind === 'refused') {
       this.entries.delete(key);
@@ -170,14 +179,15 @@ export class JobIo {
       pid: m.pid,
       startTime: m.startTime,
       lowered: m.lowered,
+      encoded: this.encodes,
       exit,
       read: (onLine) => {
         entry.onLine = onLine;
         this.send({ kind: 'read', key });
       },
       drain: (idleMs) =>
-        new Promise<void>((resolve) => {
-          if (this.gone !== null) return resolve();
+        new Promise<string | null>((resolve) => {
+          if (this.gone !== null) return resolve(null);
           entry.drained = resolve;
           this.send({ kind: 'drain', key, idleMs });
         }),
@@ -267,7 +277,7 @@ export class JobIo {
         this.queue.shift();
         const e = this.entries.get(head.key);
         this.entries.delete(head.key);
-        e?.drained?.();
+        e?.drained?.(head.lastStderr);
         continue;
       }
       const end = Math.min(head.keys.length, this.offset + budget);

@@ -3,10 +3,8 @@ import type { Bus } from '../bus/bus.js';
 import type { ExitFacts, SweepReport } from '../process/index.js';
 import type { OutputGate } from './output-gate.js';
 import { transition } from './job-state.js';
+import { LINE_PAYLOAD, lineDetail } from './line-event.js';
 import { GENERATION_SCOPE, type RunningJob } from './running-job.js';
-
-/** Payload of every line event (service-spec.md §Events): one frozen object, so the bus reuses its JSON. */
-const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
 
 /** How a job's output is framed and how long a pipe held open after the exit is read. */
 export interface OutputOptions {
@@ -19,34 +17,44 @@ export interface OutputOptions {
 /**
  * Publishes the job's lines (framed on the job I/O thread, job-io.ts) until its process ended,
  * its tree was swept and both pipes drained. @returns the exit facts and the sweep's report after the last line; never rejects.
+ * @throws Error at once when the lines come encoded and `bus` has no `publishEncoded` (a wiring bug).
  */
 export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
   const max = options.lineMaxBytes;
+  const encoded = job.output.encoded;
+  // Set together in compose.ts: the thread encodes only for a bus that takes encoded lines.
+  if (encoded && bus.publishEncoded === undefined) throw new Error('the job I/O thread encodes lines for a bus that cannot take them');
   job.output.read((stream, number, text, cut) => {
     if (job.fenced) return;
     if (stream === 0) job.stdoutLines++;
     else {
       job.stderrLines++;
-      job.lastStderr = text;
+      if (!encoded) job.lastStderr = text;
     }
     const { severity } = transition(job.status, { kind: stream === 0 ? 'stdout-line' : 'stderr-line' });
-    bus.publish({
-      severity,
-      scope: GENERATION_SCOPE,
-      summary: text,
-      detail: `${job.proposalId} ${stream === 0 ? 'stdout' : 'stderr'} line ${number}${cut ? ` (cut at ${max} bytes)` : ''}`,
-      payload: LINE_PAYLOAD,
-      // The spec fixes the payload: the job is named for the proposalId filter only.
-      proposalId: job.proposalId,
-      // Stored only while the job is recorded running (fencing, cluster mode).
-      guard: job.guard,
-    });
+    if (encoded) {
+      // The thread made the event's JSON but its id and time (line-event.ts lineTail): `text` is that.
+      bus.publishEncoded?.({ severity, scope: GENERATION_SCOPE, tail: text, proposalId: job.proposalId, guard: job.guard });
+    } else {
+      bus.publish({
+        severity,
+        scope: GENERATION_SCOPE,
+        summary: text,
+        detail: lineDetail(job.proposalId, stream, number, cut, max),
+        payload: LINE_PAYLOAD,
+        // The spec fixes the payload: the job is named for the proposalId filter only.
+        proposalId: job.proposalId,
+        // Stored only while the job is recorded running (fencing, cluster mode).
+        guard: job.guard,
+      });
+    }
     gate.check();
   });
   // The job is its whole tree, swept after the exit: group members would hold its pipes open,
   // detached descendants would run on unwatched. Silent open pipes are given up after the grace.
   return job.proc.ended.then(async (ended) => {
-    await job.output.drain(Math.max(options.killGraceMs, 1000));
+    const lastStderr = await job.output.drain(Math.max(options.killGraceMs, 1000));
+    if (encoded && lastStderr !== null) job.lastStderr = lastStderr;
     return ended;
   });
 }

@@ -59,7 +59,7 @@ export async function spawnTool(
   const argv = [process.execPath, tool, ...toolArgs(req)];
   try {
     const env = { ...options.childEnv, [JOB_ENV]: proposalId };
-    const output = await io.spawn({ file: argv[0] as string, args: argv.slice(1), env, nice: options.nice, lineMaxBytes: options.lineMaxBytes });
+    const output = await io.spawn({ file: argv[0] as string, args: argv.slice(1), env, nice: options.nice, lineMaxBytes: options.lineMaxBytes, proposalId });
     const proc = new ManagedProcess(
       procs,
       { pid: output.pid, startTime: output.startTime, stdout: null, stderr: null, exit: output.exit },

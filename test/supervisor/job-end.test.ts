@@ -58,7 +58,7 @@ beforeAll(() => {
   bus = new EventBus(refusable, { retryMs: 20 });
   state = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 100_000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
   procs = new HousekeepingThread(WORKER_FILES.proc);
-  io = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => {
+  io = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0, encode: true }, (err) => {
     throw err;
   });
 });

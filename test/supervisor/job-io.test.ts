@@ -9,6 +9,8 @@ import { WORKER_FILES } from '../../src/config/paths.js';
 import { ProcessSpawnError } from '../../src/process/index.js';
 import { JobIo } from '../../src/supervisor/index.js';
 import type { LineHold } from '../../src/supervisor/output-gate.js';
+import { eventHead, EventJson } from '../../src/bus/event-json.js';
+import { LINE_PAYLOAD, lineDetail, lineSeverity } from '../../src/supervisor/line-event.js';
 import { waitFor } from '../helpers/events.js';
 import { fixture } from '../helpers/service.js';
 import { requireBuild } from '../fixtures/rel-c-harness.js';
@@ -20,7 +22,7 @@ const deaths: Error[] = [];
 
 beforeAll(() => {
   requireBuild();
-  io = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 3 }, (err) => deaths.push(err));
+  io = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 3, encode: false }, (err) => deaths.push(err));
 });
 afterAll(async () => {
   await io.close();
@@ -41,7 +43,7 @@ class TestGate implements LineHold {
 }
 
 const spawnPrinter = (out: number, err: number) =>
-  io.spawn({ file: process.execPath, args: [fixture('print-lines.mjs'), '--out', String(out), '--err', String(err)], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024 });
+  io.spawn({ file: process.execPath, args: [fixture('print-lines.mjs'), '--out', String(out), '--err', String(err)], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024, proposalId: 'p-job-io' });
 
 it('hands on every line in each stream’s order, and reports the thread at its nice value', async () => {
   const job = await spawnPrinter(5000, 500);
@@ -59,13 +61,56 @@ it('hands on every line in each stream’s order, and reports the thread at its 
   expect(io.stats()).toMatchObject({ spawned: 1, refused: 0, running: 0 });
 });
 
+it('with `encode`, hands on each line as its event’s JSON after the id and time, the text the bus makes of the line read as text, and the last stderr line at the drain', async () => {
+  const encoding = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0, encode: true }, (err) => deaths.push(err));
+  // Awkward output: quotes, backslashes, control characters, multi-byte and invalid UTF-8, a line past the bound, an empty one.
+  const script = `process.stdout.write(Buffer.concat([
+    Buffer.from('plain\\nquote " back \\\\ tab \\t ctl \\u0001 é 😀 \\u2028\\n'),
+    Buffer.from([0xff, 0xc3, 0x0a]),
+    Buffer.from('x'.repeat(100) + '\\n\\n'),
+  ]));
+  process.stderr.write('warn 1\\nlast words " é\\n');`;
+  const run = async (client: JobIo) => {
+    const job = await client.spawn({ file: process.execPath, args: ['-e', script], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 64, proposalId: 'p-encoded' });
+    const got: [0 | 1, number, string, boolean][] = [];
+    job.read((stream, n, text, cut) => got.push([stream, n, text, cut]));
+    await job.exit;
+    return { got, lastStderr: await job.drain(1000), encoded: job.encoded };
+  };
+  try {
+    const plain = await run(io);
+    const encoded = await run(encoding);
+    expect(plain.encoded).toBe(false);
+    expect(encoded.encoded).toBe(true);
+    expect(plain.lastStderr).toBeNull();
+    expect(encoded.lastStderr).toBe('last words " é');
+    expect(plain.got.filter(([s]) => s === 0)).toHaveLength(5);
+    expect(plain.got.filter(([s]) => s === 1)).toHaveLength(2);
+    expect(plain.got.some(([, , , cut]) => cut)).toBe(true);
+    const byKey = (rows: typeof plain.got) => new Map(rows.map(([s, n, t, c]) => [`${s}:${n}`, [t, c] as const]));
+    const texts = byKey(plain.got);
+    const tails = byKey(encoded.got);
+    expect([...tails.keys()].sort()).toEqual([...texts.keys()].sort());
+    const json = new EventJson();
+    for (const [key, [text, cut]] of texts) {
+      const [stream, n] = key.split(':').map(Number) as [0 | 1, number];
+      const [tail, tailCut] = tails.get(key) as readonly [string, boolean];
+      expect(tailCut).toBe(cut);
+      const event = { id: '17', ts: '2026-11-29T00:00:00.000Z', severity: lineSeverity(stream), scope: 'engine/generation', summary: text, detail: lineDetail('p-encoded', stream, n, cut, 64), payload: LINE_PAYLOAD };
+      expect(eventHead(17, event.ts) + tail).toBe(json.serialize(event));
+    }
+  } finally {
+    await encoding.close();
+  }
+});
+
 it('hands on the nice value the spawn helper set on the job, and sets none when none is asked for', async () => {
   const autogroups = fs.readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
-  const lowered = await io.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, nice: 11, lineMaxBytes: 1024 });
+  const lowered = await io.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, nice: 11, lineMaxBytes: 1024, proposalId: 'p-job-io' });
   expect(lowered.lowered).toEqual({ process: true, group: autogroups ? 'set' : 'none' });
   const stat = fs.readFileSync(`/proc/${lowered.pid}/stat`, 'utf8');
   expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])).toBe(11);
-  const plain = await io.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024 });
+  const plain = await io.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024, proposalId: 'p-job-io' });
   expect(plain.lowered).toBeNull();
   for (const job of [lowered, plain]) {
     process.kill(job.pid, 'SIGKILL');
@@ -97,38 +142,38 @@ it('hands nothing on while a gate holds, stops reading past the window, and goes
 });
 
 it('refuses a spawn the OS refuses, with its errno', async () => {
-  const err = await io.spawn({ file: '/nonexistent/tool', args: [], env: {}, lineMaxBytes: 1024 }).catch((e: unknown) => e);
+  const err = await io.spawn({ file: '/nonexistent/tool', args: [], env: {}, lineMaxBytes: 1024, proposalId: 'p-job-io' }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ProcessSpawnError);
   expect((err as ProcessSpawnError).errno).toBe('ENOENT');
 });
 
 it('reports a crash of the thread once: pending spawns refused, the helper gone', async () => {
   const crashDeaths: Error[] = [];
-  const crashing = new JobIo(fixture('job-io-crashing.mjs'), { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => crashDeaths.push(err));
-  const job = await crashing.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024 });
+  const crashing = new JobIo(fixture('job-io-crashing.mjs'), { helperFile: WORKER_FILES.spawnHelper, nice: 0, encode: false }, (err) => crashDeaths.push(err));
+  const job = await crashing.spawn({ file: process.execPath, args: [fixture('forever.mjs')], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024, proposalId: 'p-job-io' });
   expect(crashing.stats()).toMatchObject({ spawned: 1, running: 1 });
   expect(job.pid).toBeGreaterThan(0);
-  const refused = await crashing.spawn({ file: '/crash', args: [], env: {}, lineMaxBytes: 1024 }).catch((e: unknown) => e);
+  const refused = await crashing.spawn({ file: '/crash', args: [], env: {}, lineMaxBytes: 1024, proposalId: 'p-job-io' }).catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(ProcessSpawnError);
   await crashing.ended;
   expect(crashDeaths).toHaveLength(1);
   expect(crashDeaths[0]!.message).toContain('job I/O thread crashed on purpose');
   expect(crashing.stats().pid).toBeNull();
   // Refused at once afterwards; the other client is untouched.
-  await expect(crashing.spawn({ file: process.execPath, args: [], env: {}, lineMaxBytes: 1024 })).rejects.toBeInstanceOf(ProcessSpawnError);
+  await expect(crashing.spawn({ file: process.execPath, args: [], env: {}, lineMaxBytes: 1024, proposalId: 'p-job-io' })).rejects.toBeInstanceOf(ProcessSpawnError);
   await crashing.close();
   expect(deaths).toEqual([]);
 });
 
 it('reports the spawn helper’s death once, and still closes', async () => {
   const died: Error[] = [];
-  const other = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0 }, (err) => died.push(err));
+  const other = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0, encode: false }, (err) => died.push(err));
   await waitFor(() => (other.stats().pid !== null ? true : undefined), 'the helper’s pid');
   process.kill(other.stats().pid as number, 'SIGKILL');
   await waitFor(() => (died.length > 0 ? true : undefined), 'the death reported');
   expect(died[0]!.message).toMatch(/the spawn helper process \d+ ended \(SIGKILL\)/);
   expect(other.stats().pid).toBeNull();
-  await expect(other.spawn({ file: process.execPath, args: [], env: {}, lineMaxBytes: 1024 })).rejects.toBeInstanceOf(ProcessSpawnError);
+  await expect(other.spawn({ file: process.execPath, args: [], env: {}, lineMaxBytes: 1024, proposalId: 'p-job-io' })).rejects.toBeInstanceOf(ProcessSpawnError);
   await other.close();
   expect(died).toHaveLength(1);
 });

@@ -1,0 +1,28 @@
+/**
+ * A job's line as an event (service-spec.md §Events): its severity, detail and payload, in one place for
+ * both sides of the job I/O thread. On the SQLite back end the thread encodes each line's JSON after its
+ * id and time ({@link lineTail}); the main thread prepends those (bus.ts `publishEncoded`).
+ */
+import { eventTail } from '../bus/event-json.js';
+import type { Severity } from '../bus/event.js';
+import { transition } from './job-state.js';
+import { GENERATION_SCOPE } from './running-job.js';
+
+/** Payload of every line event: one frozen object, so the bus reuses its JSON. */
+export const LINE_PAYLOAD = Object.freeze({ source: 'dispatch_cli' });
+const LINE_PAYLOAD_JSON = JSON.stringify(LINE_PAYLOAD);
+
+const RUNNING = Object.freeze({ state: 'running' as const });
+/** Severity of a running job's line on `stream` (0 stdout, 1 stderr), from the state table (job-state.ts). */
+export const lineSeverity = (stream: 0 | 1): Severity => transition(RUNNING, { kind: stream === 0 ? 'stdout-line' : 'stderr-line' }).severity;
+const SEVERITIES: readonly [Severity, Severity] = [lineSeverity(0), lineSeverity(1)];
+
+/** `<proposalId> stdout line 3`, with ` (cut at <max> bytes)` when bytes past `maxBytes` were dropped. */
+export function lineDetail(proposalId: string, stream: 0 | 1, number: number, cut: boolean, maxBytes: number): string {
+  return `${proposalId} ${stream === 0 ? 'stdout' : 'stderr'} line ${number}${cut ? ` (cut at ${maxBytes} bytes)` : ''}`;
+}
+
+/** The line event's JSON after its id and time (event-json.ts eventTail): what the thread hands over in place of the text. */
+export function lineTail(proposalId: string, stream: 0 | 1, number: number, text: string, cut: boolean, maxBytes: number): string {
+  return eventTail(SEVERITIES[stream], GENERATION_SCOPE, text, lineDetail(proposalId, stream, number, cut, maxBytes), LINE_PAYLOAD_JSON);
+}
