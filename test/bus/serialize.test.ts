@@ -58,7 +58,15 @@ describe('stored event text', () => {
     rows.forEach((row, i) => {
       const [stream, text, cut] = lines[i] as [0 | 1, string, boolean];
       const parsed = JSON.parse(row.data) as { id: string; ts: string };
-      const made = { id: parsed.id, ts: parsed.ts, severity: lineSeverity(stream), scope: 'engine/generation', summary: text, detail: lineDetail('p-42', stream, i + 1, cut, 64), payload: LINE_PAYLOAD };
+      const made = {
+        id: parsed.id,
+        ts: parsed.ts,
+        severity: lineSeverity(stream),
+        scope: 'engine/generation',
+        summary: text,
+        detail: lineDetail('p-42', stream, i + 1, cut, 64),
+        payload: LINE_PAYLOAD,
+      };
       expect(row.data).toBe(JSON.stringify(made));
       expect(row.severity).toBe(lineSeverity(stream));
     });

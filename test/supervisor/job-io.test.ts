@@ -96,7 +96,15 @@ it('with `encode`, hands on each line as its event’s JSON after the id and tim
       const [stream, n] = key.split(':').map(Number) as [0 | 1, number];
       const [tail, tailCut] = tails.get(key) as readonly [string, boolean];
       expect(tailCut).toBe(cut);
-      const event = { id: '17', ts: '2026-11-29T00:00:00.000Z', severity: lineSeverity(stream), scope: 'engine/generation', summary: text, detail: lineDetail('p-encoded', stream, n, cut, 64), payload: LINE_PAYLOAD };
+      const event = {
+        id: '17',
+        ts: '2026-11-29T00:00:00.000Z',
+        severity: lineSeverity(stream),
+        scope: 'engine/generation',
+        summary: text,
+        detail: lineDetail('p-encoded', stream, n, cut, 64),
+        payload: LINE_PAYLOAD,
+      };
       expect(eventHead(17, event.ts) + tail).toBe(json.serialize(event));
     }
   } finally {
