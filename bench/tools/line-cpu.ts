@@ -66,7 +66,8 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode} at start-up`);
-      if (await fetch(`${url}/api/health`).then((r) => r.ok, () => false)) break;
+      const up = await fetch(`${url}/api/health`).catch(() => null);
+      if (up?.ok) break;
       await sleep(50);
     }
     const pid = child.pid as number;
@@ -76,7 +77,11 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
     const t0 = Date.now();
     await Promise.all(
       Array.from({ length: jobs }, async () => {
-        const r = await fetch(`${url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ project: 'bench', model: `burst:${lines}` }) });
+        const r = await fetch(`${url}/api/proposals/generate`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ project: 'bench', model: `burst:${lines}` }),
+        });
         if (r.status !== 202) throw new Error(`generate: ${r.status} ${await r.text()}`);
       }),
     );
