@@ -18,7 +18,7 @@ import type { LineHold } from './output-gate.js';
  */
 export type JobLineHandler = (stream: 0 | 1, number: number, text: string, cut: boolean) => void;
 
-/** What to start: the program, its arguments, working directory, whole environment and bound on a line. */
+/** What to start: the program, its arguments, working directory, whole environment, bound on a line, and the proposal id its line events name. */
 export type JobSpawn = JobSpawnOrder;
 
 /** A job the thread started: its pid, its exit, and its lines once asked for. */
