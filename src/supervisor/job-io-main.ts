@@ -12,7 +12,7 @@ import { lowerOwnPriority, ownThreadId } from '../process/own-thread.js';
 import { untilDrained } from './drain-watch.js';
 import { frameLines, framingMeter, LineTurns, TURN_CHARS, TURN_LINES, type FramedLine, type FramingMeter } from './frame-lines.js';
 import { BATCH_LINES, BATCH_WAIT_MS, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
-import { lineTail } from './line-event.js';
+import { LineEncoder } from './line-event.js';
 import type { LineHold } from './output-gate.js';
 
 const port = parentPort;
@@ -71,9 +71,9 @@ function push(key: number, job: Job, stream: 0 | 1, line: FramedLine): void {
   b.keys.push(key);
   b.streams.push(stream);
   b.numbers.push(line.number);
-  if (setup.encode) {
+  if (job.encoder !== null) {
     // The event's JSON but its id and time, encoded here rather than on the main thread.
-    b.texts.push(lineTail(job.proposalId, stream, line.number, line.text, line.cut, job.lineMaxBytes));
+    b.texts.push(job.encoder.tail(stream, line.number, line.text, line.cut));
     if (stream === 1) job.lastStderr = line.text;
   } else {
     b.texts.push(line.text);
@@ -90,7 +90,8 @@ interface Job {
   readonly stderr: net.Socket | null;
   readonly meters: readonly [FramingMeter, FramingMeter];
   readonly lineMaxBytes: number;
-  readonly proposalId: string;
+  /** Its lines' events' JSON, with `encode` (null: texts cross). */
+  readonly encoder: LineEncoder | null;
   /** Both streams framed to their end (set by `read`). */
   framed: Promise<void> | null;
   /** Its last stderr line's text, told with `drained` when the lines cross encoded (the exit's detail names it). */
@@ -146,7 +147,7 @@ async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
       stderr: child.stderr,
       meters: [framingMeter(), framingMeter()],
       lineMaxBytes: m.lineMaxBytes,
-      proposalId: m.proposalId,
+      encoder: setup.encode ? new LineEncoder(m.proposalId, m.lineMaxBytes) : null,
       framed: null,
       lastStderr: null,
     });
