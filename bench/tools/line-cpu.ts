@@ -10,6 +10,7 @@
  * (`test/fixtures/rel-b-tool.mjs`, `burst:<lines>`: one write of every line). CPU comes from
  * /proc (clock ticks of 10 ms): the main thread's `task/<pid>/stat`, the process's `stat`, from
  * the first request to the moment no job runs. Prints a line per service and the medians per build.
+ * BENCH_SERVICE_ENV (a JSON object of variables) is added to every service's environment.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -60,6 +61,8 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
     DISPATCH_CLI: TOOL,
     CONSOLE_WORKER_THREADS: '1',
     CONSOLE_EVENT_RETENTION: String(jobs * lines * 2),
+    // As the rows take it (bench/lib/child.ts): variables of an experiment, as a JSON object.
+    ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>),
   };
   const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;

@@ -68,6 +68,13 @@ interface Entry {
 type Queued = LineBatch | Extract<FromJobIo, { kind: 'drained' }>;
 
 /**
+ * The job I/O thread's young generation, MB. Its objects (a batch's lines and their JSON) live a few
+ * milliseconds; V8's default lets the space grow to about 48 MB, which stayed in the RSS after a storm:
+ * P6 243 MB against 260 MB (bench/RESULTS.md, 2026-11-29 fourth session), for no CPU measured per line.
+ */
+export const JOB_IO_YOUNG_GENERATION_MB = 8;
+
+/**
  * One job I/O thread and its spawn helper process. The death of either while the service runs is
  * reported once to `onDeath` (the jobs' exits and lines cannot be learnt any more).
  */
@@ -105,7 +112,7 @@ export class JobIo {
    */
   constructor(file: string, setup: JobIoSetup, onDeath: (err: Error) => void) {
     this.encodes = setup.encode;
-    this.worker = new Worker(file, { workerData: setup, name: 'job-io' });
+    this.worker = new Worker(file, { workerData: setup, name: 'job-io', resourceLimits: { maxYoungGenerationSizeMb: JOB_IO_YOUNG_GENERATION_MB } });
     let ended!: () => void;
     this.ended = new Promise((resolve) => (ended = resolve));
     this.closed = ended;
@@ -141,6 +148,11 @@ export class JobIo {
     let running = 0;
     for (const e of this.entries.values()) if (e.running) running++;
     return { pid: this.gone === null ? this.helperPid : null, spawned: this.spawned, refused: this.refused, running };
+  }
+
+  /** The thread's heap limits as its Worker reports them (Node's `worker.resourceLimits`; empty once it ended). */
+  heapLimits(): Worker['resourceLimits'] {
+    return this.worker.resourceLimits;
   }
 
   /** The thread's id, nice value and line figures. */

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import { ProcessSpawnError } from '../../src/process/index.js';
 import { JobIo } from '../../src/supervisor/index.js';
+import { JOB_IO_YOUNG_GENERATION_MB } from '../../src/supervisor/job-io.js';
 import type { LineHold } from '../../src/supervisor/output-gate.js';
 import { eventHead, EventJson } from '../../src/bus/event-json.js';
 import { LINE_PAYLOAD, lineDetail, lineSeverity } from '../../src/supervisor/line-event.js';
@@ -57,6 +58,8 @@ it('hands on every line in each stream’s order, and reports the thread at its 
   expect(err.map(([, n, t]) => `${n} ${t}`)).toEqual(Array.from({ length: 500 }, (_v, i) => `${i + 1} err ${i + 1}`));
   const t = io.threadStats();
   expect(t).toMatchObject({ nice: 3, lines: 5500, queued: 0 });
+  // Its short-lived objects get a small young generation (what stayed in the RSS after a storm).
+  expect(io.heapLimits()?.maxYoungGenerationSizeMb).toBe(JOB_IO_YOUNG_GENERATION_MB);
   expect(t.tid).not.toBe(process.pid);
   expect(io.stats()).toMatchObject({ spawned: 1, refused: 0, running: 0 });
 });
