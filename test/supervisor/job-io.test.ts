@@ -1,7 +1,7 @@
 /**
  * The job I/O thread through its client (src/supervisor/job-io.ts): lines in each stream's order,
- * held while a bus gate holds and none handed on meanwhile, the thread's own figures, and its crash:
- * reported once, pending spawns refused.
+ * as texts or as their events' JSON (`encode`), held while a bus gate holds and none handed on
+ * meanwhile, the thread's own figures and heap limit, and its crash: reported once, pending spawns refused.
  */
 import fs from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
