@@ -1,6 +1,6 @@
 // What the service needs from the event bus (api-decisions.md, "Events"), implemented by EventBus (bus.ts,
 // SQLite) and ClusterBus (cluster-bus.ts; cluster.md, "Events"), whose reads are asynchronous.
-import type { BusEvent, EncodedEventInput, EventFilter, EventInput } from './event.js';
+import type { BusEvent, EventFilter, EventInput, JobGuard, Severity } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import type { FrameBlockReader } from './replay-cache.js';
 import type { StorageOutage } from './storage-outage.js';
@@ -12,8 +12,12 @@ export type BusSubscriber = (batch: readonly EventRow[]) => void;
 export interface Bus {
   /** Publishes one event, synchronously, from any main-thread code; never throws for the database (held and retried). */
   publish(input: EventInput): void;
-  /** {@link publish} for an event whose JSON but its id and time was made elsewhere (a job's line, on the job I/O thread); where the back end takes it (SQLite). */
-  publishEncoded?(input: EncodedEventInput): void;
+  /**
+   * {@link publish} for an event whose JSON but its id and time was made elsewhere (event-json.ts eventTail): a job's
+   * line, encoded on the job I/O thread (supervisor/line-event.ts); where the back end takes it (SQLite). `severity`
+   * and `scope` repeat the tail's, for the filters; `proposalId` and `guard` as in EventInput. Positional: no object per line.
+   */
+  publishEncoded?(severity: Severity, scope: string, tail: string, proposalId: string, guard: JobGuard | undefined): void;
   /** Publishes one event and stores it before resolving (answers carry its id). @throws the database's error; the event is withdrawn. */
   publishStored(input: EventInput): BusEvent | Promise<BusEvent>;
   /** Adds a subscriber that receives exactly the events after `headId`, so callers replay up to it and lose nothing. */

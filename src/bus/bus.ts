@@ -1,7 +1,7 @@
 // The in-process event bus on SQLite (api-decisions.md, "Events"): the queue is stored in one transaction, then
 // delivered as one batch, flushes at least `flushIntervalMs` apart. Nothing unstored is delivered: while the
 // database refuses events they are held (bounded) and retried (storage-outage.ts).
-import { proposalOf, type BusEvent, type EncodedEventInput, type EventFilter, type EventInput, type Severity } from './event.js';
+import { proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
 import { eventHead, EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
 import type { EventRow, LocalEventLog } from './local-event-log.js';
@@ -88,13 +88,13 @@ export class EventBus implements Bus {
   }
 
   /** See {@link Bus.publishEncoded}: the row's JSON is the tail behind the id and time taken now; nothing else is built. */
-  publishEncoded(input: EncodedEventInput): void {
+  publishEncoded(severity: Severity, scope: string, tail: string, proposalId: string, guard: JobGuard | undefined): void {
     const id = this.log.takeId();
-    const data = eventHead(id, this.json.now()) + input.tail;
+    const data = eventHead(id, this.json.now()) + tail;
     // Counted before it is queued: a full queue is stored (and its guards settled) at once.
-    if (input.guard !== undefined) this.guarded++;
+    if (guard !== undefined) this.guarded++;
     // The same literal shape as make()'s rows.
-    this.queue({ id, severity: input.severity, scope: input.scope, proposalId: input.proposalId ?? null, data, guard: input.guard });
+    this.queue({ id, severity, scope, proposalId, data, guard });
   }
 
   private queue(row: Pending): void {

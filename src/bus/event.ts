@@ -18,19 +18,6 @@ export interface EventInput {
   readonly guard?: JobGuard;
 }
 
-/**
- * An event whose JSON was made elsewhere but for its id and time (event-json.ts eventTail): a job's line,
- * encoded on the job I/O thread (supervisor/line-event.ts). `severity` and `scope` repeat the tail's, for the
- * filters; `proposalId` and `guard` as in {@link EventInput}.
- */
-export interface EncodedEventInput {
-  readonly severity: Severity;
-  readonly scope: string;
-  readonly tail: string;
-  readonly proposalId?: string;
-  readonly guard?: JobGuard;
-}
-
 /** How a generation job ended, written with its exit or lost event. Times ISO-8601 UTC. */
 export interface JobEnd {
   /** `exited ok`, `exited failed` or `lost`. */

@@ -34,7 +34,7 @@ export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, opt
     const { severity } = transition(job.status, { kind: stream === 0 ? 'stdout-line' : 'stderr-line' });
     if (encoded) {
       // The thread made the event's JSON but its id and time (line-event.ts lineTail): `text` is that.
-      bus.publishEncoded?.({ severity, scope: GENERATION_SCOPE, tail: text, proposalId: job.proposalId, guard: job.guard });
+      bus.publishEncoded?.(severity, GENERATION_SCOPE, text, job.proposalId, job.guard);
     } else {
       bus.publish({
         severity,

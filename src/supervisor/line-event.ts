@@ -22,7 +22,7 @@ export function lineDetail(proposalId: string, stream: 0 | 1, number: number, cu
   return `${proposalId} ${stream === 0 ? 'stdout' : 'stderr'} line ${number}${cut ? ` (cut at ${maxBytes} bytes)` : ''}`;
 }
 
-/** The line event's JSON after its id and time (event-json.ts eventTail): what the thread hands over in place of the text. */
+/** The line event's JSON after its id and time (event-json.ts eventTail), by definition: {@link LineEncoder} makes the same text faster. */
 export function lineTail(proposalId: string, stream: 0 | 1, number: number, text: string, cut: boolean, maxBytes: number): string {
   return eventTail(SEVERITIES[stream], GENERATION_SCOPE, text, lineDetail(proposalId, stream, number, cut, maxBytes), LINE_PAYLOAD_JSON);
 }

@@ -49,7 +49,7 @@ describe('stored event text', () => {
     const guards = { settled: [] as boolean[] };
     lines.forEach(([stream, text, cut], i) => {
       const tail = lineTail('p-42', stream, i + 1, text, cut, 64);
-      bus.publishEncoded({ severity: lineSeverity(stream), scope: 'engine/generation', tail, proposalId: 'p-42', guard: { job: 'p-42', settled: (ok) => guards.settled.push(ok) } });
+      bus.publishEncoded(lineSeverity(stream), 'engine/generation', tail, 'p-42', { job: 'p-42', settled: (ok) => guards.settled.push(ok) });
     });
     bus.publish({ severity: 'info', scope: 'engine/generation', summary: 'another job', proposalId: 'p-43' });
     bus.flush();
