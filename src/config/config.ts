@@ -69,6 +69,8 @@ export interface Config {
     readonly nice: number;
     /** CONSOLE_JOB_THREAD_NICE, 0..19: the job I/O thread's nice value; 0 leaves it at the main thread's. */
     readonly threadNice: number;
+    /** CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB, 0..1024: the job I/O thread's young generation, MB; 0 leaves V8's default. */
+    readonly threadYoungGenerationMb: number;
   };
   /** Managed child processes: jobs and terminals (src/process; ). */
   readonly processes: {
@@ -246,6 +248,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       historySize: e.CONSOLE_JOB_HISTORY,
       nice: e.CONSOLE_JOB_NICE,
       threadNice: e.CONSOLE_JOB_THREAD_NICE,
+      threadYoungGenerationMb: e.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB,
     },
     processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
     events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX, flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS },

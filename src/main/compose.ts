@@ -87,13 +87,18 @@ export async function composeService(
     // Started now, ready by the first job: jobs' exits and lines come through it, so its death is fatal.
     // Lines cross encoded (their events' JSON) where the bus takes them so: the SQLite back end.
     const encode = bus.publishEncoded !== undefined;
-    jobIo = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: config.jobs.threadNice, encode }, (err) => {
-      log.fatal(
-        { err: err.message },
-        'the job I/O thread or its spawn helper process died: the exits and lines of the jobs can no longer be learnt; the service stops (its next start marks them lost)',
-      );
-      onFatal(err);
-    });
+    jobIo = new JobIo(
+      WORKER_FILES.jobIo,
+      { helperFile: WORKER_FILES.spawnHelper, nice: config.jobs.threadNice, encode },
+      (err) => {
+        log.fatal(
+          { err: err.message },
+          'the job I/O thread or its spawn helper process died: the exits and lines of the jobs can no longer be learnt; the service stops (its next start marks them lost)',
+        );
+        onFatal(err);
+      },
+      { youngGenerationMb: config.jobs.threadYoungGenerationMb },
+    );
   } catch (err) {
     await backend.close();
     await housekeeping.close();

@@ -55,6 +55,14 @@ export interface JobIoThreadStats {
   readonly batches: number;
   /** Lines posted and not yet handed on (bounded by the window). */
   readonly queued: number;
+  /** Its young generation's bound in force, MB (CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB, or V8's default for 0); null once it ended. */
+  readonly youngGenerationMb: number | null;
+}
+
+/** How the thread's heap is bounded (JobIo's constructor). */
+export interface JobIoHeap {
+  /** Its young generation, MB; 0 leaves V8's default (default {@link JOB_IO_YOUNG_GENERATION_MB}). */
+  readonly youngGenerationMb?: number;
 }
 
 interface Entry {
@@ -68,7 +76,7 @@ interface Entry {
 type Queued = LineBatch | Extract<FromJobIo, { kind: 'drained' }>;
 
 /**
- * The job I/O thread's young generation, MB. Its objects (a batch's lines and their JSON) live a few
+ * The job I/O thread's young generation by default, MB (CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB). Its objects (a batch's lines and their JSON) live a few
  * milliseconds; V8's default lets the space grow to about 48 MB, which stayed in the RSS after a storm:
  * P6 243 MB against 260 MB (bench/RESULTS.md, 2026-11-29 fourth session), for no CPU measured per line.
  */
@@ -110,9 +118,10 @@ export class JobIo {
    * Starts the thread (`file`: the compiled job-io-main.js), which forks the spawn helper.
    * @throws Error when `file` does not exist (not built).
    */
-  constructor(file: string, setup: JobIoSetup, onDeath: (err: Error) => void) {
+  constructor(file: string, setup: JobIoSetup, onDeath: (err: Error) => void, heap: JobIoHeap = {}) {
     this.encodes = setup.encode;
-    this.worker = new Worker(file, { workerData: setup, name: 'job-io', resourceLimits: { maxYoungGenerationSizeMb: JOB_IO_YOUNG_GENERATION_MB } });
+    const young = heap.youngGenerationMb ?? JOB_IO_YOUNG_GENERATION_MB;
+    this.worker = new Worker(file, { workerData: setup, name: 'job-io', resourceLimits: young > 0 ? { maxYoungGenerationSizeMb: young } : {} });
     let ended!: () => void;
     this.ended = new Promise((resolve) => (ended = resolve));
     this.closed = ended;
@@ -155,9 +164,10 @@ export class JobIo {
     return this.worker.resourceLimits;
   }
 
-  /** The thread's id, nice value and line figures. */
+  /** The thread's id, nice value, line figures and young generation. */
   threadStats(): JobIoThreadStats {
-    return { tid: this.tid, nice: this.nice, lines: this.linesTotal, batches: this.batchesTotal, queued: this.queuedLines };
+    const young = this.worker.resourceLimits?.maxYoungGenerationSizeMb ?? null;
+    return { tid: this.tid, nice: this.nice, lines: this.linesTotal, batches: this.batchesTotal, queued: this.queuedLines, youngGenerationMb: young };
   }
 
   /**

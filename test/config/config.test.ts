@@ -27,6 +27,13 @@ describe('readConfig', () => {
     for (const bad of ['-1', '20', '1.5', 'low']) expect(() => readConfig({ CONSOLE_JOB_THREAD_NICE: bad })).toThrow(/CONSOLE_JOB_THREAD_NICE/);
   });
 
+  it('reads CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: 8 by default, 0..1024, anything else refused naming it', () => {
+    expect(readConfig({}).jobs.threadYoungGenerationMb).toBe(8);
+    expect(readConfig({ CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '0' }).jobs.threadYoungGenerationMb).toBe(0);
+    expect(readConfig({ CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '1024' }).jobs.threadYoungGenerationMb).toBe(1024);
+    for (const bad of ['-1', '1025', '2.5', 'big']) expect(() => readConfig({ CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: bad })).toThrow(/CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB/);
+  });
+
   it('reads CONSOLE_SSE_REPLAY_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
     expect(readConfig({}).sse.replayThreadNice).toBe(5);
     expect(readConfig({ CONSOLE_SSE_REPLAY_THREAD_NICE: '0' }).sse.replayThreadNice).toBe(0);

@@ -60,6 +60,7 @@ it('hands on every line in each stream’s order, and reports the thread at its 
   expect(t).toMatchObject({ nice: 3, lines: 5500, queued: 0 });
   // Its short-lived objects get a small young generation (what stayed in the RSS after a storm).
   expect(io.heapLimits()?.maxYoungGenerationSizeMb).toBe(JOB_IO_YOUNG_GENERATION_MB);
+  expect(t.youngGenerationMb).toBe(JOB_IO_YOUNG_GENERATION_MB);
   expect(t.tid).not.toBe(process.pid);
   expect(io.stats()).toMatchObject({ spawned: 1, refused: 0, running: 0 });
 });
@@ -176,10 +177,11 @@ it('reports a crash of the thread once: pending spawns refused, the helper gone'
   expect(deaths).toEqual([]);
 });
 
-it('reports the spawn helper’s death once, and still closes', async () => {
+it('reports the spawn helper’s death once, and still closes; its young generation as asked, none once ended', async () => {
   const died: Error[] = [];
-  const other = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0, encode: false }, (err) => died.push(err));
+  const other = new JobIo(WORKER_FILES.jobIo, { helperFile: WORKER_FILES.spawnHelper, nice: 0, encode: false }, (err) => died.push(err), { youngGenerationMb: 12 });
   await waitFor(() => (other.stats().pid !== null ? true : undefined), 'the helper’s pid');
+  expect(other.threadStats().youngGenerationMb).toBe(12);
   process.kill(other.stats().pid as number, 'SIGKILL');
   await waitFor(() => (died.length > 0 ? true : undefined), 'the death reported');
   expect(died[0]!.message).toMatch(/the spawn helper process \d+ ended \(SIGKILL\)/);
@@ -187,4 +189,5 @@ it('reports the spawn helper’s death once, and still closes', async () => {
   await expect(other.spawn({ file: process.execPath, args: [], env: {}, lineMaxBytes: 1024, proposalId: 'p-job-io' })).rejects.toBeInstanceOf(ProcessSpawnError);
   await other.close();
   expect(died).toHaveLength(1);
+  expect(other.threadStats().youngGenerationMb).toBeNull();
 });

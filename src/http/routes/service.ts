@@ -226,6 +226,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_LINE_MAX_BYTES: c.jobs.lineMaxBytes,
     CONSOLE_JOB_HISTORY: c.jobs.historySize,
     CONSOLE_JOB_NICE: c.jobs.nice,
+    CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: c.jobs.threadYoungGenerationMb,
     CONSOLE_SWEEP_MAX_PASSES: c.processes.sweepMaxPasses,
     CONSOLE_SWEEP_MAX_MS: c.processes.sweepMaxMs,
     CONSOLE_EVENT_RETENTION: c.events.retention,

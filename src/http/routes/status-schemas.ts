@@ -22,10 +22,19 @@ export const SpawnerStats = z.object({ pid: z.number().int().nullable(), spawned
 });
 
 /** `jobs.thread` of the system status (supervisor/job-io.ts JobIoThreadStats). */
-export const JobIoThreadStats = z.object({ tid: z.number().int().nullable(), nice: z.number().int().nullable(), lines: z.number().int(), batches: z.number().int(), queued: z.number().int() }).meta({
-  description:
-    'The job I/O thread, which orders every spawn from the spawn helper and reads and frames every job’s stdout and stderr (the main thread never reads a job’s pipe): its kernel thread id (Linux; null elsewhere), its nice value (CONSOLE_JOB_THREAD_NICE, below the main thread’s, so the main thread goes first when the two compete for a CPU; null where unknown), the lines it handed to the main thread since start-up and the batches they came in (a batch holds at most 512 lines and waits at most 2 ms for more), and the lines handed over and not yet published (at most 2,048: past that it stops reading the pipes).',
-});
+export const JobIoThreadStats = z
+  .object({
+    tid: z.number().int().nullable(),
+    nice: z.number().int().nullable(),
+    lines: z.number().int(),
+    batches: z.number().int(),
+    queued: z.number().int(),
+    youngGenerationMb: z.number().int().nullable(),
+  })
+  .meta({
+    description:
+      'The job I/O thread, which orders every spawn from the spawn helper and reads and frames every job’s stdout and stderr (the main thread never reads a job’s pipe): its kernel thread id (Linux; null elsewhere), its nice value (CONSOLE_JOB_THREAD_NICE, below the main thread’s, so the main thread goes first when the two compete for a CPU; null where unknown), the lines it handed to the main thread since start-up and the batches they came in (a batch holds at most 512 lines and waits at most 2 ms for more), the lines handed over and not yet published (at most 2,048: past that it stops reading the pipes), and the bound on its young generation in MB (CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB, or V8’s default when that is 0; null once the thread ended).',
+  });
 
 /** `bus.replay.cache` of the system status (bus/replay-cache.ts ReplayCacheStats). */
 export const ReplayCacheStats = z
