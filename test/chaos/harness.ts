@@ -1,9 +1,11 @@
 /**
- * The fault-injection run of cluster mode (shared/design/cluster.md, "Under faults"): three
- * instances on one real PostgreSQL under a mixed workload, while instances are SIGKILLed and
- * started again, one is paused (SIGSTOP) past the instance timeout and continued, and the
- * database stops at once (an immediate shutdown) and comes back. Every random choice comes
- * from one seed, printed, so a failing run can be run again.
+ * The fault-injection run (shared/design/cluster.md, "Under faults"), of cluster mode or of one
+ * instance on the embedded SQLite database (systems.ts): under a mixed workload, instances are
+ * SIGKILLed and started again, one is paused (SIGSTOP) past a timeout and continued (past the
+ * instance timeout in cluster mode, past the clients' request timeout with SQLite), and the
+ * database fails and comes back (PostgreSQL stops at once, an immediate shutdown; SQLite's disk
+ * fills). With SQLite the one instance itself is killed and paused: nothing answers meanwhile.
+ * Every random choice comes from one seed, printed, so a failing run can be run again.
  *
  * The workload: proposals created and decided, take actions, memory toggles, clicks, workspace
  * writes, internal bus publishes, a few generation jobs a second (most short, some long enough
@@ -25,10 +27,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { jobEventProblems, waitFor, type EngineEvent, type JobView } from '../helpers/events.js';
-import { alive, startCluster, type Cluster } from '../helpers/cluster.js';
-import { fixture } from '../helpers/service.js';
+import { alive } from '../helpers/cluster.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
 import type { SseClient } from '../helpers/sse.js';
+import { startChaosSystem, type ChaosBackend } from './systems.js';
 
 export interface ChaosOptions {
   /** How long faults and the workload run, s. */
@@ -37,10 +39,13 @@ export interface ChaosOptions {
   readonly seed: number;
   /** Progress lines (what happens, when). */
   readonly log?: (line: string) => void;
+  /** Three instances on PostgreSQL (default), or one on SQLite (systems.ts). */
+  readonly backend?: ChaosBackend;
 }
 
 /** What a run did and found. */
 export interface ChaosReport {
+  readonly backend: ChaosBackend;
   readonly seed: number;
   readonly seconds: number;
   readonly faults: Record<'kills' | 'pauses' | 'databaseStops', number>;
@@ -67,7 +72,6 @@ function generator(seed: number): () => number {
   };
 }
 
-const INSTANCE_TIMEOUT_MS = 3000;
 const PROJECT = 'harbor-lights';
 /** The takes of beat b01 (shots sh010 and sh020, as the sample store has them). */
 const TAKES = ['tk_0001', 'tk_0002', 'tk_0003', 'tk_0004', 'tk_0005'];
@@ -102,21 +106,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const say = (line: string) => log(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${line}`);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  const cluster: Cluster = await startCluster(
-    {
-      CONSOLE_INSTANCE_TIMEOUT_MS: String(INSTANCE_TIMEOUT_MS),
-      DISPATCH_CLI: fixture('slow-lines.mjs'),
-      CONSOLE_DATABASE_CONNECT_TIMEOUT_MS: '60000',
-      CONSOLE_CLICKS_PER_PROJECT: '1000000',
-      CONSOLE_CLICKS_MAX_TOTAL: '1000000',
-      CONSOLE_MAX_RUNNING_JOBS: '256',
-      // Every event of a long run is kept: the checks look acknowledged writes up in them.
-      CONSOLE_EVENT_RETENTION: '2000000',
-      // Immediate stops of the database must not lose what it acknowledged.
-    },
-    { durableCommits: true },
-  );
-  const nodes: Node[] = ['n1', 'n2', 'n3'].map((id) => ({ id, proc: null, paused: false, down: true }));
+  const backend = opts.backend ?? 'cluster';
+  const system = await startChaosSystem(backend, REQUEST_MS, opts.seconds);
+  const nodes: Node[] = system.ids.map((id) => ({ id, proc: null, paused: false, down: true }));
   const faults = { kills: 0, pauses: 0, databaseStops: 0 };
   const acknowledged: Record<string, number> = {};
   let refused = 0;
@@ -135,7 +127,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     n.down = true;
     for (;;) {
       try {
-        n.proc = await cluster.start(n.id);
+        n.proc = await system.start(n.id);
         n.paused = false;
         n.down = false;
         return;
@@ -146,7 +138,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
   };
   await Promise.all(nodes.map(startNode));
-  say(`seed ${opts.seed}: 3 instances up`);
+  say(`seed ${opts.seed}: ${nodes.length} ${backend} instance(s) up`);
 
   const targets = () => nodes.filter((n) => n.proc !== null && !n.down && !n.paused);
   const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown } | null> => {
@@ -298,7 +290,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const n = pick(live);
     const last = r.ids.at(-1);
-    r.client = cluster.stream(n.proc!, last === undefined ? {} : { 'Last-Event-ID': String(last) });
+    r.client = system.stream(n.proc!, last === undefined ? {} : { 'Last-Event-ID': String(last) });
     r.on = n;
     r.taken = 0;
     r.reconnects++;
@@ -320,7 +312,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       await sleep(between(8000, 15000));
       if (!running) break;
       const candidates = targets();
-      if (candidates.length < 2) continue;
+      if (candidates.length < system.minLive) continue;
       const n = pick(candidates);
       n.down = true;
       n.proc!.child.kill('SIGKILL');
@@ -337,13 +329,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await sleep(between(5000, Math.min(every, opts.seconds * 500)));
     while (running) {
       const candidates = targets();
-      if (candidates.length >= 2) {
+      if (candidates.length >= system.minLive) {
         const n = pick(candidates);
         n.paused = true;
         n.proc!.child.kill('SIGSTOP');
         faults.pauses++;
-        const ms = INSTANCE_TIMEOUT_MS + between(1500, 3500);
-        say(`${n.id} paused for ${(ms / 1000).toFixed(1)} s (the instance timeout is ${INSTANCE_TIMEOUT_MS / 1000} s)`);
+        const ms = system.pause.ms + between(1500, 3500);
+        say(`${n.id} paused for ${(ms / 1000).toFixed(1)} s, past ${system.pause.past}`);
         await sleep(ms);
         n.proc!.child.kill('SIGCONT');
         n.paused = false;
@@ -358,13 +350,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     while (running) {
       const ms = between(3000, 6000);
       databaseDown = true;
-      await cluster.pg.pause({ immediate: true });
+      const what = await system.failDatabase();
       faults.databaseStops++;
-      say(`PostgreSQL stopped (immediate) for ${(ms / 1000).toFixed(1)} s`);
+      say(`${what} for ${(ms / 1000).toFixed(1)} s`);
       await sleep(ms);
-      await cluster.pg.resume();
+      await system.restoreDatabase();
       databaseDown = false;
-      say('PostgreSQL back');
+      say('the database back');
       await sleep(between(every * 0.75, every * 1.25));
     }
   };
@@ -375,7 +367,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   running = false;
   await Promise.all(work);
   await Promise.all(chaos);
-  if (databaseDown) await cluster.pg.resume();
+  if (databaseDown) await system.restoreDatabase();
   say('faults and workload stopped; waiting for every instance to settle');
 
   try {
@@ -529,6 +521,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     );
 
     const report: ChaosReport = {
+      backend,
       seed: opts.seed,
       seconds: opts.seconds,
       faults,
@@ -543,8 +536,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     return report;
   } finally {
     for (const r of readers) r.client?.close();
-    for (const pid of accepted.values()) cluster.leftovers.push(pid);
-    await cluster.stop();
+    for (const pid of accepted.values()) system.leftovers.push(pid);
+    await system.stop();
   }
 }
 
