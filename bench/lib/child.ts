@@ -101,10 +101,10 @@ export async function startService(env: Record<string, string>, nodeArgs: string
   return running(proc, url);
 }
 
-/** Starts a node script that listens on `PORT` and answers `healthPath`. */
-export async function startServer(script: string, healthPath: string, env: Record<string, string> = {}): Promise<Running> {
+/** Starts a node script (with `nodeArgs` given to its node) that listens on `PORT` and answers `healthPath`. */
+export async function startServer(script: string, healthPath: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Running> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [script], {
+  const proc = spawn(process.execPath, [...nodeArgs, script], {
     env: { PATH: process.env.PATH ?? '', PORT: String(port), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
