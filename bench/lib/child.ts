@@ -93,7 +93,16 @@ export async function startService(env: Record<string, string>, nodeArgs: string
   // BENCH_NODE_ARGS: more flags for the service's node, space-separated (e.g. `--heap-prof --heap-prof-dir=/tmp/h`).
   if (process.env.BENCH_NODE_ARGS) nodeArgs = [...nodeArgs, ...process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean)];
   const proc = spawn(process.execPath, [...nodeArgs, SERVICE_ENTRY], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env, ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>) },
+    // MALLOC_ARENA_MAX as `npm start` and the systemd unit start the service (README, "Threads").
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      MALLOC_ARENA_MAX: '2',
+      ...env,
+      ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>),
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;

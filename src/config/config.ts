@@ -152,6 +152,8 @@ export interface Config {
   readonly history: {
     readonly sampleMs: number;
   };
+  /** MALLOC_ARENA_MAX as the process was started with (glibc's bound on its malloc arenas), null when unset; reported in the system status. */
+  readonly mallocArenaMax: string | null;
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
   /** LOG_FORMAT: `json` (one JSON object a line) or `pretty` (pino-pretty, for people). */
@@ -290,6 +292,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     history: { sampleMs: e.CONSOLE_HISTORY_SAMPLE_MS },
     cors: { origins },
     allowedHosts: e.CONSOLE_ALLOWED_HOSTS,
+    mallocArenaMax: e.MALLOC_ARENA_MAX || null,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     nonDefault: nonDefaultSettings(env, e),

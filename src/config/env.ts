@@ -202,6 +202,8 @@ export const envSchema = z.object({
   CONSOLE_INSTANCE_URL: url.optional(),
   // At 100 ms the 15-minute window is still only about 1 MB.
   CONSOLE_HISTORY_SAMPLE_MS: int(100, 60_000).default(5000),
+  // glibc's, read by the C library at the process's start: reported, never applied here (npm start sets 2).
+  MALLOC_ARENA_MAX: z.string().trim().optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),
   CONSOLE_RECORD_ANSWERS_DIR: z.string().trim().optional(),

@@ -329,18 +329,21 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await sleep(between(5000, Math.min(every, opts.seconds * 500)));
     while (running) {
       const candidates = targets();
-      if (candidates.length >= system.minLive) {
-        const n = pick(candidates);
-        n.paused = true;
-        n.proc!.child.kill('SIGSTOP');
-        faults.pauses++;
-        const ms = system.pause.ms + between(1500, 3500);
-        say(`${n.id} paused for ${(ms / 1000).toFixed(1)} s, past ${system.pause.past}`);
-        await sleep(ms);
-        n.proc!.child.kill('SIGCONT');
-        n.paused = false;
-        say(`${n.id} continued`);
+      // None to take now (the one SQLite instance down after a kill): soon again, not a whole period later.
+      if (candidates.length < system.minLive) {
+        await sleep(500);
+        continue;
       }
+      const n = pick(candidates);
+      n.paused = true;
+      n.proc!.child.kill('SIGSTOP');
+      faults.pauses++;
+      const ms = system.pause.ms + between(1500, 3500);
+      say(`${n.id} paused for ${(ms / 1000).toFixed(1)} s, past ${system.pause.past}`);
+      await sleep(ms);
+      n.proc!.child.kill('SIGCONT');
+      n.paused = false;
+      say(`${n.id} continued`);
       await sleep(between(every * 0.75, every * 1.25));
     }
   };

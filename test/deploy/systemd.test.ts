@@ -70,6 +70,8 @@ describe('the systemd unit', () => {
     // V8 writes the machine code it runs.
     expect(d.has('MemoryDenyWriteExecute')).toBe(false);
     expect(d.get('Environment')).toEqual(expect.arrayContaining(['CONSOLE_STATE_DIR=/var/lib/console-backend']));
+    // glibc's malloc arenas bounded, as npm start does (each thread's arena kept its peak in the RSS).
+    expect(d.get('Environment')).toEqual(expect.arrayContaining(['MALLOC_ARENA_MAX=2']));
     expect(d.get('StateDirectory')).toEqual(['console-backend']);
   });
 });

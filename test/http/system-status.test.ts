@@ -60,14 +60,18 @@ describe('GET /api/system-status', () => {
     expect(s.instance).toBeNull();
     // Every bound by the variable that sets it.
     expect(s.limits).toMatchObject({ CONSOLE_MAX_BODY_BYTES: 1024 * 1024, CONSOLE_CLICKS_PER_PROJECT: 1000, CONSOLE_LINE_MAX_BYTES: 16384 });
+    // The memory now; MALLOC_ARENA_MAX unset here (the start script sets it).
+    expect(s.memory).toEqual({ rssBytes: expect.any(Number), heapUsedBytes: expect.any(Number), mallocArenaMax: null });
     // The job I/O thread's young generation: 8 MB by default, as set and as in force.
     expect(s.limits.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB).toBe(8);
     expect(s.jobs.thread.youngGenerationMb).toBe(8);
   });
 
-  it('reports the job I/O thread’s young generation as CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB sets it, and V8’s own for 0', async () => {
-    t = await startTestService({ env: { CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '16' } });
+  it('reports the job I/O thread’s young generation as CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB sets it, and V8’s own for 0; MALLOC_ARENA_MAX as given', async () => {
+    t = await startTestService({ env: { CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '16', MALLOC_ARENA_MAX: '4' } });
     let s = await status(t);
+    // MALLOC_ARENA_MAX as the process was started with.
+    expect(s.memory.mallocArenaMax).toBe('4');
     expect(s.limits.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB).toBe(16);
     expect(s.jobs.thread.youngGenerationMb).toBe(16);
     await t.close();

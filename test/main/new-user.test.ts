@@ -1,6 +1,7 @@
 /**
- * As a new user would: `node dist/main/index.js` (what `npm start` runs) with only a state
- * directory set, so the bundled sample store is served; a real generation through the real
+ * As a new user would: the package's start script (what `npm start` runs after its build, through
+ * `sh`) with only a state directory set, so the bundled sample store is served, its C library
+ * told to keep 2 malloc arenas; a real generation through the real
  * dispatch tool produces a take that the takes and lineage routes show, and every line the
  * tool printed is in `GET /api/events`.
  */
@@ -21,7 +22,10 @@ beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'console-e2e-'));
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), CONSOLE_STATE_DIR: path.join(tmp, 'state'), LOG_LEVEL: 'warn', ...recordingEnv() };
-  child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'main', 'index.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The script as npm runs it (`sh -c`), its `node` this test's. It execs the service: signals reach it.
+  const script = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${env.PATH ?? ''}`;
+  child = spawn('sh', ['-c', script], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   url = `http://127.0.0.1:${port}`;
   await waitFor(() => answersFor(url, path.join(tmp, 'state')), 'the service to listen');
 });
@@ -36,6 +40,12 @@ afterAll(async () => {
 });
 
 describe('a new user on the bundled sample store', () => {
+  it('runs with 2 malloc arenas, as the start script sets (the system status reports it)', async () => {
+    const status = (await (await fetch(`${url}/api/system-status`)).json()) as { memory: { mallocArenaMax: string | null; rssBytes: number; heapUsedBytes: number } };
+    expect(status.memory.mallocArenaMax).toBe('2');
+    expect(status.memory.rssBytes).toBeGreaterThan(status.memory.heapUsedBytes);
+  });
+
   it('serves the sample projects from a working copy, leaving the repository untouched', async () => {
     const projects = (await (await fetch(`${url}/api/projects`)).json()) as { id: string }[];
     expect(projects.map((p) => p.id)).toEqual(['harbor-lights', 'night-market']);

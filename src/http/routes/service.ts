@@ -84,7 +84,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
     operationId: 'systemStatus',
     summary: 'System status',
     description:
-      'What an operator reads during a generation storm: version, uptime, jobs by state and the recent jobs, the bus, the worker pool, the cache, the start-up guards, the write proxy, the Host check and every configured bound.',
+      'What an operator reads during a generation storm: version, uptime, jobs by state and the recent jobs, the bus, the worker pool, the cache, the memory, the start-up guards, the write proxy, the Host check and every configured bound.',
     tag: 'Service',
     answers: {
       200: {
@@ -136,6 +136,16 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
                   'The event streams’ bounds and figures: open streams and the bound in all (CONSOLE_SSE_MAX_STREAMS, at most half the descriptor limit) and per remote address (CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS, 0: none), streams refused at each since start-up, the bytes queued for all clients now against CONSOLE_SSE_TOTAL_QUEUE_BYTES and the clients dropped to keep within it, and the replays reading the database now and waiting their turn (CONSOLE_SSE_MAX_DATABASE_REPLAYS).',
               }),
           }),
+          memory: z
+            .object({
+              rssBytes: z.number().int().meta({ description: 'Resident set size of the process now, bytes.' }),
+              heapUsedBytes: z.number().int().meta({ description: 'The main thread’s JavaScript heap in use now, bytes.' }),
+              mallocArenaMax: z.string().nullable().meta({
+                description:
+                  'MALLOC_ARENA_MAX as the process was started with: glibc’s bound on its malloc arenas, which `npm start` and the systemd unit set to 2 (each thread that allocates otherwise gets an arena of its own, kept in the RSS after a storm). Null when unset.',
+              }),
+            })
+            .meta({ description: 'The process’s memory now, and how its C library was told to allocate it.' }),
           descriptors: z
             .object({
               soft: z.number().meta({ description: 'The soft limit now (after start-up raised it).' }),
@@ -248,6 +258,12 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
   };
 }
 
+/** `memory` of the system status: the RSS and main heap now, and MALLOC_ARENA_MAX as started with. */
+function memoryOf(c: AppDeps['config']): { rssBytes: number; heapUsedBytes: number; mallocArenaMax: string | null } {
+  const m = process.memoryUsage();
+  return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, mallocArenaMax: c.mallocArenaMax };
+}
+
 /** What the system status reads from the state database; null when it cannot be read now. */
 async function fromDatabase(d: AppDeps) {
   try {
@@ -298,6 +314,7 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
     workers: d.pool.stats(),
     cache: d.store.stats(),
     // What it waits for when the database cannot be read: the error, and the events held meanwhile.
+    memory: memoryOf(d.config),
     descriptors: d.descriptors(),
     database: { ...d.database.status(), reachable: db.error === null, ...(db.error === null ? {} : { error: db.error, heldEvents: d.bus.backlog }) },
     instance: d.membership?.id ?? null,
