@@ -85,7 +85,7 @@ async function burstLoop(
   // The floor answers sooner: its window is held as long as the service's, the same time for its jobs to start.
   const rest = t0 + minWindowMs - performance.now();
   if (rest > 0) await new Promise((r) => setTimeout(r, rest));
-  proc.kill('SIGUSR2'); // window closes at the last 202
+  proc.kill('SIGUSR2'); // window closes
   const windowMs = performance.now() - t0;
   const busy = await readLoopFile(loopFile);
   for (const a of answers) if (a.status !== 202) problems.push(`status ${a.status}`);

@@ -313,9 +313,9 @@ async function systemStatus(d: AppDeps): Promise<Record<string, unknown>> {
     },
     workers: d.pool.stats(),
     cache: d.store.stats(),
-    // What it waits for when the database cannot be read: the error, and the events held meanwhile.
     memory: memoryOf(d.config),
     descriptors: d.descriptors(),
+    // What it waits for when the database cannot be read: the error, and the events held meanwhile.
     database: { ...d.database.status(), reachable: db.error === null, ...(db.error === null ? {} : { error: db.error, heldEvents: d.bus.backlog }) },
     instance: d.membership?.id ?? null,
     instances: db.instances,
