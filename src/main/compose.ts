@@ -86,19 +86,15 @@ export async function composeService(
   try {
     // Started now, ready by the first job: jobs' exits and lines come through it, so its death is fatal.
     // Lines cross encoded (their events' JSON) where the bus takes them so: the SQLite back end.
-    const encode = bus.publishEncoded !== undefined;
-    jobIo = new JobIo(
-      WORKER_FILES.jobIo,
-      { helperFile: WORKER_FILES.spawnHelper, nice: config.jobs.threadNice, encode },
-      (err) => {
-        log.fatal(
-          { err: err.message },
-          'the job I/O thread or its spawn helper process died: the exits and lines of the jobs can no longer be learnt; the service stops (its next start marks them lost)',
-        );
-        onFatal(err);
-      },
-      { youngGenerationMb: config.jobs.threadYoungGenerationMb },
-    );
+    const setup = { helperFile: WORKER_FILES.spawnHelper, nice: config.jobs.threadNice, encode: bus.publishEncoded !== undefined };
+    const died = (err: Error) => {
+      log.fatal(
+        { err: err.message },
+        'the job I/O thread or its spawn helper process died: the exits and lines of the jobs can no longer be learnt; the service stops (its next start marks them lost)',
+      );
+      onFatal(err);
+    };
+    jobIo = new JobIo(WORKER_FILES.jobIo, setup, died, { youngGenerationMb: config.jobs.threadYoungGenerationMb });
   } catch (err) {
     await backend.close();
     await housekeeping.close();
