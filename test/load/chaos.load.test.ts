@@ -4,26 +4,6 @@
  * --seconds 600 --seed 7` runs it long (test/chaos/run.mjs); its figures go in docs/RELIABILITY.md.
  * CHAOS_REPORT names a file the report is written to as JSON.
  */
-import fs from 'node:fs';
-import { expect, it } from 'vitest';
-import { runChaos } from '../chaos/harness.js';
+import { chaosLoadTest } from '../chaos/load-test.js';
 
-const seconds = Number(process.env.CHAOS_SECONDS ?? 60);
-const seed = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) : Math.floor(Math.random() * 2 ** 31);
-
-it(
-  `cluster mode under kills, pauses and database stops holds every invariant (${seconds} s, seed ${seed})`,
-  async () => {
-    const report = await runChaos({ seconds, seed, log: (line) => console.log(`chaos: ${line}`) });
-    console.log(`chaos report: ${JSON.stringify(report, null, 2)}`);
-    if (process.env.CHAOS_REPORT) fs.writeFileSync(process.env.CHAOS_REPORT, JSON.stringify(report, null, 2));
-    expect(report.violations).toEqual([]);
-    // The run did what it is for: faults of every kind, and writes acknowledged through them.
-    expect(report.faults.kills).toBeGreaterThan(0);
-    expect(report.faults.pauses).toBeGreaterThan(0);
-    expect(report.faults.databaseStops).toBeGreaterThan(0);
-    expect(Object.values(report.acknowledged).reduce((a, b) => a + b, 0)).toBeGreaterThan(100);
-  },
-  // The run itself, then the settling (every job ended, every instance ready) and the checks.
-  (seconds + 420) * 1000,
-);
+chaosLoadTest('cluster', 'cluster mode under kills, pauses and database stops holds every invariant');
