@@ -1,52 +1,21 @@
 // The in-process event bus on SQLite (api-decisions.md, "Events"): the queue is stored in one transaction, then
 // delivered as one batch, flushes at least `flushIntervalMs` apart. Nothing unstored is delivered: while the
-// database refuses events they are held (bounded) and retried (storage-outage.ts).
-import { proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
+// database refuses events they are held (bounded) and retried (storage-outage.ts). Where the log has a writer
+// thread (LocalEventLog.writesLater), the queue is stored there, one append at a time, and delivered on its reply.
+import type { BusEvent, EventFilter, EventInput, JobGuard, Severity } from './event.js';
 import { eventHead, EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
 import type { EventRow, LocalEventLog } from './local-event-log.js';
+import { eventRow, type EventBusOptions, type Pending, type PublishCounter, type StagedEvents } from './bus-options.js';
 import type { FrameBlockReader } from './replay-cache.js';
-import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
+import { StorageRetry, type StorageOutage } from './storage-outage.js';
+import { StoredWaiters } from './stored-waiters.js';
 
 export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } from './storage-outage.js';
-
 export type { Bus, BusSubscriber } from './bus-api.js';
-
-/** Told of each event counted as published (+1) or withdrawn before storing (-1), for the metrics. Must be cheap. */
-export type PublishCounter = (severity: Severity, delta: 1 | -1) => void;
+export type { EventBusOptions, Pending, PublishCounter, StagedEvents } from './bus-options.js';
 
 const FLUSH_BATCH = 512;
-
-export interface EventBusOptions {
-  /** Bound on the events held in memory while they cannot be stored (default 100,000). */
-  readonly maxUnstored?: number;
-  /** Time between attempts to store held events (default 1000 ms). */
-  readonly retryMs?: number;
-  /** Told when storing starts failing, works again, or the bus closes with events unstored. */
-  readonly onStorageState?: StorageStateListener;
-  /** Counts published events (metrics). */
-  readonly onCount?: PublishCounter;
-  /** Least time between flushes of a small queue, ms (default 0); a flush after a quiet period is never delayed. */
-  readonly flushIntervalMs?: number;
-  /** Replays' unfiltered reads off the main thread (state/sqlite/replay-thread.ts); without it they are read here. */
-  readonly readFrameBlock?: FrameBlockReader;
-}
-
-/** Events of one write stored inside the caller's transaction ({@link EventBus.stage}), settled once it ends. */
-export interface StagedEvents {
-  /** The write's own events, with their ids. */
-  readonly events: readonly BusEvent[];
-  readonly rows: readonly Pending[];
-  /** Events queued before the write and stored with it. */
-  readonly carried: readonly Pending[];
-  /** What the log stored of them all, when it dropped some (LocalEventLog.append). */
-  readonly kept: readonly Pending[] | null;
-}
-
-const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
-
-/** A queued event: its row, as it will be stored. */
-export type Pending = EventRow;
 
 /** The bus on the embedded SQLite state database (see the module's comment). */
 export class EventBus implements Bus {
@@ -62,6 +31,10 @@ export class EventBus implements Bus {
   /** Queued rows carrying a job guard: only then are stored batches searched for them. */
   private guarded = 0;
   private readonly fencedListeners: ((proposalId: string) => void)[] = [];
+  /** The batch on the log's writer thread, delivered once stored; and the newest id stored (every smaller one was). */
+  private inFlight: Pending[] | null = null;
+  private storedHead = 0;
+  private readonly waiters = new StoredWaiters();
   /** See {@link Bus.readFrameBlock}: only ids already delivered are asked for, so nothing queued needs a flush. */
   readonly readFrameBlock?: FrameBlockReader;
 
@@ -73,6 +46,12 @@ export class EventBus implements Bus {
     this.onCount = options.onCount ?? (() => {});
     this.flushIntervalMs = options.flushIntervalMs ?? 0;
     if (options.readFrameBlock) this.readFrameBlock = options.readFrameBlock;
+    this.storedHead = log.lastIssuedId;
+  }
+
+  /** Whether queued events are stored on the log's writer thread (until close). */
+  private get later(): boolean {
+    return this.log.writesLater === true && !this.closed;
   }
 
   /** The current period of failing stores, or null when events are stored. */
@@ -103,7 +82,7 @@ export class EventBus implements Bus {
     if (this.closed || this.pending.length >= FLUSH_BATCH) {
       // Late events during shutdown are stored at once; a huge turn flushes every FLUSH_BATCH so
       // the rows die young instead of reaching the old generation. While stores fail only the retry tries.
-      if (this.retry.outage === null || this.closed) this.tryFlush();
+      if (this.retry.outage === null || this.closed) this.flushSoon();
     } else {
       this.scheduleFlush();
     }
@@ -140,6 +119,7 @@ export class EventBus implements Bus {
   /** Stores `inputs` in the caller's transaction after every queued event, delivering nothing until {@link settle}.
    * @throws the state database's error (queued events are queued again; the caller must roll back). */
   stage(inputs: readonly EventInput[]): StagedEvents {
+    this.landInFlight();
     const carried = this.pending;
     this.pending = [];
     const made = inputs.map((i) => this.make(i));
@@ -175,27 +155,15 @@ export class EventBus implements Bus {
     this.storeRecovered();
     const all = staged.carried.length > 0 ? staged.carried.concat(staged.rows) : staged.rows;
     this.stored(all, staged.kept);
+    if (this.pending.length > 0) this.scheduleFlush();
   }
 
   private make(input: EventInput): { event: BusEvent; row: Pending } {
-    const id = this.log.takeId();
-    const event: BusEvent = {
-      id: String(id),
-      ts: this.json.now(),
-      severity: input.severity,
-      scope: input.scope,
-      summary: input.summary,
-      detail: input.detail ?? null,
-      payload: input.payload ?? EMPTY_PAYLOAD,
-    };
-    // One literal, guard or none: one shape for every row (a spread to add the guard made each line a slow object,
-    // read again by the event log and the fan-out).
-    const row: Pending = { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: this.json.serialize(event), guard: input.guard };
     if (input.guard !== undefined) this.guarded++;
-    return { event, row };
+    return eventRow(this.json, this.log.takeId(), input);
   }
 
-  /** See {@link Bus.subscribe}; flushes first. */
+  /** See {@link Bus.subscribe}; flushes first (here). */
   subscribe(sub: BusSubscriber): { headId: number; unsubscribe: () => void } {
     // Events not storable now reach the subscriber once stored: after its replay, whose ids are all smaller.
     this.tryFlush();
@@ -210,44 +178,96 @@ export class EventBus implements Bus {
 
   /** Flushes, then returns the newest id handed out: what a subscribed consumer's replay ends at (sse.ts). */
   flushedHead(): number {
+    // Here, not on the writer thread: a stream opened now starts after every event published before.
     this.tryFlush();
     return this.lastId;
   }
 
   /** Events published and not stored yet (queued, or held while the state database refuses them); the supervisor holds jobs' output past CONSOLE_EVENT_BACKLOG_MAX. */
   get backlog(): number {
-    return this.pending.length;
+    return this.pending.length + (this.inFlight?.length ?? 0);
   }
 
   /** Events currently kept in the state database (approximate between retention passes). */
   get storedCount(): number {
-    return this.log.size + this.pending.length;
+    return this.log.size + this.backlog;
   }
 
   /** See {@link Bus.readAfter}; flushes first. */
-  readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] {
+  readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]> {
+    if (this.later) return this.whenStored().then(() => this.log.after(sinceId, limit, filter, upTo));
     this.tryFlush();
     return this.log.after(sinceId, limit, filter, upTo);
   }
 
   /** See {@link Bus.readFramesAfter}; flushes first only when an event up to `upTo` is still queued. */
   readFramesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): string[] {
-    // A replay reads page after page up to an id already delivered: a flush per page would commit the jobs'
-    // lines a few at a time (a transaction and a fan-out each) while it runs.
+    // A replay reads up to an id delivered: a flush per page would commit the jobs' lines a few at a time.
     if ((this.pending[0]?.id ?? Infinity) <= upTo) this.tryFlush();
     return this.log.framesAfter(sinceId, limit, filter, upTo);
   }
 
   /** See {@link Bus.readNewest}; flushes first. */
-  readNewest(limit: number, filter: EventFilter): EventRow[] {
+  readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]> {
+    if (this.later) return this.whenStored().then(() => this.log.newest(limit, filter));
     this.tryFlush();
     return this.log.newest(limit, filter);
   }
 
+  /** Resolves once every event published before is stored (or the store failed: the read then gets what is stored). */
+  private async whenStored(): Promise<void> {
+    if (this.pending.length === 0 && this.inFlight === null) return;
+    const done = this.waiters.add(this.log.lastIssuedId);
+    this.flushSoon();
+    await done;
+  }
+
   private readonly flushTick = (): void => {
     this.flushScheduled = false;
-    if (this.retry.outage === null) this.tryFlush();
+    if (this.retry.outage === null) this.flushSoon();
   };
+
+  /** Stores queued events: on the writer thread, delivered on its reply; else now ({@link tryFlush}). */
+  private flushSoon(): void {
+    if (!this.later) this.tryFlush();
+    if (!this.later || this.inFlight !== null || this.pending.length === 0) return;
+    // At most FLUSH_BATCH a time, as here: the fan-out then hands the streams batches no larger.
+    const batch = this.pending.length <= FLUSH_BATCH ? this.pending : this.pending.slice(0, FLUSH_BATCH);
+    const appendLater = this.log.appendLater as NonNullable<LocalEventLog['appendLater']>;
+    if (!appendLater.call(this.log, batch, this.onStoredLater)) {
+      // A console write's transaction is open on the main connection: it carries them (stage), or they go after it.
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setTimeout(this.flushTick, 1);
+      }
+      return;
+    }
+    this.pending = batch === this.pending ? [] : this.pending.slice(FLUSH_BATCH);
+    this.inFlight = batch;
+  }
+
+  /** The writer thread's reply for {@link inFlight}: delivered, or held again (first) for the retry. */
+  private readonly onStoredLater = (kept: readonly Pending[] | null, err: Error | null): void => {
+    const batch = this.inFlight as Pending[];
+    this.inFlight = null;
+    if (err !== null) {
+      this.pending = batch.concat(this.pending);
+      this.retry.failed(err, this.pending, 0);
+      this.waiters.releaseAll();
+      return;
+    }
+    this.lastFlushAt = performance.now();
+    this.storeRecovered();
+    this.stored(batch, kept);
+    // A full batch waiting goes at once: the thread stays busy under a storm.
+    if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) this.flushSoon();
+    else if (this.retry.outage === null && this.pending.length > 0) this.scheduleFlush();
+  };
+
+  /** Waits (blocking) for the batch on the writer thread and handles its reply, before events are stored here. */
+  private landInFlight(): void {
+    while (this.inFlight !== null) this.log.drain?.();
+  }
 
   /** Stores and delivers queued events now. @throws the database's error; the events stay held for the retry. */
   flush(): void {
@@ -256,6 +276,7 @@ export class EventBus implements Bus {
 
   /** {@link flush}; the `spare` newest queued events do not count against the bound on failure. */
   private store(spare: number): void {
+    this.landInFlight();
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
@@ -276,7 +297,9 @@ export class EventBus implements Bus {
   /** Delivers what the log kept of `batch`, then settles guarded rows and tells fenced listeners of dropped jobs' events. */
   private stored(batch: readonly Pending[], kept: readonly Pending[] | null): void {
     const delivered = kept ?? batch;
+    if (batch.length > 0) this.storedHead = Math.max(this.storedHead, (batch[batch.length - 1] as Pending).id);
     if (delivered.length > 0) this.deliver(delivered);
+    if (this.waiters.size > 0) this.waiters.release(this.pending.length === 0 && this.inFlight === null ? Infinity : this.storedHead);
     if (this.guarded === 0) return;
     const storedRows = kept === null ? null : new Set(kept);
     for (const r of batch) {
@@ -299,7 +322,7 @@ export class EventBus implements Bus {
       const report = this.retry.attemptReport();
       if (report) this.publish(report);
     }
-    this.tryFlush();
+    this.flushSoon();
   }
 
   private tryFlush(): void {
@@ -322,5 +345,6 @@ export class EventBus implements Bus {
     this.tryFlush();
     this.closed = true;
     this.retry.close(this.pending.length);
+    this.waiters.releaseAll();
   }
 }

@@ -20,6 +20,15 @@ export interface LocalEventLog {
   takeId(): number;
   /** Stores rows (ids ascending) with their job ends in one transaction, dropping those of jobs not running; @returns null if all stored, else those stored. */
   append(rows: readonly EventRow[]): readonly EventRow[] | null;
+  /** Whether {@link appendLater} stores on a writer thread; when not, the bus appends here. */
+  readonly writesLater?: boolean;
+  /**
+   * Stores rows (ids ascending) on the writer thread, one append at a time; `done` is told later on this thread with
+   * what {@link append} returns, or the database's error. @returns false, storing nothing, when it cannot now.
+   */
+  appendLater?(rows: readonly EventRow[], done: (kept: readonly EventRow[] | null, err: Error | null) => void): boolean;
+  /** Waits (blocking) for the append on the writer thread, its `done` run; a no-op when none is. */
+  drain?(): void;
   /** Re-reads what the database holds after a rolled-back transaction that appended rows. */
   resync(): void;
   /** The newest id handed out (0 when none). */

@@ -83,6 +83,8 @@ export interface Config {
     readonly backlogMax: number;
     /** Least time between two bus flushes while events keep coming (0: every turn); the SQLite bus's only. */
     readonly flushIntervalMs: number;
+    /** CONSOLE_EVENT_WRITER_THREAD_NICE, 0..19: the event writer thread's nice value (SQLite); 0 leaves it at the main thread's. */
+    readonly writerThreadNice: number;
   };
   readonly sse: {
     readonly heartbeatMs: number;
@@ -253,7 +255,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       threadYoungGenerationMb: e.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB,
     },
     processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
-    events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX, flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS },
+    events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX, flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS, writerThreadNice: e.CONSOLE_EVENT_WRITER_THREAD_NICE },
     sse: {
       heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,
       maxQueueBytes: e.CONSOLE_SSE_MAX_QUEUE_BYTES,

@@ -18,6 +18,8 @@ export interface WorkerFiles {
   readonly checkpoint: string;
   /** Stream replays' database reads, on their own thread (src/state/sqlite/replay-task.ts). */
   readonly replay: string;
+  /** The event writer thread (src/state/sqlite/event-writer-task.ts). */
+  readonly eventWriter: string;
   /** The spawn helper process's program (src/process/spawn-helper-main.ts). */
   readonly spawnHelper: string;
   /** The job I/O thread (src/supervisor/job-io-main.ts). */
@@ -30,6 +32,7 @@ export const WORKER_FILES: WorkerFiles = Object.freeze({
   proc: path.join(REPO_ROOT, 'dist', 'process', 'proc-worker.js'),
   checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'checkpoint-task.js'),
   replay: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'replay-task.js'),
+  eventWriter: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'event-writer-task.js'),
   spawnHelper: path.join(REPO_ROOT, 'dist', 'process', 'spawn-helper-main.js'),
   jobIo: path.join(REPO_ROOT, 'dist', 'supervisor', 'job-io-main.js'),
 });

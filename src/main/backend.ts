@@ -48,6 +48,8 @@ export interface BackendHooks {
   readonly instanceId: string;
   /** The housekeeping thread (the process worker's): SQLite's WAL checkpoints run on it. Close it after the back end. */
   readonly housekeeping: Pick<HousekeepingThread, 'runTask'>;
+  /** Told when a part the back end cannot work without died (logged already): the service stops. */
+  readonly onFatal: (err: Error) => void;
 }
 
 /** The log lines of a bus that cannot store its events (a full disk; the database away). */

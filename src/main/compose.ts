@@ -76,7 +76,7 @@ export async function composeService(
   const housekeeping = new HousekeepingThread(WORKER_FILES.proc);
   let backend: StateBackend;
   try {
-    backend = await openStateBackend(config, { metrics, log, instanceId, housekeeping });
+    backend = await openStateBackend(config, { metrics, log, instanceId, housekeeping, onFatal });
   } catch (err) {
     await housekeeping.close();
     throw err;

@@ -7,6 +7,7 @@ import { Checkpointer } from '../state/sqlite/checkpointer.js';
 import { openStateDb, type Db } from '../state/sqlite/db.js';
 import { SQLITE_BINDING } from '../state/sqlite/binding.js';
 import { EventLog } from '../state/sqlite/event-log.js';
+import { EventWriter } from '../state/sqlite/event-writer.js';
 import { ReplayThread } from '../state/sqlite/replay-thread.js';
 import { SqliteStateStore } from '../state/sqlite/sqlite-state-store.js';
 import { LOCAL_INSTANCE_ID, storageStateLogger, type BackendHooks, type StateBackend } from './backend.js';
@@ -15,11 +16,19 @@ import { WORKER_FILES } from '../config/paths.js';
 import { outageCheck, type EventStorage, type ReadinessCheck } from '../ops/readiness.js';
 
 /** Opens the SQLite state database at CONSOLE_STATE_DIR with its bus and committer. @throws StateDbError naming the file. */
-export function openSqliteBackend(config: Config, { metrics, log, housekeeping }: BackendHooks): StateBackend {
+export function openSqliteBackend(config: Config, { metrics, log, housekeeping, onFatal }: BackendHooks): StateBackend {
   const db = openStateDb(config.stateDbPath);
   let replayThread: ReplayThread | undefined;
+  let writer: EventWriter | undefined;
   try {
     const eventLog = new EventLog(db, config.events.retention);
+    // Its death is fatal: the events queued could no longer be stored.
+    writer = new EventWriter(WORKER_FILES.eventWriter, { file: config.stateDbPath, nice: config.events.writerThreadNice }, (err) => {
+      log.fatal({ err: err.message }, 'the event writer thread died: events can no longer be stored; the service stops');
+      onFatal(err);
+    });
+    eventLog.attachWriter(writer);
+    const eventWriter = writer;
     const replay = new ReplayThread(
       WORKER_FILES.replay,
       config.stateDbPath,
@@ -50,18 +59,30 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping }
       committer: new SqliteCommitter(store, bus),
       db,
       shared: null,
-      readiness: () => checkSqlite(db, bus),
-      status: () => ({ backend: 'sqlite', file: config.stateDbPath, binding: SQLITE_BINDING, checkpointFailures: checkpointer.failures, replayThread: replay.stats() }),
+      readiness: () => checkSqlite(db, bus, eventLog),
+      status: () => ({
+        backend: 'sqlite',
+        file: config.stateDbPath,
+        binding: SQLITE_BINDING,
+        checkpointFailures: checkpointer.failures,
+        replayThread: replay.stats(),
+        eventWriter: eventWriter.stats(),
+      }),
       onConsoleChanged: () => {},
       listen: () => {},
-      start: () => replay.open(),
+      start: async () => {
+        await Promise.race([eventWriter.ready, eventWriter.ended]);
+        await replay.open();
+      },
       close: async () => {
+        await eventWriter.close();
         await replay.close();
         await checkpointer.stop(); // its connection closes first: the main one checkpoints on close
         db.close();
       },
     };
   } catch (err) {
+    void writer?.close();
     void replayThread?.close();
     db.close();
     throw err;
@@ -72,10 +93,12 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping }
  * Readiness: events are stored, and the write lock is taken without waiting (`BEGIN IMMEDIATE`, `ROLLBACK`),
  * so a poll never holds the event loop.
  */
-function checkSqlite(db: Db, bus: EventStorage): ReadinessCheck {
+function checkSqlite(db: Db, bus: EventStorage, log: EventLog): ReadinessCheck {
   const outage = outageCheck(bus);
   if (outage) return outage;
   if (!db.open) return { name: 'stateDatabase', ok: false, detail: `${db.name} is closed` };
+  // The writer thread holds the lock now: it is writing (a failure would show as the outage above).
+  if (log.appending) return { name: 'stateDatabase', ok: true, detail: `${db.name} takes writes (the event writer thread is writing)` };
   const timeout = db.pragma('busy_timeout', { simple: true }) as number;
   try {
     db.pragma('busy_timeout = 0');

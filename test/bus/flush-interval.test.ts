@@ -76,7 +76,7 @@ describe('bus flush interval', () => {
     publish();
     await turns(2);
     publish(2);
-    expect(bus.readNewest(10, NO_FILTER).map((r) => r.id)).toEqual([1, 2, 3]);
+    expect((await bus.readNewest(10, NO_FILTER)).map((r) => r.id)).toEqual([1, 2, 3]);
     publish();
     expect(bus.flushedHead()).toBe(4);
     expect(batches.flat()).toEqual([1, 2, 3, 4]);

@@ -34,6 +34,13 @@ describe('readConfig', () => {
     for (const bad of ['-1', '1025', '2.5', 'big']) expect(() => readConfig({ CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: bad })).toThrow(/CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB/);
   });
 
+  it('reads CONSOLE_EVENT_WRITER_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
+    expect(readConfig({}).events.writerThreadNice).toBe(5);
+    expect(readConfig({ CONSOLE_EVENT_WRITER_THREAD_NICE: '0' }).events.writerThreadNice).toBe(0);
+    expect(readConfig({ CONSOLE_EVENT_WRITER_THREAD_NICE: '19' }).events.writerThreadNice).toBe(19);
+    for (const bad of ['-1', '20', '1.5', 'low']) expect(() => readConfig({ CONSOLE_EVENT_WRITER_THREAD_NICE: bad })).toThrow(/CONSOLE_EVENT_WRITER_THREAD_NICE/);
+  });
+
   it('reads CONSOLE_SSE_REPLAY_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
     expect(readConfig({}).sse.replayThreadNice).toBe(5);
     expect(readConfig({ CONSOLE_SSE_REPLAY_THREAD_NICE: '0' }).sse.replayThreadNice).toBe(0);

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import { waitCeilingMs } from '../helpers/ceilings.js';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
-import { fixture, startTestService, type TestService, type TestServiceOptions, publishOn } from '../helpers/service.js';
+import { fixture, startTestService, type TestService, type TestServiceOptions, publishOn, storedOn } from '../helpers/service.js';
 import { rawExchange } from '../helpers/raw.js';
 import { SseClient } from '../helpers/sse.js';
 
@@ -281,7 +281,7 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
       (tag: string) =>
       (i: number): Partial<EventInput> => ({ summary: `${tag}${i}`, payload: { pad } });
     const initial = publishMany(t, 1500, make('before '));
-    await tick();
+    await storedOn(t); // stored: the replay reads them
     const from = (initial[199] as BusEvent).id;
 
     // Publish while the replay runs: from a timer, and deterministically between replay pages
@@ -407,7 +407,7 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
     t.service.server.on('request', capture);
     const pad = 'p'.repeat(2048);
     const initial = publishMany(t, 6000, () => ({ payload: { pad } })); // 12 pages of ~1 MB
-    await tick();
+    await storedOn(t); // stored: the replay reads them
 
     const live = await open(t, '', { 'x-test-name': 'live' });
     const resumed = await open(t, '', { 'x-test-name': 'resumed', 'Last-Event-ID': '0' });
@@ -427,7 +427,7 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
   it('goes straight to live events when Last-Event-ID is the newest id', async () => {
     const t = await start(env);
     const initial = publishMany(t, 10);
-    await tick();
+    await storedOn(t); // stored: the replay reads them
     const c = await open(t, '', { 'Last-Event-ID': (initial[9] as BusEvent).id });
     const live = publishMany(t, 3);
     await c.until((x) => x.events.length >= 3, 'the live events');
@@ -437,7 +437,7 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
     it('reads the database up to what memory keeps, then memory: the same events, once, in order', async () => {
       const t = await start({ CONSOLE_SSE_REPLAY_MEMORY_BYTES: '262144' });
       const initial = publishMany(t, 2000, (i) => ({ summary: `mixed ${i}`, severity: i % 3 === 0 ? 'warning' : 'info' }));
-      await tick();
+      await storedOn(t); // stored: the replay reads them
       const kept = ((await (await t.get('/api/system-status')).json()) as { bus: { replay: { events: number } } }).bus.replay.events;
       // More than one page (500 rows) kept, fewer than all: the first page, from the database,
       // ends inside what memory keeps, and the rest comes from memory.
@@ -460,7 +460,7 @@ describe.each(REPLAY_SOURCES)('event stream: resume, replayed from $source', ({ 
       const t = await start(env);
       const shared = source === 'the database';
       const initial = publishMany(t, 3000, (i) => ({ summary: `shared ${i}` }));
-      await tick();
+      await storedOn(t); // stored: the replay reads them
       const from = (initial[9] as BusEvent).id;
       // Opened one after another: each replays while the others' pages may still be kept.
       const streams: SseClient[] = [];
@@ -547,7 +547,7 @@ describe('event stream: slow clients during a replay', () => {
     const pad = 'p'.repeat(2048);
     // Far more than loopback buffers hold: the replay blocks, waiting for the reader.
     const initial = publishMany(t, 6000, () => ({ payload: { pad } }));
-    await tick();
+    await storedOn(t); // stored: the replay reads them
 
     const slow = net.connect(t.service.port, '127.0.0.1');
     sockets.push(slow);

@@ -49,8 +49,12 @@ describe('GET /api/system-status', () => {
       binding: expect.any(String),
       checkpointFailures: 0,
       replayThread: { tid: expect.any(Number), nice: 5 },
+      eventWriter: { tid: expect.any(Number), nice: 5, appends: expect.any(Number), rows: expect.any(Number), waits: expect.any(Number), waitedMs: expect.any(Number) },
       reachable: true,
     });
+    // The event writer thread too, at CONSOLE_EVENT_WRITER_THREAD_NICE (5 by default).
+    const writerStat = fs.readFileSync(`/proc/self/task/${s.database.eventWriter.tid}/stat`, 'utf8');
+    expect(Number(writerStat.split(') ')[1]?.split(' ')[16])).toBe(5);
     // The replay thread is a thread of the service (here, of this process), at CONSOLE_SSE_REPLAY_THREAD_NICE (5 by default).
     const replayStat = fs.readFileSync(`/proc/self/task/${s.database.replayThread.tid}/stat`, 'utf8');
     expect(Number(replayStat.split(') ')[1]?.split(' ')[16])).toBe(5);

@@ -13,7 +13,7 @@ import { NO_FILTER, type EventFilter } from '../../src/bus/event.js';
 import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog, type EventRow } from '../../src/state/sqlite/event-log.js';
 import { allEvents } from '../helpers/events.js';
-import { startTestService, type TestService, publishOn } from '../helpers/service.js';
+import { startTestService, type TestService, publishOn, storedOn } from '../helpers/service.js';
 
 const RETENTION = 100;
 /**
@@ -29,8 +29,6 @@ afterEach(async () => {
   t = undefined;
   for (const fn of cleanups.splice(0)) fn();
 });
-
-const tick = () => new Promise((r) => setImmediate(r));
 
 function storedIds(t: TestService): number[] {
   const db = new Database(path.join(t.stateDir, 'console-state.db'), { fileMustExist: true, readonly: true });
@@ -58,7 +56,7 @@ describe('event log: retention through the service', () => {
     const published: BusEvent[] = [];
     for (let batch = 0; batch < 40; batch++) {
       for (let i = 0; i < 25; i++) published.push(publish(t, published.length));
-      await tick(); // one flush (and possibly one retention pass) per batch
+      await storedOn(t); // one flush (and possibly one retention pass) per batch
       const ids = storedIds(t);
       expect(ids.length).toBeLessThanOrEqual(BOUND);
       // What is kept is always a contiguous tail of what was published.
@@ -89,7 +87,7 @@ describe('event log: retention through the service', () => {
   it('applies the bound to one large flush (1,000 events in one tick)', async () => {
     t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: String(RETENTION) } });
     const published = Array.from({ length: 1000 }, (_, i) => publish(t as TestService, i));
-    await tick();
+    await storedOn(t as TestService);
     const ids = storedIds(t);
     expect(ids.length).toBeGreaterThanOrEqual(RETENTION);
     expect(ids.length).toBeLessThanOrEqual(BOUND);
@@ -107,14 +105,14 @@ describe('event log: retention through the service', () => {
   it('trims events kept by an earlier run with a larger retention once new events are written', async () => {
     t = await startTestService({ store: 'empty', env: { CONSOLE_EVENT_RETENTION: '2000' } });
     for (let i = 0; i < 1000; i++) publish(t, i);
-    await tick();
+    await storedOn(t as TestService);
     expect(storedIds(t)).toHaveLength(1000);
     await t.stop();
 
     const root = t.tmp;
     t = await startTestService({ tmp: root, env: { CONSOLE_EVENT_RETENTION: String(RETENTION) } });
     const last = publish(t, 1000);
-    await tick();
+    await storedOn(t as TestService);
     const ids = storedIds(t);
     expect(ids.length).toBeLessThanOrEqual(BOUND);
     expect(ids.at(-1)).toBe(Number(last.id));

@@ -378,7 +378,7 @@ describe('the event bus while the state database refuses writes', () => {
     await tick();
     expect(states).toEqual(['failing', 'recovered']);
     // The newest 20 of the 50 held (ids 32..51), never the refused one (52), then the report.
-    const outage = bus.readNewest(1, NO_FILTER)[0] as { id: number; data: string };
+    const outage = (await bus.readNewest(1, NO_FILTER))[0] as { id: number; data: string };
     expect(JSON.parse(outage.data)).toMatchObject({ severity: 'failure', scope: 'service/state', summary: '30 events lost: the state database could not store them' });
     expect(got).toEqual([1, ...Array.from({ length: 20 }, (_, i) => 32 + i), outage.id]);
     expect(stored()).toEqual(got);

@@ -68,6 +68,19 @@ export const DatabaseStatus = z
       binding: z.string(),
       checkpointFailures: z.number().int(),
       replayThread: z.object({ tid: z.number().int().nullable(), nice: z.number().int().nullable() }),
+      eventWriter: z
+        .object({
+          tid: z.number().int().nullable(),
+          nice: z.number().int().nullable(),
+          appends: z.number().int(),
+          rows: z.number().int(),
+          waits: z.number().int(),
+          waitedMs: z.number().int(),
+        })
+        .meta({
+          description:
+            "The event writer thread: it stores the queued events (jobs' lines the most) on a connection of its own, one append at a time, so the SQLite inserts leave the main thread. `tid` and `nice` are its kernel thread id and nice value (CONSOLE_EVENT_WRITER_THREAD_NICE), null where unknown; `appends` and `rows` count what it stored since start-up; `waits` and `waitedMs` how often, and how long in all (ms), the main thread waited for it before its own connection wrote (a console write, a job record).",
+        }),
       ...Reachable,
     }),
     z.object({

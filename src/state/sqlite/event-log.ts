@@ -1,10 +1,11 @@
 // Bus events in the state database (api-decisions.md, "Events"), in a ring of segment tables: retention drops the
 // oldest whole, as deleting rows one by one blocks the event loop. The view `events` unites them for outside readers.
 import type { Db } from './db.js';
-import type { EventFilter } from '../../bus/event.js';
+import type { EventFilter, Severity } from '../../bus/event.js';
 import type { EventRow, LocalEventLog } from '../../bus/local-event-log.js';
+import { AppendExecutor, rowColumns, type AppendOutcome, type AppendPlan, type AppendRows } from './event-append.js';
 import { SegmentReads } from './event-reads.js';
-import { COLUMNS, createSegment, INSERT_CHUNK, openSegment, pairsOf, type Segment, segmentNumbers, upgradeSegments } from './event-segments.js';
+import { COLUMNS, createSegment, openSegment, pairsOf, runsOf, type Segment, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
 
 export type { EventRow } from '../../bus/local-event-log.js';
 
@@ -15,19 +16,33 @@ const SEGMENTS_PER_RETENTION = 4;
 const SEGMENT_MIN = 100;
 const SEGMENT_MAX = 100_000;
 
+/** The event writer thread as the log uses it (event-writer.ts): one append at a time. */
+export interface AppendWriter {
+  /** An append was submitted and its `done` has not run yet. */
+  readonly busy: boolean;
+  /** Runs `plan` over `rows` on the thread; `done` gets its outcome or the database's error, on this thread, later or in {@link drain}. */
+  submit(plan: AppendPlan, rows: AppendRows, done: (outcome: AppendOutcome | null, err: Error | null) => void): void;
+  /** Waits (blocking) for the submitted append and runs its `done` before returning; a no-op when none is. */
+  drain(): void;
+}
+
+/** Told of a later append's end: what {@link EventLog.append} returns, or the database's error. */
+export type AppendDone = (kept: readonly EventRow[] | null, err: Error | null) => void;
+
 /** The SQLite event log: the bus's {@link LocalEventLog}. */
 export class EventLog implements LocalEventLog {
   private nextId: number;
   private reservedUpTo: number;
   private reservationUnsaved = false;
   private lastId: number;
+  /** The segments as committed: reads use them, and each append is planned from them. */
   private readonly segments: Segment[];
   /** Rows per segment. */
   readonly segmentSize: number;
   private readonly saveReservation;
-  private readonly appendTx;
-  private readonly finishJob;
+  private readonly executor: AppendExecutor;
   private readonly reads: SegmentReads;
+  private writer: AppendWriter | null = null;
 
   /** @param retention newest events kept at least; at most a segment more are kept. */
   constructor(
@@ -46,129 +61,137 @@ export class EventLog implements LocalEventLog {
     this.nextId = this.reservedUpTo + 1;
     this.lastId = maxId;
     this.saveReservation = db.prepare(`INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
-    this.finishJob = db.prepare(
-      `UPDATE jobs SET state = ?, ended_at = ?, rc = ?, signal = ?, stdout_lines = ?, stderr_lines = ?, exit_reason = ?, exit_detail = ?
-       WHERE proposal_id = ? AND state = 'running'`,
-    );
-    this.appendTx = db.transaction((all: readonly EventRow[]): readonly EventRow[] | null => {
-      if (this.reservationUnsaved) this.saveReservation.run(String(this.reservedUpTo));
-      const rows = this.applyJobEnds(all);
-      let i = 0;
-      while (i < rows.length) {
-        let seg = this.segments[this.segments.length - 1] as Segment;
-        if (seg.count >= this.segmentSize) seg = this.rotate();
-        const take = Math.min(rows.length - i, this.segmentSize - seg.count);
-        this.insertInto(seg, rows, i, i + take);
-        i += take;
+    this.executor = new AppendExecutor(db);
+  }
+
+  /** Stores later appends ({@link appendLater}) on the event writer thread; its writes and this connection's are never at once. */
+  attachWriter(writer: AppendWriter): void {
+    this.writer = writer;
+  }
+
+  /** Whether appends go to a writer thread ({@link appendLater}). */
+  get writesLater(): boolean {
+    return this.writer !== null;
+  }
+
+  /** Whether an append is on the writer thread now. */
+  get appending(): boolean {
+    return this.writer?.busy ?? false;
+  }
+
+  /** Waits (blocking) until no append is on the writer thread, each one's `done` run: before this connection writes. */
+  drain(): void {
+    const w = this.writer;
+    if (w === null) return;
+    // A `done` may start the next append (the bus flushing what came meanwhile): wait for that one too.
+    while (w.busy) w.drain();
+  }
+
+  /**
+   * Stores `rows` (ids ascending, every smaller id stored) on the writer thread; `done` is told on this thread. @returns
+   * false, storing nothing, when it cannot now: no writer, an append already there, or a transaction open on this connection.
+   */
+  appendLater(rows: readonly EventRow[], done: AppendDone): boolean {
+    const w = this.writer;
+    if (w === null || w.busy || this.db.inTransaction) return false;
+    const plan = this.plan(rows.length);
+    const cols = rowColumns(rows);
+    w.submit(plan, cols, (outcome, err) => {
+      if (outcome === null) return done(null, err ?? new Error('event writer: no outcome'));
+      try {
+        this.committed(plan, cols, outcome);
+      } catch {
+        // Committed all the same: the segments are read again from what the database holds.
+        this.reload();
       }
-      this.applyRetention();
-      return rows === all ? null : rows;
+      done(keptOf(rows, outcome), null);
     });
+    return true;
   }
 
-  /** Writes each row's job end (JobGuard) only over `running`, in the append's transaction, dropping rows whose job
-   * is not running; @returns `rows` itself when none was dropped (the hot path allocates nothing). */
-  private applyJobEnds(rows: readonly EventRow[]): readonly EventRow[] {
-    let kept: EventRow[] | null = null;
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i] as EventRow;
-      const g = r.guard;
-      if (g?.end !== undefined) {
-        const e = g.end;
-        if (this.finishJob.run(e.state, e.endedAt, e.rc, e.signal, e.stdoutLines, e.stderrLines, e.exitReason, e.exitDetail, g.job).changes === 0) {
-          kept ??= rows.slice(0, i);
-          continue;
-        }
+  /** What `rows.length` rows appended now write, from the committed segments (see AppendPlan). */
+  private plan(n: number): AppendPlan {
+    const sizes = this.segments.map((s) => ({ table: s.table, count: s.count }));
+    const newest = this.segments[this.segments.length - 1] as Segment;
+    let n0 = newest.n;
+    let count = newest.count;
+    let table = newest.table;
+    const create: number[] = [];
+    const parts: { table: string; runs: string; from: number; to: number }[] = [];
+    for (let i = 0; i < n; ) {
+      if (count >= this.segmentSize) {
+        n0++;
+        create.push(n0);
+        table = `${SEGMENT_PREFIX}${n0}`;
+        count = 0;
+        sizes.push({ table, count: 0 });
       }
-      kept?.push(r);
+      const take = Math.min(n - i, this.segmentSize - count);
+      parts.push({ table, runs: runsOf(table), from: i, to: i + take });
+      count += take;
+      (sizes[sizes.length - 1] as { count: number }).count = count;
+      i += take;
     }
-    return kept ?? rows;
-  }
-
-  /** Starts a new newest segment (inside the append transaction). */
-  private rotate(): Segment {
-    const last = this.segments[this.segments.length - 1] as Segment;
-    const seg = createSegment(this.db, last.n + 1);
-    this.segments.push(seg);
-    this.rebuildView();
-    return seg;
-  }
-
-  /** Drops the oldest segments while the others still hold `retention` events. */
-  private applyRetention(): void {
-    let total = this.size;
-    let dropped = false;
-    while (this.segments.length > 1 && total - (this.segments[0] as Segment).count >= this.retention) {
-      const oldest = this.segments.shift() as Segment;
+    let total = sizes.reduce((a, s) => a + s.count, 0);
+    const drop: string[] = [];
+    while (sizes.length > 1 && total - (sizes[0] as { count: number }).count >= this.retention) {
+      const oldest = sizes.shift() as { table: string; count: number };
       total -= oldest.count;
-      this.db.exec(`DROP VIEW IF EXISTS events; DROP TABLE ${oldest.table}; DROP TABLE IF EXISTS ${oldest.runs}`);
-      this.reads.forget(oldest.table);
-      dropped = true;
+      drop.push(oldest.table);
     }
-    if (dropped) this.rebuildView();
     // Segments made under a larger bound (before a restart) can hold more: trim the oldest by rows, once.
     const excess = total - this.retention - this.segmentSize;
-    if (excess > 0) {
+    const oldest = sizes[0] as { table: string };
+    const trim = excess > 0 ? { table: oldest.table, runs: runsOf(oldest.table), offset: total - this.retention - 1 } : null;
+    return {
+      reservation: this.reservationUnsaved ? this.reservedUpTo : null,
+      create,
+      parts,
+      drop,
+      trim,
+      view: create.length > 0 || drop.length > 0 ? sizes.map((s) => s.table) : null,
+    };
+  }
+
+  /** Brings the committed segments up to an append that committed (`plan` over `rows`, with its `outcome`). */
+  private committed(plan: AppendPlan, rows: AppendRows, outcome: AppendOutcome): void {
+    if (plan.reservation === this.reservedUpTo) this.reservationUnsaved = false;
+    const created = new Set<string>();
+    const dropped = new Set(plan.drop);
+    for (const n of plan.create) {
+      // Opened from what was committed: its rows, bounds and pairs are read, not noted below (one retention
+      // dropped in the same append is not there).
+      const table = `${SEGMENT_PREFIX}${n}`;
+      created.add(table);
+      if (!dropped.has(table)) this.segments.push(openSegment(this.db, n));
+    }
+    const fenced = outcome.dropped;
+    let d = 0;
+    for (const part of plan.parts) {
+      const seg = created.has(part.table) || dropped.has(part.table) ? null : this.segments.find((s) => s.table === part.table);
+      for (let i = part.from; i < part.to; i++) {
+        if (d < fenced.length && fenced[d] === i) {
+          d++;
+          continue;
+        }
+        if (!seg) continue;
+        const id = rows.ids[i] as number;
+        seg.pairs.note(id, rows.severities[i] as Severity, rows.scopes[i] as string);
+        if (seg.count++ === 0) seg.minId = id;
+        if (id > seg.maxId) seg.maxId = id;
+      }
+    }
+    for (const table of plan.drop) {
+      const i = this.segments.findIndex((s) => s.table === table);
+      if (i >= 0) this.segments.splice(i, 1);
+      this.reads.forget(table);
+    }
+    if (outcome.trimmed !== null) {
       const oldest = this.segments[0] as Segment;
-      const cutoff = this.db.prepare(`SELECT id FROM ${oldest.table} ORDER BY id LIMIT 1 OFFSET ?`).get(total - this.retention - 1) as { id: number } | undefined;
-      if (cutoff) {
-        oldest.count -= this.db.prepare(`DELETE FROM ${oldest.table} WHERE id <= ?`).run(cutoff.id).changes;
-        this.db.prepare(`DELETE FROM ${oldest.runs} WHERE last_id <= ?`).run(cutoff.id);
-        oldest.minId = cutoff.id + 1;
-        oldest.pairs = pairsOf(this.db, oldest.table);
-      }
+      oldest.count -= outcome.trimmed.removed;
+      oldest.minId = outcome.trimmed.cutoff + 1;
+      oldest.pairs = pairsOf(this.db, oldest.table);
     }
-  }
-
-  private rebuildView(): void {
-    const union = this.segments.map((s) => `SELECT ${COLUMNS} FROM ${s.table}`).join(' UNION ALL ');
-    this.db.exec(`DROP VIEW IF EXISTS events; CREATE VIEW events AS ${union}`);
-  }
-
-  private insertInto(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
-    let i = from;
-    const args: (string | number)[] = new Array(INSERT_CHUNK * 4);
-    for (; i + INSERT_CHUNK <= to; i += INSERT_CHUNK) {
-      for (let j = 0; j < INSERT_CHUNK; j++) {
-        const r = rows[i + j] as EventRow;
-        args[j * 4] = r.id;
-        args[j * 4 + 1] = r.severity;
-        args[j * 4 + 2] = r.scope;
-        args[j * 4 + 3] = r.data;
-      }
-      seg.insertChunk.run(args);
-    }
-    for (; i < to; i++) {
-      const r = rows[i] as EventRow;
-      seg.insertOne.run(r.id, r.severity, r.scope, r.data);
-    }
-    // A rolled-back transaction makes the log reopen its segments (resync), which reads these again.
-    for (let k = from; k < to; k++) {
-      const r = rows[k] as EventRow;
-      seg.pairs.note(r.id, r.severity, r.scope);
-    }
-    this.insertRuns(seg, rows, from, to);
-    if (seg.count === 0) seg.minId = (rows[from] as EventRow).id;
-    seg.count += to - from;
-    seg.maxId = Math.max(seg.maxId, (rows[to - 1] as EventRow).id);
-  }
-
-  /** The runs of `rows[from, to)` (event-segments.ts): each stretch of consecutive events about one proposal. */
-  private insertRuns(seg: Segment, rows: readonly EventRow[], from: number, to: number): void {
-    let proposal: string | null = null;
-    let first = 0;
-    let last = 0;
-    for (let i = from; i < to; i++) {
-      const r = rows[i] as EventRow;
-      const p = r.proposalId ?? null;
-      if (p !== proposal) {
-        if (proposal !== null) seg.insertRun.run(proposal, last, first);
-        proposal = p;
-        first = r.id;
-      }
-      last = r.id;
-    }
-    if (proposal !== null) seg.insertRun.run(proposal, last, first);
   }
 
   /** The next event id, reserving blocks as needed. Never throws: a reservation the database refuses now is stored
@@ -176,6 +199,7 @@ export class EventLog implements LocalEventLog {
   takeId(): number {
     if (this.nextId > this.reservedUpTo) {
       this.reservedUpTo = this.nextId + ID_BLOCK - 1;
+      // On disk before the id is handed out (once per block, it may wait for an append on the writer thread).
       try {
         this.saveReservation.run(String(this.reservedUpTo));
       } catch {
@@ -198,21 +222,25 @@ export class EventLog implements LocalEventLog {
     return n;
   }
 
-  /** Writes `rows` (ascending ids) with their job ends in one transaction, then applies retention. A caller's rollback
-   * leaves the in-memory segments stale, so a failed write re-reads them and retries once if its table vanished. */
+  /** Writes `rows` (ascending ids) with their job ends in one transaction on this connection (a savepoint inside a
+   * caller's), after any append on the writer thread. @returns null if all were stored, else those stored.
+   * @throws the database's error; nothing is written, and a statement whose table vanished is prepared again once. */
   append(rows: readonly EventRow[]): readonly EventRow[] | null {
     if (rows.length === 0) return null;
-    let kept: readonly EventRow[] | null;
+    this.drain();
+    const cols = rowColumns(rows);
+    let plan = this.plan(rows.length);
+    let outcome: AppendOutcome;
     try {
-      kept = this.appendTx(rows);
+      outcome = this.executor.run(plan, cols);
     } catch (err) {
-      this.reload();
       if (!/no such table/i.test((err as Error).message)) throw err;
-      kept = this.appendTx(rows);
+      this.reload();
+      plan = this.plan(rows.length);
+      outcome = this.executor.run(plan, cols);
     }
-    // Stored with the rows (inside a caller's transaction, resync() undoes this on a rollback).
-    this.reservationUnsaved = false;
-    return kept;
+    this.committed(plan, cols, outcome);
+    return keptOf(rows, outcome);
   }
 
   /** Re-reads the segments after a caller's transaction that stored events rolled back (EventBus.settle). */
@@ -222,7 +250,13 @@ export class EventLog implements LocalEventLog {
     this.reservationUnsaved = true;
   }
 
+  private rebuildView(): void {
+    const union = this.segments.map((s) => `SELECT ${COLUMNS} FROM ${s.table}`).join(' UNION ALL ');
+    this.db.exec(`DROP VIEW IF EXISTS events; CREATE VIEW events AS ${union}`);
+  }
+
   private reload(): void {
+    this.executor?.forget();
     this.segments.length = 0;
     for (const n of segmentNumbers(this.db)) this.segments.push(openSegment(this.db, n));
     if (this.segments.length === 0) this.segments.push(createSegment(this.db, 1));
@@ -255,4 +289,11 @@ export class EventLog implements LocalEventLog {
   newest(limit: number, filter: EventFilter): EventRow[] {
     return this.reads.newest(this.segments, limit, filter);
   }
+}
+
+/** `rows` but those the append dropped (their job no longer running); null when it dropped none. */
+function keptOf(rows: readonly EventRow[], outcome: AppendOutcome): readonly EventRow[] | null {
+  if (outcome.dropped.length === 0) return null;
+  const dropped = new Set(outcome.dropped);
+  return rows.filter((_r, i) => !dropped.has(i));
 }

@@ -83,7 +83,7 @@ export function upgradeSegments(db: Db): void {
 /** Rows per multi-row INSERT: fewer statement steps per event on the hot path. */
 export const INSERT_CHUNK = 64;
 
-/** One segment as the event log holds it: its bounds, its statements, and its events' pairs (event-pairs.ts). */
+/** One segment as the event log holds it: its bounds, its read statement, and its events' pairs (event-pairs.ts); appends write it (event-append.ts). */
 export interface Segment {
   readonly n: number;
   readonly table: string;
@@ -91,9 +91,6 @@ export interface Segment {
   minId: number;
   maxId: number;
   count: number;
-  readonly insertOne: Statement<unknown[]>;
-  readonly insertChunk: Statement<unknown[]>;
-  readonly insertRun: Statement<unknown[]>;
   pairs: EventPairs;
   readonly byIds: Statement<unknown[]>;
 }
@@ -114,9 +111,6 @@ export function openSegment(db: Db, n: number): Segment {
     minId: st.lo ?? 0,
     maxId: st.hi ?? 0,
     count: st.c,
-    insertOne: db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${ROW_PARAMS}`),
-    insertChunk: db.prepare(`INSERT INTO ${table} (${COLUMNS}) VALUES ${Array(INSERT_CHUNK).fill(ROW_PARAMS).join(', ')}`),
-    insertRun: db.prepare(`INSERT INTO ${runs} (proposal_id, last_id, first_id) VALUES (?, ?, ?)`),
     pairs: pairsOf(db, table),
     byIds: db.prepare(`SELECT id, severity, scope, data FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`),
   };

@@ -104,7 +104,14 @@ export class SqliteStateStore implements StateStore {
       instances: new InstancesRepo(db),
       terminals: new TerminalsRepo(db),
     };
-    const repos = this.repos((work) => this.queue(async () => guarded(work)));
+    const read: Run = (work) => this.queue(async () => guarded(work));
+    // Before this connection writes, an append on the event writer thread ends: the two never wait for each other's lock.
+    const write: Run = (work) =>
+      this.queue(async () => {
+        this.log.drain();
+        return guarded(work);
+      });
+    const repos = this.repos(read, write);
     this.proposals = repos.proposals;
     this.decisions = repos.decisions;
     this.fallbacks = repos.fallbacks;
@@ -126,13 +133,16 @@ export class SqliteStateStore implements StateStore {
   /** @inheritdoc */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
     return this.queue(async () => {
+      // Appends on the writer thread end first; while the transaction is open none starts (EventLog.appendLater).
+      this.log.drain();
       guarded(() => this.db.exec('BEGIN IMMEDIATE'));
       let open = true;
       this.txEvents = false;
-      const tx = this.repos((work) => {
+      const inTx: Run = (work) => {
         if (!open) return Promise.reject(new Error('state store: a transaction was used after it ended'));
         return new Promise((resolve) => resolve(guarded(work)));
-      });
+      };
+      const tx = this.repos(inTx, inTx);
       try {
         const result = await fn(tx);
         open = false;
@@ -163,7 +173,8 @@ export class SqliteStateStore implements StateStore {
     return result;
   }
 
-  private repos(run: Run): StateRepos {
+  /** The repositories, reading through `run` and writing through `write`. */
+  private repos(run: Run, write: Run): StateRepos {
     const s = this.sync;
     const withOwner = (recs: readonly JobRecord[]): StoredJob[] => {
       const owners = s.owners.ownersOf(recs.map((r) => r.proposalId));
@@ -172,63 +183,63 @@ export class SqliteStateStore implements StateStore {
     const byIds = (ids: readonly string[]): StoredJob[] => withOwner(ids.map((id) => s.jobs.get(id) as JobRecord));
     return {
       proposals: {
-        insertPending: (p) => run(() => s.proposals.insertPending(p)),
+        insertPending: (p) => write(() => s.proposals.insertPending(p)),
         get: (id) => run(() => s.proposals.get(id)),
-        markDecided: (id, decision, at) => run(() => s.proposals.markDecided(id, decision, at)),
+        markDecided: (id, decision, at) => write(() => s.proposals.markDecided(id, decision, at)),
         list: (status, limit) => run(() => s.proposals.list(status, limit)),
       },
       decisions: {
-        insert: (d) => run(() => s.decisions.insert(d)),
+        insert: (d) => write(() => s.decisions.insert(d)),
         listFor: (id) => run(() => s.decisions.listFor(id)),
       },
       fallbacks: {
-        increment: (name, at) => run(() => s.fallbacks.increment(name, at)),
+        increment: (name, at) => write(() => s.fallbacks.increment(name, at)),
         all: () => run(() => s.fallbacks.all()),
       },
       memoryToggles: {
         all: () => run(() => s.memory.all()),
         list: () => run(() => s.memory.list()),
-        record: (t) => run(() => s.memory.record(t)),
+        record: (t) => write(() => s.memory.record(t)),
       },
       takeStates: {
         all: () => run(() => s.takes.all()),
         // One writer at a time (the queue): the row read stays as read until the commit.
-        lock: (p, take, shot, _lockShot, at) => run(() => s.takes.lock(p, take, shot, at)),
-        clearOtherPrimaries: (p, shot, keep, at) => run(() => s.takes.clearOtherPrimaries(p, shot, keep, at)),
-        upsert: (st, at) => run(() => s.takes.upsert(st, at)),
-        logAction: (a) => run(() => s.takes.logAction(a)),
+        lock: (p, take, shot, _lockShot, at) => write(() => s.takes.lock(p, take, shot, at)),
+        clearOtherPrimaries: (p, shot, keep, at) => write(() => s.takes.clearOtherPrimaries(p, shot, keep, at)),
+        upsert: (st, at) => write(() => s.takes.upsert(st, at)),
+        logAction: (a) => write(() => s.takes.logAction(a)),
       },
       clicks: {
         ringSize: s.clicks.ringSize,
         maxTotal: s.clicks.maxTotal,
-        append: (c) => run(() => s.clicks.append(c)),
+        append: (c) => write(() => s.clicks.append(c)),
         list: (p, limit) => run(() => s.clicks.list(p, limit)),
         size: () => run(() => s.clicks.size),
       },
       workspace: {
         reportsKept: s.workspace.reportsKept,
         get: (wid) => run(() => s.workspace.get(wid)),
-        put: (wid, rev, state, at) => run(() => s.workspace.put(wid, rev, state, at)),
-        addReport: (wid, json, reason, at) => run(() => s.workspace.addReport(wid, json, reason, at)),
+        put: (wid, rev, state, at) => write(() => s.workspace.put(wid, rev, state, at)),
+        addReport: (wid, json, reason, at) => write(() => s.workspace.addReport(wid, json, reason, at)),
         reports: (wid, limit) => run(() => s.workspace.reports(wid, limit)),
       },
       selection: {
         get: (p) => run(() => s.selection.get(p)),
-        put: (sel) => run(() => s.selection.put(sel)),
-        touch: (r, keep) => run(() => s.selection.touch(r, keep)),
+        put: (sel) => write(() => s.selection.put(sel)),
+        touch: (r, keep) => write(() => s.selection.touch(r, keep)),
         recent: (limit) => run(() => s.selection.recent(limit)),
       },
       jobs: {
         insert: (job) =>
-          run(() =>
+          write(() =>
             this.db.transaction(() => {
               s.jobs.insert(job);
               s.owners.set(job.proposalId, job.instanceId);
             })(),
           ),
-        finish: (id, f) => run(() => s.jobs.finish(id, f)),
-        prune: (keep) => run(() => s.jobs.prune(keep)),
-        markCancelRequested: (id) => run(() => s.jobs.markCancelRequested(id)),
+        finish: (id, f) => write(() => s.jobs.finish(id, f)),
+        prune: (keep) => write(() => s.jobs.prune(keep)),
+        markCancelRequested: (id) => write(() => s.jobs.markCancelRequested(id)),
         get: (id) =>
           run(() => {
             const r = s.jobs.get(id);
@@ -240,13 +251,13 @@ export class SqliteStateStore implements StateStore {
         lostSince: (instanceId, since) => run(() => byIds(s.owners.lostSince(instanceId, since))),
         countsByState: () => run(() => s.jobs.countsByState()),
         lineCounts: (id) => run(() => s.jobs.lineCountsFromEvents(id)),
-        markLost: (instanceId, endedAt) => run(() => byIds(this.db.transaction(() => s.owners.markLost(instanceId, endedAt))())),
+        markLost: (instanceId, endedAt) => write(() => byIds(this.db.transaction(() => s.owners.markLost(instanceId, endedAt))())),
       },
       events: {
         retention: this.log.retention,
-        append: (drafts) => run(() => this.appendEvents(drafts)),
+        append: (drafts) => write(() => this.appendEvents(drafts)),
         // SQLite's transactions hold nothing another process waits for: the same as append.
-        appendOnCommit: (drafts) => run(() => this.appendEvents(drafts)),
+        appendOnCommit: (drafts) => write(() => this.appendEvents(drafts)),
         // One process: a failed SQLite transaction is rolled back for sure, nothing to look up.
         newSource: () => run(() => 0),
         after: (sinceId, limit, filter, upTo) => run((): EventRow[] => this.log.after(sinceId, limit, filter, upTo)),
@@ -255,19 +266,19 @@ export class SqliteStateStore implements StateStore {
         count: () => run(() => this.log.size),
       },
       instances: {
-        register: (i) => run(() => s.instances.register(i)),
-        heartbeat: (id, at, streams, epoch) => run(() => s.instances.heartbeat(id, at, streams, epoch)),
-        judge: (id, heartbeatAt) => run(() => s.instances.judge(id, heartbeatAt)),
+        register: (i) => write(() => s.instances.register(i)),
+        heartbeat: (id, at, streams, epoch) => write(() => s.instances.heartbeat(id, at, streams, epoch)),
+        judge: (id, heartbeatAt) => write(() => s.instances.judge(id, heartbeatAt)),
         get: (id) => run(() => s.instances.get(id)),
         list: () => run(() => s.instances.list()),
-        prune: (before) => run(() => s.instances.prune(before)),
+        prune: (before) => write(() => s.instances.prune(before)),
       },
       terminals: {
-        put: (t) => run(() => s.terminals.put(t)),
+        put: (t) => write(() => s.terminals.put(t)),
         get: (p) => run(() => s.terminals.get(p)),
         list: () => run(() => s.terminals.list()),
-        end: (p, f) => run(() => s.terminals.end(p, f)),
-        endAllOf: (id, state, at) => run(() => s.terminals.endAllOf(id, state, at)),
+        end: (p, f) => write(() => s.terminals.end(p, f)),
+        endAllOf: (id, state, at) => write(() => s.terminals.endAllOf(id, state, at)),
       },
     };
   }

@@ -1,0 +1,28 @@
+// Reads that wait until events published before them are stored (bus.ts, where a writer thread stores them later).
+
+/** Waiters each for an id to be stored, released in id order. */
+export class StoredWaiters {
+  private readonly waiting: { readonly id: number; readonly resolve: () => void }[] = [];
+
+  get size(): number {
+    return this.waiting.length;
+  }
+
+  /** @returns a promise resolved once {@link release} reaches `id`, or at {@link releaseAll}. */
+  add(id: number): Promise<void> {
+    return new Promise((resolve) => this.waiting.push({ id, resolve }));
+  }
+
+  /** Resolves the waiters for ids up to `storedUpTo` (Infinity: all). */
+  release(storedUpTo: number): void {
+    let n = 0;
+    // Ids grow with time, so the waiters are in id order.
+    while (n < this.waiting.length && (this.waiting[n] as { id: number }).id <= storedUpTo) n++;
+    for (const w of this.waiting.splice(0, n)) w.resolve();
+  }
+
+  /** Resolves every waiter (a failed store, the bus closing: the read then gets what is stored). */
+  releaseAll(): void {
+    this.release(Infinity);
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * The event writer thread (event-writer.ts): appends to the event log on a connection of its own, one at a time,
+ * as the main thread planned them (event-append.ts). Each reply is posted, then the append's number is stored in
+ * the shared word 0 and notified, so the main thread can wait for it without its event loop; word 1 is set when
+ * the thread ends.
+ */
+import { workerData, type MessagePort } from 'node:worker_threads';
+import { lowerOwnPriority, ownThreadId } from '../../process/own-thread.js';
+import Database from './binding.js';
+import { AppendExecutor, type AppendPlan, type AppendRows } from './event-append.js';
+import type { WriterReply, WriterSetup } from './event-writer.js';
+
+const setup = workerData as WriterSetup & { readonly port: MessagePort; readonly done: SharedArrayBuffer };
+const done = new Int32Array(setup.done);
+const port = setup.port;
+
+// Word 1 tells a main thread waiting in drain() that no reply will come: an uncaught error ends the thread.
+process.on('exit', () => {
+  Atomics.store(done, 1, 1);
+  Atomics.notify(done, 0);
+});
+
+const nice = lowerOwnPriority(setup.nice);
+const db = new Database(setup.file, { fileMustExist: true });
+// Per connection: the main one migrated the file and set WAL, which stays.
+db.pragma('busy_timeout = 5000');
+db.pragma('synchronous = NORMAL');
+db.pragma('foreign_keys = ON');
+const executor = new AppendExecutor(db);
+
+port.postMessage({ seq: 0, tid: ownThreadId(), nice } satisfies WriterReply);
+
+port.on('message', (m: { seq: number; plan: AppendPlan; rows: AppendRows } | { close: true }) => {
+  if ('close' in m) {
+    db.close();
+    port.close();
+    return;
+  }
+  let reply: WriterReply;
+  try {
+    reply = { seq: m.seq, outcome: executor.run(m.plan, m.rows) };
+  } catch (err) {
+    // Statements of tables a failed append dropped or made are not used again.
+    executor.forget();
+    const e = err as { message?: string; code?: string };
+    reply = { seq: m.seq, error: { message: e?.message ?? String(err), code: typeof e?.code === 'string' ? e.code : null } };
+  }
+  port.postMessage(reply);
+  Atomics.store(done, 0, m.seq);
+  Atomics.notify(done, 0);
+});

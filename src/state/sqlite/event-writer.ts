@@ -1,0 +1,155 @@
+/**
+ * The event writer thread (event-writer-task.ts), the main thread's side: the bus's appends of queued events (jobs'
+ * lines the most) are written there, on a connection of its own, so the SQLite inserts leave the main thread. The
+ * main thread still plans each append (ids, segments: event-log.ts), one at a time, and delivers it once its reply
+ * came. Before its own connection writes, the main thread waits for the append on the thread (drain): the two never
+ * write at once, and ids commit in order.
+ */
+import fs from 'node:fs';
+import { inspect } from 'node:util';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import type { AppendOutcome, AppendPlan, AppendRows } from './event-append.js';
+import type { AppendWriter } from './event-log.js';
+
+/** What the thread is started with: the state database (migrated already) and its nice value. */
+export interface WriterSetup {
+  readonly file: string;
+  /** CONSOLE_EVENT_WRITER_THREAD_NICE: 0 leaves the process's. */
+  readonly nice: number;
+}
+
+/** The thread's replies: its start (`seq` 0), then each append's outcome or error. */
+export type WriterReply =
+  | { readonly seq: 0; readonly tid: number | null; readonly nice: number | null }
+  | { readonly seq: number; readonly outcome: AppendOutcome }
+  | { readonly seq: number; readonly error: { readonly message: string; readonly code: string | null } };
+
+/** The thread as the system status shows it (`database.eventWriter`). */
+export interface EventWriterStats {
+  /** Its kernel thread id (Linux) and nice value, null where unknown or before it started. */
+  readonly tid: number | null;
+  readonly nice: number | null;
+  /** Appends written there since start-up, and their rows. */
+  readonly appends: number;
+  readonly rows: number;
+  /** Times the main thread waited for an append there before its own connection wrote, and how long in all, ms. */
+  readonly waits: number;
+  readonly waitedMs: number;
+}
+
+/** Longest wait for one append (the thread's lock wait is 5 s): past it the thread is taken for dead. */
+const DRAIN_LIMIT_MS = 60_000;
+
+type Done = (outcome: AppendOutcome | null, err: Error | null) => void;
+
+/** The event writer thread (see the module's comment). */
+export class EventWriter implements AppendWriter {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly done: Int32Array;
+  private seq = 0;
+  private waiting: Done | null = null;
+  private closing = false;
+  private info: { tid: number | null; nice: number | null } = { tid: null, nice: null };
+  private appends = 0;
+  private rows = 0;
+  private waits = 0;
+  private waitedMs = 0;
+  private started!: () => void;
+  /** Resolves once the thread opened its connection and set its nice value (its figures are known). */
+  readonly ready: Promise<void> = new Promise((resolve) => (this.started = resolve));
+  /** Resolves once the thread ended, asked or not. */
+  readonly ended: Promise<void>;
+
+  /**
+   * @param workerFile the compiled event-writer-task.js (WORKER_FILES.eventWriter).
+   * @param onDeath told once if the thread ends unasked: appends can no longer be stored (the service stops).
+   * @throws Error when `workerFile` does not exist (not built).
+   */
+  constructor(workerFile: string, setup: WriterSetup, onDeath: (err: Error) => void) {
+    if (!fs.existsSync(workerFile)) throw new Error(`event writer not found: ${workerFile} (run npm run build)`);
+    const { port1, port2 } = new MessageChannel();
+    // Word 0: the last append written; word 1: set once the thread ended (event-writer-task.ts).
+    const shared = new SharedArrayBuffer(8);
+    this.done = new Int32Array(shared);
+    this.port = port1;
+    this.port.on('message', (m: WriterReply) => this.reply(m));
+    this.worker = new Worker(workerFile, { workerData: { ...setup, port: port2, done: shared }, transferList: [port2], name: 'event-writer' });
+    let dead = false;
+    const died = (err: unknown): void => {
+      if (this.closing || dead) return;
+      dead = true;
+      // An error that cannot be cloned (a DOMException) arrives as a plain object without its message.
+      onDeath(err instanceof Error && err.message !== '' ? err : new Error(`the event writer thread ended on an uncaught error (${inspect(err)})`));
+    };
+    this.worker.on('error', died);
+    this.worker.on('exit', (code) => died(new Error(`the event writer thread ended (exit code ${code})`)));
+    this.ended = new Promise((resolve) => this.worker.once('exit', () => resolve()));
+  }
+
+  get busy(): boolean {
+    return this.waiting !== null;
+  }
+
+  submit(plan: AppendPlan, rows: AppendRows, done: Done): void {
+    if (this.waiting !== null) throw new Error('event writer: an append is already on the thread');
+    this.waiting = done;
+    this.seq = (this.seq % 0x7fff_ffff) + 1;
+    this.appends++;
+    this.rows += rows.ids.length;
+    this.port.postMessage({ seq: this.seq, plan, rows });
+  }
+
+  /** @throws Error when the thread ended, or did not answer within DRAIN_LIMIT_MS (taken for dead): its death ends the service. */
+  drain(): void {
+    if (this.waiting === null) return;
+    const started = performance.now();
+    this.waits++;
+    for (;;) {
+      const at = Atomics.load(this.done, 0);
+      if (at === this.seq) break;
+      if (Atomics.load(this.done, 1) === 1) throw new Error('the event writer thread ended before its append');
+      Atomics.wait(this.done, 0, at, 1000);
+      if (performance.now() - started > DRAIN_LIMIT_MS) throw new Error(`the event writer thread did not answer within ${DRAIN_LIMIT_MS} ms`);
+    }
+    this.waitedMs += performance.now() - started;
+    // Its reply was posted before the word was stored: it is on the port now.
+    for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) this.reply(m.message as WriterReply);
+  }
+
+  stats(): EventWriterStats {
+    return { ...this.info, appends: this.appends, rows: this.rows, waits: this.waits, waitedMs: Math.round(this.waitedMs) };
+  }
+
+  /** Waits for the append there, then ends the thread (its connection closed). */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    try {
+      this.drain();
+    } catch {}
+    this.closing = true;
+    this.port.postMessage({ close: true });
+    const timer = setTimeout(() => void this.worker.terminate(), 10_000);
+    await this.ended;
+    clearTimeout(timer);
+    this.port.close();
+  }
+
+  private reply(m: WriterReply): void {
+    if (m.seq === 0) {
+      const start = m as { tid: number | null; nice: number | null };
+      this.info = { tid: start.tid, nice: start.nice };
+      this.started();
+      return;
+    }
+    const done = this.waiting;
+    if (done === null || m.seq !== this.seq) return;
+    this.waiting = null;
+    if ('outcome' in m) {
+      done(m.outcome, null);
+      return;
+    }
+    const { message, code } = (m as { error: { message: string; code: string | null } }).error;
+    done(null, Object.assign(new Error(message), code === null ? {} : { code }));
+  }
+}

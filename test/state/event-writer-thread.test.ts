@@ -1,0 +1,170 @@
+/**
+ * The event writer thread (src/state/sqlite/event-writer.ts), the compiled service as its own process:
+ * - the jobs' lines are written to the state database by that thread, never by the main thread: strace,
+ *   attached to both, records every write to the database's write-ahead log while a job prints, and the
+ *   lines' text shows only in the writer's;
+ * - its client: an append written there and answered here, a wait for it, a refused append as the database's error,
+ *   and the thread's death reported once (the service then stops, as for the job I/O thread: compose.ts).
+ * No timing is asserted.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WORKER_FILES } from '../../src/config/paths.js';
+import Database from '../../src/state/sqlite/binding.js';
+import { openStateDb } from '../../src/state/sqlite/db.js';
+import type { AppendOutcome, AppendPlan, AppendRows } from '../../src/state/sqlite/event-append.js';
+import { EventLog } from '../../src/state/sqlite/event-log.js';
+import { EventWriter } from '../../src/state/sqlite/event-writer.js';
+import { waitFor, waitForJobEvents } from '../helpers/events.js';
+import { startServiceProcess } from '../helpers/process.js';
+import { fixture, makeTempStore } from '../helpers/service.js';
+import { hasStrace } from '../helpers/strace.js';
+import { requireBuild } from '../fixtures/rel-c-harness.js';
+import { killMarked } from '../process/helpers.js';
+
+const cleanups: (() => unknown)[] = [];
+beforeAll(() => {
+  requireBuild();
+  if (!hasStrace()) throw new Error('this test needs strace on PATH (apt-get install strace)');
+});
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+const generate = (url: string) => fetch(`${url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ project: 'harbor-lights' }) });
+
+interface WriterStatus {
+  database: { eventWriter: { tid: number; nice: number; appends: number; rows: number; waits: number; waitedMs: number } };
+}
+
+const nice = (pid: number, tid: number) => Number(fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+
+describe('the event writer thread', () => {
+  it('writes the jobs’ lines to the state database: the main thread writes none of them, and waits for the thread only before its own writes', async () => {
+    const store = makeTempStore();
+    cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
+    // 2,000 lines in batches of 50, 2 ms apart: many appends while the job runs.
+    const env = { DISPATCH_CLI: fixture('ev-lines.mjs'), EV_LINES: '2000', EV_BATCH: '50', EV_INTERVAL_MS: '2' };
+    const svc = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
+    const pid = svc.child.pid as number;
+    const before = ((await (await fetch(`${svc.url}/api/system-status`)).json()) as WriterStatus).database.eventWriter;
+    // Its own kernel thread of the service, at CONSOLE_EVENT_WRITER_THREAD_NICE (5 by default), below the main thread's 0.
+    expect(before.tid).not.toBe(pid);
+    expect(fs.existsSync(`/proc/${pid}/task/${before.tid}`)).toBe(true);
+    expect(before.nice).toBe(5);
+    expect(nice(pid, before.tid)).toBe(5);
+    expect(nice(pid, pid)).toBe(0);
+
+    // One strace per thread; -yy names each descriptor (the log as …/console-state.db-wal), -s shows whole pages,
+    // in which a row's text is as stored.
+    const traces = [pid, before.tid].map((id) => {
+      const file = path.join(store.tmp, `thread-${id}.strace`);
+      const strace = spawn('strace', ['-yy', '-s', '65536', '-p', String(id), '-e', 'trace=pwrite64,write,writev', '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      strace.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+      cleanups.push(() => strace.kill('SIGKILL'));
+      return { file, strace, exited: once(strace, 'exit'), attached: () => /attached/.test(err) };
+    });
+    await waitFor(() => (traces.every((t) => t.attached()) ? true : undefined), 'strace to attach to both threads');
+
+    const res = await generate(svc.url);
+    expect(res.status).toBe(202);
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    cleanups.push(() => killMarked(`CONSOLE_JOB_ID=${proposalId}`));
+    const { exit, lines } = await waitForJobEvents(svc.url, proposalId);
+    expect(exit.summary).toBe('dispatch_cli exited rc=0');
+    expect(lines.filter((e) => e.detail?.startsWith(`${proposalId} stdout line `))).toHaveLength(2000);
+    const after = ((await (await fetch(`${svc.url}/api/system-status`)).json()) as WriterStatus).database.eventWriter;
+    expect(after.rows - before.rows).toBeGreaterThanOrEqual(2000);
+    expect(after.appends).toBeGreaterThan(before.appends);
+
+    for (const t of traces) t.strace.kill('SIGINT'); // detaches; the service runs on
+    await Promise.all(traces.map((t) => t.exited));
+    const [main, writer] = traces.map((t) => fs.readFileSync(t.file, 'utf8').split('\n')) as [string[], string[]];
+    const walWrites = (trace: string[]) => trace.filter((l) => /^(pwrite64|write|writev)\(\d+<[^>]*console-state\.db-wal>/.test(l));
+    // A line event's detail, as its JSON is stored: `<proposal id> stdout line <n>`.
+    const lineText = `${proposalId} stdout line `;
+    expect(walWrites(writer).some((l) => l.includes(lineText))).toBe(true);
+    expect(walWrites(main).filter((l) => l.includes(lineText))).toEqual([]);
+  });
+});
+
+describe('the event writer thread’s client', () => {
+  const rowsOf = (ids: number[], data = (id: number) => JSON.stringify({ id: String(id) })): AppendRows => ({
+    ids: Float64Array.from(ids),
+    severities: ids.map(() => 'info'),
+    scopes: ids.map(() => 'test/writer'),
+    proposals: ids.map(() => null),
+    data: ids.map(data),
+    ends: [],
+  });
+  const planFor = (table: string, n: number): AppendPlan => ({ reservation: null, create: [], parts: [{ table, runs: `${table}_runs`, from: 0, to: n }], drop: [], trim: null, view: null });
+
+  function openDb(): { file: string; log: EventLog; close: () => void } {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'event-writer-'));
+    const file = path.join(dir, 'console-state.db');
+    const db = openStateDb(file);
+    const log = new EventLog(db, 1000);
+    return {
+      file,
+      log,
+      close: () => {
+        db.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+
+  it('writes an append there and answers on this thread; drain waits for it; a refused append comes back as the database’s error', async () => {
+    const { file, close } = openDb();
+    cleanups.push(close);
+    const deaths: Error[] = [];
+    const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, (err) => deaths.push(err));
+    cleanups.push(() => writer.close());
+    await writer.ready;
+    let outcome: AppendOutcome | null = null;
+    writer.submit(planFor('event_segment_1', 3), rowsOf([1, 2, 3]), (o) => (outcome = o));
+    expect(writer.busy).toBe(true);
+    expect(() => writer.submit(planFor('event_segment_1', 1), rowsOf([4]), () => {})).toThrow(/already/);
+    writer.drain();
+    expect(writer.busy).toBe(false);
+    expect(outcome).toEqual({ dropped: [], trimmed: null });
+    const check = new Database(file, { readonly: true });
+    cleanups.push(() => check.close());
+    expect(check.prepare('SELECT id FROM event_segment_1 ORDER BY id').all()).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }]);
+
+    // An id stored already: refused by the database, nothing written, told as its error (asynchronously here).
+    const err = await new Promise<Error | null>((resolve) => writer.submit(planFor('event_segment_1', 2), rowsOf([3, 4]), (_o, e) => resolve(e)));
+    expect(err?.message).toMatch(/UNIQUE constraint failed/);
+    expect((err as { code?: string }).code).toMatch(/^SQLITE_CONSTRAINT/);
+    expect(check.prepare('SELECT count(*) AS n FROM event_segment_1').get()).toEqual({ n: 3 });
+    expect(writer.stats()).toMatchObject({ appends: 2, rows: 5, waits: 1 });
+    await writer.close();
+    expect(deaths).toEqual([]);
+  });
+
+  it('reports its death once, and a wait for its append ends instead of hanging', async () => {
+    const { file, close } = openDb();
+    cleanups.push(close);
+    const deaths: Error[] = [];
+    const writer = new EventWriter(fixture('event-writer-crashing.mjs'), { file, nice: 0 }, (err) => deaths.push(err));
+    cleanups.push(() => writer.close());
+    await writer.ready;
+    let told = false;
+    writer.submit(
+      planFor('event_segment_1', 1),
+      rowsOf([1], () => 'crash'),
+      () => (told = true),
+    );
+    expect(() => writer.drain()).toThrow(/ended before its append/);
+    await writer.ended;
+    await waitFor(() => (deaths.length > 0 ? true : undefined), 'the death reported');
+    expect(deaths).toHaveLength(1);
+    expect(deaths[0]!.message).toMatch(/^the event writer thread ended on an uncaught error/);
+    expect(told).toBe(false);
+  });
+});
