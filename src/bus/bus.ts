@@ -34,6 +34,8 @@ export class EventBus implements Bus {
   /** The batch on the log's writer thread, delivered once stored; and the newest id stored (every smaller one was). */
   private inFlight: Pending[] | null = null;
   private storedHead = 0;
+  /** The newest id published but as a job's line: a read waits for it to be stored (read-your-writes), never for lines. */
+  private plainHead = 0;
   private readonly waiters = new StoredWaiters();
   /** See {@link Bus.readFrameBlock}: only ids already delivered are asked for, so nothing queued needs a flush. */
   readonly readFrameBlock?: FrameBlockReader;
@@ -88,10 +90,10 @@ export class EventBus implements Bus {
     }
   }
 
-  private scheduleFlush(): void {
+  private scheduleFlush(minWaitMs = 0): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    const wait = this.lastFlushAt + this.flushIntervalMs - performance.now();
+    const wait = Math.max(minWaitMs, this.lastFlushAt + this.flushIntervalMs - performance.now());
     if (wait < 1) setImmediate(this.flushTick);
     else setTimeout(this.flushTick, wait);
   }
@@ -160,7 +162,8 @@ export class EventBus implements Bus {
 
   private make(input: EventInput): { event: BusEvent; row: Pending } {
     if (input.guard !== undefined) this.guarded++;
-    return eventRow(this.json, this.log.takeId(), input);
+    this.plainHead = this.log.takeId();
+    return eventRow(this.json, this.plainHead, input);
   }
 
   /** See {@link Bus.subscribe}; flushes first (here). */
@@ -193,10 +196,10 @@ export class EventBus implements Bus {
     return this.log.size + this.backlog;
   }
 
-  /** See {@link Bus.readAfter}; flushes first. */
+  /** See {@link Bus.readAfter}; flushes first (here). */
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]> {
-    if (this.later) return this.whenStored().then(() => this.log.after(sinceId, limit, filter, upTo));
-    this.tryFlush();
+    if (this.later && this.plainHead > this.storedHead) return this.whenStored(this.plainHead).then(() => this.log.after(sinceId, limit, filter, upTo));
+    if (!this.later) this.tryFlush();
     return this.log.after(sinceId, limit, filter, upTo);
   }
 
@@ -207,17 +210,17 @@ export class EventBus implements Bus {
     return this.log.framesAfter(sinceId, limit, filter, upTo);
   }
 
-  /** See {@link Bus.readNewest}; flushes first. */
+  /** See {@link Bus.readNewest}; flushes first (here). */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]> {
-    if (this.later) return this.whenStored().then(() => this.log.newest(limit, filter));
-    this.tryFlush();
+    if (this.later && this.plainHead > this.storedHead) return this.whenStored(this.plainHead).then(() => this.log.newest(limit, filter));
+    if (!this.later) this.tryFlush();
     return this.log.newest(limit, filter);
   }
 
-  /** Resolves once every event published before is stored (or the store failed: the read then gets what is stored). */
-  private async whenStored(): Promise<void> {
+  /** Resolves once events up to `id` (default: every one published) are stored, or their store failed (held for the retry). */
+  async whenStored(id = this.log.lastIssuedId): Promise<void> {
     if (this.pending.length === 0 && this.inFlight === null) return;
-    const done = this.waiters.add(this.log.lastIssuedId);
+    const done = this.waiters.add(id);
     this.flushSoon();
     await done;
   }
@@ -236,10 +239,7 @@ export class EventBus implements Bus {
     const appendLater = this.log.appendLater as NonNullable<LocalEventLog['appendLater']>;
     if (!appendLater.call(this.log, batch, this.onStoredLater)) {
       // A console write's transaction is open on the main connection: it carries them (stage), or they go after it.
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setTimeout(this.flushTick, 1);
-      }
+      this.scheduleFlush(1);
       return;
     }
     this.pending = batch === this.pending ? [] : this.pending.slice(FLUSH_BATCH);

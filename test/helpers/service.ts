@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventBus } from '../../src/bus/bus.js';
-import { NO_FILTER, type BusEvent, type EventInput } from '../../src/bus/event.js';
+import type { BusEvent, EventInput } from '../../src/bus/event.js';
 import { readConfig, type Config } from '../../src/config/config.js';
 import { startService, type Service, type ServiceOptions } from '../../src/main/service.js';
 import { TEST_SERVICE_ENV } from './ceilings.js';
@@ -131,9 +131,11 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
  * Publishes an event on a service's bus and returns it with its id: the embedded SQLite bus
  * hands ids out at publish (the cluster's bus does not, and is refused here).
  */
-/** Resolves once every event published on `t` before is stored (the bus's reads wait for it). */
+/** Resolves once every event published on `t` before is stored (on the event writer thread, with SQLite). */
 export async function storedOn(t: { service: Service }): Promise<void> {
-  await t.service.deps.bus.readNewest(1, NO_FILTER);
+  const bus = t.service.deps.bus;
+  if (!(bus instanceof EventBus)) throw new Error('storedOn: the service runs on the cluster bus, which stores at commit');
+  await bus.whenStored();
 }
 
 export function publishOn(t: { service: Service }, input: EventInput): BusEvent {
