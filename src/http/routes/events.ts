@@ -14,7 +14,7 @@ const STREAM_RETRY_AFTER_S = 5;
 
 /** What `GET /api/events` says about its order and cursor; the job's events route says the same. */
 export const EVENT_LIST_ORDER =
-  'Ascending id order. Without `sinceId`: the newest `limit` events passing the filters; with it, the first `limit` events after it. Events are kept in the state database up to the configured retention. Only stored events are listed: with the embedded SQLite database, jobs' lines still queued for its event writer thread (a moment during a burst of job output) come on a later read, after every id listed before, so a `sinceId` cursor never skips one; other events published before the request are waited for.';
+  'Ascending id order. Without `sinceId`: the newest `limit` events passing the filters; with it, the first `limit` events after it. Events are kept in the state database up to the configured retention. Only stored events are listed: with the embedded SQLite database, the lines of jobs still queued for its event writer thread (a moment during a burst of job output) come on a later read, after every id listed before, so a `sinceId` cursor never skips one; other events published before the request are waited for.';
 
 /** The filters of a list or stream query; a malformed `proposalId` is a 400 `invalid_id`. */
 export function filterOf(query: { severities: Severity[] | null; scopePrefix?: string | undefined; proposalId?: string | undefined }): EventFilter {
