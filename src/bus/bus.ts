@@ -259,8 +259,8 @@ export class EventBus implements Bus {
     this.lastFlushAt = performance.now();
     this.storeRecovered();
     this.stored(batch, kept);
-    // A full batch waiting goes at once: the thread stays busy under a storm.
-    if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) this.flushSoon();
+    // A full batch waiting goes at once (the thread stays busy under a storm), but after a drain that waits: not in it.
+    if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) queueMicrotask(this.flushTick);
     else if (this.retry.outage === null && this.pending.length > 0) this.scheduleFlush();
   };
 

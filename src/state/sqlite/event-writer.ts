@@ -37,6 +37,10 @@ export interface EventWriterStats {
   readonly waitedMs: number;
 }
 
+/** The thread's young generation, MB: its objects (each append's rows) live milliseconds, and V8's default let it
+ * grow during a storm and stay in the service's memory afterwards (P6), as the job I/O thread's did. */
+const YOUNG_GENERATION_MB = 8;
+
 /** Longest wait for one append (the thread's lock wait is 5 s): past it the thread is taken for dead. */
 const DRAIN_LIMIT_MS = 60_000;
 
@@ -74,7 +78,12 @@ export class EventWriter implements AppendWriter {
     this.done = new Int32Array(shared);
     this.port = port1;
     this.port.on('message', (m: WriterReply) => this.reply(m));
-    this.worker = new Worker(workerFile, { workerData: { ...setup, port: port2, done: shared }, transferList: [port2], name: 'event-writer' });
+    this.worker = new Worker(workerFile, {
+      workerData: { ...setup, port: port2, done: shared },
+      transferList: [port2],
+      name: 'event-writer',
+      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+    });
     let dead = false;
     const died = (err: unknown): void => {
       if (this.closing || dead) return;
