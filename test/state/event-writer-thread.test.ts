@@ -142,8 +142,9 @@ describe('the event writer thread’s client', () => {
     expect(err?.message).toMatch(/UNIQUE constraint failed/);
     expect((err as { code?: string }).code).toMatch(/^SQLITE_CONSTRAINT/);
     expect(check.prepare('SELECT count(*) AS n FROM event_segment_1').get()).toEqual({ n: 3 });
-    expect(writer.stats()).toMatchObject({ appends: 2, rows: 5, waits: 1 });
+    expect(writer.stats()).toMatchObject({ appends: 2, rows: 5, waits: 1, youngGenerationMb: 8 });
     await writer.close();
+    expect(writer.stats().youngGenerationMb).toBeNull();
     expect(deaths).toEqual([]);
   });
 

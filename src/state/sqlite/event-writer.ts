@@ -35,6 +35,8 @@ export interface EventWriterStats {
   /** Times the main thread waited for an append there before its own connection wrote, and how long in all, ms. */
   readonly waits: number;
   readonly waitedMs: number;
+  /** Its young generation's bound in force, MB (8; null once it ended). */
+  readonly youngGenerationMb: number | null;
 }
 
 /** The thread's young generation, MB: its objects (each append's rows) live milliseconds, and V8's default let it
@@ -127,7 +129,15 @@ export class EventWriter implements AppendWriter {
   }
 
   stats(): EventWriterStats {
-    return { ...this.info, appends: this.appends, rows: this.rows, waits: this.waits, waitedMs: Math.round(this.waitedMs) };
+    const young = this.worker.resourceLimits?.maxYoungGenerationSizeMb;
+    return {
+      ...this.info,
+      appends: this.appends,
+      rows: this.rows,
+      waits: this.waits,
+      waitedMs: Math.round(this.waitedMs),
+      youngGenerationMb: young === undefined ? null : young,
+    };
   }
 
   /** Waits for the append there, then ends the thread (its connection closed). */
