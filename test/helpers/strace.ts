@@ -5,7 +5,8 @@
  * descriptor resolve too. Children (anything that calls execve) are left out: the service's
  * jobs and terminals are other programs.
  */
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -115,3 +116,25 @@ export function accessesAfter(traceFile: string, marker: string): { accesses: Fi
 
 /** Whether `file` is `dir` or inside it. */
 export const within = (file: string, dir: string): boolean => file === dir || file.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+
+/** Fails, naming the package, where strace is missing: the tests that watch system calls never skip. */
+export function requireStrace(): void {
+  if (!hasStrace()) throw new Error('this test needs strace on PATH (apt-get install strace)');
+}
+
+/** strace attached to one thread (`-p <tid>`), writing to `file`: its exit, and whether it has attached yet. */
+export interface ThreadTrace {
+  readonly file: string;
+  readonly strace: ChildProcess;
+  readonly exited: Promise<unknown>;
+  attached(): boolean;
+}
+
+/** Attaches strace with `args` to thread `tid`, its output in `file`; `cleanup` gets its kill. */
+export function traceThread(tid: number, file: string, args: readonly string[], cleanup: (fn: () => unknown) => void): ThreadTrace {
+  const strace = spawn('strace', [...args, '-p', String(tid), '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  strace.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
+  cleanup(() => strace.kill('SIGKILL'));
+  return { file, strace, exited: once(strace, 'exit'), attached: () => /attached/.test(err) };
+}

@@ -7,8 +7,6 @@
  *   and the thread's death reported once (the service then stops, as for the job I/O thread: compose.ts).
  * No timing is asserted.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
@@ -22,14 +20,14 @@ import { EventWriter } from '../../src/state/sqlite/event-writer.js';
 import { waitFor, waitForJobEvents } from '../helpers/events.js';
 import { startServiceProcess } from '../helpers/process.js';
 import { fixture, makeTempStore } from '../helpers/service.js';
-import { hasStrace } from '../helpers/strace.js';
+import { requireStrace, traceThread } from '../helpers/strace.js';
 import { requireBuild } from '../fixtures/rel-c-harness.js';
 import { killMarked } from '../process/helpers.js';
 
 const cleanups: (() => unknown)[] = [];
 beforeAll(() => {
   requireBuild();
-  if (!hasStrace()) throw new Error('this test needs strace on PATH (apt-get install strace)');
+  requireStrace();
 });
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
@@ -61,14 +59,8 @@ describe('the event writer thread', () => {
 
     // One strace per thread; -yy names each descriptor (the log as …/console-state.db-wal), -s shows whole pages,
     // in which a row's text is as stored.
-    const traces = [pid, before.tid].map((id) => {
-      const file = path.join(store.tmp, `thread-${id}.strace`);
-      const strace = spawn('strace', ['-yy', '-s', '65536', '-p', String(id), '-e', 'trace=pwrite64,write,writev', '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let err = '';
-      strace.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-      cleanups.push(() => strace.kill('SIGKILL'));
-      return { file, strace, exited: once(strace, 'exit'), attached: () => /attached/.test(err) };
-    });
+    const args = ['-yy', '-s', '65536', '-e', 'trace=pwrite64,write,writev'];
+    const traces = [pid, before.tid].map((id) => traceThread(id, path.join(store.tmp, `thread-${id}.strace`), args, (fn) => cleanups.push(fn)));
     await waitFor(() => (traces.every((t) => t.attached()) ? true : undefined), 'strace to attach to both threads');
 
     const res = await generate(svc.url);

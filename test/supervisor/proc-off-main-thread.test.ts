@@ -17,13 +17,12 @@ import { startServiceProcess } from '../helpers/process.js';
 import { fixture, makeTempStore } from '../helpers/service.js';
 import { killMarked } from '../process/helpers.js';
 import { requireBuild } from '../fixtures/rel-c-harness.js';
-import { hasStrace } from '../helpers/strace.js';
+import { requireStrace } from '../helpers/strace.js';
 
 const cleanups: (() => unknown)[] = [];
 beforeAll(() => {
   requireBuild();
-  // Said plainly, never skipped: this test needs strace.
-  if (!hasStrace()) throw new Error('this test needs strace on PATH (apt-get install strace)');
+  requireStrace();
 });
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();

@@ -6,8 +6,6 @@
  * each job's parent is the helper. The helper's death is not silent: the service logs it and
  * exits 1, and its next start marks the jobs it could no longer follow `lost`.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -15,14 +13,14 @@ import { listProcs, readCmdline, readProc } from '../../src/process/proc-scan.js
 import { waitFor, waitForJobEvents } from '../helpers/events.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/process.js';
 import { fixture, makeTempStore } from '../helpers/service.js';
-import { hasStrace } from '../helpers/strace.js';
+import { requireStrace, traceThread } from '../helpers/strace.js';
 import { requireBuild } from '../fixtures/rel-c-harness.js';
 import { killMarked } from '../process/helpers.js';
 
 const cleanups: (() => unknown)[] = [];
 beforeAll(() => {
   requireBuild();
-  if (!hasStrace()) throw new Error('this test needs strace on PATH (apt-get install strace)');
+  requireStrace();
 });
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
@@ -58,14 +56,7 @@ describe('the jobs’ spawns', () => {
     // One strace per thread: the main thread (the process's own id) and the job I/O thread. -yy
     // names each descriptor (a unix socket as UNIX-STREAM), so a read of a job's output shows.
     const calls = 'trace=%process,connect,read,readv,recvfrom,recvmsg';
-    const traces = [pid, tid].map((id) => {
-      const file = path.join(store.tmp, `thread-${id}.strace`);
-      const strace = spawn('strace', ['-yy', '-p', String(id), '-e', calls, '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let err = '';
-      strace.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-      cleanups.push(() => strace.kill('SIGKILL'));
-      return { file, strace, exited: once(strace, 'exit'), attached: () => /attached/.test(err) };
-    });
+    const traces = [pid, tid].map((id) => traceThread(id, path.join(store.tmp, `thread-${id}.strace`), ['-yy', '-e', calls], (fn) => cleanups.push(fn)));
     await waitFor(() => (traces.every((t) => t.attached()) ? true : undefined), 'strace to attach to both threads');
 
     const answers = await Promise.all(Array.from({ length: 8 }, () => generate(svc)));
