@@ -55,6 +55,8 @@ export class SseClient {
   private replaying = true;
   private held: Buffer[] = [];
   private heldBytes = 0;
+  /** The newest id among the held frames. */
+  private heldLastId = 0;
   private closed = false;
   /** Ids at or below this are never sent (0: none): a client resumed from an id this instance has not
    * delivered yet (cluster mode), so the live events up to it are ones the client has. */
@@ -119,8 +121,13 @@ export class SseClient {
         }
         if (page.count < REPLAY_PAGE) {
           // Everything up to `upTo` is sent; live frames given up meanwhile are read next, then the held ones follow.
-          if (this.replayTo === upTo) break;
           cursor = upTo;
+          if (this.replayTo === upTo) {
+            // The held frames join what the socket still holds of the last page. Past the bound together, they
+            // are given up and read next, page by page, rather than drop a client that is reading.
+            if (this.res.writableLength + this.heldBytes <= this.options.maxQueueBytes) break;
+            this.giveUpHeld(this.heldLastId);
+          }
         }
         await new Promise((r) => setImmediate(r));
       }
@@ -181,16 +188,22 @@ export class SseClient {
       if (bytes > this.options.maxQueueBytes) {
         // Past the bound, the held frames are given up and the replay reads them from the log instead: memory
         // stays bounded, and a client that reads slower than a flood is not dropped and made to start again.
-        this.held = [];
-        this.heldBytes = 0;
-        this.replayTo = (batch[batch.length - 1] as EventRow).id;
+        this.giveUpHeld((batch[batch.length - 1] as EventRow).id);
         return;
       }
       for (const c of chunks) this.held.push(c);
       this.heldBytes = bytes;
+      this.heldLastId = (batch[batch.length - 1] as EventRow).id;
       return;
     }
     this.write(chunks);
+  }
+
+  /** Drops the held frames: the replay reads every event up to `lastId` (the newest given up) instead. */
+  private giveUpHeld(lastId: number): void {
+    this.held = [];
+    this.heldBytes = 0;
+    this.replayTo = lastId;
   }
 
   ping(): void {
