@@ -127,10 +127,6 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
   };
 }
 
-/**
- * Publishes an event on a service's bus and returns it with its id: the embedded SQLite bus
- * hands ids out at publish (the cluster's bus does not, and is refused here).
- */
 /** Resolves once every event published on `t` before is stored (on the event writer thread, with SQLite). */
 export async function storedOn(t: { service: Service }): Promise<void> {
   const bus = t.service.deps.bus;
@@ -138,6 +134,10 @@ export async function storedOn(t: { service: Service }): Promise<void> {
   await bus.whenStored();
 }
 
+/**
+ * Publishes an event on a service's bus and returns it with its id: the embedded SQLite bus
+ * hands ids out at publish (the cluster's bus does not, and is refused here).
+ */
 export function publishOn(t: { service: Service }, input: EventInput): BusEvent {
   const bus = t.service.deps.bus;
   if (!(bus instanceof EventBus)) throw new Error('publishOn: the service runs on the cluster bus, whose ids are assigned at commit');

@@ -11,6 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EventBus } from '../../src/bus/bus.js';
+import { NO_FILTER } from '../../src/bus/event.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import Database from '../../src/state/sqlite/binding.js';
 import { openStateDb } from '../../src/state/sqlite/db.js';
@@ -138,6 +140,33 @@ describe('the event writer thread’s client', () => {
     await writer.close();
     expect(writer.stats().youngGenerationMb).toBeNull();
     expect(deaths).toEqual([]);
+  });
+
+  it('gives the bus one append at a time: a flush waits for the one on the thread and stores the rest here, never the whole queue there', async () => {
+    const { file, log, close } = openDb();
+    cleanups.push(close);
+    const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
+    cleanups.push(() => writer.close());
+    await writer.ready;
+    log.attachWriter(writer);
+    const bus = new EventBus(log);
+    const delivered: number[] = [];
+    bus.subscribe((batch) => {
+      for (const r of batch) delivered.push(r.id);
+    });
+    // Four batches' worth in one turn: the first full batch goes to the thread at once, the others queue behind it.
+    const published = Array.from({ length: 4 * 512 }, (_, i) => Number(bus.publish({ severity: 'info', scope: 'test/writer', summary: `e${i}` }).id));
+    expect(writer.busy).toBe(true);
+    bus.flush();
+    // The thread stored its one append; its reply did not start another inside the wait.
+    expect(writer.stats()).toMatchObject({ appends: 1, rows: 512 });
+    expect(writer.busy).toBe(false);
+    expect(bus.backlog).toBe(0);
+    expect(delivered).toEqual(published);
+    // Stored in order (retention keeps the newest 1,000 or a few more).
+    const kept = log.after(0, 5000, NO_FILTER).map((r) => r.id);
+    expect(kept.length).toBeGreaterThanOrEqual(1000);
+    expect(kept).toEqual(published.slice(-kept.length));
   });
 
   it('reports its death once, and a wait for its append ends instead of hanging', async () => {
