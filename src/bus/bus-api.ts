@@ -1,12 +1,17 @@
 // What the service needs from the event bus (api-decisions.md, "Events"), implemented by EventBus (bus.ts,
 // SQLite) and ClusterBus (cluster-bus.ts; cluster.md, "Events"), whose reads are asynchronous.
 import type { BusEvent, EventFilter, EventInput, JobGuard, Severity } from './event.js';
+import type { FrameBlock } from './frames.js';
 import type { EventRow } from './local-event-log.js';
 import type { FrameBlockReader } from './replay-cache.js';
 import type { StorageOutage } from './storage-outage.js';
 
-/** A consumer of stored batches, ids ascending, each id once; the array is shared (never modify it). Must not throw nor block. */
-export type BusSubscriber = (batch: readonly EventRow[]) => void;
+/**
+ * A consumer of stored batches, ids ascending, each id once; the array is shared (never modify it). `frames`, where
+ * the back end made them off the main thread (SQLite's event writer thread), are the batch's Server-Sent Events
+ * frames, event `i` ending at `frames.ends[i]`. Must not throw nor block.
+ */
+export type BusSubscriber = (batch: readonly EventRow[], frames?: FrameBlock) => void;
 
 /** The event bus as its producers and consumers use it. */
 export interface Bus {

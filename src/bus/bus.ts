@@ -7,6 +7,7 @@ import { eventHead, EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
 import type { EventRow, LocalEventLog } from './local-event-log.js';
 import { eventRow, type EventBusOptions, type Pending, type PublishCounter, type StagedEvents } from './bus-options.js';
+import type { FrameBlock } from './frames.js';
 import type { FrameBlockReader } from './replay-cache.js';
 import { StorageRetry, type StorageOutage } from './storage-outage.js';
 import { StoredWaiters } from './stored-waiters.js';
@@ -247,7 +248,7 @@ export class EventBus implements Bus {
   }
 
   /** The writer thread's reply for {@link inFlight}: delivered, or held again (first) for the retry. */
-  private readonly onStoredLater = (kept: readonly Pending[] | null, err: Error | null): void => {
+  private readonly onStoredLater = (kept: readonly Pending[] | null, err: Error | null, frames?: FrameBlock): void => {
     const batch = this.inFlight as Pending[];
     this.inFlight = null;
     if (err !== null) {
@@ -258,7 +259,7 @@ export class EventBus implements Bus {
     }
     this.lastFlushAt = performance.now();
     this.storeRecovered();
-    this.stored(batch, kept);
+    this.stored(batch, kept, frames);
     // A full batch waiting goes at once (the thread stays busy under a storm), but after a drain that waits: not in it.
     if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) queueMicrotask(this.flushTick);
     else if (this.retry.outage === null && this.pending.length > 0) this.scheduleFlush();
@@ -294,11 +295,11 @@ export class EventBus implements Bus {
     this.stored(batch, kept);
   }
 
-  /** Delivers what the log kept of `batch`, then settles guarded rows and tells fenced listeners of dropped jobs' events. */
-  private stored(batch: readonly Pending[], kept: readonly Pending[] | null): void {
+  /** Delivers what the log kept of `batch` (with its frames, made where it was stored), then settles guarded rows and tells fenced listeners of dropped jobs' events. */
+  private stored(batch: readonly Pending[], kept: readonly Pending[] | null, frames?: FrameBlock): void {
     const delivered = kept ?? batch;
     if (batch.length > 0) this.storedHead = Math.max(this.storedHead, (batch[batch.length - 1] as Pending).id);
-    if (delivered.length > 0) this.deliver(delivered);
+    if (delivered.length > 0) for (const sub of this.subscribers) sub(delivered, frames);
     if (this.waiters.size > 0) this.waiters.release(this.pending.length === 0 && this.inFlight === null ? Infinity : this.storedHead);
     if (this.guarded === 0) return;
     const storedRows = kept === null ? null : new Set(kept);
@@ -334,10 +335,6 @@ export class EventBus implements Bus {
   private storeRecovered(): void {
     const report = this.retry.recovered();
     if (report) this.publish(report);
-  }
-
-  private deliver(batch: readonly EventRow[]): void {
-    for (const sub of this.subscribers) sub(batch);
   }
 
   /** Flushes and stops scheduling; later publishes store synchronously. Unstorable events go to the listener (`closed-unstored`). */

@@ -1,10 +1,8 @@
 // The Server-Sent Events frame of a stored event (api-decisions.md, "Event stream"): `id:`, `data:` with the
 // event's JSON as stored, a blank line. The replay memory (recent-events.ts) and the SQLite log's frame reads
 // (state/sqlite/event-reads.ts) write the same bytes.
-import type { EventRow } from './local-event-log.js';
-
-/** One stored event's frame. */
-export const frameOf = (r: EventRow): string => `id: ${r.id}\ndata: ${r.data}\n\n`;
+/** One stored event's frame (an EventRow, local-event-log.ts; its id and JSON are all a frame needs). */
+export const frameOf = (r: { readonly id: number; readonly data: string }): string => `id: ${r.id}\ndata: ${r.data}\n\n`;
 
 /** Stored events' frames back to back: `count` of them, the last one's id `lastId` (the cursor read after when none). */
 export interface StoredFrames {
@@ -44,6 +42,16 @@ export function packFrames(ids: ArrayLike<number>, frames: readonly string[]): A
     numbers[1 + n + i] = at - header;
   }
   return bytes.buffer as ArrayBuffer;
+}
+
+/**
+ * The frames of events given as columns (ids ascending, each one's stored JSON), packed as {@link packFrames} packs
+ * them: made where the events are stored (the SQLite event writer thread), so the main thread gets bytes to copy.
+ */
+export function packEventFrames(ids: ArrayLike<number>, data: readonly string[]): ArrayBuffer {
+  const frames = new Array<string>(data.length);
+  for (let i = 0; i < data.length; i++) frames[i] = `id: ${ids[i] as number}\ndata: ${data[i] as string}\n\n`;
+  return packFrames(ids, frames);
 }
 
 /** The block {@link packFrames} made: views of `packed`, nothing copied. */

@@ -1,6 +1,7 @@
 // The bus's port to event storage (api-decisions.md, Events: ids decimal, strictly increasing, never reused),
 // implemented by src/state/sqlite/event-log.ts, so the dependency points one way: state -> bus.
 import type { EventFilter, JobGuard, Severity } from './event.js';
+import type { FrameBlock } from './frames.js';
 
 /** One stored event: its id, the columns filters use, and its JSON (BusEvent) as served. */
 export interface EventRow {
@@ -14,6 +15,13 @@ export interface EventRow {
   readonly guard?: JobGuard;
 }
 
+/**
+ * Told of a later append's end ({@link LocalEventLog.appendLater}): what {@link LocalEventLog.append} returns, or the
+ * database's error; with `frames`, the rows' Server-Sent Events frames made where they were stored (only when every
+ * row was kept).
+ */
+export type AppendDone = (kept: readonly EventRow[] | null, err: Error | null, frames?: FrameBlock) => void;
+
 /** The event log as the bus uses it; methods throw the database's error when it refuses. */
 export interface LocalEventLog {
   /** The next id, never handed out before (also across restarts). */
@@ -26,7 +34,7 @@ export interface LocalEventLog {
    * Stores rows (ids ascending) on the writer thread, one append at a time; `done` is told later on this thread with
    * what {@link append} returns, or the database's error. @returns false, storing nothing, when it cannot now.
    */
-  appendLater?(rows: readonly EventRow[], done: (kept: readonly EventRow[] | null, err: Error | null) => void): boolean;
+  appendLater?(rows: readonly EventRow[], done: AppendDone): boolean;
   /** Waits (blocking) for the append on the writer thread, its `done` run; a no-op when none is. */
   drain?(): void;
   /** Re-reads what the database holds after a rolled-back transaction that appended rows. */

@@ -2,7 +2,7 @@
 // event after {@link floor} is kept in id order (a page equals the database's), as UTF-8 frames in fixed pages
 // outside the JS heap, reused rather than collected, so memory stays within the bound.
 import { passes, type EventFilter, type Severity } from './event.js';
-import type { StoredFrames } from './frames.js';
+import type { FrameBlock, StoredFrames } from './frames.js';
 import type { EventRow } from './local-event-log.js';
 
 /** Bytes of one page: a sixteenth of the bound, within these limits; an event larger gets a page of its own. */
@@ -69,8 +69,11 @@ export class RecentEvents {
     return this.floorId;
   }
 
-  /** Keeps a batch the bus delivered (stored, ids ascending), dropping the oldest pages past the bounds. */
-  add(batch: readonly EventRow[]): void {
+  /**
+   * Keeps a batch the bus delivered (stored, ids ascending), dropping the oldest pages past the bounds.
+   * @param frames the batch's frames made off the main thread (BusSubscriber): copied, not encoded again.
+   */
+  add(batch: readonly EventRow[], frames?: FrameBlock): void {
     this.lastBatch.length = 0;
     this.lastBatchEnds.length = 0;
     if (this.maxBytes === 0) {
@@ -78,6 +81,21 @@ export class RecentEvents {
       if (last) this.floorId = last.id;
       return;
     }
+    if (frames === undefined) this.encode(batch);
+    else this.copy(batch, frames);
+    // The newest page always stays (the bound is exceeded by at most a sixteenth); a dropped page is
+    // rewritten only by a later add, so the last batch's bytes stay intact until then.
+    while (this.pages.length > 1 && (this.bytes > this.maxBytes || this.events > this.maxEvents)) {
+      const old = this.pages.shift() as Page;
+      this.bytes -= old.buf.length;
+      this.events -= old.count;
+      this.floorId = old.ids[old.count - 1] as number;
+      if (old.buf.length === this.pageBytes && this.spares.length < SPARE_PAGES) this.spares.push(old);
+    }
+  }
+
+  /** Writes the frames of `batch` into the pages. */
+  private encode(batch: readonly EventRow[]): void {
     let written: [Page, number, number] | undefined;
     let batchBytes = 0;
     for (const r of batch) {
@@ -110,24 +128,51 @@ export class RecentEvents {
       page.used = at;
       written[2] = at;
       this.lastBatchEnds.push((batchBytes += at - frameStart));
-      const i = page.count++;
-      if (i === page.ids.length) grow(page);
-      page.ids[i] = r.id;
-      page.ends[i] = at;
-      page.severities[i] = r.severity;
-      page.scopes[i] = r.scope;
-      page.proposals[i] = r.proposalId ?? null;
-      this.events++;
+      this.note(page, r);
     }
-    // The newest page always stays (the bound is exceeded by at most a sixteenth); a dropped page is
-    // rewritten only by a later add, so the last batch's bytes stay intact until then.
-    while (this.pages.length > 1 && (this.bytes > this.maxBytes || this.events > this.maxEvents)) {
-      const old = this.pages.shift() as Page;
-      this.bytes -= old.buf.length;
-      this.events -= old.count;
-      this.floorId = old.ids[old.count - 1] as number;
-      if (old.buf.length === this.pageBytes && this.spares.length < SPARE_PAGES) this.spares.push(old);
+  }
+
+  /** Copies the frames of `batch` (`frames`, made elsewhere, event `i` ending at `frames.ends[i]`) into the pages, a run per page. */
+  private copy(batch: readonly EventRow[], frames: FrameBlock): void {
+    const { buf: src, ends } = frames;
+    let page = this.pages[this.pages.length - 1];
+    let written: [Page, number, number] | undefined;
+    /** The run not copied yet: from `runFrom` in `src` to the previous frame's end, to `runAt` in the page. */
+    let runFrom = 0;
+    let runAt = page?.used ?? 0;
+    let prev = 0;
+    for (let i = 0; i < batch.length; i++) {
+      const end = ends[i] as number;
+      const len = end - prev;
+      if (page === undefined || len > page.buf.length - page.used) {
+        if (page !== undefined && prev > runFrom) src.copy(page.buf, runAt, runFrom, prev);
+        page = this.newPage(len);
+        this.pages.push(page);
+        this.bytes += page.buf.length;
+        runFrom = prev;
+        runAt = 0;
+      }
+      if (written === undefined || written[0] !== page) this.lastBatch.push((written = [page, page.used, page.used]));
+      page.used += len;
+      written[2] = page.used;
+      // The frames are back to back from the batch's first: their ends in the batch's bytes are the given ones.
+      this.lastBatchEnds.push(end);
+      this.note(page, batch[i] as EventRow);
+      prev = end;
     }
+    if (page !== undefined && prev > runFrom) src.copy(page.buf, runAt, runFrom, prev);
+  }
+
+  /** Records the event whose frame ends at `page.used`. */
+  private note(page: Page, r: EventRow): void {
+    const i = page.count++;
+    if (i === page.ids.length) grow(page);
+    page.ids[i] = r.id;
+    page.ends[i] = page.used;
+    page.severities[i] = r.severity;
+    page.scopes[i] = r.scope;
+    page.proposals[i] = r.proposalId ?? null;
+    this.events++;
   }
 
   /** Where each event of the last batch ends in {@link lastFrames}' bytes (valid until the next add). */

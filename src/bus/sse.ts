@@ -7,7 +7,7 @@ import { filterKey, isEverything, passes, type EventFilter } from './event.js';
 import type { EventRow } from './local-event-log.js';
 import { RecentEvents, type RecentEventsStats } from './recent-events.js';
 import { ReplayCache, type FrameBlockReader, type ReplayCacheStats } from './replay-cache.js';
-import { frameOf } from './frames.js';
+import { frameOf, type FrameBlock } from './frames.js';
 import { SseClient, type SseOptions, STREAM_HEADERS, Turns } from './sse-client.js';
 
 export type { SseCloseReason, SseOptions } from './sse-client.js';
@@ -65,7 +65,7 @@ export class SseHub {
     }, options.heartbeatMs);
     this.heartbeat.unref();
     this.replays = new Turns(options.maxDatabaseReplays);
-    const sub = bus.subscribe((batch) => this.fanOut(batch));
+    const sub = bus.subscribe((batch, frames) => this.fanOut(batch, frames));
     this.unsubscribe = sub.unsubscribe;
     this.recent = new RecentEvents(options.replayMemoryBytes, retention, sub.headId);
     this.deliveredThrough = sub.headId;
@@ -78,19 +78,21 @@ export class SseHub {
     );
   }
 
-  private fanOut(batch: readonly EventRow[]): void {
-    this.recent.add(batch);
+  /** @param frames the batch's frames when made off the main thread (see BusSubscriber). */
+  private fanOut(batch: readonly EventRow[], frames?: FrameBlock): void {
+    this.recent.add(batch, frames);
     this.deliveredThrough = (batch[batch.length - 1] as EventRow).id;
     if (this.live.size === 0) return;
-    // Encoded once for every client (the replay memory's bytes when kept); each filter gets slices, never a copy.
+    // Encoded once for every client (by the event writer thread, or the replay memory's bytes when kept); each
+    // filter gets slices, never a copy.
     let shared: Buffer | undefined;
-    let ends: readonly number[] = [];
+    let ends: ArrayLike<number> = [];
     const byFilter = new Map<string, { readonly chunks: readonly Buffer[]; readonly count: number }>();
     for (const client of this.live) {
       const key = filterKey(client.filter);
       let out = byFilter.get(key);
       if (out === undefined) {
-        if (shared === undefined) ({ shared, ends } = this.encode(batch));
+        if (shared === undefined) ({ shared, ends } = frames === undefined ? this.encode(batch) : { shared: frames.buf, ends: frames.ends });
         out = isEverything(client.filter) ? { chunks: [shared], count: batch.length } : slicesFor(client.filter, batch, shared, ends);
         byFilter.set(key, out);
       }
@@ -231,7 +233,7 @@ export class SseHub {
 }
 
 /** The frames of `batch` passing `filter`, as slices of `shared` (event `i` ends at `ends[i]`), one per run. */
-function slicesFor(filter: EventFilter, batch: readonly EventRow[], shared: Buffer, ends: readonly number[]): { chunks: Buffer[]; count: number } {
+function slicesFor(filter: EventFilter, batch: readonly EventRow[], shared: Buffer, ends: ArrayLike<number>): { chunks: Buffer[]; count: number } {
   const chunks: Buffer[] = [];
   let count = 0;
   let runStart = -1;

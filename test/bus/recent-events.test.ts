@@ -5,6 +5,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { RecentEvents } from '../../src/bus/recent-events.js';
+import { packEventFrames, unpackFrames } from '../../src/bus/frames.js';
 import type { EventRow } from '../../src/bus/local-event-log.js';
 import { NO_FILTER, type EventFilter, type Severity } from '../../src/bus/event.js';
 
@@ -171,6 +172,51 @@ describe('the replay memory', () => {
     expect(framesAfter(m, 10 ** 15 - 1, 10, ALL, Number.MAX_SAFE_INTEGER)).toEqual(big.slice(1).map(framed));
     m.add([]);
     expect(m.lastFrames()?.length).toBe(0);
+  });
+
+  it('keeps frames made elsewhere (the event writer thread’s) byte for byte as the ones it writes itself: pages, drops, filters, the last batch', () => {
+    // One fed rows, one fed the same rows with their frames packed as the writer thread packs them.
+    const mine = new RecentEvents(64 * 1024, 1_000_000, 0);
+    const given = new RecentEvents(64 * 1024, 1_000_000, 0);
+    const sev: Severity[] = ['info', 'warning', 'failure'];
+    let id = 0;
+    for (const [n, bytes] of [
+      [3, 100],
+      [200, 90],
+      [1, 10_000],
+      [2, 5000],
+      [60, 1],
+      [700, 50],
+      [1, 70_000],
+      [5, 20],
+      [0, 0],
+    ] as const) {
+      // Non-ASCII too (the frames are UTF-8), and events of several scopes and severities for the filters.
+      const batch = Array.from({ length: n }, () => {
+        const r = row(++id, sev[id % 3] as Severity, id % 2 === 0 ? 'a/x' : 'b/y');
+        return { ...r, data: `{"é":"${'x'.repeat(bytes)}→${id}"}` };
+      });
+      mine.add(batch);
+      given.add(
+        batch,
+        unpackFrames(
+          packEventFrames(
+            Float64Array.from(batch.map((r) => r.id)),
+            batch.map((r) => r.data),
+          ),
+        ),
+      );
+      expect(given.lastFrames()?.toString('utf8')).toBe(batch.map(frameOf).join(''));
+      expect(given.lastFrameEnds()).toEqual(mine.lastFrameEnds());
+      // Its pages fill to the byte (its own writes leave room for the longest id), so it may keep a few more.
+      expect(given.stats().bytes).toBeLessThanOrEqual(64 * 1024 + 70_100);
+      expect(given.floor).toBeLessThanOrEqual(mine.floor);
+      for (const f of [ALL, filter({ severities: ['warning'] }), filter({ scopePrefix: 'a/' })]) {
+        for (const since of [mine.floor, Math.max(mine.floor, id - 50), id - 1]) {
+          expect(framesAfter(given, since, 500, f, id)).toEqual(framesAfter(mine, since, 500, f, id));
+        }
+      }
+    }
   });
 
   it('gives no frames of its own at 0 bytes (the fan-out frames the batch itself)', () => {

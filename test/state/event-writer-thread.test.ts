@@ -13,6 +13,7 @@ import os from 'node:os';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { NO_FILTER } from '../../src/bus/event.js';
+import { type FrameBlock, frameOf } from '../../src/bus/frames.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import Database from '../../src/state/sqlite/binding.js';
 import { openStateDb } from '../../src/state/sqlite/db.js';
@@ -121,12 +122,19 @@ describe('the event writer thread’s client', () => {
     cleanups.push(() => writer.close());
     await writer.ready;
     let outcome: AppendOutcome | null = null;
-    writer.submit(planFor('event_segment_1', 3), rowsOf([1, 2, 3]), (o) => (outcome = o));
+    let frames: FrameBlock | undefined;
+    writer.submit(planFor('event_segment_1', 3), rowsOf([1, 2, 3]), (o, _e, f) => {
+      outcome = o;
+      frames = f;
+    });
     expect(writer.busy).toBe(true);
     expect(() => writer.submit(planFor('event_segment_1', 1), rowsOf([4]), () => {})).toThrow(/already/);
     writer.drain();
     expect(writer.busy).toBe(false);
     expect(outcome).toEqual({ dropped: [], trimmed: null });
+    // With the rows' frames, made there.
+    expect(Array.from(frames!.ids)).toEqual([1, 2, 3]);
+    expect(frames!.buf.toString('utf8')).toBe([1, 2, 3].map((id) => frameOf({ id, data: JSON.stringify({ id: String(id) }) })).join(''));
     const check = new Database(file, { readonly: true });
     cleanups.push(() => check.close());
     expect(check.prepare('SELECT id FROM event_segment_1 ORDER BY id').all()).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }]);
@@ -142,7 +150,7 @@ describe('the event writer thread’s client', () => {
     expect(deaths).toEqual([]);
   });
 
-  it('gives the bus one append at a time: a flush waits for the one on the thread and stores the rest here, never the whole queue there', async () => {
+  it('gives the bus one append at a time, with its frames: a flush waits for the one on the thread and stores the rest here, never the whole queue there', async () => {
     const { file, log, close } = openDb();
     cleanups.push(close);
     const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
@@ -151,8 +159,12 @@ describe('the event writer thread’s client', () => {
     log.attachWriter(writer);
     const bus = new EventBus(log);
     const delivered: number[] = [];
-    bus.subscribe((batch) => {
+    const framed: { ids: number[]; made: 'there' | 'here' }[] = [];
+    bus.subscribe((batch, frames) => {
       for (const r of batch) delivered.push(r.id);
+      // Frames made on the thread come with its batch, byte for byte the batch's.
+      if (frames !== undefined) expect(frames.buf.toString('utf8')).toBe(batch.map(frameOf).join(''));
+      framed.push({ ids: [batch[0]!.id, batch.at(-1)!.id], made: frames === undefined ? 'here' : 'there' });
     });
     // Four batches' worth in one turn: the first full batch goes to the thread at once, the others queue behind it.
     const published = Array.from({ length: 4 * 512 }, (_, i) => Number(bus.publish({ severity: 'info', scope: 'test/writer', summary: `e${i}` }).id));
@@ -163,6 +175,11 @@ describe('the event writer thread’s client', () => {
     expect(writer.busy).toBe(false);
     expect(bus.backlog).toBe(0);
     expect(delivered).toEqual(published);
+    // The thread's append came with its frames; the rest, stored here, is framed by the streams here.
+    expect(framed).toEqual([
+      { ids: [published[0], published[511]], made: 'there' },
+      { ids: [published[512], published.at(-1)], made: 'here' },
+    ]);
     // Stored in order (retention keeps the newest 1,000 or a few more).
     const kept = log.after(0, 5000, NO_FILTER).map((r) => r.id);
     expect(kept.length).toBeGreaterThanOrEqual(1000);

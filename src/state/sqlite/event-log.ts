@@ -2,7 +2,8 @@
 // oldest whole, as deleting rows one by one blocks the event loop. The view `events` unites them for outside readers.
 import type { Db } from './db.js';
 import type { EventFilter, Severity } from '../../bus/event.js';
-import type { EventRow, LocalEventLog } from '../../bus/local-event-log.js';
+import type { FrameBlock } from '../../bus/frames.js';
+import type { AppendDone, EventRow, LocalEventLog } from '../../bus/local-event-log.js';
 import { AppendExecutor, rowColumns, type AppendOutcome, type AppendPlan, type AppendRows } from './event-append.js';
 import { SegmentReads } from './event-reads.js';
 import { COLUMNS, createSegment, openSegment, pairsOf, runsOf, type Segment, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
@@ -21,13 +22,10 @@ export interface AppendWriter {
   /** An append was submitted and its `done` has not run yet. */
   readonly busy: boolean;
   /** Runs `plan` over `rows` on the thread; `done` gets its outcome or the database's error, on this thread, later or in {@link drain}. */
-  submit(plan: AppendPlan, rows: AppendRows, done: (outcome: AppendOutcome | null, err: Error | null) => void): void;
+  submit(plan: AppendPlan, rows: AppendRows, done: (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void): void;
   /** Waits (blocking) for the submitted append and runs its `done` before returning; a no-op when none is. */
   drain(): void;
 }
-
-/** Told of a later append's end: what {@link EventLog.append} returns, or the database's error. */
-export type AppendDone = (kept: readonly EventRow[] | null, err: Error | null) => void;
 
 /** The SQLite event log: the bus's {@link LocalEventLog}. */
 export class EventLog implements LocalEventLog {
@@ -96,7 +94,7 @@ export class EventLog implements LocalEventLog {
     if (w === null || w.busy || this.db.inTransaction) return false;
     const plan = this.plan(rows.length);
     const cols = rowColumns(rows);
-    w.submit(plan, cols, (outcome, err) => {
+    w.submit(plan, cols, (outcome, err, frames) => {
       if (outcome === null) return done(null, err ?? new Error('event writer: no outcome'));
       try {
         this.committed(plan, cols, outcome);
@@ -104,7 +102,9 @@ export class EventLog implements LocalEventLog {
         // Committed all the same: the segments are read again from what the database holds.
         this.reload();
       }
-      done(keptOf(rows, outcome), null);
+      const kept = keptOf(rows, outcome);
+      // The frames are the rows': when the append dropped some (their jobs no longer running), the bus makes its own.
+      done(kept, null, kept === null ? frames : undefined);
     });
     return true;
   }

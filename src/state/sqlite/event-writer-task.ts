@@ -1,10 +1,12 @@
 /**
  * The event writer thread (event-writer.ts): appends to the event log on a connection of its own, one at a time,
- * as the main thread planned them (event-append.ts). Each reply is posted, then the append's number is stored in
+ * as the main thread planned them (event-append.ts), and makes the appended events' frames (transferred with the
+ * reply). Each reply is posted, then the append's number is stored in
  * the shared word 0 and notified, so the main thread can wait for it without its event loop; word 1 is set when
  * the thread ends.
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
+import { packEventFrames } from '../../bus/frames.js';
 import { lowerOwnPriority, ownThreadId } from '../../process/own-thread.js';
 import Database from './binding.js';
 import { AppendExecutor, type AppendPlan, type AppendRows } from './event-append.js';
@@ -37,15 +39,19 @@ port.on('message', (m: { seq: number; plan: AppendPlan; rows: AppendRows } | { c
     return;
   }
   let reply: WriterReply;
+  let frames: ArrayBuffer | undefined;
   try {
-    reply = { seq: m.seq, outcome: executor.run(m.plan, m.rows) };
+    const outcome = executor.run(m.plan, m.rows);
+    // Each stored event's Server-Sent Events frame, made here: the main thread copies bytes instead of encoding.
+    frames = packEventFrames(m.rows.ids, m.rows.data);
+    reply = { seq: m.seq, outcome, frames };
   } catch (err) {
     // Statements of tables a failed append dropped or made are not used again.
     executor.forget();
     const e = err as { message?: string; code?: string };
     reply = { seq: m.seq, error: { message: e?.message ?? String(err), code: typeof e?.code === 'string' ? e.code : null } };
   }
-  port.postMessage(reply);
+  port.postMessage(reply, frames === undefined ? [] : [frames]);
   Atomics.store(done, 0, m.seq);
   Atomics.notify(done, 0);
 });

@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import { inspect } from 'node:util';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { type FrameBlock, unpackFrames } from '../../bus/frames.js';
 import type { AppendOutcome, AppendPlan, AppendRows } from './event-append.js';
 import type { AppendWriter } from './event-log.js';
 
@@ -21,7 +22,7 @@ export interface WriterSetup {
 /** The thread's replies: its start (`seq` 0), then each append's outcome or error. */
 export type WriterReply =
   | { readonly seq: 0; readonly tid: number | null; readonly nice: number | null }
-  | { readonly seq: number; readonly outcome: AppendOutcome }
+  | { readonly seq: number; readonly outcome: AppendOutcome; readonly frames: ArrayBuffer }
   | { readonly seq: number; readonly error: { readonly message: string; readonly code: string | null } };
 
 /** The thread as the system status shows it (`database.eventWriter`). */
@@ -46,7 +47,8 @@ const YOUNG_GENERATION_MB = 8;
 /** Longest wait for one append (the thread's lock wait is 5 s): past it the thread is taken for dead. */
 const DRAIN_LIMIT_MS = 60_000;
 
-type Done = (outcome: AppendOutcome | null, err: Error | null) => void;
+/** An append's end: its outcome and the rows' frames (frames.ts packEventFrames, made there), or the database's error. */
+type Done = (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void;
 
 /** The event writer thread (see the module's comment). */
 export class EventWriter implements AppendWriter {
@@ -165,7 +167,7 @@ export class EventWriter implements AppendWriter {
     if (done === null || m.seq !== this.seq) return;
     this.waiting = null;
     if ('outcome' in m) {
-      done(m.outcome, null);
+      done(m.outcome, null, unpackFrames(m.frames));
       return;
     }
     const { message, code } = (m as { error: { message: string; code: string | null } }).error;
