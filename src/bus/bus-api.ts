@@ -9,7 +9,8 @@ import type { StorageOutage } from './storage-outage.js';
 /**
  * A consumer of stored batches, ids ascending, each id once; the array is shared (never modify it). `frames`, where
  * the back end made them off the main thread (SQLite's event writer thread), are the batch's Server-Sent Events
- * frames, event `i` ending at `frames.ends[i]`. Must not throw nor block.
+ * frames, event `i` ending at `frames.ends[i]`: views of memory the thread writes again, read only during the call
+ * (copy what is kept). Must not throw nor block.
  */
 export type BusSubscriber = (batch: readonly EventRow[], frames?: FrameBlock) => void;
 

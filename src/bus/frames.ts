@@ -27,12 +27,19 @@ const headerBytes = (count: number): number => 8 * (1 + 2 * count);
  * made a string of the block's size, a large object freed only by a full collection.
  */
 export function packFrames(ids: ArrayLike<number>, frames: readonly string[]): ArrayBuffer {
+  // Unpooled: its ArrayBuffer is its own, whole, so it can be transferred.
+  return packFramesInto(ids, frames, (size) => Buffer.allocUnsafeSlow(size).buffer as ArrayBuffer) as ArrayBuffer;
+}
+
+/** {@link packFrames} into the buffer `room` gives for the packed size (from its start), or nothing when it gives null. @returns that buffer, or null. */
+function packFramesInto<B extends ArrayBufferLike>(ids: ArrayLike<number>, frames: readonly string[], room: (size: number) => B | null): B | null {
   const n = frames.length;
   const header = headerBytes(n);
   let size = header;
   for (let i = 0; i < n; i++) size += Buffer.byteLength(frames[i] as string);
-  // Unpooled: its ArrayBuffer is its own, whole, so it can be transferred.
-  const bytes = Buffer.allocUnsafeSlow(size);
+  const target = room(size);
+  if (target === null) return null;
+  const bytes = Buffer.from(target, 0, size);
   const numbers = new Float64Array(bytes.buffer, 0, 1 + 2 * n);
   numbers[0] = n;
   let at = header;
@@ -41,22 +48,26 @@ export function packFrames(ids: ArrayLike<number>, frames: readonly string[]): A
     at += bytes.write(frames[i] as string, at, 'utf8');
     numbers[1 + n + i] = at - header;
   }
-  return bytes.buffer as ArrayBuffer;
+  return target;
 }
 
 /**
  * The frames of events given as columns (ids ascending, each one's stored JSON), packed as {@link packFrames} packs
  * them: made where the events are stored (the SQLite event writer thread), so the main thread gets bytes to copy.
+ * Into `shared` when they fit (@returns null then: read them with {@link unpackFrames} before it is written again),
+ * else into a new ArrayBuffer, returned.
  */
-export function packEventFrames(ids: ArrayLike<number>, data: readonly string[]): ArrayBuffer {
+export function packEventFrames(ids: ArrayLike<number>, data: readonly string[], shared?: SharedArrayBuffer): ArrayBuffer | null {
   const frames = new Array<string>(data.length);
   for (let i = 0; i < data.length; i++) frames[i] = `id: ${ids[i] as number}\ndata: ${data[i] as string}\n\n`;
+  if (shared !== undefined && packFramesInto(ids, frames, (size) => (size <= shared.byteLength ? shared : null)) !== null) return null;
   return packFrames(ids, frames);
 }
 
-/** The block {@link packFrames} made: views of `packed`, nothing copied. */
-export function unpackFrames(packed: ArrayBuffer): FrameBlock {
+/** The block {@link packFrames} made (or {@link packEventFrames} in a shared buffer): views of `packed`, nothing copied. */
+export function unpackFrames(packed: ArrayBufferLike): FrameBlock {
   const n = new Float64Array(packed, 0, 1)[0] as number;
   const header = headerBytes(n);
-  return { ids: new Float64Array(packed, 8, n), ends: new Float64Array(packed, 8 * (1 + n), n), buf: Buffer.from(packed, header) };
+  const ends = new Float64Array(packed, 8 * (1 + n), n);
+  return { ids: new Float64Array(packed, 8, n), ends, buf: Buffer.from(packed, header, n === 0 ? 0 : (ends[n - 1] as number)) };
 }

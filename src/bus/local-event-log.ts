@@ -18,7 +18,7 @@ export interface EventRow {
 /**
  * Told of a later append's end ({@link LocalEventLog.appendLater}): what {@link LocalEventLog.append} returns, or the
  * database's error; with `frames`, the rows' Server-Sent Events frames made where they were stored (only when every
- * row was kept).
+ * row was kept; read them in `done`, see BusSubscriber).
  */
 export type AppendDone = (kept: readonly EventRow[] | null, err: Error | null, frames?: FrameBlock) => void;
 

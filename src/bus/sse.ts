@@ -92,7 +92,8 @@ export class SseHub {
       const key = filterKey(client.filter);
       let out = byFilter.get(key);
       if (out === undefined) {
-        if (shared === undefined) ({ shared, ends } = frames === undefined ? this.encode(batch) : { shared: frames.buf, ends: frames.ends });
+        // Frames made elsewhere are the writer's memory: copied (from the replay memory's copy when it kept them).
+        if (shared === undefined) ({ shared, ends } = frames === undefined ? this.encode(batch) : { shared: this.recent.lastFrames() ?? Buffer.from(frames.buf), ends: frames.ends });
         out = isEverything(client.filter) ? { chunks: [shared], count: batch.length } : slicesFor(client.filter, batch, shared, ends);
         byFilter.set(key, out);
       }

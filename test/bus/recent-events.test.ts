@@ -179,6 +179,8 @@ describe('the replay memory', () => {
     const mine = new RecentEvents(64 * 1024, 1_000_000, 0);
     const given = new RecentEvents(64 * 1024, 1_000_000, 0);
     const sev: Severity[] = ['info', 'warning', 'failure'];
+    const shared = new SharedArrayBuffer(64 * 1024);
+    let inShared = 0;
     let id = 0;
     for (const [n, bytes] of [
       [3, 100],
@@ -197,15 +199,14 @@ describe('the replay memory', () => {
         return { ...r, data: `{"é":"${'x'.repeat(bytes)}→${id}"}` };
       });
       mine.add(batch);
-      given.add(
-        batch,
-        unpackFrames(
-          packEventFrames(
-            Float64Array.from(batch.map((r) => r.id)),
-            batch.map((r) => r.data),
-          ),
-        ),
+      // Small batches' frames in the shared buffer (as the writer thread puts them), larger ones in their own.
+      const packed = packEventFrames(
+        Float64Array.from(batch.map((r) => r.id)),
+        batch.map((r) => r.data),
+        shared,
       );
+      if (packed === null) inShared++;
+      given.add(batch, unpackFrames(packed ?? shared));
       expect(given.lastFrames()?.toString('utf8')).toBe(batch.map(frameOf).join(''));
       expect(given.lastFrameEnds()).toEqual(mine.lastFrameEnds());
       // Its pages fill to the byte (its own writes leave room for the longest id), so it may keep a few more.
@@ -217,6 +218,9 @@ describe('the replay memory', () => {
         }
       }
     }
+    // Both ways were taken: in the shared buffer, and in one of their own (the batches too large for it).
+    expect(inShared).toBeGreaterThan(0);
+    expect(inShared).toBeLessThan(9);
   });
 
   it('gives no frames of its own at 0 bytes (the fan-out frames the batch itself)', () => {

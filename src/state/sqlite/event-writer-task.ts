@@ -12,7 +12,7 @@ import Database from './binding.js';
 import { AppendExecutor, type AppendPlan, type AppendRows } from './event-append.js';
 import type { WriterReply, WriterSetup } from './event-writer.js';
 
-const setup = workerData as WriterSetup & { readonly port: MessagePort; readonly done: SharedArrayBuffer };
+const setup = workerData as WriterSetup & { readonly port: MessagePort; readonly done: SharedArrayBuffer; readonly frames: SharedArrayBuffer };
 const done = new Int32Array(setup.done);
 const port = setup.port;
 
@@ -43,8 +43,9 @@ port.on('message', (m: { seq: number; plan: AppendPlan; rows: AppendRows } | { c
   try {
     const outcome = executor.run(m.plan, m.rows);
     // Each stored event's Server-Sent Events frame, made here: the main thread copies bytes instead of encoding.
-    frames = packEventFrames(m.rows.ids, m.rows.data);
-    reply = { seq: m.seq, outcome, frames };
+    // In the shared buffer (read on the main thread before the next append comes), else transferred.
+    frames = packEventFrames(m.rows.ids, m.rows.data, setup.frames) ?? undefined;
+    reply = { seq: m.seq, outcome, frames: frames ?? null };
   } catch (err) {
     // Statements of tables a failed append dropped or made are not used again.
     executor.forget();

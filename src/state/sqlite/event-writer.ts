@@ -22,7 +22,8 @@ export interface WriterSetup {
 /** The thread's replies: its start (`seq` 0), then each append's outcome or error. */
 export type WriterReply =
   | { readonly seq: 0; readonly tid: number | null; readonly nice: number | null }
-  | { readonly seq: number; readonly outcome: AppendOutcome; readonly frames: ArrayBuffer }
+  /** `frames`: the rows' frames, transferred when they did not fit the shared buffer, else null (they are there). */
+  | { readonly seq: number; readonly outcome: AppendOutcome; readonly frames: ArrayBuffer | null }
   | { readonly seq: number; readonly error: { readonly message: string; readonly code: string | null } };
 
 /** The thread as the system status shows it (`database.eventWriter`). */
@@ -47,7 +48,14 @@ const YOUNG_GENERATION_MB = 8;
 /** Longest wait for one append (the thread's lock wait is 5 s): past it the thread is taken for dead. */
 const DRAIN_LIMIT_MS = 60_000;
 
-/** An append's end: its outcome and the rows' frames (frames.ts packEventFrames, made there), or the database's error. */
+/** Bytes of the buffer shared with the thread for each append's frames: a batch of lines fits (512 of them, about 150 KB in
+ * P7); a larger one's frames are transferred in a buffer of their own. */
+const SHARED_FRAMES_BYTES = 2 * 1048576;
+
+/**
+ * An append's end: its outcome and the rows' frames (frames.ts packEventFrames, made there), or the database's error.
+ * The frames may be views of the buffer shared with the thread: read them in `done`, before the next append.
+ */
 type Done = (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void;
 
 /** The event writer thread (see the module's comment). */
@@ -55,6 +63,8 @@ export class EventWriter implements AppendWriter {
   private readonly worker: Worker;
   private readonly port: MessagePort;
   private readonly done: Int32Array;
+  /** The thread writes each append's frames here (see SHARED_FRAMES_BYTES). */
+  private readonly frames = new SharedArrayBuffer(SHARED_FRAMES_BYTES);
   private seq = 0;
   private waiting: Done | null = null;
   private closing = false;
@@ -83,7 +93,7 @@ export class EventWriter implements AppendWriter {
     this.port = port1;
     this.port.on('message', (m: WriterReply) => this.reply(m));
     this.worker = new Worker(workerFile, {
-      workerData: { ...setup, port: port2, done: shared },
+      workerData: { ...setup, port: port2, done: shared, frames: this.frames },
       transferList: [port2],
       name: 'event-writer',
       resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
@@ -167,7 +177,7 @@ export class EventWriter implements AppendWriter {
     if (done === null || m.seq !== this.seq) return;
     this.waiting = null;
     if ('outcome' in m) {
-      done(m.outcome, null, unpackFrames(m.frames));
+      done(m.outcome, null, unpackFrames(m.frames ?? this.frames));
       return;
     }
     const { message, code } = (m as { error: { message: string; code: string | null } }).error;
