@@ -125,7 +125,7 @@ export class SseClient {
           if (this.replayTo === upTo) {
             // The held frames join what the socket still holds of the last page. Past the bound together, they
             // are given up and read next, page by page, rather than drop a client that is reading.
-            if (this.res.writableLength + this.heldBytes <= this.options.maxQueueBytes) break;
+            if (this.heldBytes === 0 || this.res.writableLength + this.heldBytes <= this.options.maxQueueBytes) break;
             this.giveUpHeld(this.heldLastId);
           }
         }

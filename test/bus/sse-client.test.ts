@@ -109,4 +109,38 @@ describe('a stream’s replay handing over to live frames', () => {
     const got = [...res.text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
     expect(got).toEqual([...stored, ...live].map((r) => r.id));
   });
+
+  it('goes live at once when nothing is held, even with more queued than the bound: nothing to give up, no page read again', async () => {
+    // A bound below the socket's high-water mark: the last page (5 events, about 10 KB) stays queued past it.
+    const options = { ...OPTIONS, maxQueueBytes: 8192 };
+    const recent = new RecentEvents(options.replayMemoryBytes, 100_000, 0);
+    const stored = Array.from({ length: 505 }, (_, i) => row(i + 1));
+    recent.add(stored);
+    const res = new HeldResponse();
+    let closedAs: string | null = null;
+    const client = new SseClient(
+      res as never,
+      new ReplayCache(
+        0,
+        () => [],
+        () => 505,
+      ),
+      recent,
+      new Turns(1),
+      NO_FILTER,
+      options,
+      (why) => (closedAs = why),
+      () => {},
+    );
+    client.start(0, 505);
+    await turnOf(5);
+    await res.read();
+    // Many turns with the last page queued: the replay has ended, it does not read again and again meanwhile.
+    await turnOf(50);
+    expect(recent.stats().pagesFromMemory).toBe(2);
+    await res.read();
+    expect(closedAs).toBe(null);
+    const got = [...res.text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(got).toEqual(stored.map((r) => r.id));
+  });
 });
