@@ -83,7 +83,9 @@ it('holds the jobs’ output while events cannot be stored, then stores every li
     const s = await status();
     return s.jobs.backpressure.paused ? s.jobs.backpressure : undefined;
   }, 'the output to be held');
-  expect(held.pauses).toBe(1);
+  // Once for the full disk; on a loaded machine also before it refused (the event writer thread, below the main
+  // thread's priority, fell behind the flood while the WAL still had room, then caught up and the gate opened).
+  expect(held.pauses).toBeGreaterThanOrEqual(1);
   // Held: the service reads no more lines (the tool is blocked in its write).
   const lines = async () => ((await (await t.get(`/api/jobs/${proposalId}`)).json()) as { stdoutLines: number; state: string }).stdoutLines;
   const first = await lines();
