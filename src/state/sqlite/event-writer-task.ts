@@ -1,7 +1,7 @@
 /**
  * The event writer thread (event-writer.ts): appends to the event log on a connection of its own, one at a time,
- * as the main thread planned them (event-append.ts), and makes the appended events' frames (transferred with the
- * reply). Each reply is posted, then the append's number is stored in
+ * as the main thread planned them (event-append.ts), and makes the appended events' frames (in the buffer shared
+ * with the main thread, or transferred with the reply when too large for it). Each reply is posted, then the append's number is stored in
  * the shared word 0 and notified, so the main thread can wait for it without its event loop; word 1 is set when
  * the thread ends.
  */
@@ -39,20 +39,24 @@ port.on('message', (m: { seq: number; plan: AppendPlan; rows: AppendRows } | { c
     return;
   }
   let reply: WriterReply;
-  let frames: ArrayBuffer | undefined;
+  let frames: ArrayBuffer | 'shared' | null = null;
   try {
     const outcome = executor.run(m.plan, m.rows);
-    // Each stored event's Server-Sent Events frame, made here: the main thread copies bytes instead of encoding.
-    // In the shared buffer (read on the main thread before the next append comes), else transferred.
-    frames = packEventFrames(m.rows.ids, m.rows.data, setup.frames) ?? undefined;
-    reply = { seq: m.seq, outcome, frames: frames ?? null };
+    try {
+      // Each stored event's Server-Sent Events frame, made here: the main thread copies bytes instead of encoding.
+      // In the shared buffer (read on the main thread before the next append comes), else transferred.
+      frames = packEventFrames(m.rows.ids, m.rows.data, setup.frames) ?? 'shared';
+    } catch {
+      // Committed all the same (not an append's error, which would be retried): the main thread frames them.
+    }
+    reply = { seq: m.seq, outcome, frames };
   } catch (err) {
     // Statements of tables a failed append dropped or made are not used again.
     executor.forget();
     const e = err as { message?: string; code?: string };
     reply = { seq: m.seq, error: { message: e?.message ?? String(err), code: typeof e?.code === 'string' ? e.code : null } };
   }
-  port.postMessage(reply, frames === undefined ? [] : [frames]);
+  port.postMessage(reply, frames instanceof ArrayBuffer ? [frames] : []);
   Atomics.store(done, 0, m.seq);
   Atomics.notify(done, 0);
 });

@@ -22,8 +22,8 @@ export interface WriterSetup {
 /** The thread's replies: its start (`seq` 0), then each append's outcome or error. */
 export type WriterReply =
   | { readonly seq: 0; readonly tid: number | null; readonly nice: number | null }
-  /** `frames`: the rows' frames, transferred when they did not fit the shared buffer, else null (they are there). */
-  | { readonly seq: number; readonly outcome: AppendOutcome; readonly frames: ArrayBuffer | null }
+  /** `frames`: the rows' frames, in the shared buffer (`shared`), transferred when too large for it, or none (null: made here). */
+  | { readonly seq: number; readonly outcome: AppendOutcome; readonly frames: ArrayBuffer | 'shared' | null }
   | { readonly seq: number; readonly error: { readonly message: string; readonly code: string | null } };
 
 /** The thread as the system status shows it (`database.eventWriter`). */
@@ -177,7 +177,7 @@ export class EventWriter implements AppendWriter {
     if (done === null || m.seq !== this.seq) return;
     this.waiting = null;
     if ('outcome' in m) {
-      done(m.outcome, null, unpackFrames(m.frames ?? this.frames));
+      done(m.outcome, null, m.frames === null ? undefined : unpackFrames(m.frames === 'shared' ? this.frames : m.frames));
       return;
     }
     const { message, code } = (m as { error: { message: string; code: string | null } }).error;
