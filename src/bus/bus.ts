@@ -1,7 +1,6 @@
-// The in-process event bus on SQLite (api-decisions.md, "Events"): the queue is stored in one transaction, then
-// delivered as one batch, flushes at least `flushIntervalMs` apart. Nothing unstored is delivered: while the
-// database refuses events they are held (bounded) and retried (storage-outage.ts). Where the log has a writer
-// thread (LocalEventLog.writesLater), the queue is stored there, one append at a time, and delivered on its reply.
+// The in-process event bus on SQLite (api-decisions.md, "Events"): queued events are stored in one transaction, then
+// delivered as one batch, flushes `flushIntervalMs` apart; nothing unstored is delivered (held, bounded, retried:
+// storage-outage.ts). With a writer thread (LocalEventLog.writesLater) they are stored there, one append at a time.
 import type { BusEvent, EventFilter, EventInput, JobGuard, Severity } from './event.js';
 import { eventHead, EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
@@ -83,8 +82,7 @@ export class EventBus implements Bus {
     this.pending.push(row);
     this.onCount(row.severity, 1);
     if (this.closed || this.pending.length >= FLUSH_BATCH) {
-      // Late events during shutdown are stored at once; a huge turn flushes every FLUSH_BATCH so
-      // the rows die young instead of reaching the old generation. While stores fail only the retry tries.
+      // Late events at shutdown are stored at once; a huge turn flushes every FLUSH_BATCH (rows die young); in an outage, the retry.
       if (this.retry.outage === null || this.closed) this.flushSoon();
     } else {
       this.scheduleFlush();
@@ -199,7 +197,7 @@ export class EventBus implements Bus {
 
   /** See {@link Bus.readAfter}; flushes first (here). */
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]> {
-    if (this.later && this.plainHead > this.storedHead) return this.whenStored(this.plainHead).then(() => this.log.after(sinceId, limit, filter, upTo));
+    if (this.later && this.plainHead > this.storedHead) return this.whenPublishedStored().then(() => this.log.after(sinceId, limit, filter, upTo));
     if (!this.later) this.tryFlush();
     return this.log.after(sinceId, limit, filter, upTo);
   }
@@ -213,9 +211,14 @@ export class EventBus implements Bus {
 
   /** See {@link Bus.readNewest}; flushes first (here). */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]> {
-    if (this.later && this.plainHead > this.storedHead) return this.whenStored(this.plainHead).then(() => this.log.newest(limit, filter));
+    if (this.later && this.plainHead > this.storedHead) return this.whenPublishedStored().then(() => this.log.newest(limit, filter));
     if (!this.later) this.tryFlush();
     return this.log.newest(limit, filter);
+  }
+
+  /** See {@link Bus.whenPublishedStored}: waits only while the writer thread has such an event queued. */
+  async whenPublishedStored(): Promise<void> {
+    if (this.later && this.plainHead > this.storedHead) await this.whenStored(this.plainHead);
   }
 
   /** Resolves once events up to `id` (default: every one published) are stored, or their store failed (held for the retry). */

@@ -283,7 +283,9 @@ export class Supervisor {
   }
 
   /** Jobs by state over the whole history in the state database. */
-  countsByState(): Promise<Record<string, number>> {
+  async countsByState(): Promise<Record<string, number>> {
+    // A job's final state commits with its exit event: counted once that is stored, as `running` no longer counts it.
+    await this.bus.whenPublishedStored?.();
     return this.state.jobs.countsByState();
   }
 
