@@ -79,16 +79,13 @@ it('holds the jobs’ output while events cannot be stored, then stores every li
   const filler = fillDisk(stateDir);
   cleanups.push(() => fs.rmSync(filler.file, { force: true }));
   fs.writeFileSync(go, '');
-  // Held for the full disk: paused, with no line read between two looks (on a loaded machine the gate may first
-  // close while the event writer thread catches up with the flood, and open again before the disk refuses).
-  const count = async () => ((await (await t.get(`/api/jobs/${proposalId}`)).json()) as { stdoutLines: number }).stdoutLines;
-  let seen = -1;
+  // Held for the full disk: paused while the state database refuses the events (`/api/ready` says so). On a loaded
+  // machine the gate may first close while the event writer thread catches up with the flood, and open again.
+  const refusing = async () => ((await (await t.get('/api/ready')).json()) as { checks: { name: string; ok: boolean }[] }).checks.some((c) => c.name === 'stateDatabase' && !c.ok);
   const held = await waitFor(async () => {
+    if (!(await refusing())) return undefined;
     const s = await status();
-    const n = await count();
-    const same = n === seen;
-    seen = n;
-    return s.jobs.backpressure.paused && same ? s.jobs.backpressure : undefined;
+    return s.jobs.backpressure.paused ? s.jobs.backpressure : undefined;
   }, 'the output to be held');
   // Once for the full disk; on a loaded machine also before it refused (the event writer thread, below the main
   // thread's priority, fell behind the flood while the WAL still had room, then caught up and the gate opened).
