@@ -1,6 +1,6 @@
 // The SQLite event bus's options and shapes (bus.ts).
-import { proposalOf, type BusEvent, type EventInput, type Severity } from './event.js';
-import type { EventJson } from './event-json.js';
+import { proposalOf, type BusEvent, type EventInput, type JobGuard, type Severity } from './event.js';
+import { eventHead, type EventJson } from './event-json.js';
 import type { EventRow } from './local-event-log.js';
 import type { FrameBlockReader } from './replay-cache.js';
 import type { StorageStateListener } from './storage-outage.js';
@@ -54,4 +54,37 @@ export function eventRow(json: EventJson, id: number, input: EventInput): { even
   // read again by the event log and the fan-out).
   const row: Pending = { id, severity: input.severity, scope: input.scope, proposalId: proposalOf(input), data: json.serialize(event), guard: input.guard };
   return { event, row };
+}
+
+/**
+ * A job line's row as the job I/O thread encoded it (bus.ts publishEncoded): its JSON is `tail` behind the head of
+ * `id` and `ts` (event-json.ts eventHead), joined only where `data` is read. Rows stored on the event writer thread
+ * cross with the two parts (event-append.ts rowColumns), which the thread joins: the main thread, which never reads
+ * their JSON (the thread frames them), does not make a copy of each line to send it.
+ */
+export class LineRow implements EventRow {
+  private joined: string | null = null;
+
+  constructor(
+    readonly id: number,
+    readonly severity: Severity,
+    readonly scope: string,
+    readonly proposalId: string,
+    /** The event's time (ISO 8601, ms), as in its head. */
+    readonly ts: string,
+    /** The event's JSON after its head. */
+    readonly tail: string,
+    readonly guard: JobGuard | undefined,
+  ) {}
+
+  /** Whether `data` was read (the two parts are joined then, and sent as one). */
+  get isJoined(): boolean {
+    return this.joined !== null;
+  }
+
+  /** The event's whole JSON. */
+  get data(): string {
+    this.joined ??= eventHead(this.id, this.ts) + this.tail;
+    return this.joined;
+  }
 }

@@ -2,10 +2,10 @@
 // delivered as one batch, flushes `flushIntervalMs` apart; nothing unstored is delivered (held, bounded, retried:
 // storage-outage.ts). With a writer thread (LocalEventLog.writesLater) they are stored there, one append at a time.
 import type { BusEvent, EventFilter, EventInput, JobGuard, Severity } from './event.js';
-import { eventHead, EventJson } from './event-json.js';
+import { EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
 import type { EventRow, LocalEventLog } from './local-event-log.js';
-import { eventRow, type EventBusOptions, type Pending, type PublishCounter, type StagedEvents } from './bus-options.js';
+import { eventRow, LineRow, type EventBusOptions, type Pending, type PublishCounter, type StagedEvents } from './bus-options.js';
 import type { FrameBlock } from './frames.js';
 import type { FrameBlockReader } from './replay-cache.js';
 import { StorageRetry, type StorageOutage } from './storage-outage.js';
@@ -68,14 +68,12 @@ export class EventBus implements Bus {
     return event;
   }
 
-  /** See {@link Bus.publishEncoded}: the row's JSON is the tail behind the id and time taken now; nothing else is built. */
+  /** See {@link Bus.publishEncoded}: the row's JSON is the tail behind the id and time taken now, joined where it is read (LineRow). */
   publishEncoded(severity: Severity, scope: string, tail: string, proposalId: string, guard: JobGuard | undefined): void {
     const id = this.log.takeId();
-    const data = eventHead(id, this.json.now()) + tail;
     // Counted before it is queued: a full queue is stored (and its guards settled) at once.
     if (guard !== undefined) this.guarded++;
-    // The same literal shape as make()'s rows.
-    this.queue({ id, severity, scope, proposalId, data, guard });
+    this.queue(new LineRow(id, severity, scope, proposalId, this.json.now(), tail, guard));
   }
 
   private queue(row: Pending): void {
@@ -246,7 +244,9 @@ export class EventBus implements Bus {
       this.scheduleFlush(1);
       return;
     }
-    this.pending = batch === this.pending ? [] : this.pending.slice(FLUSH_BATCH);
+    // Spliced, not sliced: a queue of thousands is not copied at each append.
+    if (batch === this.pending) this.pending = [];
+    else this.pending.splice(0, FLUSH_BATCH);
     this.inFlight = batch;
   }
 

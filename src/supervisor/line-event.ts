@@ -1,7 +1,8 @@
 /**
  * A job's line as an event (service-spec.md §Events): its severity, detail and payload, in one place for
  * both sides of the job I/O thread. On the SQLite back end the thread encodes each line's JSON after its
- * id and time ({@link lineTail}); the main thread prepends those (bus.ts `publishEncoded`).
+ * id and time ({@link lineTail}); the main thread takes those (bus.ts `publishEncoded`), and the event writer thread
+ * joins them (bus-options.ts LineRow).
  */
 import { eventTail } from '../bus/event-json.js';
 import type { Severity } from '../bus/event.js';

@@ -12,6 +12,10 @@ import path from 'node:path';
 import os from 'node:os';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
+import { LineRow } from '../../src/bus/bus-options.js';
+import type { EventRow } from '../../src/bus/local-event-log.js';
+import { GENERATION_SCOPE } from '../../src/supervisor/running-job.js';
+import { LineEncoder } from '../../src/supervisor/line-event.js';
 import { NO_FILTER } from '../../src/bus/event.js';
 import { type FrameBlock, frameOf } from '../../src/bus/frames.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
@@ -184,6 +188,43 @@ describe('the event writer thread’s client', () => {
     const kept = log.after(0, 5000, NO_FILTER).map((r) => r.id);
     expect(kept.length).toBeGreaterThanOrEqual(1000);
     expect(kept).toEqual(published.slice(-kept.length));
+  });
+
+  it('takes a job’s lines as their tail and time: their JSON is joined on the thread, never here, and stored and framed whole', async () => {
+    const { file, log, close } = openDb();
+    cleanups.push(close);
+    const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
+    cleanups.push(() => writer.close());
+    await writer.ready;
+    log.attachWriter(writer);
+    const bus = new EventBus(log);
+    const encoder = new LineEncoder('gen_split', 4096);
+    const rows: EventRow[] = [];
+    const joinedWhenDelivered: boolean[] = [];
+    bus.subscribe((batch, frames) => {
+      for (const r of batch) {
+        rows.push(r);
+        joinedWhenDelivered.push((r as LineRow).isJoined);
+      }
+      // The thread's frames carry the whole JSON, made there.
+      if (frames !== undefined) expect(frames.buf.toString('utf8')).toBe(batch.map(frameOf).join(''));
+    });
+    // One full batch goes to the thread at once; the 10 after it are stored here by the flush, joined here.
+    const texts = Array.from({ length: 522 }, (_, i) => (i % 7 === 0 ? `é "quoted" ${i}\\` : `line ${i}`));
+    for (const [i, text] of texts.entries()) bus.publishEncoded('info', GENERATION_SCOPE, encoder.tail(0, i + 1, text, false), 'gen_split', undefined);
+    expect(writer.busy).toBe(true);
+    bus.flush();
+    expect(rows.every((r) => r instanceof LineRow)).toBe(true);
+    // The thread's 512 were never joined on this thread (until read now); those stored here were.
+    expect(joinedWhenDelivered.slice(0, 512).every((j) => !j)).toBe(true);
+    expect(joinedWhenDelivered.slice(512).every((j) => j)).toBe(true);
+    // What was stored, on either side, is each event's whole JSON: the same event as its line.
+    const stored = log.after(0, 1000, NO_FILTER) as EventRow[];
+    expect(stored.map((r) => r.id)).toEqual(rows.map((r) => r.id));
+    stored.forEach((r, i) => {
+      expect(r.data).toBe(rows[i]!.data);
+      expect(JSON.parse(r.data)).toMatchObject({ id: String(r.id), severity: 'info', scope: GENERATION_SCOPE, summary: texts[i], detail: `gen_split stdout line ${i + 1}` });
+    });
   });
 
   it('reports its death once, and a wait for its append ends instead of hanging', async () => {

@@ -8,6 +8,8 @@ import type { Statement } from './binding.js';
 import type { Db } from './db.js';
 import type { JobEnd, Severity } from '../../bus/event.js';
 import type { EventRow } from '../../bus/local-event-log.js';
+import { LineRow } from '../../bus/bus-options.js';
+import { eventHead } from '../../bus/event-json.js';
 import { COLUMNS, createSegmentTable, INSERT_CHUNK, ROW_PARAMS } from './event-segments.js';
 
 /** What one append writes, as decided by the event log from the segments it holds (all plain data). */
@@ -34,6 +36,11 @@ export interface AppendRows {
   readonly proposals: (string | null)[];
   readonly data: string[];
   readonly ends: { readonly i: number; readonly job: string; readonly end: JobEnd }[];
+  /**
+   * Set (split rows): where `heads[i]` is a time, `data[i]` is only the JSON after the event's head
+   * (bus-options.ts LineRow), which {@link joinHeads} prefixes with that of `ids[i]` and the time.
+   */
+  heads?: (string | null)[];
 }
 
 /** What an append did beyond the plan: rows dropped by their job end (indexes, ascending), and the trim's cutoff. */
@@ -43,8 +50,11 @@ export interface AppendOutcome {
   readonly trimmed: { readonly cutoff: number; readonly removed: number } | null;
 }
 
-/** The rows as columns ({@link AppendRows}). */
-export function rowColumns(rows: readonly EventRow[]): AppendRows {
+/**
+ * The rows as columns ({@link AppendRows}). With `split`, a job line's row whose JSON was not made yet (LineRow) crosses
+ * as its two parts, joined by {@link joinHeads} where it is stored (the event writer thread).
+ */
+export function rowColumns(rows: readonly EventRow[], split = false): AppendRows {
   const n = rows.length;
   const out: AppendRows = { ids: new Float64Array(n), severities: new Array(n), scopes: new Array(n), proposals: new Array(n), data: new Array(n), ends: [] };
   for (let i = 0; i < n; i++) {
@@ -53,11 +63,28 @@ export function rowColumns(rows: readonly EventRow[]): AppendRows {
     out.severities[i] = r.severity;
     out.scopes[i] = r.scope;
     out.proposals[i] = r.proposalId ?? null;
-    out.data[i] = r.data;
+    if (split && r instanceof LineRow && !r.isJoined) {
+      out.data[i] = r.tail;
+      out.heads ??= new Array<string | null>(n).fill(null);
+      out.heads[i] = r.ts;
+    } else {
+      out.data[i] = r.data;
+    }
     const end = r.guard?.end;
     if (end !== undefined) out.ends.push({ i, job: (r.guard as { job: string }).job, end });
   }
   return out;
+}
+
+/** Makes each split row's whole JSON ({@link AppendRows.heads}), before the rows are stored or framed. */
+export function joinHeads(rows: AppendRows): void {
+  const heads = rows.heads;
+  if (heads === undefined) return;
+  for (let i = 0; i < heads.length; i++) {
+    const ts = heads[i];
+    if (ts !== null && ts !== undefined) rows.data[i] = eventHead(rows.ids[i] as number, ts) + rows.data[i];
+  }
+  delete rows.heads;
 }
 
 interface TableStatements {

@@ -93,7 +93,8 @@ export class EventLog implements LocalEventLog {
     const w = this.writer;
     if (w === null || w.busy || this.db.inTransaction) return false;
     const plan = this.plan(rows.length);
-    const cols = rowColumns(rows);
+    // Job lines cross as their two parts, joined on the thread (LineRow): no copy of their JSON is made here.
+    const cols = rowColumns(rows, true);
     w.submit(plan, cols, (outcome, err, frames) => {
       if (outcome === null) return done(null, err ?? new Error('event writer: no outcome'));
       try {

@@ -9,7 +9,7 @@ import { workerData, type MessagePort } from 'node:worker_threads';
 import { packEventFrames } from '../../bus/frames.js';
 import { lowerOwnPriority, ownThreadId } from '../../process/own-thread.js';
 import Database from './binding.js';
-import { AppendExecutor, type AppendPlan, type AppendRows } from './event-append.js';
+import { AppendExecutor, joinHeads, type AppendPlan, type AppendRows } from './event-append.js';
 import type { WriterReply, WriterSetup } from './event-writer.js';
 
 const setup = workerData as WriterSetup & { readonly port: MessagePort; readonly done: SharedArrayBuffer; readonly frames: SharedArrayBuffer };
@@ -41,6 +41,7 @@ port.on('message', (m: { seq: number; plan: AppendPlan; rows: AppendRows } | { c
   let reply: WriterReply;
   let frames: ArrayBuffer | 'shared' | null = null;
   try {
+    joinHeads(m.rows);
     const outcome = executor.run(m.plan, m.rows);
     try {
       // Each stored event's Server-Sent Events frame, made here: the main thread copies bytes instead of encoding.
