@@ -47,10 +47,19 @@ const window = new Window();
 // short enough to keep one job's flood from delaying another's lines.
 const turns = new LineTurns(TURN_LINES / 2, TURN_CHARS / 2);
 let batch = emptyBatch();
+/** The batch's texts, joined into its `text` when it is posted. */
+let texts: string[] = [];
+let textEnd = 0;
 let flushTimer: NodeJS.Timeout | null = null;
 
-function emptyBatch(): LineBatch {
-  return { kind: 'lines', keys: [], streams: [], numbers: [], texts: [], cut: [] };
+function emptyBatch(): Omit<LineBatch, 'text'> {
+  return { kind: 'lines', keys: [], streams: [], numbers: [], ends: [], cut: [] };
+}
+
+function addText(text: string): void {
+  texts.push(text);
+  textEnd += text.length;
+  batch.ends.push(textEnd);
 }
 
 function flush(): void {
@@ -59,8 +68,10 @@ function flush(): void {
     flushTimer = null;
   }
   if (batch.keys.length === 0) return;
-  const out = batch;
+  const out: LineBatch = { ...batch, text: texts.join('') };
   batch = emptyBatch();
+  texts = [];
+  textEnd = 0;
   window.inFlight += out.keys.length;
   post(out);
 }
@@ -71,13 +82,10 @@ function push(key: number, job: Job, stream: 0 | 1, line: FramedLine): void {
   b.keys.push(key);
   b.streams.push(stream);
   b.numbers.push(line.number);
-  if (job.encoder !== null) {
-    // The event's JSON but its id and time, encoded here rather than on the main thread.
-    b.texts.push(job.encoder.tail(stream, line.number, line.text, line.cut));
-    if (stream === 1) job.lastStderr = line.text;
-  } else {
-    b.texts.push(line.text);
-  }
+  // The event's JSON but its id and time, encoded here rather than on the main thread.
+  addText(job.encoder !== null ? job.encoder.tail(stream, line.number, line.text, line.cut) : line.text);
+  // Kept here, told with `drained`: the main thread's copy would be a slice holding its whole batch.
+  if (stream === 1) job.lastStderr = line.text;
   if (b.keys.length >= BATCH_LINES) flush();
   // Lines that trickle in wait a little for company: a message per line (each a wake-up and an
   // acknowledgement of the main thread) cost it more than the lines themselves.
@@ -94,7 +102,7 @@ interface Job {
   readonly encoder: LineEncoder | null;
   /** Both streams framed to their end (set by `read`). */
   framed: Promise<void> | null;
-  /** Its last stderr line's text, told with `drained` when the lines cross encoded (the exit's detail names it). */
+  /** Its last stderr line's text, told with `drained` (the exit's detail names it). */
   lastStderr: string | null;
 }
 

@@ -49,15 +49,19 @@ export type ToJobIo =
 
 /**
  * One batch of framed lines, in the order each stream produced them: entry `i` is line `numbers[i]`
- * of job `keys[i]`'s stream `streams[i]` (0 stdout, 1 stderr), its text `texts[i]` (with `encode`, its
- * event's JSON after the id and time instead); the indexes of lines cut at CONSOLE_LINE_MAX_BYTES are listed in `cut`.
+ * of job `keys[i]`'s stream `streams[i]` (0 stdout, 1 stderr), its text `text.slice(ends[i - 1] ?? 0, ends[i])`
+ * (with `encode`, its event's JSON after the id and time instead); the indexes of lines cut at CONSOLE_LINE_MAX_BYTES
+ * are listed in `cut`. The texts cross as one string: the main thread receives one string per batch, not one per line
+ * (each a new string to collect there), and its slices of it are views, not copies.
  */
 export interface LineBatch {
   readonly kind: 'lines';
   readonly keys: number[];
   readonly streams: number[];
   readonly numbers: number[];
-  readonly texts: string[];
+  readonly text: string;
+  /** End of each line's text in `text` (UTF-16 units, ascending). */
+  readonly ends: number[];
   readonly cut: number[];
 }
 
@@ -68,7 +72,7 @@ export type FromJobIo =
   | { readonly kind: 'refused'; readonly key: number; readonly code: string | null; readonly message: string }
   | { readonly kind: 'exit'; readonly key: number; readonly code: number | null; readonly signal: NodeJS.Signals | null }
   | LineBatch
-  /** Every line of the job was posted (before this message); with `encode`, the text of its last stderr line (null when none). */
+  /** Every line of the job was posted (before this message); the text of its last stderr line (null when none). */
   | { readonly kind: 'drained'; readonly key: number; readonly lastStderr: string | null }
   /** The spawn helper process ended while the service runs: the jobs' exits cannot be learnt any more. */
   | { readonly kind: 'helper-death'; readonly message: string }

@@ -37,7 +37,7 @@ export interface RemoteJob {
   /**
    * Called after its exit (and sweep): resolves once its last line reached the handler, or once
    * its pipes were given up after `idleMs` without a byte (a daemon kept one open). Never rejects.
-   * @returns where the lines came {@link encoded}, the text of its last stderr line (null when none); else null.
+   * @returns the text of its last stderr line, kept by the thread (null when none, or once the thread is gone).
    */
   drain(idleMs: number): Promise<string | null>;
   /** Nobody will read it (its launch was refused): its pipes are closed. */
@@ -307,7 +307,9 @@ export class JobIo {
       // The handler publishes, and a publish may close a gate: checked after each line.
       while (i < end) {
         const e = this.entries.get(head.keys[i] as number);
-        e?.onLine?.(head.streams[i] as 0 | 1, head.numbers[i] as number, head.texts[i] as string, head.cut.length > 0 && head.cut.includes(i));
+        // A slice of the batch's one string: a view of it, not a copy (job-io-protocol.ts LineBatch).
+        const text = head.text.slice(i === 0 ? 0 : (head.ends[i - 1] as number), head.ends[i] as number);
+        e?.onLine?.(head.streams[i] as 0 | 1, head.numbers[i] as number, text, head.cut.length > 0 && head.cut.includes(i));
         i++;
         if (this.held()) break;
       }

@@ -27,10 +27,7 @@ export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, opt
   job.output.read((stream, number, text, cut) => {
     if (job.fenced) return;
     if (stream === 0) job.stdoutLines++;
-    else {
-      job.stderrLines++;
-      if (!encoded) job.lastStderr = text;
-    }
+    else job.stderrLines++;
     const { severity } = transition(job.status, { kind: stream === 0 ? 'stdout-line' : 'stderr-line' });
     if (encoded) {
       // The thread made the event's JSON but its id and time (line-event.ts lineTail): `text` is that.
@@ -54,7 +51,8 @@ export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, opt
   // detached descendants would run on unwatched. Silent open pipes are given up after the grace.
   return job.proc.ended.then(async (ended) => {
     const lastStderr = await job.output.drain(Math.max(options.killGraceMs, 1000));
-    if (encoded && lastStderr !== null) job.lastStderr = lastStderr;
+    // Kept by the thread: `text` above is a slice of its batch (job-io-protocol.ts LineBatch), not to be held.
+    job.lastStderr = lastStderr;
     return ended;
   });
 }
