@@ -18,5 +18,8 @@ process.on('SIGUSR2', () => {
   }
   open = false;
   const ms = (ns: number) => ns / 1e6;
-  fs.writeFileSync(process.env.BENCH_LOOP_FILE as string, JSON.stringify({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), count: h.count }));
+  // Written whole, then renamed: the bench reads the file as soon as it exists (a read of a half-written file failed P7).
+  const file = process.env.BENCH_LOOP_FILE as string;
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), count: h.count }));
+  fs.renameSync(`${file}.tmp`, file);
 });
