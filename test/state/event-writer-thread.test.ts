@@ -118,6 +118,17 @@ describe('the event writer thread’s client', () => {
     };
   }
 
+  /** A bus on a fresh state database whose appends go to a writer thread (closed after the test). */
+  async function busOnWriter(): Promise<{ log: EventLog; writer: EventWriter; bus: EventBus }> {
+    const { file, log, close } = openDb();
+    cleanups.push(close);
+    const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
+    cleanups.push(() => writer.close());
+    await writer.ready;
+    log.attachWriter(writer);
+    return { log, writer, bus: new EventBus(log) };
+  }
+
   it('writes an append there and answers on this thread; drain waits for it; a refused append comes back as the database’s error', async () => {
     const { file, close } = openDb();
     cleanups.push(close);
@@ -155,13 +166,7 @@ describe('the event writer thread’s client', () => {
   });
 
   it('gives the bus one append at a time, with its frames: a flush waits for the one on the thread and stores the rest here, never the whole queue there', async () => {
-    const { file, log, close } = openDb();
-    cleanups.push(close);
-    const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
-    cleanups.push(() => writer.close());
-    await writer.ready;
-    log.attachWriter(writer);
-    const bus = new EventBus(log);
+    const { log, writer, bus } = await busOnWriter();
     const delivered: number[] = [];
     const framed: { ids: number[]; made: 'there' | 'here' }[] = [];
     bus.subscribe((batch, frames) => {
@@ -191,13 +196,7 @@ describe('the event writer thread’s client', () => {
   });
 
   it('takes a job’s lines as their tail and time: their JSON is joined on the thread, never here, and stored and framed whole', async () => {
-    const { file, log, close } = openDb();
-    cleanups.push(close);
-    const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
-    cleanups.push(() => writer.close());
-    await writer.ready;
-    log.attachWriter(writer);
-    const bus = new EventBus(log);
+    const { log, writer, bus } = await busOnWriter();
     const encoder = new LineEncoder('gen_split', 4096);
     const rows: EventRow[] = [];
     const joinedWhenDelivered: boolean[] = [];
