@@ -10,6 +10,7 @@ import type { FrameBlock } from './frames.js';
 import type { FrameBlockReader } from './replay-cache.js';
 import { StorageRetry, type StorageOutage } from './storage-outage.js';
 import { StoredWaiters } from './stored-waiters.js';
+import { JobGuards } from './job-guards.js';
 
 export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 export type { Bus, BusSubscriber } from './bus-api.js';
@@ -28,9 +29,7 @@ export class EventBus implements Bus {
   private closed = false;
   private readonly retry: StorageRetry;
   private readonly onCount: PublishCounter;
-  /** Queued rows carrying a job guard: only then are stored batches searched for them. */
-  private guarded = 0;
-  private readonly fencedListeners: ((proposalId: string) => void)[] = [];
+  private readonly guards = new JobGuards();
   /** The batch on the log's writer thread, delivered once stored; and the newest id stored (every smaller one was). */
   private inFlight: Pending[] | null = null;
   private storedHead = 0;
@@ -72,7 +71,7 @@ export class EventBus implements Bus {
   publishEncoded(severity: Severity, scope: string, tail: string, proposalId: string, guard: JobGuard | undefined): void {
     const id = this.log.takeId();
     // Counted before it is queued: a full queue is stored (and its guards settled) at once.
-    if (guard !== undefined) this.guarded++;
+    this.guards.queued(guard !== undefined);
     this.queue(new LineRow(id, severity, scope, proposalId, this.json.now(), tail, guard));
   }
 
@@ -104,12 +103,9 @@ export class EventBus implements Bus {
       this.store(1);
     } catch (err) {
       const i = this.pending.findIndex((p) => p.id === Number(event.id));
-      if (i >= 0) {
-        const [row] = this.pending.splice(i, 1) as [Pending];
-        this.onCount(row.severity, -1);
-        const outage = this.retry.outage;
-        if (outage) outage.held = this.pending.length;
-      }
+      if (i >= 0) this.withdrawn((this.pending.splice(i, 1) as [Pending])[0]);
+      const outage = this.retry.outage;
+      if (outage) outage.held = this.pending.length;
       throw err;
     }
     return event;
@@ -139,11 +135,7 @@ export class EventBus implements Bus {
   settle(staged: StagedEvents, committed: boolean): void {
     if (!committed) {
       this.log.resync();
-      for (const r of staged.rows) {
-        if (r.guard === undefined) continue;
-        this.guarded--;
-        r.guard.settled?.(false);
-      }
+      this.guards.rolledBack(staged.rows);
       this.pending = staged.carried.concat(this.pending);
       const outage = this.retry.outage;
       if (outage) outage.held = this.pending.length;
@@ -158,7 +150,7 @@ export class EventBus implements Bus {
   }
 
   private make(input: EventInput): { event: BusEvent; row: Pending } {
-    if (input.guard !== undefined) this.guarded++;
+    this.guards.queued(input.guard !== undefined);
     this.plainHead = this.log.takeId();
     return eventRow(this.json, this.plainHead, input);
   }
@@ -255,7 +247,7 @@ export class EventBus implements Bus {
     const batch = this.inFlight as Pending[];
     this.inFlight = null;
     if (err !== null) {
-      this.pending = batch.concat(this.pending);
+      this.pending = this.guards.refuseStarts(batch, err, this.withdrawn).concat(this.pending);
       this.retry.failed(err, this.pending, 0);
       this.waiters.releaseAll();
       return;
@@ -267,6 +259,9 @@ export class EventBus implements Bus {
     if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) queueMicrotask(this.flushTick);
     else if (this.retry.outage === null && this.pending.length > 0) this.scheduleFlush();
   };
+
+  /** An event withdrawn before it was stored (its id never reused): no longer counted as published. */
+  private readonly withdrawn = (row: Pending): void => this.onCount(row.severity, -1);
 
   /** Waits (blocking) for the batch on the writer thread and handles its reply, before events are stored here. */
   private landInFlight(): void {
@@ -289,7 +284,7 @@ export class EventBus implements Bus {
     try {
       kept = this.log.append(batch);
     } catch (err) {
-      this.pending = batch.concat(this.pending);
+      this.pending = this.guards.refuseStarts(batch, err, this.withdrawn).concat(this.pending);
       this.retry.failed(err, this.pending, spare);
       throw err;
     }
@@ -304,20 +299,11 @@ export class EventBus implements Bus {
     if (batch.length > 0) this.storedHead = Math.max(this.storedHead, (batch[batch.length - 1] as Pending).id);
     if (delivered.length > 0) for (const sub of this.subscribers) sub(delivered, frames);
     if (this.waiters.size > 0) this.waiters.release(this.pending.length === 0 && this.inFlight === null ? Infinity : this.storedHead);
-    if (this.guarded === 0) return;
-    const storedRows = kept === null ? null : new Set(kept);
-    for (const r of batch) {
-      const g = r.guard;
-      if (g === undefined) continue;
-      this.guarded--;
-      const stored = storedRows === null || storedRows.has(r);
-      g.settled?.(stored);
-      if (!stored) for (const fn of this.fencedListeners) fn(g.job);
-    }
+    this.guards.stored(batch, kept);
   }
 
   onFenced(fn: (proposalId: string) => void): void {
-    this.fencedListeners.push(fn);
+    this.guards.onFenced(fn);
   }
 
   /** The retry timer's attempt: what is held, or the period's report when nothing is. */

@@ -42,8 +42,35 @@ export interface JobGuard {
   /** The job's proposal id. */
   readonly job: string;
   readonly end?: JobEnd;
+  /** The job's record, stored with its spawn event (the job's first): never dropped, and refused, not held, when its store fails. */
+  readonly start?: JobStart;
   /** Told once the event was stored (true) or dropped (false); never when the bus closes with it unstored. Must not throw. */
   readonly settled?: (stored: boolean) => void;
+  /** With `start`: told instead of `settled` when the store failed; the event is withdrawn (its id never reused). Must not throw. */
+  readonly refused?: (err: Error) => void;
+}
+
+/**
+ * A generation job's start as it commits with its spawn event (service-spec.md §Generation; cluster.md): the
+ * job `running`, owned by `instanceId`, and its pending GenerationProposal. Plain data: it crosses to the event
+ * writer thread. Times ISO-8601 UTC.
+ */
+export interface JobStart {
+  readonly job: {
+    readonly proposalId: string;
+    readonly projectId: string;
+    readonly pid: number | null;
+    readonly argv: readonly string[];
+    readonly startedAt: string;
+    readonly instanceId: string;
+  };
+  readonly proposal: {
+    readonly id: string;
+    readonly kind: string | null;
+    readonly title: string | null;
+    readonly payload: object;
+    readonly createdAt: string;
+  };
 }
 
 /** The proposal an event is about: `input.proposalId`, else a string `payload.proposal_id`, else null. */

@@ -2,7 +2,7 @@
 // Times are ISO-8601 UTC; event ids increase in commit order, so a reader that has seen id N has seen every
 // smaller one. Database faults surface as src/state/errors.ts ServiceErrors.
 import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
-import type { BusEvent, EventInput, JobEnd } from '../bus/event.js';
+import type { BusEvent, EventInput, JobEnd, JobStart } from '../bus/event.js';
 import type { EventRow } from '../bus/local-event-log.js';
 import type { JobPosition, JobQuery } from './job-query.js';
 import type {
@@ -263,4 +263,15 @@ export interface StateCommitter {
   /** Runs `write` in one transaction with its events, delivered only after commit.
    * @throws whatever `write`, the event log or the commit throws (rolled back, nothing delivered). */
   commit<T>(write: StateWrite<T>): Promise<{ result: T; events: BusEvent[] }>;
+  /**
+   * Stores a generation job's start (the job `running`, its pending GenerationProposal) with its spawn event, in one
+   * transaction, or none (cluster.md). @returns the stored event. @throws the state store's error (nothing stored).
+   */
+  launch(start: JobStart, spawned: EventInput): Promise<BusEvent>;
+}
+
+/** A job's start written through `tx` ({@link StateCommitter.launch} by {@link StateCommitter.commit}). */
+export async function writeJobStart(tx: StateTx, start: JobStart): Promise<void> {
+  await tx.jobs.insert({ ...start.job, argv: [...start.job.argv], state: 'running' });
+  await tx.proposals.insertPending(start.proposal);
 }

@@ -1,6 +1,6 @@
 /** Launching a generation job (service-spec.md §Generation): the tool's argv, its spawn as a managed process, and its record. */
 import fs from 'node:fs';
-import type { EventInput } from '../bus/event.js';
+import type { JobStart } from '../bus/event.js';
 import { GENERATION_PROPOSAL } from '../registry/index.js';
 import type { StateCommitter, StateStore } from '../state/state-store.js';
 import { ManagedProcess, ProcessSpawnError, type HousekeepingThread, type SweepBounds } from '../process/index.js';
@@ -91,12 +91,13 @@ export function recordRefused(state: StateStore, instanceId: string, proposalId:
     .catch(() => {});
 }
 
-/** Stores the running job, its pending GenerationProposal and spawn event in one transaction (cluster.md), or none. @throws the state store's error. */
-export async function recordLaunch(committer: StateCommitter, instanceId: string, job: RunningJob, req: GenerationRequest, spawned: EventInput): Promise<void> {
-  await committer.commit(async (tx) => {
-    await tx.jobs.insert({ ...job.record(), state: 'running', instanceId });
-    await tx.proposals.insertPending({
-      id: job.proposalId,
+/** The job's start as it commits with its spawn event (StateCommitter.launch): the job running, its pending GenerationProposal. */
+export function jobStart(instanceId: string, job: RunningJob, req: GenerationRequest): JobStart {
+  const { proposalId, projectId, pid, argv, startedAt } = job.record();
+  return {
+    job: { proposalId, projectId, pid, argv, startedAt, instanceId },
+    proposal: {
+      id: proposalId,
       kind: GENERATION_PROPOSAL,
       title: `Generate ${req.project}${req.shotId ? `/${req.shotId}` : ''}`,
       payload: {
@@ -107,10 +108,9 @@ export async function recordLaunch(committer: StateCommitter, instanceId: string
         episode: req.episode,
         modality: req.modality,
       },
-      createdAt: job.startedAt,
-    });
-    return { result: undefined, events: [spawned] };
-  });
+      createdAt: startedAt,
+    },
+  };
 }
 
 function isFile(file: string): boolean {
@@ -145,7 +145,7 @@ export async function launchJob(parts: LaunchParts, proposalId: string, req: Gen
   // The job's record and its spawn event commit together: no job without its first event.
   const spawned = { severity, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
   try {
-    await recordLaunch(parts.committer, options.instanceId, job, req, spawned);
+    await parts.committer.launch(jobStart(options.instanceId, job, req), spawned);
   } catch (err) {
     void proc.signalTree('SIGKILL'); // an unrecorded job must not run
     // Nobody will read it: its pipes are closed, not held open on the thread.

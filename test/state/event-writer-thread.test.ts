@@ -100,6 +100,7 @@ describe('the event writer thread’s client', () => {
     proposals: ids.map(() => null),
     data: ids.map(data),
     ends: [],
+    starts: [],
   });
   const planFor = (table: string, n: number): AppendPlan => ({ reservation: null, create: [], parts: [{ table, runs: `${table}_runs`, from: 0, to: n }], drop: [], trim: null, view: null });
 

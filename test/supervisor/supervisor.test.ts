@@ -193,7 +193,7 @@ it('kills a job whose launch the database refuses, and closes its pipes (held un
       }
     });
   class RefusingCommitter extends SqliteCommitter {
-    override async commit<T>(): Promise<{ result: T; events: BusEvent[] }> {
+    override async launch(): Promise<BusEvent> {
       await waitFor(() => (running() ? true : undefined), 'the job running');
       await waitFor(() => (running() ? undefined : true), 'the job’s exit');
       throw new Error('refused by the test');

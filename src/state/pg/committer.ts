@@ -1,7 +1,7 @@
 // One write of the console's state on PostgreSQL: its changes and events commit in one transaction (cluster.md).
 import { eventDraft } from '../../bus/cluster-bus.js';
-import type { BusEvent } from '../../bus/event.js';
-import type { StateCommitter, StateStore, StateWrite } from '../state-store.js';
+import type { BusEvent, EventInput, JobStart } from '../../bus/event.js';
+import { writeJobStart, type StateCommitter, type StateStore, type StateWrite } from '../state-store.js';
 
 /** The committer of the shared store (cluster.md, "Under faults"): events go with COMMIT in one round trip
  * (EventStore.appendOnCommit), then the bus is woken and `onCommitted` tells the other instances. */
@@ -22,5 +22,14 @@ export class PgCommitter implements StateCommitter {
     this.bus.wake();
     this.onCommitted();
     return { result: out.result, events };
+  }
+
+  async launch(start: JobStart, spawned: EventInput): Promise<BusEvent> {
+    const { events } = await this.commit(async (tx) => {
+      await writeJobStart(tx, start);
+      return { result: undefined, events: [spawned] };
+    });
+    // Stored with COMMIT only while nothing fenced it: a new job's spawn event always is.
+    return events[0] as BusEvent;
   }
 }

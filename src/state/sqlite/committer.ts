@@ -5,7 +5,7 @@
  * still commit together or not at all").
  */
 import type { EventBus, StagedEvents } from '../../bus/bus.js';
-import type { BusEvent } from '../../bus/event.js';
+import type { BusEvent, EventInput, JobStart } from '../../bus/event.js';
 import type { StateCommitter, StateStore, StateWrite } from '../state-store.js';
 
 /**
@@ -34,5 +34,25 @@ export class SqliteCommitter implements StateCommitter {
       if (staged) this.bus.settle(staged, false);
       throw err;
     }
+  }
+
+  /**
+   * The job's start rides on its spawn event through the bus (JobGuard.start): stored with the events queued before it,
+   * on the event writer thread when there is one, so a launch under a flood of lines neither waits for that thread
+   * nor stores the queue on this one. Resolves once stored; refused (withdrawn) when its append fails.
+   */
+  launch(start: JobStart, spawned: EventInput): Promise<BusEvent> {
+    return new Promise<BusEvent>((resolve, reject) => {
+      const event = this.bus.publish({
+        ...spawned,
+        guard: {
+          job: start.job.proposalId,
+          start,
+          // Never dropped (no end rides on it). Told later: the bus may store at once, inside publish (closing).
+          settled: () => queueMicrotask(() => resolve(event)),
+          refused: reject,
+        },
+      });
+    });
   }
 }

@@ -6,11 +6,14 @@
  */
 import type { Statement } from './binding.js';
 import type { Db } from './db.js';
-import type { JobEnd, Severity } from '../../bus/event.js';
+import type { JobEnd, JobStart, Severity } from '../../bus/event.js';
 import type { EventRow } from '../../bus/local-event-log.js';
 import { LineRow } from '../../bus/bus-options.js';
 import { eventHead } from '../../bus/event-json.js';
 import { COLUMNS, createSegmentTable, INSERT_CHUNK, ROW_PARAMS } from './event-segments.js';
+import { JobOwnersRepo } from './job-owners-repo.js';
+import { JobsRepo } from './jobs-repo.js';
+import { ProposalsRepo } from './proposals-repo.js';
 
 /** What one append writes, as decided by the event log from the segments it holds (all plain data). */
 export interface AppendPlan {
@@ -36,6 +39,8 @@ export interface AppendRows {
   readonly proposals: (string | null)[];
   readonly data: string[];
   readonly ends: { readonly i: number; readonly job: string; readonly end: JobEnd }[];
+  /** The job starts riding on rows (their spawn events), written before the rows and the ends. */
+  readonly starts: JobStart[];
   /**
    * Set (split rows): where `heads[i]` is a time, `data[i]` is only the JSON after the event's head
    * (bus-options.ts LineRow), which {@link joinHeads} prefixes with that of `ids[i]` and the time.
@@ -56,7 +61,7 @@ export interface AppendOutcome {
  */
 export function rowColumns(rows: readonly EventRow[], split = false): AppendRows {
   const n = rows.length;
-  const out: AppendRows = { ids: new Float64Array(n), severities: new Array(n), scopes: new Array(n), proposals: new Array(n), data: new Array(n), ends: [] };
+  const out: AppendRows = { ids: new Float64Array(n), severities: new Array(n), scopes: new Array(n), proposals: new Array(n), data: new Array(n), ends: [], starts: [] };
   for (let i = 0; i < n; i++) {
     const r = rows[i] as EventRow;
     out.ids[i] = r.id;
@@ -70,8 +75,10 @@ export function rowColumns(rows: readonly EventRow[], split = false): AppendRows
     } else {
       out.data[i] = r.data;
     }
-    const end = r.guard?.end;
-    if (end !== undefined) out.ends.push({ i, job: (r.guard as { job: string }).job, end });
+    const g = r.guard;
+    if (g === undefined) continue;
+    if (g.start !== undefined) out.starts.push(g.start);
+    if (g.end !== undefined) out.ends.push({ i, job: g.job, end: g.end });
   }
   return out;
 }
@@ -102,6 +109,8 @@ export class AppendExecutor {
   private readonly saveReservation;
   private readonly finishJob;
   private readonly tx;
+  /** Made at the first job start written here. */
+  private startRepos: { readonly jobs: JobsRepo; readonly owners: JobOwnersRepo; readonly proposals: ProposalsRepo } | null = null;
 
   constructor(private readonly db: Db) {
     this.saveReservation = db.prepare(`INSERT INTO meta (key, value) VALUES ('event_id_reserved', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
@@ -124,6 +133,8 @@ export class AppendExecutor {
 
   private write(plan: AppendPlan, rows: AppendRows): AppendOutcome {
     if (plan.reservation !== null) this.saveReservation.run(String(plan.reservation));
+    // Before the ends: a job may start and end within one append. A refused insert fails the append (bus.ts refuses the start).
+    for (const start of rows.starts) this.start(start);
     const dropped: number[] = [];
     for (const { i, job, end: e } of rows.ends) {
       if (this.finishJob.run(e.state, e.endedAt, e.rc, e.signal, e.stdoutLines, e.stderrLines, e.exitReason, e.exitDetail, job).changes === 0) dropped.push(i);
@@ -152,6 +163,15 @@ export class AppendExecutor {
       this.db.exec(`DROP VIEW IF EXISTS events; CREATE VIEW events AS ${union}`);
     }
     return { dropped, trimmed };
+  }
+
+  /** The job `running` with its owner, and its pending proposal (as state-store.ts writeJobStart writes them). */
+  private start({ job, proposal }: JobStart): void {
+    this.startRepos ??= { jobs: new JobsRepo(this.db), owners: new JobOwnersRepo(this.db, job.instanceId), proposals: new ProposalsRepo(this.db) };
+    const { jobs, owners, proposals } = this.startRepos;
+    jobs.insert({ ...job, argv: [...job.argv], state: 'running' });
+    owners.set(job.proposalId, job.instanceId);
+    proposals.insertPending(proposal);
   }
 
   private statements(table: string, runs: string): TableStatements {
