@@ -247,7 +247,8 @@ export class EventBus implements Bus {
     const batch = this.inFlight as Pending[];
     this.inFlight = null;
     if (err !== null) {
-      this.pending = this.guards.refuseStarts(batch, err, this.withdrawn).concat(this.pending);
+      // Every held start is refused, not only this batch's: none is left to the bound on what is held.
+      this.pending = this.guards.refuseStarts(batch.concat(this.pending), err, this.withdrawn);
       this.retry.failed(err, this.pending, 0);
       this.waiters.releaseAll();
       return;
@@ -284,7 +285,8 @@ export class EventBus implements Bus {
     try {
       kept = this.log.append(batch);
     } catch (err) {
-      this.pending = this.guards.refuseStarts(batch, err, this.withdrawn).concat(this.pending);
+      // Every held start is refused, not only this batch's: none is left to the bound on what is held.
+      this.pending = this.guards.refuseStarts(batch.concat(this.pending), err, this.withdrawn);
       this.retry.failed(err, this.pending, spare);
       throw err;
     }

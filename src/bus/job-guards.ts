@@ -42,8 +42,9 @@ export class JobGuards {
   }
 
   /**
-   * A store of `batch` failed with `err`: its job starts (JobGuard.start) are withdrawn and refused, never held for the
-   * retry (a launch is answered now, its job killed); `withdrawn` is told of each. @returns the rows to hold, `batch` when none was.
+   * A store failed with `err`: the job starts (JobGuard.start) among the rows to hold are withdrawn and refused, never
+   * held for the retry (a launch is answered now, its job killed; none is dropped by the bound on what is held unsettled);
+   * `withdrawn` is told of each. @returns the rows to hold, `batch` itself when none was a start.
    */
   refuseStarts(batch: Pending[], err: unknown, withdrawn: (row: Pending) => void): Pending[] {
     if (this.count === 0) return batch;
