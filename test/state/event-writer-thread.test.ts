@@ -159,6 +159,7 @@ describe('the event writer thread’s client', () => {
     const err = await new Promise<Error | null>((resolve) => writer.submit(planFor('event_segment_1', 2), rowsOf([3, 4]), (_o, e) => resolve(e)));
     expect(err?.message).toMatch(/UNIQUE constraint failed/);
     expect((err as { code?: string }).code).toMatch(/^SQLITE_CONSTRAINT/);
+    expect(err).toBeInstanceOf(Database.SqliteError);
     expect(check.prepare('SELECT count(*) AS n FROM event_segment_1').get()).toEqual({ n: 3 });
     expect(writer.stats()).toMatchObject({ appends: 2, rows: 5, waits: 1, youngGenerationMb: 8 });
     await writer.close();

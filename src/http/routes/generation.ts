@@ -14,7 +14,11 @@ import type { AppDeps } from './deps.js';
 type Body = z.output<typeof GenerationRequestBody>;
 
 const answers = {
-  202: { description: 'Accepted: the dispatch tool was started.', schema: GenerationAccepted },
+  202: {
+    description:
+      'Accepted: the dispatch tool was started, and the job (`running`), its pending GenerationProposal and its spawn event are stored. Refused by the state database, the job is killed and nothing is stored.',
+    schema: GenerationAccepted,
+  },
   422: { description: 'Validation detail, or `project path/body mismatch`.', schema: ErrorBody },
   500: { description: 'The dispatch tool file is missing (detail names it); no process was started.', schema: ErrorBody },
   503: {

@@ -7,6 +7,7 @@
 import type { EventBus, StagedEvents } from '../../bus/bus.js';
 import type { BusEvent, EventInput, JobStart } from '../../bus/event.js';
 import type { StateCommitter, StateStore, StateWrite } from '../state-store.js';
+import { stateDbFault } from './errors.js';
 
 /**
  * The committer of the embedded SQLite store: the events are stored by the bus
@@ -50,7 +51,8 @@ export class SqliteCommitter implements StateCommitter {
           start,
           // Never dropped (no end rides on it). Told later: the bus may store at once, inside publish (closing).
           settled: () => queueMicrotask(() => resolve(event)),
-          refused: reject,
+          // A database fault as the state layer's error (507, 503), as a refused transaction's.
+          refused: (err) => reject(stateDbFault(err) ?? err),
         },
       });
     });

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { inspect } from 'node:util';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { type FrameBlock, unpackFrames } from '../../bus/frames.js';
+import Database from './binding.js';
 import type { AppendOutcome, AppendPlan, AppendRows } from './event-append.js';
 import type { AppendWriter } from './event-log.js';
 
@@ -181,6 +182,7 @@ export class EventWriter implements AppendWriter {
       return;
     }
     const { message, code } = (m as { error: { message: string; code: string | null } }).error;
-    done(null, Object.assign(new Error(message), code === null ? {} : { code }));
+    // As the database's own error on this thread: its faults map alike (errors.ts stateDbFault).
+    done(null, code === null ? new Error(message) : new Database.SqliteError(message, code));
   }
 }
