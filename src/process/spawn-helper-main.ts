@@ -17,8 +17,10 @@ import { lowerNow } from './group-nice.js';
 import { readProc } from './proc-scan.js';
 import { TAG_BYTES, type FromHelper, type SpawnOrder, type ToHelper } from './spawn-helper-protocol.js';
 
-/** Ms an order waits for its stdio connections (or they for their order) before it is refused. */
-const PAIRING_MS = 10_000;
+/** Ms an order waits for its stdio connections (or they for their order) before it is refused: both come from this
+ * machine at once, so only a lost one waits this long; 10 s was not enough on a machine loaded far past its cores
+ * (the test suite beside CPU-bound processes refused a few of 64 spawns at once). */
+const PAIRING_MS = 60_000;
 
 interface Pending {
   order?: SpawnOrder;
