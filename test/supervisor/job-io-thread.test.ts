@@ -13,6 +13,7 @@ import { startServiceProcess } from '../helpers/process.js';
 import { fixture, makeTempStore } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
 import { requireBuild } from '../fixtures/rel-c-harness.js';
+import { TEST_TIMEOUT_MS } from '../helpers/ceilings.js';
 import { killMarked } from '../process/helpers.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -81,49 +82,54 @@ it('interleaves console writes and job lines: every stream client gets every eve
   }
 });
 
-it('drains 64 running jobs at SIGTERM: every job’s last words stored before its exit, no line missing, none left running or lost', async () => {
-  const store = makeTempStore();
-  cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
-  // On a loaded machine the 64 take long to start and to exit: retention far above what they print meanwhile (every
-  // line is read back), and a grace for their SIGTERM long enough that none is killed (each exits on it, rc 0).
-  const env = { DISPATCH_CLI: fixture('lines-until-term.mjs'), CONSOLE_MAX_RUNNING_JOBS: '64', CONSOLE_EVENT_RETENTION: '5000000', CONSOLE_KILL_GRACE_MS: '60000' };
-  const svc = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
-  const JOBS = 64;
-  const answers = await Promise.all(
-    Array.from({ length: JOBS }, async () => {
-      const r = await post(svc.url, '/api/proposals/generate', { project: 'harbor-lights' });
-      return { status: r.status, body: (await r.json()) as { proposalId: string } };
-    }),
-  );
-  // Each refusal with its answer, so a failure says why.
-  expect(answers.filter((a) => a.status !== 202)).toEqual([]);
-  const ids = answers.map((a) => a.body.proposalId);
-  for (const id of ids) cleanups.push(() => killMarked(`CONSOLE_JOB_ID=${id}`));
-  // Every job printing.
-  await waitFor(async () => {
-    const jobs = (await (await fetch(`${svc.url}/api/jobs?limit=100`)).json()) as { proposalId: string; stdoutLines: number }[];
-    return ids.every((id) => (jobs.find((j) => j.proposalId === id)?.stdoutLines ?? 0) > 0) ? true : undefined;
-  }, 'every job to print');
+it(
+  'drains 64 running jobs at SIGTERM: every job’s last words stored before its exit, no line missing, none left running or lost',
+  async () => {
+    const store = makeTempStore();
+    cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
+    // On a loaded machine the 64 take long to start and to exit: retention far above what they print meanwhile (every
+    // line is read back), and a grace for their SIGTERM long enough that none is killed (each exits on it, rc 0).
+    const env = { DISPATCH_CLI: fixture('lines-until-term.mjs'), CONSOLE_MAX_RUNNING_JOBS: '64', CONSOLE_EVENT_RETENTION: '5000000', CONSOLE_KILL_GRACE_MS: '60000' };
+    const svc = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
+    const JOBS = 64;
+    const answers = await Promise.all(
+      Array.from({ length: JOBS }, async () => {
+        const r = await post(svc.url, '/api/proposals/generate', { project: 'harbor-lights' });
+        return { status: r.status, body: (await r.json()) as { proposalId: string } };
+      }),
+    );
+    // Each refusal with its answer, so a failure says why.
+    expect(answers.filter((a) => a.status !== 202)).toEqual([]);
+    const ids = answers.map((a) => a.body.proposalId);
+    for (const id of ids) cleanups.push(() => killMarked(`CONSOLE_JOB_ID=${id}`));
+    // Every job printing.
+    await waitFor(async () => {
+      const jobs = (await (await fetch(`${svc.url}/api/jobs?limit=100`)).json()) as { proposalId: string; stdoutLines: number }[];
+      return ids.every((id) => (jobs.find((j) => j.proposalId === id)?.stdoutLines ?? 0) > 0) ? true : undefined;
+    }, 'every job to print');
 
-  svc.child.kill('SIGTERM');
-  const [code] = await svc.exited;
-  expect(code).toBe(0);
+    svc.child.kill('SIGTERM');
+    const [code] = await svc.exited;
+    expect(code).toBe(0);
 
-  // The next start finds every job ended by the shutdown, nothing to mark lost.
-  const again = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
-  const jobs = (await (await fetch(`${again.url}/api/jobs?limit=100`)).json()) as { proposalId: string; state: string; exitReason: string; stdoutLines: number }[];
-  const events = await allEvents(again.url, 'scopePrefix=engine/generation');
-  for (const id of ids) {
-    const job = jobs.find((j) => j.proposalId === id);
-    expect(job, id).toMatchObject({ state: 'exited ok', exitReason: 'shutdown' });
-    const mine = events.filter((e) => e.payload.proposal_id === id || e.detail?.startsWith(`${id} `));
-    const out = mine.filter((e) => e.detail?.startsWith(`${id} stdout line `));
-    expect(out.map((e) => Number(e.detail!.split(' ').at(-1)))).toEqual(Array.from({ length: job!.stdoutLines }, (_v, k) => k + 1));
-    const ticks = out.slice(0, -1).map((e) => e.summary);
-    expect(ticks).toEqual(Array.from({ length: ticks.length }, (_v, k) => `tick ${k + 1}`));
-    expect(out.at(-1)!.summary).toBe(`term after ${ticks.length}`);
-    expect(mine.at(-1)!.summary).toBe('dispatch_cli exited rc=0');
-    expect(mine.filter((e) => e.summary.startsWith('dispatch_cli exited'))).toHaveLength(1);
-  }
-  expect(events.filter((e) => e.summary.startsWith('dispatch_cli lost'))).toEqual([]);
-});
+    // The next start finds every job ended by the shutdown, nothing to mark lost.
+    const again = await startServiceProcess(store, env, (fn) => cleanups.push(fn));
+    const jobs = (await (await fetch(`${again.url}/api/jobs?limit=100`)).json()) as { proposalId: string; state: string; exitReason: string; stdoutLines: number }[];
+    const events = await allEvents(again.url, 'scopePrefix=engine/generation');
+    for (const id of ids) {
+      const job = jobs.find((j) => j.proposalId === id);
+      expect(job, id).toMatchObject({ state: 'exited ok', exitReason: 'shutdown' });
+      const mine = events.filter((e) => e.payload.proposal_id === id || e.detail?.startsWith(`${id} `));
+      const out = mine.filter((e) => e.detail?.startsWith(`${id} stdout line `));
+      expect(out.map((e) => Number(e.detail!.split(' ').at(-1)))).toEqual(Array.from({ length: job!.stdoutLines }, (_v, k) => k + 1));
+      const ticks = out.slice(0, -1).map((e) => e.summary);
+      expect(ticks).toEqual(Array.from({ length: ticks.length }, (_v, k) => `tick ${k + 1}`));
+      expect(out.at(-1)!.summary).toBe(`term after ${ticks.length}`);
+      expect(mine.at(-1)!.summary).toBe('dispatch_cli exited rc=0');
+      expect(mine.filter((e) => e.summary.startsWith('dispatch_cli exited'))).toHaveLength(1);
+    }
+    expect(events.filter((e) => e.summary.startsWith('dispatch_cli lost'))).toEqual([]);
+    // 64 jobs, a restart and every line read back: on a loaded machine longer than the default ceiling (a safety net).
+  },
+  2 * TEST_TIMEOUT_MS,
+);
