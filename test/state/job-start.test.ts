@@ -6,6 +6,7 @@
  *   the main connection: the thread stores it (its rows count the spawn event), and the main thread never waited.
  * - A start the database refuses is refused to the launch with the database's error and withdrawn (no job, no
  *   proposal, no event), on the thread and on the main connection; the events queued with it are kept and stored.
+ * - A full database refuses it with the state layer's fault (`state_db_full`), as it refused the transaction before.
  * Real SQLite files in a temp dir, the compiled writer thread. No timing is asserted.
  */
 import fs from 'node:fs';
@@ -21,6 +22,7 @@ import { openStateDb, type Db } from '../../src/state/sqlite/db.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { EventWriter } from '../../src/state/sqlite/event-writer.js';
 import { SqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
+import { StateDbFaultError } from '../../src/state/sqlite/errors.js';
 import { requireBuild } from '../fixtures/rel-c-harness.js';
 import { waitFor } from '../helpers/events.js';
 
@@ -126,3 +128,21 @@ for (const onThread of [true, false]) {
     expect(db.prepare(`SELECT proposal_id, state FROM jobs`).all()).toEqual([{ proposal_id: 'gen_next', state: 'running' }]);
   });
 }
+
+it('refuses a launch on a full state database with the state layer’s fault (a 507 over HTTP), as a refused transaction is', async () => {
+  const { db, committer, delivered } = await open(false);
+  // No page beyond those the file has: the next insert needs one and SQLite answers SQLITE_FULL.
+  const pages = db.pragma('page_count', { simple: true }) as number;
+  db.pragma(`max_page_count = ${pages}`);
+  const start = startOf('gen_full');
+  const big = { ...start, proposal: { ...start.proposal, payload: { project: 'p1', filler: 'x'.repeat(64 * 1024) } } };
+  const err = await committer.launch(big, spawnedOf('gen_full')).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(StateDbFaultError);
+  expect(err).toMatchObject({ code: 'state_db_full', sqliteCode: 'SQLITE_FULL' });
+  db.pragma('max_page_count = 1073741823');
+  expect(db.prepare(`SELECT count(*) AS n FROM jobs`).get()).toEqual({ n: 0 });
+  expect(delivered.some((e) => e.payload.proposal_id === 'gen_full')).toBe(false);
+});

@@ -129,7 +129,7 @@ it(
       expect(mine.filter((e) => e.summary.startsWith('dispatch_cli exited'))).toHaveLength(1);
     }
     expect(events.filter((e) => e.summary.startsWith('dispatch_cli lost'))).toEqual([]);
-    // 64 jobs, a restart and every line read back: on a loaded machine longer than the default ceiling (a safety net).
   },
+  // 64 jobs, a restart and every line read back: on a loaded machine longer than the default ceiling (a safety net).
   2 * TEST_TIMEOUT_MS,
 );
