@@ -6,6 +6,8 @@ export interface ProcInfo {
   readonly pid: number;
   readonly ppid: number;
   readonly pgid: number;
+  /** Session id: the pid of the session's leader (a process leaves its session only by starting one of its own). */
+  readonly sid: number;
   /** One-letter state: R, S, D, Z (zombie), T… */
   readonly state: string;
   /** Start time in clock ticks since boot: with the pid, identifies a process (no reuse). */
@@ -56,6 +58,7 @@ export function readProc(pid: number): ProcInfo | null {
     state: rest[0] ?? '?',
     ppid: Number(rest[1]),
     pgid: Number(rest[2]),
+    sid: Number(rest[3]),
     startTime: Number(rest[19]),
   };
 }
@@ -88,18 +91,35 @@ function hasEnvNeedle(pid: number, needle: Buffer): boolean {
   return false;
 }
 
+/** This process's session: never taken as a tree's (a job that shared it would take the service with it). */
+let ownSession: number | undefined;
+
 /**
  * The live processes of a tree (TreeTarget): `root`'s descendants, group `pgid`, and holders of `mark`
  * with theirs, since a double fork or a dead parent leaves no other link. A pid is taken for the
  * leader, and mark holders searched, only from `notBefore`: nothing of the tree is older. No zombies.
+ *
+ * Also every process (from `notBefore`) in a session of one found, or in `sessions` (those of
+ * processes found by earlier passes, alive or not): a session is left only by starting one, so its
+ * members are the tree's. This finds an orphan whose mark cannot be read: between `execve` replacing
+ * its memory and the new program's environment being laid out, `/proc/<pid>/environ` reads empty,
+ * and a forker SIGKILLed just after a fork leaves its child in that state with no parent link.
+ * The service's own session is never taken.
  */
-export function treeProcesses(root: number | null, pgid: number | null, mark?: string, notBefore?: number): ProcInfo[] {
+export function treeProcesses(root: number | null, pgid: number | null, mark?: string, notBefore?: number, sessions: readonly number[] = []): ProcInfo[] {
   const all = listProcs();
+  ownSession ??= readProc(process.pid)?.sid ?? -1;
   const children = new Map<number, ProcInfo[]>();
+  const members = new Map<number, ProcInfo[]>();
+  const recent = (p: ProcInfo) => p.state !== 'Z' && p.pid !== process.pid && (notBefore === undefined || p.startTime >= notBefore);
   for (const p of all) {
     const list = children.get(p.ppid);
     if (list) list.push(p);
     else children.set(p.ppid, [p]);
+    if (p.sid <= 0 || p.sid === ownSession || !recent(p)) continue;
+    const session = members.get(p.sid);
+    if (session) session.push(p);
+    else members.set(p.sid, [p]);
   }
   const found = new Map<number, ProcInfo>();
   const rootInfo = root === null ? undefined : all.find((p) => p.pid === root && (notBefore === undefined || p.startTime === notBefore));
@@ -107,16 +127,21 @@ export function treeProcesses(root: number | null, pgid: number | null, mark?: s
   if (pgid !== null) for (const p of all) if (p.pgid === pgid) queue.push(p);
   if (mark !== undefined) {
     const needle = Buffer.from(`${mark}\0`);
-    for (const p of all) {
-      if (p.state === 'Z' || p.pid === process.pid || (notBefore !== undefined && p.startTime < notBefore)) continue;
-      if (hasEnvNeedle(p.pid, needle)) queue.push(p);
-    }
+    for (const p of all) if (recent(p) && hasEnvNeedle(p.pid, needle)) queue.push(p);
   }
+  const taken = new Set<number>();
+  const takeSession = (sid: number) => {
+    if (taken.has(sid)) return;
+    taken.add(sid);
+    for (const p of members.get(sid) ?? []) queue.push(p);
+  };
+  for (const sid of sessions) takeSession(sid);
   while (queue.length > 0) {
     const p = queue.pop() as ProcInfo;
     if (found.has(p.pid)) continue;
     found.set(p.pid, p);
     for (const c of children.get(p.pid) ?? []) queue.push(c);
+    takeSession(p.sid);
   }
   return [...found.values()].filter((p) => p.state !== 'Z');
 }

@@ -20,7 +20,8 @@ export default function runProcTask(task: ProcTask): TreePassResult | DescribeRe
 function treePass(t: TreePassTask): TreePassResult {
   if (!HAS_PROC) return { procAvailable: false, known: [...t.known] };
   const live = new Map<number, ProcInfo>();
-  for (const p of treeProcesses(t.root, t.pgid, t.mark, t.notBefore)) live.set(p.pid, p);
+  const sessions = t.known.map((p) => p.sid);
+  for (const p of treeProcesses(t.root, t.pgid, t.mark, t.notBefore, sessions)) live.set(p.pid, p);
   // A pid captured earlier is taken only while still the same process; one that ended never returns.
   for (const p of t.known) if (!live.has(p.pid) && isSameProcess(p)) live.set(p.pid, p);
   // All captured before the first signal: its children are not re-parented unseen.

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HousekeepingThread, spawnManaged, sweepTree } from '../../src/process/index.js';
-import { treeProcesses } from '../../src/process/proc-scan.js';
+import { readCmdline, readProc, treeProcesses, type ProcInfo } from '../../src/process/proc-scan.js';
 import { fixture } from '../helpers/service.js';
 import { gone, killMarked, killTestProcesses, lineStartingWith, testSpawnOptions } from './helpers.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
@@ -60,6 +60,73 @@ describe('the sweep after the exit', () => {
     expect(leftovers.passes).toBe(1);
     expect(leftovers.left.length).toBeGreaterThan(30);
     expect(leftovers.killed).toBe(leftovers.left.length);
+  });
+});
+
+/** SIGKILLs the pids a test noted (orphans without the mark), whatever the outcome. */
+const orphans: number[] = [];
+afterEach(() => {
+  for (const pid of orphans.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
+});
+
+// A process whose mark cannot be read and whose parent is gone is found by its session: the sweep
+// takes every session of a process it found. (A forker SIGKILLed just after a fork leaves such a
+// child: while it is in execve, /proc/<pid>/environ reads empty. An empty environment stands in.)
+describe('the sweep finds a tree by its sessions', () => {
+  it('an orphan with an empty environment, in the session of a live process of the tree', async () => {
+    // The tool starts a daemon (a session of its own, the mark inherited); the daemon's shell leaves
+    // `env -i sleep` behind and exits, so the sleep has no parent of the tree and no mark.
+    const daemon = `const { spawn } = require('node:child_process');
+const sh = spawn('sh', ['-c', 'env -i sleep 600 & echo $!'], { stdio: ['ignore', 'pipe', 'ignore'] });
+const fs = require('node:fs');
+// Reported once \`env\` has exec'd the sleep: until then the process still shows the mark.
+const report = (pid) => fs.readFileSync('/proc/' + pid + '/cmdline', 'latin1').startsWith('sleep\\0') ? process.stdout.write('orphan ' + pid + '\\n') : setTimeout(report, 5, pid);
+sh.stdout.setEncoding('utf8').on('data', (d) => report(Number(d)));
+setInterval(() => {}, 1000);`;
+    const tool = `const { spawn } = require('node:child_process');
+const d = spawn(process.execPath, ['-e', ${JSON.stringify(daemon)}], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+d.stdout.setEncoding('utf8').on('data', (t) => { process.stdout.write('tree ' + d.pid + ' ' + t.split(' ')[1]); process.exit(0); });`;
+    const opts = options();
+    const p = spawnManaged(procs, process.execPath, ['-e', tool], opts);
+    const [, daemonPid, orphan] = (await lineStartingWith(p.output().stdout!, 'tree ')).split(' ').map(Number);
+    orphans.push(orphan as number);
+    const { leftovers } = await p.ended;
+    expect(leftovers.left).toEqual([]);
+    expect(gone(daemonPid as number), 'the daemon').toBe(true);
+    expect(gone(orphan as number), 'the orphan without the mark').toBe(true);
+    expect(leftovers.killed).toBeGreaterThanOrEqual(2);
+  });
+
+  it('an orphan in the session of a process an earlier pass found, now gone', async () => {
+    // A session leader (it holds the mark) leaves `env -i sleep` behind, is captured, then exits:
+    // the next pass has only its session to go by.
+    const value = `sessions-${process.pid}-${Date.now()}`;
+    const mark = `TEST_MARK=${value}`;
+    marks.push(mark);
+    const leader = spawn('sh', ['-c', 'env -i sleep 600 & echo $!; read x'], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: { PATH: process.env.PATH ?? '', TEST_MARK: value } });
+    const orphan = Number(await lineStartingWith(leader.stdout!, ''));
+    orphans.push(orphan);
+    // Until `env` has exec'd the sleep, the process still shows the mark.
+    while (readCmdline(orphan)?.[0] !== 'sleep') await new Promise((r) => setTimeout(r, 5));
+    const captured = readProc(leader.pid!) as ProcInfo;
+    expect(captured.sid).toBe(leader.pid);
+    expect(readProc(orphan)?.sid, 'the sleep is in the leader’s session').toBe(leader.pid);
+    const exited = new Promise((r) => leader.once('exit', r));
+    leader.stdin!.end('\n');
+    await exited;
+    expect(treeProcesses(null, null, mark), 'nothing holds the mark any more').toEqual([]);
+    const report = await sweepTree(procs, { root: null, pgid: null, mark, known: [captured] }, { maxPasses: 100, maxMs: 5000 });
+    expect(report).toMatchObject({ killed: 1, left: [], scanned: true });
+    expect(gone(orphan)).toBe(true);
+  });
+
+  it('never takes the service’s own session', () => {
+    const own = readProc(process.pid) as ProcInfo;
+    expect(treeProcesses(null, null, undefined, undefined, [own.sid])).toEqual([]);
   });
 });
 

@@ -8,7 +8,7 @@
  */
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { treeProcesses } from '../../src/process/proc-scan.js';
+import { readCmdline, readProc, treeProcesses } from '../../src/process/proc-scan.js';
 import { waitForJobEvents } from '../helpers/events.js';
 import { fixture, startTestService, type TestService } from '../helpers/service.js';
 import { killMarked } from '../process/helpers.js';
@@ -74,7 +74,11 @@ describe('the sweep after a job’s exit', () => {
     // Nothing holding the job's mark is alive once its exit is published (zombies are dead:
     // this container's PID 1 does not reap the orphans).
     const left = treeProcesses(null, null, mark);
-    expect(left.map((p) => p.pid)).toEqual([]);
+    const survivors = left.map((p) => ({ ...readProc(p.pid), cmdline: readCmdline(p.pid)?.join(' ') }));
+    expect(
+      left.map((p) => p.pid),
+      `the daemon was ${daemon}; survivors: ${JSON.stringify(survivors)}`,
+    ).toEqual([]);
     expect(treeProcesses(daemon as number, null)).toEqual([]);
 
     const jobLines = lines.filter((l) => (l.job as { proposalId?: string } | undefined)?.proposalId === proposalId);
