@@ -2,6 +2,7 @@
 import type { Bus } from '../bus/bus.js';
 import type { SseHub } from '../bus/sse.js';
 import type { FigureSources } from '../metrics/history.js';
+import { mainMemory } from '../ops/memory.js';
 import type { ServiceMetrics } from '../metrics/index.js';
 import type { Supervisor } from '../supervisor/index.js';
 import type { SynthesisPool } from '../workers/pool.js';
@@ -40,9 +41,6 @@ export function figureSources({ supervisor, bus, sse, pool, metrics }: FigurePar
     poolThreads: () => pool.stats().threads,
     loopDelay: () => metrics.loopDelayInterval.take(),
     readLatency: () => metrics.readLatencyInterval.take(),
-    memory: () => {
-      const m = process.memoryUsage();
-      return { rss: m.rss, heapUsed: m.heapUsed };
-    },
+    memory: mainMemory,
   };
 }

@@ -1,6 +1,7 @@
 /** Service routes: health, readiness, config, system status (service-spec.md §Service routes; api-decisions.md §Service routes with partial shape). */
 import { z } from 'zod';
 import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../config/config.js';
+import { mainMemory } from '../../ops/memory.js';
 import { READINESS_CHECKS } from '../../ops/readiness.js';
 import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
@@ -260,7 +261,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
 
 /** `memory` of the system status: the RSS and main heap now, and MALLOC_ARENA_MAX as started with. */
 function memoryOf(c: AppDeps['config']): { rssBytes: number; heapUsedBytes: number; mallocArenaMax: string | null } {
-  const m = process.memoryUsage();
+  const m = mainMemory();
   return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, mallocArenaMax: c.mallocArenaMax };
 }
 
