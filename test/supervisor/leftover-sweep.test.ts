@@ -97,6 +97,32 @@ describe('the sweep after a job’s exit', () => {
   });
 });
 
+describe('the sweep takes the sessions of the tree', () => {
+  it('kills an orphan without the mark in the session of a daemon the tool left', async () => {
+    t = await startTestService({ env: { DISPATCH_CLI: fixture('gen-session-orphan.mjs') } });
+    const res = await t.post('/api/proposals/generate', { project: 'harbor-lights' });
+    expect(res.status).toBe(202);
+    const { proposalId } = (await res.json()) as { proposalId: string };
+    marks.push(`CONSOLE_JOB_ID=${proposalId}`);
+    const { exit, lines: out } = await waitForJobEvents(t.url, proposalId);
+    expect(exit).toMatchObject({ severity: 'success', payload: { proposal_id: proposalId, rc: 0 } });
+    const tree = out
+      .find((e) => e.summary.startsWith('tree '))
+      ?.summary.split(' ')
+      .map(Number);
+    expect(tree, 'the tool’s "tree" line').toBeDefined();
+    const [, daemon, orphan] = tree as number[];
+    try {
+      // Gone, or a zombie (this container's PID 1 does not reap orphans).
+      for (const pid of [daemon, orphan] as number[]) expect(readProc(pid)?.state ?? 'gone', `pid ${pid}`).toMatch(/^(gone|Z)$/);
+    } finally {
+      try {
+        process.kill(orphan as number, 'SIGKILL');
+      } catch {}
+    }
+  });
+});
+
 describe('a sweep stopped by its bound', () => {
   it('reports the survivors: a warning event before the exit event, and an error log line; system status shows the bounds', async () => {
     const { logger, lines } = memoryLogger();
