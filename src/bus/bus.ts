@@ -168,9 +168,14 @@ export class EventBus implements Bus {
     return this.log.lastIssuedId;
   }
 
-  /** Flushes, then returns the newest id handed out: what a subscribed consumer's replay ends at (sse.ts). */
+  /**
+   * What a subscribed consumer's replay ends at (sse.ts): with the writer thread, the newest id stored (every smaller one
+   * was, and was delivered): the events published before and stored after reach the stream live, as in cluster mode,
+   * and the main thread neither waits for the thread's append nor stores the queue itself. Without it, the queue is
+   * stored now and the newest id handed out is returned.
+   */
   flushedHead(): number {
-    // Here, not on the writer thread: a stream opened now starts after every event published before.
+    if (this.later) return this.storedHead;
     this.tryFlush();
     return this.lastId;
   }

@@ -197,11 +197,12 @@ export class SseHub {
     );
     this.clients.add(client);
     this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
-    // Everything published before is flushed first (stored, and framed for the clients before
-    // it): this client receives exactly the events after headId live, and replays the others.
+    // Every event up to headId is stored and was delivered (EventBus.flushedHead): this client
+    // receives the events after it live, and replays the others. A live-only stream starts after
+    // every event published before it (stored later or not): as a resume from the newest id.
     const headId = this.bus.flushedHead();
     this.live.add(client);
-    client.start(sinceId, headId);
+    client.start(sinceId ?? this.bus.lastId, headId);
   }
 
   /** Number of open streams. */

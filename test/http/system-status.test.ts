@@ -49,7 +49,17 @@ describe('GET /api/system-status', () => {
       binding: expect.any(String),
       checkpointFailures: 0,
       replayThread: { tid: expect.any(Number), nice: 5 },
-      eventWriter: { tid: expect.any(Number), nice: 5, appends: expect.any(Number), rows: expect.any(Number), waits: expect.any(Number), waitedMs: expect.any(Number), youngGenerationMb: 8 },
+      eventWriter: {
+        tid: expect.any(Number),
+        nice: 5,
+        appends: expect.any(Number),
+        rows: expect.any(Number),
+        waits: expect.any(Number),
+        waitedMs: expect.any(Number),
+        idleWaits: expect.any(Number),
+        idleWaitedMs: expect.any(Number),
+        youngGenerationMb: 8,
+      },
       reachable: true,
     });
     // The event writer thread too, at CONSOLE_EVENT_WRITER_THREAD_NICE (5 by default).

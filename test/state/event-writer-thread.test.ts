@@ -3,8 +3,9 @@
  * - the jobs' lines are written to the state database by that thread, never by the main thread: strace,
  *   attached to both, records every write to the database's write-ahead log while a job prints, and the
  *   lines' text shows only in the writer's;
- * - its client: an append written there and answered here, a wait for it, a refused append as the database's error,
- *   and the thread's death reported once (the service then stops, as for the job I/O thread: compose.ts).
+ * - its client: an append written there and answered here, a wait for it (blocking, or for a console write and a
+ *   transaction without blocking, no append starting meanwhile), a stream's opening without a wait, a refused append
+ *   as the database's error, and the thread's death reported once (the service then stops, as for the job I/O thread: compose.ts).
  * No timing is asserted.
  */
 import fs from 'node:fs';
@@ -20,7 +21,8 @@ import { NO_FILTER } from '../../src/bus/event.js';
 import { type FrameBlock, frameOf } from '../../src/bus/frames.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import Database from '../../src/state/sqlite/binding.js';
-import { openStateDb } from '../../src/state/sqlite/db.js';
+import { type Db, openStateDb } from '../../src/state/sqlite/db.js';
+import { SqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
 import type { AppendOutcome, AppendPlan, AppendRows } from '../../src/state/sqlite/event-append.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { EventWriter } from '../../src/state/sqlite/event-writer.js';
@@ -92,6 +94,13 @@ describe('the event writer thread', () => {
   });
 });
 
+/** Publishes `n` events; @returns the first one's id. */
+function publishOnly(bus: EventBus, n: number): number {
+  const first = Number(bus.publish({ severity: 'info', scope: 'test/writer', summary: 'e0' }).id);
+  for (let i = 1; i < n; i++) bus.publish({ severity: 'info', scope: 'test/writer', summary: `e${i}` });
+  return first;
+}
+
 describe('the event writer thread’s client', () => {
   const rowsOf = (ids: number[], data = (id: number) => JSON.stringify({ id: String(id) })): AppendRows => ({
     ids: Float64Array.from(ids),
@@ -104,13 +113,14 @@ describe('the event writer thread’s client', () => {
   });
   const planFor = (table: string, n: number): AppendPlan => ({ reservation: null, create: [], parts: [{ table, runs: `${table}_runs`, from: 0, to: n }], drop: [], trim: null, view: null });
 
-  function openDb(): { file: string; log: EventLog; close: () => void } {
+  function openDb(): { file: string; db: Db; log: EventLog; close: () => void } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'event-writer-'));
     const file = path.join(dir, 'console-state.db');
     const db = openStateDb(file);
     const log = new EventLog(db, 1000);
     return {
       file,
+      db,
       log,
       close: () => {
         db.close();
@@ -120,15 +130,56 @@ describe('the event writer thread’s client', () => {
   }
 
   /** A bus on a fresh state database whose appends go to a writer thread (closed after the test). */
-  async function busOnWriter(): Promise<{ log: EventLog; writer: EventWriter; bus: EventBus }> {
-    const { file, log, close } = openDb();
+  async function busOnWriter(): Promise<{ db: Db; log: EventLog; writer: EventWriter; bus: EventBus }> {
+    const { file, db, log, close } = openDb();
     cleanups.push(close);
     const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
     cleanups.push(() => writer.close());
     await writer.ready;
     log.attachWriter(writer);
-    return { log, writer, bus: new EventBus(log) };
+    return { db, log, writer, bus: new EventBus(log) };
   }
+
+  it('lets a console write and a transaction wait for the append there without blocking this thread, and starts none until they wrote', async () => {
+    const { db, log, writer, bus } = await busOnWriter();
+    const store = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 1000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
+    const delivered: number[] = [];
+    bus.subscribe((batch) => {
+      for (const r of batch) delivered.push(r.id);
+    });
+    const publish = (n: number) => Array.from({ length: n }, (_, i) => Number(bus.publish({ severity: 'info', scope: 'test/writer', summary: `e${i}` }).id));
+    // A full batch goes to the thread at once; a second waits behind it.
+    const published = publish(1024);
+    expect(writer.busy).toBe(true);
+    const write = store.proposals.insertPending({ id: 'prop_000000000001', kind: 'note', title: 'during an append', payload: {}, createdAt: new Date().toISOString() });
+    // The transaction is queued behind the write; inside it, no append is on the thread, and none started since the
+    // first: its reply would start the waiting batch at once (its hold refuses it).
+    const seen = await store.transaction(async (tx) => {
+      await tx.proposals.insertPending({ id: 'prop_000000000002', kind: 'note', title: 'in a transaction', payload: {}, createdAt: new Date().toISOString() });
+      return { busy: writer.busy, appends: writer.stats().appends };
+    });
+    await write;
+    expect(seen).toEqual({ busy: false, appends: 1 });
+    // The write waited for the append without blocking: no Atomics wait on this thread.
+    expect(writer.stats()).toMatchObject({ waits: 0, idleWaits: 1 });
+    expect((await store.proposals.list('pending', 10)).map((p) => p.id).sort()).toEqual(['prop_000000000001', 'prop_000000000002']);
+    // Once they wrote, the waiting batch goes to the thread: everything stored there and delivered in order.
+    await bus.whenStored();
+    expect(delivered).toEqual(published);
+    expect(writer.stats()).toMatchObject({ appends: 2, rows: 1024, waits: 0 });
+  });
+
+  it('opens a stream after the newest stored event without waiting for the append there nor storing the queue here', async () => {
+    const { writer, bus } = await busOnWriter();
+    const first = publishOnly(bus, 512 + 10);
+    expect(writer.busy).toBe(true);
+    // Stored so far: none of them. The stream replays up to there and receives every one of them live.
+    expect(bus.flushedHead()).toBe(first - 1);
+    expect(writer.stats()).toMatchObject({ waits: 0, appends: 1 });
+    expect(bus.backlog).toBe(522);
+    await bus.whenStored();
+    expect(bus.flushedHead()).toBe(first + 521);
+  });
 
   it('writes an append there and answers on this thread; drain waits for it; a refused append comes back as the database’s error', async () => {
     const { file, close } = openDb();
@@ -241,7 +292,10 @@ describe('the event writer thread’s client', () => {
       rowsOf([1], () => 'crash'),
       () => (told = true),
     );
+    // A console write's wait (without blocking) ends too, as does the blocking one.
+    const idle = writer.idle();
     expect(() => writer.drain()).toThrow(/ended before its append/);
+    await expect(idle).rejects.toThrow(/ended before its append/);
     await writer.ended;
     await waitFor(() => (deaths.length > 0 ? true : undefined), 'the death reported');
     expect(deaths).toHaveLength(1);

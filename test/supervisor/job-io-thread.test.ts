@@ -1,7 +1,8 @@
 /**
  * The job I/O thread under load, the compiled service as its own process (src/supervisor/job-io.ts):
  * - events of console writes (made on the main thread) and job lines (read on the thread) interleave,
- *   and every stream client receives them all, in strictly increasing id order, exactly as stored;
+ *   and every stream client receives them all, in strictly increasing id order, exactly as stored (streams opened
+ *   during the storm too); neither the writes nor the openings make the main thread wait (blocking) for the writer;
  * - a SIGTERM with 64 jobs running drains them: each job's last words, printed in answer to the
  *   signal, are stored before its exit event, no line is missing, and none is left `running` or `lost`.
  * No timing is asserted.
@@ -37,6 +38,8 @@ it('interleaves console writes and job lines: every stream client gets every eve
   });
   await Promise.all(clients.map((c) => c.until((x) => x.frames.length > 0, 'the retry frame')));
   const startId = Number((await allEvents(svc.url)).at(-1)?.id ?? 0);
+  const writerStats = async () => ((await (await fetch(`${svc.url}/api/system-status`)).json()) as { database: { eventWriter: { waits: number; idleWaits: number } } }).database.eventWriter;
+  const before = await writerStats();
 
   const JOBS = 16;
   const answers = await Promise.all(Array.from({ length: JOBS }, (_v, i) => post(svc.url, '/api/proposals/generate', { project: 'harbor-lights', shotId: `sh${i}` })));
@@ -53,10 +56,20 @@ it('interleaves console writes and job lines: every stream client gets every eve
       await r.body?.cancel();
     }
   });
+  // Streams opened during the storm, while lines queue for the writer thread: one resuming from the start, one live only.
+  await clients[0]!.until((x) => x.events.length >= 1000, '1,000 events');
+  const late = [new SseClient(`${svc.url}/api/events/stream`, { 'Last-Event-ID': String(startId) }), new SseClient(`${svc.url}/api/events/stream`)];
+  cleanups.push(() => {
+    for (const c of late) c.close();
+  });
   await Promise.all(clients.map((c) => c.until((x) => exits(x) === JOBS, 'every exit event')));
   await Promise.all(writers);
   const last = Number((await allEvents(svc.url)).at(-1)!.id);
-  await Promise.all(clients.map((c) => c.until((x) => Number(x.events.at(-1)?.id ?? 0) >= last, 'the last write’s event')));
+  await Promise.all([...clients, ...late].map((c) => c.until((x) => Number(x.events.at(-1)?.id ?? 0) >= last, 'the last write’s event')));
+  // Neither the console writes (a write waits for the append on the thread without blocking: EventLog.quiesce), the
+  // jobs' records, nor the streams' openings (they start after the newest stored event) made the main thread wait.
+  const after = await writerStats();
+  expect(after.waits - before.waits, 'blocking waits for the writer thread').toBe(0);
 
   const stored = (await allEvents(svc.url, '', String(startId))).filter((e) => Number(e.id) <= last);
   const lines = stored.filter((e) => e.scope === 'engine/generation' && / (stdout|stderr) line /.test(e.detail ?? ''));
@@ -66,7 +79,7 @@ it('interleaves console writes and job lines: every stream client gets every eve
   // Interleaved: console events fall between the first and the last job line.
   const [firstLine, lastLine] = [Number(lines[0]!.id), Number(lines.at(-1)!.id)];
   expect(consoleEvents.filter((e) => Number(e.id) > firstLine && Number(e.id) < lastLine).length).toBeGreaterThan(0);
-  for (const [i, c] of clients.entries()) {
+  for (const [i, c] of [...clients, late[0]!].entries()) {
     const got = c.events.filter((e) => Number(e.id) > startId && Number(e.id) <= last);
     expect(increasing(got), `client ${i}: ids strictly increase`).toBe(true);
     expect(
@@ -74,6 +87,10 @@ it('interleaves console writes and job lines: every stream client gets every eve
       `client ${i}: exactly what is stored`,
     ).toEqual(stored.map((e) => e.id));
   }
+  // The live-only stream: from its first event on, every stored one, in order (no gap, no duplicate).
+  const live = late[1]!.events.filter((e) => Number(e.id) <= last).map((e) => e.id);
+  expect(live.length).toBeGreaterThan(0);
+  expect(live).toEqual(stored.map((e) => e.id).slice(stored.findIndex((e) => e.id === live[0])));
   // Each job's lines in order on each pipe.
   for (const id of ids) {
     const numbers = (pipe: string) => lines.filter((e) => e.detail!.startsWith(`${id} ${pipe} line `)).map((e) => Number(e.detail!.split(' ').at(-1)));

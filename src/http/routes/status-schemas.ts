@@ -76,11 +76,13 @@ export const DatabaseStatus = z
           rows: z.number().int(),
           waits: z.number().int(),
           waitedMs: z.number().int(),
+          idleWaits: z.number().int(),
+          idleWaitedMs: z.number().int(),
           youngGenerationMb: z.number().nullable(),
         })
         .meta({
           description:
-            "The event writer thread: it stores the queued events (jobs' lines the most) on a connection of its own, one append at a time, so the SQLite inserts leave the main thread. `tid` and `nice` are its kernel thread id and nice value (CONSOLE_EVENT_WRITER_THREAD_NICE), null where unknown; `appends` and `rows` count what it stored since start-up; `waits` and `waitedMs` how often, and how long in all (ms), the main thread waited for it before its own connection wrote (a console write, a job record); `youngGenerationMb` its young generation's bound in force (8 MB: each append's rows live milliseconds), null once it ended.",
+            "The event writer thread: it stores the queued events (jobs' lines the most) on a connection of its own, one append at a time, so the SQLite inserts leave the main thread. `tid` and `nice` are its kernel thread id and nice value (CONSOLE_EVENT_WRITER_THREAD_NICE), null where unknown; `appends` and `rows` count what it stored since start-up; `idleWaits` and `idleWaitedMs` how often, and how long in all (ms), a write on the main thread's connection (a console write or transaction, a job record) waited for its append without blocking the main thread (no append starts meanwhile); `waits` and `waitedMs` how often, and how long, the main thread waited for it blocking (an event stored on its own connection: `POST /api/internal/bus`, a slash command's event, shutdown); `youngGenerationMb` its young generation's bound in force (8 MB: each append's rows live milliseconds), null once it ended.",
         }),
       ...Reachable,
     }),

@@ -25,6 +25,8 @@ export interface AppendWriter {
   submit(plan: AppendPlan, rows: AppendRows, done: (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void): void;
   /** Waits (blocking) for the submitted append and runs its `done` before returning; a no-op when none is. */
   drain(): void;
+  /** Resolves (without blocking) once no append is submitted, its `done` run; rejects when the thread is taken for dead. */
+  idle(): Promise<void>;
 }
 
 /** The SQLite event log: the bus's {@link LocalEventLog}. */
@@ -41,6 +43,8 @@ export class EventLog implements LocalEventLog {
   private readonly executor: AppendExecutor;
   private readonly reads: SegmentReads;
   private writer: AppendWriter | null = null;
+  /** Console writes between {@link quiesce} and its release: no append starts on the writer thread meanwhile. */
+  private holds = 0;
 
   /** @param retention newest events kept at least; at most a segment more are kept. */
   constructor(
@@ -86,12 +90,38 @@ export class EventLog implements LocalEventLog {
   }
 
   /**
+   * Resolves once no append is on the writer thread (each one's `done` run), without blocking the main thread; from
+   * the call until the returned release runs, no append starts there ({@link appendLater} refuses): this connection
+   * writes meanwhile, and the two never wait for each other's lock. Release once this connection's write ended.
+   * @throws (rejects) the writer's Error when its thread ended or did not answer (its death ends the service).
+   */
+  async quiesce(): Promise<() => void> {
+    this.holds++;
+    let held = true;
+    const release = (): void => {
+      if (!held) return;
+      held = false;
+      this.holds--;
+    };
+    const w = this.writer;
+    try {
+      // A `done` may have started the next append before the hold: wait for that one too.
+      if (w !== null) while (w.busy) await w.idle();
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return release;
+  }
+
+  /**
    * Stores `rows` (ids ascending, every smaller id stored) on the writer thread; `done` is told on this thread. @returns
-   * false, storing nothing, when it cannot now: no writer, an append already there, or a transaction open on this connection.
+   * false, storing nothing, when it cannot now: no writer, an append already there, a console write waiting for it or
+   * under way ({@link quiesce}), or a transaction open on this connection.
    */
   appendLater(rows: readonly EventRow[], done: AppendDone): boolean {
     const w = this.writer;
-    if (w === null || w.busy || this.db.inTransaction) return false;
+    if (w === null || w.busy || this.holds > 0 || this.db.inTransaction) return false;
     const plan = this.plan(rows.length);
     // Job lines cross as their two parts, joined on the thread (LineRow): no copy of their JSON is made here.
     const cols = rowColumns(rows, true);

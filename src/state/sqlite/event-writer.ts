@@ -35,9 +35,12 @@ export interface EventWriterStats {
   /** Appends written there since start-up, and their rows. */
   readonly appends: number;
   readonly rows: number;
-  /** Times the main thread waited for an append there before its own connection wrote, and how long in all, ms. */
+  /** Times the main thread waited (blocking) for an append there before its own connection wrote, and how long in all, ms. */
   readonly waits: number;
   readonly waitedMs: number;
+  /** Times a console write or transaction waited for an append there without blocking the main thread, and how long in all, ms. */
+  readonly idleWaits: number;
+  readonly idleWaitedMs: number;
   /** Its young generation's bound in force, MB (8; null once it ended). */
   readonly youngGenerationMb: number | null;
 }
@@ -74,6 +77,10 @@ export class EventWriter implements AppendWriter {
   private rows = 0;
   private waits = 0;
   private waitedMs = 0;
+  private idleWaits = 0;
+  private idleWaitedMs = 0;
+  /** Told once no append is on the thread (see {@link idle}). */
+  private idleWaiters: { resolve: () => void; reject: (err: Error) => void }[] = [];
   private started!: () => void;
   /** Resolves once the thread opened its connection and set its nice value (its figures are known). */
   readonly ready: Promise<void> = new Promise((resolve) => (this.started = resolve));
@@ -107,7 +114,12 @@ export class EventWriter implements AppendWriter {
       onDeath(err instanceof Error && err.message !== '' ? err : new Error(`the event writer thread ended on an uncaught error (${inspect(err)})`));
     };
     this.worker.on('error', died);
-    this.worker.on('exit', (code) => died(new Error(`the event writer thread ended (exit code ${code})`)));
+    this.worker.on('exit', (code) => {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w.reject(new Error('the event writer thread ended before its append'));
+      died(new Error(`the event writer thread ended (exit code ${code})`));
+    });
     this.ended = new Promise((resolve) => this.worker.once('exit', () => resolve()));
   }
 
@@ -141,6 +153,34 @@ export class EventWriter implements AppendWriter {
     for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) this.reply(m.message as WriterReply);
   }
 
+  /**
+   * Resolves once no append is on the thread and its `done` ran (at once when none is), without blocking the main
+   * thread: what a console write waits for before its connection writes (EventLog.quiesce).
+   * @throws (rejects) Error when the thread ended, or did not answer within DRAIN_LIMIT_MS (taken for dead).
+   */
+  idle(): Promise<void> {
+    if (this.waiting === null) return Promise.resolve();
+    const started = performance.now();
+    this.idleWaits++;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the event writer thread did not answer within ${DRAIN_LIMIT_MS} ms`)), DRAIN_LIMIT_MS);
+      const end = (): void => {
+        clearTimeout(timer);
+        this.idleWaitedMs += performance.now() - started;
+      };
+      this.idleWaiters.push({
+        resolve: () => {
+          end();
+          resolve();
+        },
+        reject: (err) => {
+          end();
+          reject(err);
+        },
+      });
+    });
+  }
+
   stats(): EventWriterStats {
     const young = this.worker.resourceLimits?.maxYoungGenerationSizeMb;
     return {
@@ -149,6 +189,8 @@ export class EventWriter implements AppendWriter {
       rows: this.rows,
       waits: this.waits,
       waitedMs: Math.round(this.waitedMs),
+      idleWaits: this.idleWaits,
+      idleWaitedMs: Math.round(this.idleWaitedMs),
       youngGenerationMb: young === undefined ? null : young,
     };
   }
@@ -177,12 +219,21 @@ export class EventWriter implements AppendWriter {
     const done = this.waiting;
     if (done === null || m.seq !== this.seq) return;
     this.waiting = null;
-    if ('outcome' in m) {
-      done(m.outcome, null, m.frames === null ? undefined : unpackFrames(m.frames === 'shared' ? this.frames : m.frames));
-      return;
+    try {
+      if ('outcome' in m) {
+        done(m.outcome, null, m.frames === null ? undefined : unpackFrames(m.frames === 'shared' ? this.frames : m.frames));
+        return;
+      }
+      const { message, code } = (m as { error: { message: string; code: string | null } }).error;
+      // As the database's own error on this thread: its faults map alike (errors.ts stateDbFault).
+      done(null, code === null ? new Error(message) : new Database.SqliteError(message, code));
+    } finally {
+      // `done` may have submitted the next append: the waiters then wait for that one.
+      if (this.waiting === null && this.idleWaiters.length > 0) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        for (const w of waiters) w.resolve();
+      }
     }
-    const { message, code } = (m as { error: { message: string; code: string | null } }).error;
-    // As the database's own error on this thread: its faults map alike (errors.ts stateDbFault).
-    done(null, code === null ? new Error(message) : new Database.SqliteError(message, code));
   }
 }

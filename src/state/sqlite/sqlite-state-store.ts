@@ -105,11 +105,16 @@ export class SqliteStateStore implements StateStore {
       terminals: new TerminalsRepo(db),
     };
     const read: Run = (work) => this.queue(async () => guarded(work));
-    // Before this connection writes, an append on the event writer thread ends: the two never wait for each other's lock.
+    // Before this connection writes, an append on the event writer thread ends (awaited, the main thread serves
+    // meanwhile) and none starts until it wrote: the two never wait for each other's lock.
     const write: Run = (work) =>
       this.queue(async () => {
-        this.log.drain();
-        return guarded(work);
+        const release = await this.log.quiesce();
+        try {
+          return guarded(work);
+        } finally {
+          release();
+        }
       });
     const repos = this.repos(read, write);
     this.proposals = repos.proposals;
@@ -133,31 +138,40 @@ export class SqliteStateStore implements StateStore {
   /** @inheritdoc */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
     return this.queue(async () => {
-      // Appends on the writer thread end first; while the transaction is open none starts (EventLog.appendLater).
-      this.log.drain();
-      guarded(() => this.db.exec('BEGIN IMMEDIATE'));
-      let open = true;
-      this.txEvents = false;
-      const inTx: Run = (work) => {
-        if (!open) return Promise.reject(new Error('state store: a transaction was used after it ended'));
-        return new Promise((resolve) => resolve(guarded(work)));
-      };
-      const tx = this.repos(inTx, inTx);
+      // Appends on the writer thread end first (awaited); until the transaction ends none starts (EventLog.quiesce).
+      const release = await this.log.quiesce();
       try {
-        const result = await fn(tx);
-        open = false;
-        guarded(() => this.db.exec('COMMIT'));
-        return result;
-      } catch (err) {
-        open = false;
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
-        // The event log keeps its segments in memory: it re-reads what the rollback left.
-        if (this.txEvents) this.log.resync();
-        throw err;
+        return await this.inTransaction(fn);
       } finally {
-        this.txEvents = false;
+        release();
       }
     });
+  }
+
+  /** Runs `fn` in a transaction on this connection (no append on the writer thread). */
+  private async inTransaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
+    guarded(() => this.db.exec('BEGIN IMMEDIATE'));
+    let open = true;
+    this.txEvents = false;
+    const inTx: Run = (work) => {
+      if (!open) return Promise.reject(new Error('state store: a transaction was used after it ended'));
+      return new Promise((resolve) => resolve(guarded(work)));
+    };
+    const tx = this.repos(inTx, inTx);
+    try {
+      const result = await fn(tx);
+      open = false;
+      guarded(() => this.db.exec('COMMIT'));
+      return result;
+    } catch (err) {
+      open = false;
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      // The event log keeps its segments in memory: it re-reads what the rollback left.
+      if (this.txEvents) this.log.resync();
+      throw err;
+    } finally {
+      this.txEvents = false;
+    }
   }
 
   /** @inheritdoc */
