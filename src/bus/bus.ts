@@ -94,9 +94,27 @@ export class EventBus implements Bus {
     else setTimeout(this.flushTick, wait);
   }
 
-  /** Publishes one event and stores it before returning.
-   * @throws the state database's error; the event is withdrawn (its id never reused) and events queued before it stay held. */
-  publishStored(input: EventInput): BusEvent {
+  /**
+   * Publishes one event and stores it (with those queued before) before returning; with the writer thread, once its
+   * append in flight ended, awaited without blocking the main thread (a promise), none starting meanwhile.
+   * @throws the state database's error; the event is withdrawn (its id never reused) and events queued before it stay held.
+   */
+  publishStored(input: EventInput): BusEvent | Promise<BusEvent> {
+    if (this.later && this.log.quiesce !== undefined) return this.publishStoredQuiet(input, this.log.quiesce());
+    return this.publishStoredNow(input);
+  }
+
+  private async publishStoredQuiet(input: EventInput, quiet: Promise<() => void>): Promise<BusEvent> {
+    const release = await quiet;
+    try {
+      return this.publishStoredNow(input);
+    } finally {
+      release();
+    }
+  }
+
+  /** {@link publishStored} here and now (after a blocking wait for an append on the writer thread, if any). */
+  private publishStoredNow(input: EventInput): BusEvent {
     const event = this.publish(input);
     try {
       // Its own event does not count against the bound: a refused publish drops nothing held.

@@ -37,6 +37,11 @@ export interface LocalEventLog {
   appendLater?(rows: readonly EventRow[], done: AppendDone): boolean;
   /** Waits (blocking) for the append on the writer thread, its `done` run; a no-op when none is. */
   drain?(): void;
+  /**
+   * Resolves once no append is on the writer thread (its `done` run), without blocking; none starts there until the
+   * returned release runs ({@link appendLater} refuses): the caller stores here meanwhile. Rejects when the thread died.
+   */
+  quiesce?(): Promise<() => void>;
   /** Re-reads what the database holds after a rolled-back transaction that appended rows. */
   resync(): void;
   /** The newest id handed out (0 when none). */

@@ -169,6 +169,33 @@ describe('the event writer thread’s client', () => {
     expect(writer.stats()).toMatchObject({ appends: 2, rows: 1024, waits: 0 });
   });
 
+  it('stores a published event before answering without blocking this thread, never inside a transaction under way', async () => {
+    const { db, log, writer, bus } = await busOnWriter();
+    const store = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 1000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
+    const first = publishOnly(bus, 512);
+    expect(writer.busy).toBe(true);
+    const stored = bus.publishStored({ severity: 'info', scope: 'test/writer', summary: 'stored' });
+    expect(stored).toBeInstanceOf(Promise);
+    const event = await stored;
+    expect(writer.stats()).toMatchObject({ waits: 0, idleWaits: 1 });
+    expect(log.after(first - 1, 1000, NO_FILTER).map((r) => r.id)).toEqual(Array.from({ length: 513 }, (_, i) => first + i));
+    expect(Number(event.id)).toBe(first + 512);
+
+    // A transaction under way (it waits for something else, then rolls back): the event is stored after it ends.
+    let inside!: () => void;
+    const begun = new Promise<void>((resolve) => (inside = resolve));
+    const tx = store.transaction(async () => {
+      inside();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      throw new Error('rolled back');
+    });
+    await begun;
+    const after = bus.publishStored({ severity: 'info', scope: 'test/writer', summary: 'after the transaction' });
+    await expect(tx).rejects.toThrow('rolled back');
+    const kept = await after;
+    expect(log.after(Number(kept.id) - 1, 10, NO_FILTER).map((r) => r.id)).toEqual([Number(kept.id)]);
+  });
+
   it('opens a stream after the newest stored event without waiting for the append there nor storing the queue here', async () => {
     const { writer, bus } = await busOnWriter();
     const first = publishOnly(bus, 512 + 10);

@@ -45,6 +45,8 @@ export class EventLog implements LocalEventLog {
   private writer: AppendWriter | null = null;
   /** Console writes between {@link quiesce} and its release: no append starts on the writer thread meanwhile. */
   private holds = 0;
+  /** Resolves once the last holder of {@link quiesce} released. */
+  private quietTail: Promise<void> = Promise.resolve();
 
   /** @param retention newest events kept at least; at most a segment more are kept. */
   constructor(
@@ -93,18 +95,24 @@ export class EventLog implements LocalEventLog {
    * Resolves once no append is on the writer thread (each one's `done` run), without blocking the main thread; from
    * the call until the returned release runs, no append starts there ({@link appendLater} refuses): this connection
    * writes meanwhile, and the two never wait for each other's lock. Release once this connection's write ended.
+   * One holder at a time, in call order: a transaction holds until it ends, so no other holder's write lands in it.
    * @throws (rejects) the writer's Error when its thread ended or did not answer (its death ends the service).
    */
   async quiesce(): Promise<() => void> {
     this.holds++;
+    const before = this.quietTail;
+    let unlock!: () => void;
+    this.quietTail = new Promise((resolve) => (unlock = resolve));
     let held = true;
     const release = (): void => {
       if (!held) return;
       held = false;
       this.holds--;
+      unlock();
     };
     const w = this.writer;
     try {
+      await before;
       // A `done` may have started the next append before the hold: wait for that one too.
       if (w !== null) while (w.busy) await w.idle();
     } catch (err) {
