@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { LineRow } from '../../src/bus/bus-options.js';
 import type { EventRow } from '../../src/bus/local-event-log.js';
@@ -130,14 +130,14 @@ describe('the event writer thread’s client', () => {
   }
 
   /** A bus on a fresh state database whose appends go to a writer thread (closed after the test). */
-  async function busOnWriter(): Promise<{ db: Db; log: EventLog; writer: EventWriter; bus: EventBus }> {
+  async function busOnWriter(): Promise<{ file: string; db: Db; log: EventLog; writer: EventWriter; bus: EventBus }> {
     const { file, db, log, close } = openDb();
     cleanups.push(close);
     const writer = new EventWriter(WORKER_FILES.eventWriter, { file, nice: 0 }, () => {});
     cleanups.push(() => writer.close());
     await writer.ready;
     log.attachWriter(writer);
-    return { db, log, writer, bus: new EventBus(log) };
+    return { file, db, log, writer, bus: new EventBus(log) };
   }
 
   it('lets a console write and a transaction wait for the append there without blocking this thread, and starts none until they wrote', async () => {
@@ -194,6 +194,28 @@ describe('the event writer thread’s client', () => {
     await expect(tx).rejects.toThrow('rolled back');
     const kept = await after;
     expect(log.after(Number(kept.id) - 1, 10, NO_FILTER).map((r) => r.id)).toEqual([Number(kept.id)]);
+  });
+
+  it('stores the ids’ reservations in the appends there: this connection stores none while the lines are stored', async () => {
+    const { file, log, bus } = await busOnWriter();
+    const saves = vi.spyOn((log as unknown as { saveReservation: { run: (v: string) => unknown } }).saveReservation, 'run');
+    // 25,000 events in batches, each stored before the next: two and a half blocks of 10,000 ids.
+    let last = 0;
+    for (let round = 0; round < 50; round++) {
+      last = publishOnly(bus, 500) + 499;
+      await bus.whenStored();
+    }
+    // The first block only, reserved here before any append; each next one came with an append.
+    expect(saves).toHaveBeenCalledTimes(1);
+    const check = new Database(file, { readonly: true });
+    cleanups.push(() => check.close());
+    const reserved = Number((check.prepare(`SELECT value FROM meta WHERE key = 'event_id_reserved'`).get() as { value: string }).value);
+    expect(reserved).toBeGreaterThanOrEqual(last);
+    // A restart (a crash alike) hands out ids above every one handed out before.
+    const reopened = openStateDb(file);
+    cleanups.push(() => reopened.close());
+    const again = new EventLog(reopened, 1000);
+    expect(again.takeId()).toBeGreaterThan(reserved);
   });
 
   it('opens a stream after the newest stored event without waiting for the append there nor storing the queue here', async () => {

@@ -12,6 +12,9 @@ export type { EventRow } from '../../bus/local-event-log.js';
 
 /** Ids come from blocks reserved in `meta` before use, so an id a client saw is never reused after a crash (at the price of a gap). */
 const ID_BLOCK = 10_000;
+/** Within this many ids of the reserved bound, an append also stores the next block's reservation in its transaction:
+ * a reservation then never waits on this connection (for the writer thread's lock) while a storm of lines is stored. */
+const RESERVE_AHEAD = ID_BLOCK / 2;
 /** Segments hold a quarter of the retention bound each (within these limits). */
 const SEGMENTS_PER_RETENTION = 4;
 const SEGMENT_MIN = 100;
@@ -183,7 +186,7 @@ export class EventLog implements LocalEventLog {
     const oldest = sizes[0] as { table: string };
     const trim = excess > 0 ? { table: oldest.table, runs: runsOf(oldest.table), offset: total - this.retention - 1 } : null;
     return {
-      reservation: this.reservationUnsaved ? this.reservedUpTo : null,
+      reservation: this.reservationUnsaved ? this.reservedUpTo : this.nextId + RESERVE_AHEAD > this.reservedUpTo ? this.reservedUpTo + ID_BLOCK : null,
       create,
       parts,
       drop,
@@ -194,7 +197,11 @@ export class EventLog implements LocalEventLog {
 
   /** Brings the committed segments up to an append that committed (`plan` over `rows`, with its `outcome`). */
   private committed(plan: AppendPlan, rows: AppendRows, outcome: AppendOutcome): void {
-    if (plan.reservation === this.reservedUpTo) this.reservationUnsaved = false;
+    // The reservation it stored: one made meanwhile ({@link takeId}) is larger and stays to store.
+    if (plan.reservation !== null && plan.reservation >= this.reservedUpTo) {
+      this.reservedUpTo = plan.reservation;
+      this.reservationUnsaved = false;
+    }
     const created = new Set<string>();
     const dropped = new Set(plan.drop);
     for (const n of plan.create) {
@@ -238,7 +245,8 @@ export class EventLog implements LocalEventLog {
   takeId(): number {
     if (this.nextId > this.reservedUpTo) {
       this.reservedUpTo = this.nextId + ID_BLOCK - 1;
-      // On disk before the id is handed out (once per block, it may wait for an append on the writer thread).
+      // On disk before the id is handed out: here only when the appends did not store it ahead (RESERVE_AHEAD),
+      // the first block after a start or ids outrunning the appends; it may wait for the writer thread's lock.
       try {
         this.saveReservation.run(String(this.reservedUpTo));
       } catch {
