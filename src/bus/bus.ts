@@ -4,7 +4,7 @@
 import type { BusEvent, EventFilter, EventInput, JobGuard, Severity } from './event.js';
 import { EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
-import type { EventRow, LocalEventLog } from './local-event-log.js';
+import { type EventRow, type LocalEventLog, whileQuiet } from './local-event-log.js';
 import { eventRow, LineRow, type EventBusOptions, type Pending, type PublishCounter, type StagedEvents } from './bus-options.js';
 import type { FrameBlock } from './frames.js';
 import type { FrameBlockReader } from './replay-cache.js';
@@ -100,17 +100,8 @@ export class EventBus implements Bus {
    * @throws the state database's error; the event is withdrawn (its id never reused) and events queued before it stay held.
    */
   publishStored(input: EventInput): BusEvent | Promise<BusEvent> {
-    if (this.later && this.log.quiesce !== undefined) return this.publishStoredQuiet(input, this.log.quiesce());
+    if (this.later && this.log.quiesce !== undefined) return whileQuiet(this.log.quiesce(), () => this.publishStoredNow(input));
     return this.publishStoredNow(input);
-  }
-
-  private async publishStoredQuiet(input: EventInput, quiet: Promise<() => void>): Promise<BusEvent> {
-    const release = await quiet;
-    try {
-      return this.publishStoredNow(input);
-    } finally {
-      release();
-    }
   }
 
   /** {@link publishStored} here and now (after a blocking wait for an append on the writer thread, if any). */
@@ -186,12 +177,8 @@ export class EventBus implements Bus {
     return this.log.lastIssuedId;
   }
 
-  /**
-   * What a subscribed consumer's replay ends at (sse.ts): with the writer thread, the newest id stored (every smaller one
-   * was, and was delivered): the events published before and stored after reach the stream live, as in cluster mode,
-   * and the main thread neither waits for the thread's append nor stores the queue itself. Without it, the queue is
-   * stored now and the newest id handed out is returned.
-   */
+  /** What a subscribed consumer's replay ends at (sse.ts): with the writer thread, the newest id stored (each smaller one
+   * was, and was delivered), with no wait for its append nor store here; without it, the newest id once the queue is stored. */
   flushedHead(): number {
     if (this.later) return this.storedHead;
     this.tryFlush();

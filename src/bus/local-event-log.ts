@@ -55,3 +55,16 @@ export interface LocalEventLog {
   /** The newest `limit` stored events passing `filter`, ascending. */
   newest(limit: number, filter: EventFilter): EventRow[];
 }
+
+/**
+ * Runs `work` once `quiet` ({@link LocalEventLog.quiesce}) resolved, and releases when it ended (settled, if a promise).
+ * @returns `work`'s result; @throws (rejects) `quiet`'s error (work not run) or `work`'s.
+ */
+export async function whileQuiet<T>(quiet: Promise<() => void>, work: () => T | Promise<T>): Promise<T> {
+  const release = await quiet;
+  try {
+    return await work();
+  } finally {
+    release();
+  }
+}

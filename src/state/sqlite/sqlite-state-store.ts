@@ -5,6 +5,7 @@
  * repositories' own transactions nest as savepoints.
  */
 import { proposalOf, type BusEvent } from '../../bus/event.js';
+import { whileQuiet } from '../../bus/local-event-log.js';
 import { ClicksRepo } from './clicks-repo.js';
 import { openStateDb, type Db } from './db.js';
 import { DecisionsRepo } from './decisions-repo.js';
@@ -107,15 +108,7 @@ export class SqliteStateStore implements StateStore {
     const read: Run = (work) => this.queue(async () => guarded(work));
     // Before this connection writes, an append on the event writer thread ends (awaited, the main thread serves
     // meanwhile) and none starts until it wrote: the two never wait for each other's lock.
-    const write: Run = (work) =>
-      this.queue(async () => {
-        const release = await this.log.quiesce();
-        try {
-          return guarded(work);
-        } finally {
-          release();
-        }
-      });
+    const write: Run = (work) => this.queue(() => whileQuiet(this.log.quiesce(), () => guarded(work)));
     const repos = this.repos(read, write);
     this.proposals = repos.proposals;
     this.decisions = repos.decisions;
@@ -137,15 +130,8 @@ export class SqliteStateStore implements StateStore {
 
   /** @inheritdoc */
   transaction<T>(fn: (tx: StateTx) => Promise<T>): Promise<T> {
-    return this.queue(async () => {
-      // Appends on the writer thread end first (awaited); until the transaction ends none starts (EventLog.quiesce).
-      const release = await this.log.quiesce();
-      try {
-        return await this.inTransaction(fn);
-      } finally {
-        release();
-      }
-    });
+    // Appends on the writer thread end first (awaited); until the transaction ends none starts (EventLog.quiesce).
+    return this.queue(() => whileQuiet(this.log.quiesce(), () => this.inTransaction(fn)));
   }
 
   /** Runs `fn` in a transaction on this connection (no append on the writer thread). */
