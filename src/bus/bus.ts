@@ -9,7 +9,7 @@ import { eventRow, LineRow, type EventBusOptions, type Pending, type PublishCoun
 import type { FrameBlock } from './frames.js';
 import type { FrameBlockReader } from './replay-cache.js';
 import { StorageRetry, type StorageOutage } from './storage-outage.js';
-import { StoredWaiters } from './stored-waiters.js';
+import { StoredWaiters, UnsettledStages } from './stored-waiters.js';
 import { JobGuards } from './job-guards.js';
 
 export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } from './storage-outage.js';
@@ -36,6 +36,7 @@ export class EventBus implements Bus {
   /** The newest id published but as a job's line: a read waits for it to be stored (read-your-writes), never for lines. */
   private plainHead = 0;
   private readonly waiters = new StoredWaiters();
+  private readonly stages = new UnsettledStages();
   /** See {@link Bus.readFrameBlock}: only ids already delivered are asked for, so nothing queued needs a flush. */
   readonly readFrameBlock?: FrameBlockReader;
 
@@ -100,7 +101,8 @@ export class EventBus implements Bus {
    * @throws the state database's error; the event is withdrawn (its id never reused) and events queued before it stay held.
    */
   publishStored(input: EventInput): BusEvent | Promise<BusEvent> {
-    if (this.later && this.log.quiesce !== undefined) return whileQuiet(this.log.quiesce(), () => this.publishStoredNow(input));
+    // After any console write's events: its hold on the writer thread ends at its commit, their delivery after it.
+    if (this.later && this.log.quiesce) return whileQuiet(this.log.quiesce(), () => this.stages.none().then(() => this.publishStoredNow(input)));
     return this.publishStoredNow(input);
   }
 
@@ -137,11 +139,20 @@ export class EventBus implements Bus {
       if (this.pending.length > 0) this.scheduleFlush();
       throw err;
     }
+    this.stages.opened();
     return { events: made.map((m) => m.event), rows, carried, kept };
   }
 
   /** Ends a {@link stage}: committed, delivers (carried events first); rolled back, queues the carried events again. */
   settle(staged: StagedEvents, committed: boolean): void {
+    try {
+      this.settleNow(staged, committed);
+    } finally {
+      this.stages.closed();
+    }
+  }
+
+  private settleNow(staged: StagedEvents, committed: boolean): void {
     if (!committed) {
       this.log.resync();
       this.guards.rolledBack(staged.rows);

@@ -1,4 +1,5 @@
-// Reads that wait until events published before them are stored (bus.ts, where a writer thread stores them later).
+// Reads that wait until events published before them are stored (bus.ts, where a writer thread stores them later), and
+// publishes that wait until a console write's staged events are delivered.
 
 /** Waiters each for an id to be stored, released in id order. */
 export class StoredWaiters {
@@ -24,5 +25,27 @@ export class StoredWaiters {
   /** Resolves every waiter (a failed store, the bus closing: the read then gets what is stored). */
   releaseAll(): void {
     this.release(Infinity);
+  }
+}
+
+/**
+ * A console write's staged events not settled yet (EventBus.stage, then settle after its commit), and waits for none to
+ * be: an event stored after that transaction is delivered after its events, which have the smaller ids.
+ */
+export class UnsettledStages {
+  private count = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  opened(): void {
+    this.count++;
+  }
+
+  closed(): void {
+    if (--this.count === 0) for (const resolve of this.waiting.splice(0)) resolve();
+  }
+
+  /** Resolves once no stage is unsettled (at once when none is). */
+  async none(): Promise<void> {
+    while (this.count > 0) await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 }

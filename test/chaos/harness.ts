@@ -94,6 +94,8 @@ interface Reader {
   on: Node | null;
   /** How many of `client`'s events were taken. */
   taken: number;
+  /** Each connection: the index in `ids` its first event took, and the Last-Event-ID it resumed from (null: none). */
+  readonly connections: { at: number; from: number | null }[];
 }
 
 /** Runs the workload under faults for `seconds`, then checks the invariants. */
@@ -273,7 +275,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   };
 
   // --- the stream readers: resume with Last-Event-ID on any live instance --------------------
-  const readers: Reader[] = Array.from({ length: 3 }, () => ({ ids: [], reconnects: 0, client: null, on: null, taken: 0 }));
+  const readers: Reader[] = Array.from({ length: 3 }, () => ({ ids: [], reconnects: 0, client: null, on: null, taken: 0, connections: [] }));
   const drain = (r: Reader) => {
     if (r.client === null) return;
     const evs = r.client.events;
@@ -291,6 +293,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const n = pick(live);
     const last = r.ids.at(-1);
     r.client = system.stream(n.proc!, last === undefined ? {} : { 'Last-Event-ID': String(last) });
+    r.connections.push({ at: r.ids.length, from: last ?? null });
     r.on = n;
     r.taken = 0;
     r.reconnects++;
@@ -486,7 +489,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     // 2: each reader's ids strictly increase, and nothing stored between its first and last is missing.
     const storedIds = stored.map((e) => Number(e.id));
     for (const [k, r] of readers.entries()) {
-      if (r.ids.some((id, i) => i > 0 && id <= (r.ids[i - 1] as number))) violations.push(`2. reader ${k}: ids not strictly increasing`);
+      const back = r.ids.findIndex((id, i) => i > 0 && id <= (r.ids[i - 1] as number));
+      if (back > 0) {
+        // Named with the connection it came on: where that one began and what it resumed from.
+        const conn = [...r.connections].reverse().find((c) => c.at <= back);
+        violations.push(
+          `2. reader ${k}: ids not strictly increasing: ${r.ids[back]} after ${r.ids[back - 1]} (ids ${r.ids.slice(Math.max(0, back - 3), back + 3).join(',')}; connection from index ${conn?.at} resumed from ${conn?.from ?? 'none'})`,
+        );
+      }
       if (r.ids.length === 0) continue;
       const got = new Set(r.ids);
       const first = r.ids[0] as number;

@@ -23,6 +23,7 @@ import { WORKER_FILES } from '../../src/config/paths.js';
 import Database from '../../src/state/sqlite/binding.js';
 import { type Db, openStateDb } from '../../src/state/sqlite/db.js';
 import { SqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
+import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import type { AppendOutcome, AppendPlan, AppendRows } from '../../src/state/sqlite/event-append.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { EventWriter } from '../../src/state/sqlite/event-writer.js';
@@ -194,6 +195,34 @@ describe('the event writer thread’s client', () => {
     await expect(tx).rejects.toThrow('rolled back');
     const kept = await after;
     expect(log.after(Number(kept.id) - 1, 10, NO_FILTER).map((r) => r.id)).toEqual([Number(kept.id)]);
+  });
+
+  it('delivers a console write’s events before an event stored after its transaction, in id order', async () => {
+    const { db, log, bus } = await busOnWriter();
+    const store = new SqliteStateStore(db, { instanceId: 'local', eventRetention: 1000, clicksPerProject: 10, clicksMaxTotal: 100, workspaceReportsKept: 1, eventLog: log });
+    const committer = new SqliteCommitter(store, bus);
+    const delivered: number[] = [];
+    bus.subscribe((batch) => {
+      for (const r of batch) delivered.push(r.id);
+    });
+    publishOnly(bus, 600);
+    // A console write whose transaction waits for something else; a publish to be stored comes meanwhile and waits for
+    // the transaction: it is stored after it, and must be delivered after the write's events (stored before it).
+    let inside!: () => void;
+    const begun = new Promise<void>((resolve) => (inside = resolve));
+    const write = committer.commit(async () => {
+      inside();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return { result: null, events: [{ severity: 'info', scope: 'test/writer', summary: 'the write' }] };
+    });
+    await begun;
+    const after = bus.publishStored({ severity: 'info', scope: 'test/writer', summary: 'after the write' });
+    const [{ events }, later] = await Promise.all([write, after]);
+    expect(Number(later.id)).toBeGreaterThan(Number(events[0]!.id));
+    await bus.whenStored();
+    expect(delivered).toEqual([...delivered].sort((a, b) => a - b));
+    expect(delivered.at(-1)).toBe(Number(later.id));
+    expect(delivered).toHaveLength(602);
   });
 
   it('stores the ids’ reservations in the appends there: this connection stores none while the lines are stored', async () => {
