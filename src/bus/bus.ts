@@ -11,6 +11,7 @@ import type { FrameBlockReader } from './replay-cache.js';
 import { StorageRetry, type StorageOutage } from './storage-outage.js';
 import { StoredWaiters, UnsettledStages } from './stored-waiters.js';
 import { JobGuards } from './job-guards.js';
+import { FlushPacer } from './flush-pacer.js';
 
 export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 export type { Bus, BusSubscriber } from './bus-api.js';
@@ -21,9 +22,7 @@ const FLUSH_BATCH = 512;
 /** The bus on the embedded SQLite state database (see the module's comment). */
 export class EventBus implements Bus {
   private pending: Pending[] = [];
-  private flushScheduled = false;
-  private lastFlushAt = -Infinity;
-  private readonly flushIntervalMs: number;
+  private readonly pacer: FlushPacer;
   private readonly subscribers = new Set<BusSubscriber>();
   private readonly json = new EventJson();
   private closed = false;
@@ -46,7 +45,9 @@ export class EventBus implements Bus {
   ) {
     this.retry = new StorageRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.retryStore(), options.onStorageState);
     this.onCount = options.onCount ?? (() => {});
-    this.flushIntervalMs = options.flushIntervalMs ?? 0;
+    this.pacer = new FlushPacer(options.flushIntervalMs ?? 0, () => {
+      if (this.retry.outage === null) this.flushSoon();
+    });
     if (options.readFrameBlock) this.readFrameBlock = options.readFrameBlock;
     this.storedHead = log.lastIssuedId;
   }
@@ -83,16 +84,8 @@ export class EventBus implements Bus {
       // Late events at shutdown are stored at once; a huge turn flushes every FLUSH_BATCH (rows die young); in an outage, the retry.
       if (this.retry.outage === null || this.closed) this.flushSoon();
     } else {
-      this.scheduleFlush();
+      this.pacer.schedule();
     }
-  }
-
-  private scheduleFlush(minWaitMs = 0): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    const wait = Math.max(minWaitMs, this.lastFlushAt + this.flushIntervalMs - performance.now());
-    if (wait < 1) setImmediate(this.flushTick);
-    else setTimeout(this.flushTick, wait);
   }
 
   /**
@@ -136,7 +129,7 @@ export class EventBus implements Bus {
       kept = this.log.append(all);
     } catch (err) {
       this.pending = carried.concat(this.pending);
-      if (this.pending.length > 0) this.scheduleFlush();
+      if (this.pending.length > 0) this.pacer.schedule();
       throw err;
     }
     this.stages.opened();
@@ -159,14 +152,14 @@ export class EventBus implements Bus {
       this.pending = staged.carried.concat(this.pending);
       const outage = this.retry.outage;
       if (outage) outage.held = this.pending.length;
-      else if (this.pending.length > 0) this.scheduleFlush();
+      else if (this.pending.length > 0) this.pacer.schedule();
       return;
     }
     for (const row of staged.rows) this.onCount(row.severity, 1);
     this.storeRecovered();
     const all = staged.carried.length > 0 ? staged.carried.concat(staged.rows) : staged.rows;
     this.stored(all, staged.kept);
-    if (this.pending.length > 0) this.scheduleFlush();
+    if (this.pending.length > 0) this.pacer.schedule();
   }
 
   private make(input: EventInput): { event: BusEvent; row: Pending } {
@@ -240,11 +233,6 @@ export class EventBus implements Bus {
     await done;
   }
 
-  private readonly flushTick = (): void => {
-    this.flushScheduled = false;
-    if (this.retry.outage === null) this.flushSoon();
-  };
-
   /** Stores queued events: on the writer thread, delivered on its reply; else now ({@link tryFlush}). */
   private flushSoon(): void {
     if (!this.later) this.tryFlush();
@@ -254,7 +242,7 @@ export class EventBus implements Bus {
     const appendLater = this.log.appendLater as NonNullable<LocalEventLog['appendLater']>;
     if (!appendLater.call(this.log, batch, this.onStoredLater)) {
       // A console write's transaction is open on the main connection: it carries them (stage), or they go after it.
-      this.scheduleFlush(1);
+      this.pacer.schedule(1);
       return;
     }
     // Spliced, not sliced: a queue of thousands is not copied at each append.
@@ -274,12 +262,12 @@ export class EventBus implements Bus {
       this.waiters.releaseAll();
       return;
     }
-    this.lastFlushAt = performance.now();
+    this.pacer.flushed();
     this.storeRecovered();
     this.stored(batch, kept, frames);
     // A full batch waiting goes at once (the thread stays busy under a storm), but after a drain that waits: not in it.
-    if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) queueMicrotask(this.flushTick);
-    else if (this.retry.outage === null && this.pending.length > 0) this.scheduleFlush();
+    if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) queueMicrotask(this.pacer.tick);
+    else if (this.retry.outage === null && this.pending.length > 0) this.pacer.schedule();
   };
 
   /** An event withdrawn before it was stored (its id never reused): no longer counted as published. */
@@ -311,7 +299,7 @@ export class EventBus implements Bus {
       this.retry.failed(err, this.pending, spare);
       throw err;
     }
-    this.lastFlushAt = performance.now();
+    this.pacer.flushed();
     this.storeRecovered();
     this.stored(batch, kept);
   }
