@@ -1,65 +1,30 @@
 // The in-process event bus on SQLite (api-decisions.md, "Events"): queued events are stored in one transaction, then
 // delivered as one batch, flushes `flushIntervalMs` apart; nothing unstored is delivered (held, bounded, retried:
 // storage-outage.ts). With a writer thread (LocalEventLog.writesLater) they are stored there, one append at a time.
+// Here: publishing, a console write's events (stage, settle), subscriptions and reads; the storing in event-queue.ts.
 import type { BusEvent, EventFilter, EventInput, JobGuard, Severity } from './event.js';
 import { EventJson } from './event-json.js';
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { type EventRow, type LocalEventLog, whileQuiet } from './local-event-log.js';
-import { eventRow, LineRow, type EventBusOptions, type Pending, type PublishCounter, type StagedEvents } from './bus-options.js';
-import type { FrameBlock } from './frames.js';
+import { eventRow, LineRow, type EventBusOptions, type Pending, type StagedEvents } from './bus-options.js';
 import type { FrameBlockReader } from './replay-cache.js';
-import { StorageRetry, type StorageOutage } from './storage-outage.js';
-import { StoredWaiters, UnsettledStages } from './stored-waiters.js';
-import { JobGuards } from './job-guards.js';
-import { FlushPacer } from './flush-pacer.js';
+import { UnsettledStages } from './stored-waiters.js';
+import { EventQueue } from './event-queue.js';
 
 export { STORAGE_OUTAGE_SCOPE, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 export type { Bus, BusSubscriber } from './bus-api.js';
 export type { EventBusOptions, Pending, PublishCounter, StagedEvents } from './bus-options.js';
 
-const FLUSH_BATCH = 512;
-
 /** The bus on the embedded SQLite state database (see the module's comment). */
-export class EventBus implements Bus {
-  private pending: Pending[] = [];
-  private readonly pacer: FlushPacer;
-  private readonly subscribers = new Set<BusSubscriber>();
+export class EventBus extends EventQueue implements Bus {
   private readonly json = new EventJson();
-  private closed = false;
-  private readonly retry: StorageRetry;
-  private readonly onCount: PublishCounter;
-  private readonly guards = new JobGuards();
-  /** The batch on the log's writer thread, delivered once stored; and the newest id stored (every smaller one was). */
-  private inFlight: Pending[] | null = null;
-  private storedHead = 0;
-  /** The newest id published but as a job's line: a read waits for it to be stored (read-your-writes), never for lines. */
-  private plainHead = 0;
-  private readonly waiters = new StoredWaiters();
   private readonly stages = new UnsettledStages();
   /** See {@link Bus.readFrameBlock}: only ids already delivered are asked for, so nothing queued needs a flush. */
   readonly readFrameBlock?: FrameBlockReader;
 
-  constructor(
-    private readonly log: LocalEventLog,
-    options: EventBusOptions = {},
-  ) {
-    this.retry = new StorageRetry(options.maxUnstored ?? 100_000, options.retryMs ?? 1000, () => this.retryStore(), options.onStorageState);
-    this.onCount = options.onCount ?? (() => {});
-    this.pacer = new FlushPacer(options.flushIntervalMs ?? 0, () => {
-      if (this.retry.outage === null) this.flushSoon();
-    });
+  constructor(log: LocalEventLog, options: EventBusOptions = {}) {
+    super(log, options);
     if (options.readFrameBlock) this.readFrameBlock = options.readFrameBlock;
-    this.storedHead = log.lastIssuedId;
-  }
-
-  /** Whether queued events are stored on the log's writer thread (until close). */
-  private get later(): boolean {
-    return this.log.writesLater === true && !this.closed;
-  }
-
-  /** The current period of failing stores, or null when events are stored. */
-  get storageOutage(): Readonly<StorageOutage> | null {
-    return this.retry.outage;
   }
 
   /** See {@link Bus.publish}; @returns the event as it will be stored, with its `id` and `ts`. */
@@ -75,17 +40,6 @@ export class EventBus implements Bus {
     // Counted before it is queued: a full queue is stored (and its guards settled) at once.
     this.guards.queued(guard !== undefined);
     this.queue(new LineRow(id, severity, scope, proposalId, this.json.now(), tail, guard));
-  }
-
-  private queue(row: Pending): void {
-    this.pending.push(row);
-    this.onCount(row.severity, 1);
-    if (this.closed || this.pending.length >= FLUSH_BATCH) {
-      // Late events at shutdown are stored at once; a huge turn flushes every FLUSH_BATCH (rows die young); in an outage, the retry.
-      if (this.retry.outage === null || this.closed) this.flushSoon();
-    } else {
-      this.pacer.schedule();
-    }
   }
 
   /**
@@ -164,8 +118,8 @@ export class EventBus implements Bus {
 
   private make(input: EventInput): { event: BusEvent; row: Pending } {
     this.guards.queued(input.guard !== undefined);
-    this.plainHead = this.log.takeId();
-    return eventRow(this.json, this.plainHead, input);
+    this.heads.plain = this.log.takeId();
+    return eventRow(this.json, this.heads.plain, input);
   }
 
   /** See {@link Bus.subscribe}; flushes first (here). */
@@ -184,14 +138,9 @@ export class EventBus implements Bus {
   /** What a subscribed consumer's replay ends at (sse.ts): with the writer thread, the newest id stored (each smaller one
    * was, and was delivered), with no wait for its append nor store here; without it, the newest id once the queue is stored. */
   flushedHead(): number {
-    if (this.later) return this.storedHead;
+    if (this.later) return this.heads.stored;
     this.tryFlush();
     return this.lastId;
-  }
-
-  /** Events published and not stored yet (queued, or held while the state database refuses them); the supervisor holds jobs' output past CONSOLE_EVENT_BACKLOG_MAX. */
-  get backlog(): number {
-    return this.pending.length + (this.inFlight?.length ?? 0);
   }
 
   /** Events currently kept in the state database (approximate between retention passes). */
@@ -201,9 +150,7 @@ export class EventBus implements Bus {
 
   /** See {@link Bus.readAfter}; flushes first (here). */
   readAfter(sinceId: number, limit: number, filter: EventFilter, upTo?: number): EventRow[] | Promise<EventRow[]> {
-    if (this.later && this.plainHead > this.storedHead) return this.whenPublishedStored().then(() => this.log.after(sinceId, limit, filter, upTo));
-    if (!this.later) this.tryFlush();
-    return this.log.after(sinceId, limit, filter, upTo);
+    return this.afterPublished(() => this.log.after(sinceId, limit, filter, upTo));
   }
 
   /** See {@link Bus.readFramesAfter}; flushes first only when an event up to `upTo` is still queued. */
@@ -215,133 +162,22 @@ export class EventBus implements Bus {
 
   /** See {@link Bus.readNewest}; flushes first (here). */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]> {
-    if (this.later && this.plainHead > this.storedHead) return this.whenPublishedStored().then(() => this.log.newest(limit, filter));
+    return this.afterPublished(() => this.log.newest(limit, filter));
+  }
+
+  /** Runs `read` once every event published (but jobs' lines, with the writer thread) is stored. */
+  private afterPublished<T>(read: () => T): T | Promise<T> {
+    if (this.later && this.heads.plainUnstored) return this.whenPublishedStored().then(read);
     if (!this.later) this.tryFlush();
-    return this.log.newest(limit, filter);
+    return read();
   }
 
   /** See {@link Bus.whenPublishedStored}: waits only while the writer thread has such an event queued. */
   async whenPublishedStored(): Promise<void> {
-    if (this.later && this.plainHead > this.storedHead) await this.whenStored(this.plainHead);
-  }
-
-  /** Resolves once events up to `id` (default: every one published) are stored, or their store failed (held for the retry). */
-  async whenStored(id = this.log.lastIssuedId): Promise<void> {
-    if (this.pending.length === 0 && this.inFlight === null) return;
-    const done = this.waiters.add(id);
-    this.flushSoon();
-    await done;
-  }
-
-  /** Stores queued events: on the writer thread, delivered on its reply; else now ({@link tryFlush}). */
-  private flushSoon(): void {
-    if (!this.later) this.tryFlush();
-    if (!this.later || this.inFlight !== null || this.pending.length === 0) return;
-    // At most FLUSH_BATCH a time, as here: the fan-out then hands the streams batches no larger.
-    const batch = this.pending.length <= FLUSH_BATCH ? this.pending : this.pending.slice(0, FLUSH_BATCH);
-    const appendLater = this.log.appendLater as NonNullable<LocalEventLog['appendLater']>;
-    if (!appendLater.call(this.log, batch, this.onStoredLater)) {
-      // A console write's transaction is open on the main connection: it carries them (stage), or they go after it.
-      this.pacer.schedule(1);
-      return;
-    }
-    // Spliced, not sliced: a queue of thousands is not copied at each append.
-    if (batch === this.pending) this.pending = [];
-    else this.pending.splice(0, FLUSH_BATCH);
-    this.inFlight = batch;
-  }
-
-  /** The writer thread's reply for {@link inFlight}: delivered, or held again (first) for the retry. */
-  private readonly onStoredLater = (kept: readonly Pending[] | null, err: Error | null, frames?: FrameBlock): void => {
-    const batch = this.inFlight as Pending[];
-    this.inFlight = null;
-    if (err !== null) {
-      // Every held start is refused, not only this batch's: none is left to the bound on what is held.
-      this.pending = this.guards.refuseStarts(batch.concat(this.pending), err, this.withdrawn);
-      this.retry.failed(err, this.pending, 0);
-      this.waiters.releaseAll();
-      return;
-    }
-    this.pacer.flushed();
-    this.storeRecovered();
-    this.stored(batch, kept, frames);
-    // A full batch waiting goes at once (the thread stays busy under a storm), but after a drain that waits: not in it.
-    if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) queueMicrotask(this.pacer.tick);
-    else if (this.retry.outage === null && this.pending.length > 0) this.pacer.schedule();
-  };
-
-  /** An event withdrawn before it was stored (its id never reused): no longer counted as published. */
-  private readonly withdrawn = (row: Pending): void => this.onCount(row.severity, -1);
-
-  /** Waits (blocking) for the batch on the writer thread and handles its reply, before events are stored here. */
-  private landInFlight(): void {
-    while (this.inFlight !== null) this.log.drain?.();
-  }
-
-  /** Stores and delivers queued events now. @throws the database's error; the events stay held for the retry. */
-  flush(): void {
-    this.store(0);
-  }
-
-  /** {@link flush}; the `spare` newest queued events do not count against the bound on failure. */
-  private store(spare: number): void {
-    this.landInFlight();
-    const batch = this.pending;
-    if (batch.length === 0) return;
-    this.pending = [];
-    // Stored before delivery: a client never sees an id that `GET /api/events` cannot return.
-    let kept: readonly Pending[] | null;
-    try {
-      kept = this.log.append(batch);
-    } catch (err) {
-      // Every held start is refused, not only this batch's: none is left to the bound on what is held.
-      this.pending = this.guards.refuseStarts(batch.concat(this.pending), err, this.withdrawn);
-      this.retry.failed(err, this.pending, spare);
-      throw err;
-    }
-    this.pacer.flushed();
-    this.storeRecovered();
-    this.stored(batch, kept);
-  }
-
-  /** Delivers what the log kept of `batch` (with its frames, made where it was stored), then settles guarded rows and tells fenced listeners of dropped jobs' events. */
-  private stored(batch: readonly Pending[], kept: readonly Pending[] | null, frames?: FrameBlock): void {
-    const delivered = kept ?? batch;
-    if (batch.length > 0) this.storedHead = Math.max(this.storedHead, (batch[batch.length - 1] as Pending).id);
-    if (delivered.length > 0) for (const sub of this.subscribers) sub(delivered, frames);
-    if (this.waiters.size > 0) this.waiters.release(this.pending.length === 0 && this.inFlight === null ? Infinity : this.storedHead);
-    this.guards.stored(batch, kept);
+    if (this.later && this.heads.plainUnstored) await this.whenStored(this.heads.plain);
   }
 
   onFenced(fn: (proposalId: string) => void): void {
     this.guards.onFenced(fn);
-  }
-
-  /** The retry timer's attempt: what is held, or the period's report when nothing is. */
-  private retryStore(): void {
-    if (this.pending.length === 0) {
-      const report = this.retry.attemptReport();
-      if (report) this.publish(report);
-    }
-    this.flushSoon();
-  }
-
-  private tryFlush(): void {
-    try {
-      this.flush();
-    } catch {}
-  }
-
-  private storeRecovered(): void {
-    const report = this.retry.recovered();
-    if (report) this.publish(report);
-  }
-
-  /** Flushes and stops scheduling; later publishes store synchronously. Unstorable events go to the listener (`closed-unstored`). */
-  close(): void {
-    this.tryFlush();
-    this.closed = true;
-    this.retry.close(this.pending.length);
-    this.waiters.releaseAll();
   }
 }

@@ -29,6 +29,32 @@ export class StoredWaiters {
 }
 
 /**
+ * The bus's heads: `stored`, the newest id stored (every smaller one was), and `plain`, the newest id published but as a
+ * job's line (a read waits for it to be stored: read-your-writes, never for lines); and the waiters for an id stored.
+ */
+export class StoredHeads {
+  plain = 0;
+  readonly waiters = new StoredWaiters();
+
+  constructor(public stored: number) {}
+
+  /** Whether an event other than a job's line was published and is not stored yet. */
+  get plainUnstored(): boolean {
+    return this.plain > this.stored;
+  }
+
+  /** Events up to `id` were stored (and are delivered before {@link release}). */
+  storedUpTo(id: number): void {
+    this.stored = Math.max(this.stored, id);
+  }
+
+  /** Releases the waiters up to the id stored, every one when `drained` (nothing queued). */
+  release(drained: boolean): void {
+    if (this.waiters.size > 0) this.waiters.release(drained ? Infinity : this.stored);
+  }
+}
+
+/**
  * A console write's staged events not settled yet (EventBus.stage, then settle after its commit), and waits for none to
  * be: an event stored after that transaction is delivered after its events, which have the smaller ids.
  */
