@@ -56,6 +56,11 @@ export interface Bus {
   onFenced(fn: (proposalId: string) => void): void;
   /** Stores what is queued, where the back end can (best effort before shutdown steps). */
   flush(): void;
+  /**
+   * {@link flush} without blocking the main thread: resolves once every event queued before is stored and delivered,
+   * or its store failed (held for the retry). Never rejects. Where absent (the cluster's bus), {@link flush} does not block.
+   */
+  storeQueued?(): Promise<void>;
   /** Stores what is queued, then stops; unstorable events are reported, not thrown. */
   close(): void | Promise<void>;
 }

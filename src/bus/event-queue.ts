@@ -1,7 +1,7 @@
 // The bus's queue (bus.ts): events published and not stored yet, stored in batches (on the log's writer thread, one
 // append at a time, or here), delivered to the subscribers once stored; held, bounded and retried while the state
 // database refuses them (storage-outage.ts); flushes paced `flushIntervalMs` apart (flush-pacer.ts).
-import type { BusSubscriber } from './bus-api.js';
+import type { Bus, BusSubscriber } from './bus-api.js';
 import type { BusEvent, EventInput } from './event.js';
 import type { LocalEventLog } from './local-event-log.js';
 import type { EventBusOptions, Pending, PublishCounter } from './bus-options.js';
@@ -125,6 +125,12 @@ export abstract class EventQueue {
     this.store(0);
   }
 
+  /** See {@link Bus.storeQueued}: with the writer thread, stored there (awaited: no blocking wait here); else now. */
+  async storeQueued(): Promise<void> {
+    if (this.later) await this.whenStored();
+    else this.tryFlush();
+  }
+
   /** {@link flush}; the `spare` newest queued events do not count against the bound on failure. */
   protected store(spare: number): void {
     this.landInFlight();
@@ -175,8 +181,28 @@ export abstract class EventQueue {
     if (report) this.publish(report);
   }
 
-  /** Flushes and stops scheduling; later publishes store synchronously. Unstorable events go to the listener (`closed-unstored`). */
-  close(): void {
+  /**
+   * Flushes and stops scheduling; later publishes store synchronously. Unstorable events go to the listener
+   * (`closed-unstored`). With the writer thread, first waits for its append without blocking (as a console write does).
+   */
+  close(): void | Promise<void> {
+    if (this.later && this.log.quiesce) {
+      // A dead thread rejects: its append is then over (the blocking wait in the flush returns at once).
+      return this.log.quiesce().then(
+        (release) => {
+          try {
+            this.closeNow();
+          } finally {
+            release();
+          }
+        },
+        () => this.closeNow(),
+      );
+    }
+    this.closeNow();
+  }
+
+  protected closeNow(): void {
     this.tryFlush();
     this.closed = true;
     this.retry.close(this.pending.length);

@@ -225,9 +225,13 @@ export class SseHub {
     return this.deliveredFrames;
   }
 
-  /** Ends every stream (after a final flush of the bus), e.g. on shutdown. */
-  closeAll(): void {
-    this.bus.flush();
+  /**
+   * Ends every stream after a final flush of the bus (events published before are delivered first), e.g. on shutdown:
+   * awaited without blocking the main thread where the bus can (Bus.storeQueued). Never rejects: a refused store is held.
+   */
+  async closeAll(): Promise<void> {
+    if (this.bus.storeQueued) await this.bus.storeQueued();
+    else this.bus.flush();
     for (const c of [...this.clients]) c.close('shutdown');
     clearInterval(this.heartbeat);
     this.unsubscribe();

@@ -1,6 +1,6 @@
 /**
- * Graceful shutdown (README, "Shutdown"): stop accepting (503 on open connections), end the streams, kill
- * job and terminal trees while requests in flight finish, then close connections (only now: see
+ * Graceful shutdown (README, "Shutdown"): stop accepting (503 on open connections), end the streams once what was
+ * published is delivered, kill job and terminal trees meanwhile and while requests in flight finish, then close connections (only now: see
  * shutdown-gate.ts), workers, membership, bus, database, the housekeeping thread and last the job I/O thread (and its spawn helper).
  */
 import { once } from 'node:events';
@@ -15,8 +15,8 @@ export async function shutdown(parts: Parts, web: HttpParts): Promise<void> {
   const serverClosed = once(server, 'close');
   web.gate.close();
   stopListening(server);
-  parts.sse.closeAll();
-  const [, , unfinished] = await Promise.all([parts.supervisor.stopAll(), parts.terminals.stopAll(), web.gate.drained(config.jobs.killGraceMs)]);
+  // The streams end once what was published before is stored and delivered; the jobs are stopped meanwhile.
+  const [, , , unfinished] = await Promise.all([parts.sse.closeAll(), parts.supervisor.stopAll(), parts.terminals.stopAll(), web.gate.drained(config.jobs.killGraceMs)]);
   if (unfinished > 0) log.warn({ unfinished }, 'requests still unanswered at shutdown');
   server.closeAllConnections();
   server.close();

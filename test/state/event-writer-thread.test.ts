@@ -13,6 +13,8 @@ import path from 'node:path';
 import os from 'node:os';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
+import { SseHub } from '../../src/bus/sse.js';
+import { readConfig } from '../../src/config/config.js';
 import { LineRow } from '../../src/bus/bus-options.js';
 import type { EventRow } from '../../src/bus/local-event-log.js';
 import { GENERATION_SCOPE } from '../../src/supervisor/running-job.js';
@@ -257,6 +259,34 @@ describe('the event writer thread’s client', () => {
     expect(bus.backlog).toBe(522);
     await bus.whenStored();
     expect(bus.flushedHead()).toBe(first + 521);
+  });
+
+  it('stores what is queued at shutdown there without blocking this thread: the streams’ final flush and the bus’s close wait for its append', async () => {
+    const { log, writer, bus } = await busOnWriter();
+    const delivered: number[] = [];
+    bus.subscribe((batch) => {
+      for (const r of batch) delivered.push(r.id);
+    });
+    const hub = new SseHub(bus, readConfig({}).sse, 1000);
+    // A full batch on the thread, 88 queued behind it: the streams' final flush (shutdown.ts) waits for both.
+    const first = publishOnly(bus, 600);
+    expect(writer.busy).toBe(true);
+    const ending = hub.closeAll();
+    expect(ending).toBeInstanceOf(Promise);
+    await ending;
+    expect(bus.backlog).toBe(0);
+    expect(delivered).toEqual(Array.from({ length: 600 }, (_, i) => first + i));
+    // Then the bus's close, with another append under way: it waits for it, and stores the rest (here: it is closing).
+    publishOnly(bus, 600);
+    expect(writer.busy).toBe(true);
+    const closing = bus.close();
+    expect(closing).toBeInstanceOf(Promise);
+    await closing;
+    expect(delivered).toEqual(Array.from({ length: 1200 }, (_, i) => first + i));
+    expect(log.newest(1, NO_FILTER).map((r) => r.id)).toEqual([first + 1199]);
+    // Neither waited blocking (an Atomics wait on this thread); the first 600 were all stored there.
+    expect(writer.stats()).toMatchObject({ waits: 0 });
+    expect(writer.stats().rows).toBeGreaterThanOrEqual(1112);
   });
 
   it('writes an append there and answers on this thread; drain waits for it; a refused append comes back as the database’s error', async () => {

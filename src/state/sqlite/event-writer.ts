@@ -2,8 +2,8 @@
  * The event writer thread (event-writer-task.ts), the main thread's side: the bus's appends of queued events (jobs'
  * lines the most) are written there, on a connection of its own, so the SQLite inserts leave the main thread. The
  * main thread still plans each append (ids, segments: event-log.ts), one at a time, and delivers it once its reply
- * came. Before its own connection writes, the main thread waits for the append on the thread (drain): the two never
- * write at once, and ids commit in order.
+ * came. Before its own connection writes, the main thread waits for the append on the thread (idle, a promise; drain,
+ * blocking, is left for a flush that finds one under way): the two never write at once, and ids commit in order.
  */
 import fs from 'node:fs';
 import { inspect } from 'node:util';
