@@ -10,7 +10,8 @@
  * served, and a database file that was there is left byte for byte as it was.
  * Then the disk fills while the service runs and a job prints lines: the service stays up,
  * serves reads, refuses writes with a 507 and a detail, holds the events it cannot store and
- * stores them once there is space again; nothing acknowledged is lost (checked after a restart).
+ * stores them once there is space again; nothing acknowledged is lost (checked after a restart); a SIGTERM
+ * while the disk is full still ends the streams, kills the running job and exits 0.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -27,6 +28,8 @@ import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { WITHOUT_FILE_OVERRIDE } from '../helpers/process.js';
 import { fixture, SAMPLE_STORE, startTestService } from '../helpers/service.js';
 import { SseClient } from '../helpers/sse.js';
+import { gone, killMarked } from '../process/helpers.js';
+import { treeProcesses } from '../../src/process/proc-scan.js';
 import { bindReadOnly, canMount, fillDisk, mountTmpfs } from '../helpers/mounts.js';
 import { failedStart, startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
 
@@ -334,6 +337,57 @@ describe('the disk fills while the service runs', () => {
     console.log(
       `state-db-faults: disk full at run time: ${tried.writes} writes tried while full (${tried.acked} acknowledged, ${tried.refused} refused with 507), ${LINES} job lines all stored and streamed (${(outage.payload as { held: number }).held} events held at most), ${acked.length} acknowledged events and ${during.proposals.length + during.clicks.length + (during.workspaceRevision > 0 ? 1 : 0)} other writes acknowledged while full all found after a restart, ${streamed.length} streamed events all stored, service never down`,
     );
+  });
+});
+
+describe('a shutdown while the disk is full', () => {
+  it.runIf(MOUNTABLE)('SIGTERM while events are held: the streams end, the running job’s process tree is killed, exit 0', async () => {
+    const { tmp, store } = makeRoot();
+    const stateDir = path.join(tmp, 'state');
+    cleanups.push(mountTmpfs(stateDir, '6m'));
+    const env = {
+      CONSOLE_DATA_DIR: store,
+      CONSOLE_STATE_DIR: stateDir,
+      DISPATCH_CLI: fixture('ev-lines.mjs'),
+      // A job that prints a padded line every 20 ms, for far longer than the test.
+      EV_LINES: '1000000',
+      EV_BATCH: '1',
+      EV_INTERVAL_MS: '20',
+      EV_PAD: '100',
+      LOG_LEVEL: 'warn',
+    };
+    const svc = await startServiceProcess({ env });
+    cleanups.push(() => svc.stop());
+    const sse = new SseClient(`${svc.url}/api/events/stream`);
+    cleanups.push(() => sse.close());
+    await sse.until((c) => c.status === 200 && c.frames.length > 0, 'the stream to open');
+    const post = (p: string, body: unknown) => fetch(`${svc.url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const job = (await (await post('/api/proposals/generate', { project: 'harbor-lights' })).json()) as { proposalId: string };
+    expect(job.proposalId).toMatch(/^gen_/);
+    const mark = `CONSOLE_JOB_ID=${job.proposalId}`;
+    cleanups.push(() => killMarked(mark));
+    await sse.until((c) => c.events.some((e) => e.detail?.startsWith(`${job.proposalId} stdout line `)), 'the job’s first line');
+    const tree = treeProcesses(null, null, mark).map((p) => p.pid);
+    expect(tree.length).toBeGreaterThan(0);
+
+    // The disk fills: writes are refused, the job's lines are held.
+    fillDisk(stateDir);
+    for (let tries = 0; ; tries++) {
+      expect(tries, 'the database never ran out of room').toBeLessThan(20_000);
+      const r = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: `during ${tries} ${'d'.repeat(1000)}` });
+      if (r.status === 507) break;
+      expect(r.status).toBe(202);
+    }
+    await waitFor(async () => ((await fetch(`${svc.url}/api/ready`)).status === 503 ? true : undefined), 'readiness to fail while the disk is full');
+
+    // The streams' final flush finds the disk still full: the shutdown goes on, and what is held is reported unstored.
+    expect(await svc.stop()).toEqual([0, null]);
+    expect(sse.ended, 'the stream to be ended by the service').toBe(true);
+    expect(
+      tree.filter((pid) => !gone(pid)),
+      'the job’s processes left running',
+    ).toEqual([]);
+    expect(svc.stderr()).not.toMatch(/shutdown failed/);
   });
 });
 
