@@ -99,6 +99,7 @@ export class EventBus extends EventQueue implements Bus {
     }
   }
 
+  /** {@link settle}'s work; the stage counts as settled after it, whatever it threw. */
   private settleNow(staged: StagedEvents, committed: boolean): void {
     if (!committed) {
       this.log.resync();
@@ -116,6 +117,7 @@ export class EventBus extends EventQueue implements Bus {
     if (this.pending.length > 0) this.pacer.schedule();
   }
 
+  /** A published event (not a job's line) and its row, with the next id. */
   private make(input: EventInput): { event: BusEvent; row: Pending } {
     this.guards.queued(input.guard !== undefined);
     this.heads.plain = this.log.takeId();
@@ -177,6 +179,7 @@ export class EventBus extends EventQueue implements Bus {
     if (this.later && this.heads.plainUnstored) await this.whenStored(this.heads.plain);
   }
 
+  /** See {@link Bus.onFenced}. */
   onFenced(fn: (proposalId: string) => void): void {
     this.guards.onFenced(fn);
   }

@@ -52,6 +52,7 @@ export abstract class EventQueue {
     return this.retry.outage;
   }
 
+  /** Queues `row` (counted as published) and schedules its store: at once past FLUSH_BATCH or once closed. */
   protected queue(row: Pending): void {
     this.pending.push(row);
     this.onCount(row.severity, 1);
@@ -112,6 +113,7 @@ export abstract class EventQueue {
     if (this.retry.outage === null && this.pending.length >= FLUSH_BATCH) queueMicrotask(this.pacer.tick);
     else if (this.retry.outage === null && this.pending.length > 0) this.pacer.schedule();
   };
+
   /** An event withdrawn before it was stored (its id never reused): no longer counted as published. */
   protected readonly withdrawn = (row: Pending): void => this.onCount(row.severity, -1);
 
@@ -170,12 +172,14 @@ export abstract class EventQueue {
     this.flushSoon();
   }
 
+  /** {@link flush}, its error swallowed: the events stay held and the retry reports the outage. */
   protected tryFlush(): void {
     try {
       this.flush();
     } catch {}
   }
 
+  /** After a store succeeded: ends an outage under way with its report (published). */
   protected storeRecovered(): void {
     const report = this.retry.recovered();
     if (report) this.publish(report);
@@ -202,6 +206,7 @@ export abstract class EventQueue {
     this.closeNow();
   }
 
+  /** {@link close} once no append is on the writer thread. */
   protected closeNow(): void {
     this.tryFlush();
     this.closed = true;
