@@ -1,7 +1,8 @@
 /**
  * Graceful shutdown (README, "Shutdown"): stop accepting (503 on open connections), end the streams once what was
- * published is delivered, kill job and terminal trees meanwhile and while requests in flight finish, then close connections (only now: see
- * shutdown-gate.ts), workers, membership, bus, database, the housekeeping thread and last the job I/O thread (and its spawn helper).
+ * published is delivered, kill job and terminal trees meanwhile and while requests in flight finish, then close
+ * connections (only now: see shutdown-gate.ts), workers, membership, bus, database, the housekeeping thread and last
+ * the job I/O thread (and its spawn helper).
  */
 import { once } from 'node:events';
 import { stopListening } from '../http/shutdown-gate.js';
