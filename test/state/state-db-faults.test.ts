@@ -380,7 +380,7 @@ describe('a shutdown while the disk is full', () => {
     }
     await waitFor(async () => ((await fetch(`${svc.url}/api/ready`)).status === 503 ? true : undefined), 'readiness to fail while the disk is full');
 
-    // The streams' final flush finds the disk still full: the shutdown goes on, and what is held is reported unstored.
+    // The streams' final flush comes while the disk is still full: the shutdown goes on to the end.
     expect(await svc.stop()).toEqual([0, null]);
     expect(sse.ended, 'the stream to be ended by the service').toBe(true);
     expect(
