@@ -57,10 +57,12 @@ export interface Bus {
   /** Stores what is queued, where the back end can (best effort before shutdown steps). */
   flush(): void;
   /**
-   * {@link flush} without blocking the main thread: resolves once every event queued before is stored and delivered,
-   * or its store failed (held for the retry). Never rejects. Where absent (the cluster's bus), {@link flush} does not block.
+   * {@link flush} without blocking the main thread: resolves `true` once every event queued before is stored and
+   * delivered, or its store failed (held for the retry); `false` when `limitMs` (milliseconds) passed first (a writer
+   * that does not answer: the events stay queued for {@link close}). Never rejects. Where absent (the cluster's bus),
+   * {@link flush} does not block.
    */
-  storeQueued?(): Promise<void>;
+  storeQueued?(limitMs: number): Promise<boolean>;
   /** Stores what is queued, then stops; unstorable events are reported, not thrown. */
   close(): void | Promise<void>;
 }

@@ -128,9 +128,19 @@ export abstract class EventQueue {
   }
 
   /** See {@link Bus.storeQueued}: with the writer thread, stored there (awaited: no blocking wait here); else now. */
-  async storeQueued(): Promise<void> {
-    if (this.later) await this.whenStored();
-    else this.tryFlush();
+  async storeQueued(limitMs: number): Promise<boolean> {
+    if (!this.later) {
+      this.tryFlush();
+      return true;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    // A thread that hangs alive never answers (a dead one ends the wait): shutdown goes on past the bound.
+    const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, limitMs, false)));
+    try {
+      return await Promise.race([this.whenStored().then(() => true), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** {@link flush}; the `spare` newest queued events do not count against the bound on failure. */

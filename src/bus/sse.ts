@@ -227,14 +227,19 @@ export class SseHub {
 
   /**
    * Ends every stream after a final flush of the bus (events published before are delivered first), e.g. on shutdown:
-   * awaited without blocking the main thread where the bus can (Bus.storeQueued). Never rejects: a refused store is held.
+   * awaited without blocking the main thread where the bus can (Bus.storeQueued), for at most `limitMs` milliseconds.
+   * Never rejects: a refused store is held.
+   * @returns false when the streams ended before what was queued was stored (the bus's close stores it; a client
+   * resuming with Last-Event-ID gets it), true otherwise.
    */
-  async closeAll(): Promise<void> {
-    if (this.bus.storeQueued) await this.bus.storeQueued();
+  async closeAll(limitMs: number): Promise<boolean> {
+    let inTime = true;
+    if (this.bus.storeQueued) inTime = await this.bus.storeQueued(limitMs);
     else this.bus.flush();
     for (const c of [...this.clients]) c.close('shutdown');
     clearInterval(this.heartbeat);
     this.unsubscribe();
+    return inTime;
   }
 }
 

@@ -9,6 +9,9 @@ import { stopListening } from '../http/shutdown-gate.js';
 import type { Parts } from './compose.js';
 import type { HttpParts } from './http-server.js';
 
+/** The streams' final flush waits at least this long (ms), even with CONSOLE_KILL_GRACE_MS at 0. */
+const STREAMS_FLUSH_MIN_MS = 1000;
+
 /** Stops the instance; resolves when everything is closed. Never rejects for a part that would not close in time: it is logged. */
 export async function shutdown(parts: Parts, web: HttpParts): Promise<void> {
   const { log, config, server } = { ...parts, server: web.server };
@@ -16,8 +19,11 @@ export async function shutdown(parts: Parts, web: HttpParts): Promise<void> {
   const serverClosed = once(server, 'close');
   web.gate.close();
   stopListening(server);
-  // The streams end once what was published before is stored and delivered; the jobs are stopped meanwhile.
-  const [, , , unfinished] = await Promise.all([parts.sse.closeAll(), parts.supervisor.stopAll(), parts.terminals.stopAll(), web.gate.drained(config.jobs.killGraceMs)]);
+  // The streams end once what was published before is stored and delivered (bounded, as the requests' drain: a writer
+  // thread that hangs is not waited for here); the jobs are stopped meanwhile.
+  const streamsBound = Math.max(STREAMS_FLUSH_MIN_MS, config.jobs.killGraceMs);
+  const [storedInTime, , , unfinished] = await Promise.all([parts.sse.closeAll(streamsBound), parts.supervisor.stopAll(), parts.terminals.stopAll(), web.gate.drained(config.jobs.killGraceMs)]);
+  if (!storedInTime) log.warn({ boundMs: streamsBound, queued: parts.backend.bus.backlog }, 'streams ended before the queued events were stored');
   if (unfinished > 0) log.warn({ unfinished }, 'requests still unanswered at shutdown');
   server.closeAllConnections();
   server.close();

@@ -271,9 +271,10 @@ describe('the event writer thread’s client', () => {
     // A full batch on the thread, 88 queued behind it: the streams' final flush (shutdown.ts) waits for both.
     const first = publishOnly(bus, 600);
     expect(writer.busy).toBe(true);
-    const ending = hub.closeAll();
+    // Its bound is far past the wait: the test waits for the store, never for a timer.
+    const ending = hub.closeAll(600_000);
     expect(ending).toBeInstanceOf(Promise);
-    await ending;
+    expect(await ending).toBe(true);
     expect(bus.backlog).toBe(0);
     expect(delivered).toEqual(Array.from({ length: 600 }, (_, i) => first + i));
     // Then the bus's close, with another append under way: it waits for it, and stores the rest (here: it is closing).
@@ -287,6 +288,37 @@ describe('the event writer thread’s client', () => {
     // Neither waited blocking (an Atomics wait on this thread); the first 600 were all stored there.
     expect(writer.stats()).toMatchObject({ waits: 0 });
     expect(writer.stats().rows).toBeGreaterThanOrEqual(1112);
+  });
+
+  it('ends the streams at shutdown within its bound when the thread hangs alive; the bus’s close stores what stayed queued', async () => {
+    const { file, db, log, close } = openDb();
+    cleanups.push(close);
+    const release = path.join(path.dirname(file), 'release');
+    // Before the thread's close: its append is let go first.
+    cleanups.push(() => fs.writeFileSync(release, ''));
+    const writer = new EventWriter(fixture('event-writer-hanging.mjs'), { file, nice: 0 }, () => {});
+    cleanups.push(() => writer.close());
+    await writer.ready;
+    log.attachWriter(writer);
+    const bus = new EventBus(log);
+    const delivered: number[] = [];
+    bus.subscribe((batch) => {
+      for (const r of batch) delivered.push(r.id);
+    });
+    const hub = new SseHub(bus, readConfig({}).sse, 1000);
+    const first = Number(bus.publish({ severity: 'info', scope: 'test/writer', summary: `hang:${release}` }).id);
+    publishOnly(bus, 599);
+    expect(writer.busy).toBe(true);
+    // The thread never answers while the file is missing: only the bound ends the wait.
+    expect(await hub.closeAll(50)).toBe(false);
+    expect(bus.backlog).toBe(600);
+    expect(delivered).toEqual([]);
+    fs.writeFileSync(release, '');
+    await bus.close();
+    expect(bus.backlog).toBe(0);
+    expect(delivered).toEqual(Array.from({ length: 600 }, (_, i) => first + i));
+    expect(db.prepare('SELECT 1').get()).toBeDefined();
+    expect(log.newest(1, NO_FILTER).map((r) => r.id)).toEqual([first + 599]);
   });
 
   it('writes an append there and answers on this thread; drain waits for it; a refused append comes back as the database’s error', async () => {
