@@ -49,8 +49,9 @@ export interface EventWriterStats {
  * grow during a storm and stay in the service's memory afterwards (P6), as the job I/O thread's did. */
 const YOUNG_GENERATION_MB = 8;
 
-/** Longest wait for one append (the thread's lock wait is 5 s): past it the thread is taken for dead. */
-const DRAIN_LIMIT_MS = 60_000;
+/** Longest wait for one append's answer (the thread's lock wait is 5 s): past it the thread is taken for dead
+ * (terminated, its death reported). */
+export const ANSWER_LIMIT_MS = 60_000;
 
 /** Bytes of the buffer shared with the thread for each append's frames: a batch of lines fits (512 of them, about 150 KB in
  * P7); a larger one's frames are transferred in a buffer of their own. */
@@ -72,6 +73,14 @@ export class EventWriter implements AppendWriter {
   private seq = 0;
   private waiting: Done | null = null;
   private closing = false;
+  /** When the append on the thread was posted (performance.now(), ms). */
+  private submittedAt = 0;
+  /** Set once an append was not answered within the limit: the thread was terminated for it. */
+  private hung: Error | null = null;
+  /** Looks for an append not answered within the limit, even with nobody waiting for it. */
+  private readonly watchdog: NodeJS.Timeout;
+  /** Tells the owner of the thread's death, once (the constructor's `onDeath`). */
+  private readonly reportDeath: (err: Error) => void;
   private info: { tid: number | null; nice: number | null } = { tid: null, nice: null };
   private appends = 0;
   private rows = 0;
@@ -89,10 +98,16 @@ export class EventWriter implements AppendWriter {
 
   /**
    * @param workerFile the compiled event-writer-task.js (WORKER_FILES.eventWriter).
-   * @param onDeath told once if the thread ends unasked: appends can no longer be stored (the service stops).
+   * @param onDeath told once if the thread ends unasked, or hangs (an append not answered within `answerLimitMs`,
+   * ms: it is then terminated): appends can no longer be stored (the service stops).
    * @throws Error when `workerFile` does not exist (not built).
    */
-  constructor(workerFile: string, setup: WriterSetup, onDeath: (err: Error) => void) {
+  constructor(
+    workerFile: string,
+    setup: WriterSetup,
+    onDeath: (err: Error) => void,
+    private readonly answerLimitMs = ANSWER_LIMIT_MS,
+  ) {
     if (!fs.existsSync(workerFile)) throw new Error(`event writer not found: ${workerFile} (run npm run build)`);
     const { port1, port2 } = new MessageChannel();
     // Word 0: the last append written; word 1: set once the thread ended (event-writer-task.ts).
@@ -115,11 +130,12 @@ export class EventWriter implements AppendWriter {
     };
     this.worker.on('error', died);
     this.worker.on('exit', (code) => {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const w of waiters) w.reject(new Error('the event writer thread ended before its append'));
+      clearInterval(this.watchdog);
+      this.rejectWaiters(new Error('the event writer thread ended before its append'));
       died(new Error(`the event writer thread ended (exit code ${code})`));
     });
+    this.reportDeath = died;
+    this.watchdog = setInterval(() => this.checkAnswer(), Math.min(1000, answerLimitMs)).unref();
     this.ended = new Promise((resolve) => this.worker.once('exit', () => resolve()));
   }
 
@@ -130,23 +146,25 @@ export class EventWriter implements AppendWriter {
   submit(plan: AppendPlan, rows: AppendRows, done: Done): void {
     if (this.waiting !== null) throw new Error('event writer: an append is already on the thread');
     this.waiting = done;
+    this.submittedAt = performance.now();
     this.seq = (this.seq % 0x7fff_ffff) + 1;
     this.appends++;
     this.rows += rows.ids.length;
     this.port.postMessage({ seq: this.seq, plan, rows });
   }
 
-  /** @throws Error when the thread ended, or did not answer within DRAIN_LIMIT_MS (taken for dead): its death ends the service. */
+  /** @throws Error when the thread ended, or did not answer its append within the limit (taken for dead): its death ends the service. */
   drain(): void {
     if (this.waiting === null) return;
     const started = performance.now();
     this.waits++;
     for (;;) {
+      if (this.hung !== null) throw this.hung;
       const at = Atomics.load(this.done, 0);
       if (at === this.seq) break;
       if (Atomics.load(this.done, 1) === 1) throw new Error('the event writer thread ended before its append');
-      Atomics.wait(this.done, 0, at, 1000);
-      if (performance.now() - started > DRAIN_LIMIT_MS) throw new Error(`the event writer thread did not answer within ${DRAIN_LIMIT_MS} ms`);
+      Atomics.wait(this.done, 0, at, Math.min(1000, this.answerLimitMs));
+      this.checkAnswer();
     }
     this.waitedMs += performance.now() - started;
     // Its reply was posted before the word was stored: it is on the port now.
@@ -156,16 +174,16 @@ export class EventWriter implements AppendWriter {
   /**
    * Resolves once no append is on the thread and its `done` ran (at once when none is), without blocking the main
    * thread: what a console write waits for before its connection writes (EventLog.quiesce).
-   * @throws (rejects) Error when the thread ended, or did not answer within DRAIN_LIMIT_MS (taken for dead).
+   * @throws (rejects) Error when the thread ended, or did not answer its append within the limit (taken for dead: the
+   * watchdog terminates it, which rejects the waiters).
    */
   idle(): Promise<void> {
+    if (this.hung !== null) return Promise.reject(this.hung);
     if (this.waiting === null) return Promise.resolve();
     const started = performance.now();
     this.idleWaits++;
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the event writer thread did not answer within ${DRAIN_LIMIT_MS} ms`)), DRAIN_LIMIT_MS);
       const end = (): void => {
-        clearTimeout(timer);
         this.idleWaitedMs += performance.now() - started;
       };
       this.idleWaiters.push({
@@ -195,8 +213,26 @@ export class EventWriter implements AppendWriter {
     };
   }
 
+  /** The watchdog (and a blocking wait): an append unanswered past the limit terminates the thread, reported as its death. */
+  private checkAnswer(): void {
+    if (this.waiting === null || this.closing || this.hung !== null) return;
+    if (performance.now() - this.submittedAt <= this.answerLimitMs) return;
+    this.hung = new Error(`the event writer thread did not answer within ${this.answerLimitMs} ms`);
+    // Told now, not on its exit: a thread stuck in a native call may never end.
+    this.rejectWaiters(this.hung);
+    this.reportDeath(this.hung);
+    void this.worker.terminate();
+  }
+
+  private rejectWaiters(err: Error): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w.reject(err);
+  }
+
   /** Waits for the append there, then ends the thread (its connection closed). */
   async close(): Promise<void> {
+    clearInterval(this.watchdog);
     if (this.closing) return;
     try {
       this.drain();
