@@ -89,7 +89,7 @@ export async function composeService(
     const setup = { helperFile: WORKER_FILES.spawnHelper, nice: config.jobs.threadNice, encode: bus.publishEncoded !== undefined };
     const died = (err: Error) => {
       log.fatal(
-        { err: err.message },
+        { err: err.message, stack: err.cause instanceof Error ? err.cause.stack : undefined },
         'the job I/O thread or its spawn helper process died: the exits and lines of the jobs can no longer be learnt; the service stops (its next start marks them lost)',
       );
       onFatal(err);

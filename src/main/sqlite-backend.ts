@@ -24,7 +24,7 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping, 
     const eventLog = new EventLog(db, config.events.retention);
     // Its death is fatal: the events queued could no longer be stored.
     writer = new EventWriter(WORKER_FILES.eventWriter, { file: config.stateDbPath, nice: config.events.writerThreadNice }, (err) => {
-      log.fatal({ err: err.message }, 'the event writer thread died: events can no longer be stored; the service stops');
+      log.fatal({ err: err.message, stack: err.stack }, 'the event writer thread died: events can no longer be stored; the service stops');
       onFatal(err);
     });
     eventLog.attachWriter(writer);

@@ -125,15 +125,16 @@ export class JobIo {
     let ended!: () => void;
     this.ended = new Promise((resolve) => (ended = resolve));
     this.closed = ended;
-    const die = (reason: string) => {
+    const die = (reason: string, cause?: Error) => {
       if (this.gone !== null) return;
-      const gone = new Error(reason);
+      // The reason is one line (stderr's at exit, service.ts); the thread's own error, stack and all, is its cause.
+      const gone = new Error(reason, cause === undefined ? undefined : { cause });
       this.gone = gone;
       for (const e of this.entries.values()) if (!e.running) e.spawned({ kind: 'refused', key: 0, code: null, message: gone.message });
       if (!this.closing) onDeath(gone);
     };
     this.worker.on('message', (m: FromJobIo) => this.receive(m, die));
-    this.worker.on('error', (err) => die(`the job I/O thread failed: ${err.stack ?? err.message}`));
+    this.worker.on('error', (err) => die(`the job I/O thread failed: ${err.message}`, err));
     this.worker.on('exit', (code) => {
       this.threadEnded = true;
       die(`the job I/O thread ended (code ${code})`);

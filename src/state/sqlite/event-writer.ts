@@ -51,7 +51,7 @@ const YOUNG_GENERATION_MB = 8;
 
 /** Longest wait for one append's answer (the thread's lock wait is 5 s): past it the thread is taken for dead
  * (terminated, its death reported). */
-export const ANSWER_LIMIT_MS = 60_000;
+const ANSWER_LIMIT_MS = 60_000;
 
 /** Bytes of the buffer shared with the thread for each append's frames: a batch of lines fits (512 of them, about 150 KB in
  * P7); a larger one's frames are transferred in a buffer of their own. */
