@@ -90,15 +90,18 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping, 
 }
 
 /**
- * Readiness: events are stored, and the write lock is taken without waiting (`BEGIN IMMEDIATE`, `ROLLBACK`),
- * so a poll never holds the event loop.
+ * Readiness (`stateDatabase`, GET /api/ready): events are stored, and the write lock is taken without waiting
+ * (`BEGIN IMMEDIATE`, `ROLLBACK`), so a poll never holds the event loop. A console write's transaction open on this
+ * connection (it spans awaits) holds the lock: it is writing, and its transaction is left alone.
  */
-function checkSqlite(db: Db, bus: EventStorage, log: EventLog): ReadinessCheck {
+export function checkSqlite(db: Db, bus: EventStorage, log: EventLog): ReadinessCheck {
   const outage = outageCheck(bus);
   if (outage) return outage;
   if (!db.open) return { name: 'stateDatabase', ok: false, detail: `${db.name} is closed` };
   // The writer thread holds the lock now: it is writing (a failure would show as the outage above).
   if (log.appending) return { name: 'stateDatabase', ok: true, detail: `${db.name} takes writes (the event writer thread is writing)` };
+  // Never BEGIN (refused) then ROLLBACK inside it: that would undo a console write under way.
+  if (db.inTransaction) return { name: 'stateDatabase', ok: true, detail: `${db.name} takes writes (a console write is under way)` };
   const timeout = db.pragma('busy_timeout', { simple: true }) as number;
   try {
     db.pragma('busy_timeout = 0');

@@ -14,6 +14,10 @@ import { waitFor } from '../helpers/events.js';
 import { startServiceProcess } from '../helpers/process.js';
 import { makeTempStore, startTestService, type TestService } from '../helpers/service.js';
 import { failedStart } from '../helpers/service-process.js';
+import { checkSqlite } from '../../src/main/sqlite-backend.js';
+import { EventBus } from '../../src/bus/bus.js';
+import { openStateDb } from '../../src/state/sqlite/db.js';
+import { EventLog } from '../../src/state/sqlite/event-log.js';
 
 const TOKEN = 'ready-test-token';
 const NAMES = ['store', 'dispatchTool', 'stateDatabase', 'workers'];
@@ -130,5 +134,29 @@ describe('start-up', () => {
     fs.mkdirSync(path.dirname(tool));
     fs.writeFileSync(tool, '');
     expect((await ready(svc.url)).status).toBe(200);
+  });
+});
+
+describe('the state database’s check (checkSqlite)', () => {
+  it('leaves a console write’s transaction under way on the connection alone: ok, and the write commits whole', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ready-tx-'));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const db = openStateDb(path.join(dir, 'console-state.db'));
+    cleanups.push(() => db.close());
+    const log = new EventLog(db, 1000);
+    const bus = new EventBus(log);
+    // A transaction open across a poll (as one that awaits between its statements would be).
+    db.exec('BEGIN IMMEDIATE');
+    db.prepare(`INSERT INTO meta (key, value) VALUES ('ready-tx', 'one')`).run();
+    const check = checkSqlite(db, bus, log);
+    expect(check).toMatchObject({ name: 'stateDatabase', ok: true });
+    expect(check.detail).toMatch(/a console write is under way/);
+    expect(db.inTransaction).toBe(true);
+    db.prepare(`INSERT INTO meta (key, value) VALUES ('ready-tx-2', 'two')`).run();
+    db.exec('COMMIT');
+    expect(db.prepare(`SELECT count(*) AS n FROM meta WHERE key LIKE 'ready-tx%'`).get()).toEqual({ n: 2 });
+    // Outside a transaction the lock is taken and given back: ok, and nothing left open.
+    expect(checkSqlite(db, bus, log)).toMatchObject({ ok: true, detail: expect.stringMatching(/takes writes$/) });
+    expect(db.inTransaction).toBe(false);
   });
 });
