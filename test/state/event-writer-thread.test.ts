@@ -8,7 +8,10 @@
  *   as the database's error, and the thread's death reported once (the service then stops, as for the job I/O thread: compose.ts).
  * No timing is asserted.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
+import readline from 'node:readline';
 import path from 'node:path';
 import os from 'node:os';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -442,6 +445,25 @@ describe('the event writer thread’s client', () => {
     await expect(writer.idle()).rejects.toThrow(/did not answer within 100 ms/);
     expect(() => writer.drain()).toThrow(/did not answer within 100 ms/);
     expect(told).toBe(false);
+  });
+
+  it('does not take a pause of the whole process (SIGSTOP past the limit) for a hang of the thread', async () => {
+    const { file, close } = openDb();
+    cleanups.push(close);
+    const release = path.join(path.dirname(file), 'release');
+    const child = spawn(process.execPath, [fixture('event-writer-paused.mjs'), file, release], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanups.push(() => child.kill('SIGKILL'));
+    const out = readline.createInterface({ input: child.stdout! });
+    const lines = out[Symbol.asyncIterator]();
+    expect((await lines.next()).value).toBe('submitted');
+    // Stopped with the append on the thread; it may go once the process runs again. The pause (the fault put in, 6 s)
+    // outlasts the child's answer limit (5 s): counted by the clock, that append would be taken for a hang.
+    child.kill('SIGSTOP');
+    fs.writeFileSync(release, '');
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    child.kill('SIGCONT');
+    expect(JSON.parse((await lines.next()).value as string)).toEqual({ answered: true, deaths: [] });
+    expect(await once(child, 'exit')).toEqual([0, null]);
   });
 
   it('ends a console write’s wait for an append the thread does not answer, and a blocking wait, at the limit', async () => {

@@ -73,8 +73,11 @@ export class EventWriter implements AppendWriter {
   private seq = 0;
   private waiting: Done | null = null;
   private closing = false;
-  /** When the append on the thread was posted (performance.now(), ms). */
-  private submittedAt = 0;
+  /** The append the watchdog watches (its `seq`), and the watchdog's ticks it has gone unanswered. */
+  private watchedSeq = 0;
+  private unansweredTicks = 0;
+  /** The watchdog's period, ms: min(1 s, the limit). */
+  private readonly tickMs: number;
   /** Set once an append was not answered within the limit: the thread was terminated for it. */
   private hung: Error | null = null;
   /** Looks for an append not answered within the limit, even with nobody waiting for it. */
@@ -135,7 +138,8 @@ export class EventWriter implements AppendWriter {
       died(new Error(`the event writer thread ended (exit code ${code})`));
     });
     this.reportDeath = died;
-    this.watchdog = setInterval(() => this.checkAnswer(), Math.min(1000, answerLimitMs)).unref();
+    this.tickMs = Math.min(1000, answerLimitMs);
+    this.watchdog = setInterval(() => this.checkAnswer(), this.tickMs).unref();
     this.ended = new Promise((resolve) => this.worker.once('exit', () => resolve()));
   }
 
@@ -146,7 +150,6 @@ export class EventWriter implements AppendWriter {
   submit(plan: AppendPlan, rows: AppendRows, done: Done): void {
     if (this.waiting !== null) throw new Error('event writer: an append is already on the thread');
     this.waiting = done;
-    this.submittedAt = performance.now();
     this.seq = (this.seq % 0x7fff_ffff) + 1;
     this.appends++;
     this.rows += rows.ids.length;
@@ -163,7 +166,7 @@ export class EventWriter implements AppendWriter {
       const at = Atomics.load(this.done, 0);
       if (at === this.seq) break;
       if (Atomics.load(this.done, 1) === 1) throw new Error('the event writer thread ended before its append');
-      Atomics.wait(this.done, 0, at, Math.min(1000, this.answerLimitMs));
+      Atomics.wait(this.done, 0, at, this.tickMs);
       this.checkAnswer();
     }
     this.waitedMs += performance.now() - started;
@@ -213,10 +216,21 @@ export class EventWriter implements AppendWriter {
     };
   }
 
-  /** The watchdog (and a blocking wait): an append unanswered past the limit terminates the thread, reported as its death. */
+  /**
+   * The watchdog's tick (and a blocking wait's): an append unanswered past the limit terminates the thread, reported as
+   * its death. Counted in ticks, not by the clock: a pause of the whole process (SIGSTOP, a suspended machine) is one
+   * tick however long, so the thread's append after it is not taken for a hang.
+   */
   private checkAnswer(): void {
     if (this.waiting === null || this.closing || this.hung !== null) return;
-    if (performance.now() - this.submittedAt <= this.answerLimitMs) return;
+    // Answered: its reply is on the port (posted before the word was stored).
+    if (Atomics.load(this.done, 0) === this.seq) return;
+    if (this.watchedSeq !== this.seq) {
+      this.watchedSeq = this.seq;
+      this.unansweredTicks = 0;
+    }
+    // The first tick may come at once after the post: the limit counts from the second.
+    if (++this.unansweredTicks * this.tickMs <= this.answerLimitMs) return;
     this.hung = new Error(`the event writer thread did not answer within ${this.answerLimitMs} ms`);
     // Told now, not on its exit: a thread stuck in a native call may never end.
     this.rejectWaiters(this.hung);
