@@ -135,6 +135,9 @@ port.on('message', (m: ToJobIo) => {
       window.busHeld = m.held;
       window.maybeRelease();
       return;
+    case 'ping':
+      post({ kind: 'pong', seq: m.seq });
+      return;
     case 'close':
       void helper.close().then(() => {
         post({ kind: 'closed' });

@@ -45,7 +45,9 @@ export type ToJobIo =
   /** Backpressure from the bus (output-gate.ts): no line is read while held. */
   | { readonly kind: 'hold'; readonly held: boolean }
   /** Let the helper go and end the thread; running jobs keep running. */
-  | { readonly kind: 'close' };
+  | { readonly kind: 'close' }
+  /** Answer with `pong` (the main thread's watchdog: a thread that does not is taken for hung). */
+  | { readonly kind: 'ping'; readonly seq: number };
 
 /**
  * One batch of framed lines, in the order each stream produced them: entry `i` is line `numbers[i]`
@@ -77,4 +79,6 @@ export type FromJobIo =
   /** The spawn helper process ended while the service runs: the jobs' exits cannot be learnt any more. */
   | { readonly kind: 'helper-death'; readonly message: string }
   /** Answer to `close`: the helper exited. */
-  | { readonly kind: 'closed' };
+  | { readonly kind: 'closed' }
+  /** Answer to `ping`. */
+  | { readonly kind: 'pong'; readonly seq: number };

@@ -6,64 +6,14 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ProcessSpawnError } from '../process/errors.js';
-import type { BirthPriority } from '../process/group-nice.js';
 import type { SpawnHelperStats } from '../process/spawn-helper.js';
 import { TURN_LINES } from './frame-lines.js';
-import type { FromJobIo, JobIoSetup, JobSpawnOrder, LineBatch, ToJobIo } from './job-io-protocol.js';
+import type { FromJobIo, JobIoSetup, LineBatch, ToJobIo } from './job-io-protocol.js';
 import type { LineHold } from './output-gate.js';
+import type { JobIoLimits, JobIoThreadStats, JobLineHandler, JobSpawn, RemoteJob } from './job-io-types.js';
+import { AnswerWatchdog } from '../process/answer-watchdog.js';
 
-/**
- * One line of a job: `stream` 0 is stdout, 1 stderr; `number` counts from 1 per stream; `cut` when bytes were dropped.
- * `text` is the line's, or where the job is {@link RemoteJob.encoded} its event's JSON after the id and time.
- */
-export type JobLineHandler = (stream: 0 | 1, number: number, text: string, cut: boolean) => void;
-
-/** What to start: the program, its arguments, working directory, whole environment, bound on a line, and the proposal id its line events name. */
-export type JobSpawn = JobSpawnOrder;
-
-/** A job the thread started: its pid, its exit, and its lines once asked for. */
-export interface RemoteJob {
-  readonly pid: number;
-  /** Its start time (clock ticks after boot), read before it could be reaped; null without `/proc`. */
-  readonly startTime: number | null;
-  /** What setting the order's nice value did, in the helper right after its exec (null when none was asked for). */
-  readonly lowered: BirthPriority | null;
-  /** Resolves at its exit with Node's pair: a code, or the signal that ended it. */
-  readonly exit: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
-  /** Its lines reach the handler as their events' JSON after the id and time (line-event.ts lineTail), not as texts. */
-  readonly encoded: boolean;
-  /** Starts reading its stdout and stderr: every line reaches `onLine` on this thread, in each stream's order. */
-  read(onLine: JobLineHandler): void;
-  /**
-   * Called after its exit (and sweep): resolves once its last line reached the handler, or once
-   * its pipes were given up after `idleMs` without a byte (a daemon kept one open). Never rejects.
-   * @returns the text of its last stderr line, kept by the thread (null when none, or once the thread is gone).
-   */
-  drain(idleMs: number): Promise<string | null>;
-  /** Nobody will read it (its launch was refused): its pipes are closed. */
-  discard(): void;
-}
-
-/** The thread's own figures (`jobs.thread` of the system status). */
-export interface JobIoThreadStats {
-  /** Its kernel thread id (Linux), null elsewhere or before it started. */
-  readonly tid: number | null;
-  /** Its nice value (CONSOLE_JOB_THREAD_NICE once set), null where unknown. */
-  readonly nice: number | null;
-  /** Lines read and handed to the main thread since start-up, and the batches they came in. */
-  readonly lines: number;
-  readonly batches: number;
-  /** Lines posted and not yet handed on (bounded by the window). */
-  readonly queued: number;
-  /** Its young generation's bound in force, MB (CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB, or V8's default for 0); null once it ended. */
-  readonly youngGenerationMb: number | null;
-}
-
-/** How the thread's heap is bounded (JobIo's constructor). */
-export interface JobIoHeap {
-  /** Its young generation, MB; 0 leaves V8's default (default {@link JOB_IO_YOUNG_GENERATION_MB}). */
-  readonly youngGenerationMb?: number;
-}
+export type { JobIoLimits, JobIoThreadStats, JobLineHandler, JobSpawn, RemoteJob } from './job-io-types.js';
 
 interface Entry {
   spawned: (m: Extract<FromJobIo, { kind: 'spawned' | 'refused' }>) => void;
@@ -109,6 +59,9 @@ export class JobIo {
   private nice: number | null = null;
   private closed!: () => void;
   private threadEnded = false;
+  /** The last ping sent to the thread, and the last it answered. */
+  private pingSeq = 0;
+  private pongSeq = 0;
   /** See {@link JobIoSetup.encode}. */
   readonly encodes: boolean;
   /** Resolves when the thread ended. */
@@ -118,9 +71,9 @@ export class JobIo {
    * Starts the thread (`file`: the compiled job-io-main.js), which forks the spawn helper.
    * @throws Error when `file` does not exist (not built).
    */
-  constructor(file: string, setup: JobIoSetup, onDeath: (err: Error) => void, heap: JobIoHeap = {}) {
+  constructor(file: string, setup: JobIoSetup, onDeath: (err: Error) => void, limits: JobIoLimits = {}) {
     this.encodes = setup.encode;
-    const young = heap.youngGenerationMb ?? JOB_IO_YOUNG_GENERATION_MB;
+    const young = limits.youngGenerationMb ?? JOB_IO_YOUNG_GENERATION_MB;
     this.worker = new Worker(file, { workerData: setup, name: 'job-io', resourceLimits: young > 0 ? { maxYoungGenerationSizeMb: young } : {} });
     let ended!: () => void;
     this.ended = new Promise((resolve) => (ended = resolve));
@@ -137,9 +90,19 @@ export class JobIo {
     this.worker.on('error', (err) => die(`the job I/O thread failed: ${err.message}`, err));
     this.worker.on('exit', (code) => {
       this.threadEnded = true;
+      clearInterval(watchdog);
       die(`the job I/O thread ended (code ${code})`);
       ended();
     });
+    // A hang (alive, not answering) is taken for a death too: a ping each tick, answered by the next (answer-watchdog.ts).
+    const answers = new AnswerWatchdog(limits.answerLimitMs);
+    const watchdog = setInterval(() => {
+      if (this.gone !== null || this.closing) return;
+      if (this.pongSeq === this.pingSeq) return this.send({ kind: 'ping', seq: ++this.pingSeq });
+      if (!answers.tick(this.pingSeq)) return;
+      die(answers.hung('job I/O').message);
+      void this.worker.terminate();
+    }, answers.tickMs).unref();
   }
 
   /** Holds every job's reads while `gate` is held (the bus's backpressure, output-gate.ts); a gate per supervisor. */
@@ -272,6 +235,9 @@ export class JobIo {
         return;
       case 'helper-death':
         die(m.message);
+        return;
+      case 'pong':
+        this.pongSeq = m.seq;
         return;
       case 'closed':
         void this.worker.terminate().then(() => this.closed());

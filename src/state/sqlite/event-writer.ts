@@ -12,6 +12,7 @@ import { type FrameBlock, unpackFrames } from '../../bus/frames.js';
 import Database from './binding.js';
 import type { AppendOutcome, AppendPlan, AppendRows } from './event-append.js';
 import type { AppendWriter } from './event-log.js';
+import { ANSWER_LIMIT_MS, AnswerWatchdog } from '../../process/answer-watchdog.js';
 
 /** What the thread is started with: the state database (migrated already) and its nice value. */
 export interface WriterSetup {
@@ -49,10 +50,6 @@ export interface EventWriterStats {
  * grow during a storm and stay in the service's memory afterwards (P6), as the job I/O thread's did. */
 const YOUNG_GENERATION_MB = 8;
 
-/** Longest wait for one append's answer (the thread's lock wait is 5 s): past it the thread is taken for dead
- * (terminated, its death reported). */
-const ANSWER_LIMIT_MS = 60_000;
-
 /** Bytes of the buffer shared with the thread for each append's frames: a batch of lines fits (512 of them, about 150 KB in
  * P7); a larger one's frames are transferred in a buffer of their own. */
 const SHARED_FRAMES_BYTES = 2 * 1048576;
@@ -73,11 +70,8 @@ export class EventWriter implements AppendWriter {
   private seq = 0;
   private waiting: Done | null = null;
   private closing = false;
-  /** The append the watchdog watches (its `seq`), and the watchdog's ticks it has gone unanswered. */
-  private watchedSeq = 0;
-  private unansweredTicks = 0;
-  /** The watchdog's period, ms: min(1 s, the limit). */
-  private readonly tickMs: number;
+  /** Counts the ticks the append on the thread has gone unanswered (answer-watchdog.ts). */
+  private readonly answers: AnswerWatchdog;
   /** Set once an append was not answered within the limit: the thread was terminated for it. */
   private hung: Error | null = null;
   /** Looks for an append not answered within the limit, even with nobody waiting for it. */
@@ -105,12 +99,7 @@ export class EventWriter implements AppendWriter {
    * ms: it is then terminated): appends can no longer be stored (the service stops).
    * @throws Error when `workerFile` does not exist (not built).
    */
-  constructor(
-    workerFile: string,
-    setup: WriterSetup,
-    onDeath: (err: Error) => void,
-    private readonly answerLimitMs = ANSWER_LIMIT_MS,
-  ) {
+  constructor(workerFile: string, setup: WriterSetup, onDeath: (err: Error) => void, answerLimitMs = ANSWER_LIMIT_MS) {
     if (!fs.existsSync(workerFile)) throw new Error(`event writer not found: ${workerFile} (run npm run build)`);
     const { port1, port2 } = new MessageChannel();
     // Word 0: the last append written; word 1: set once the thread ended (event-writer-task.ts).
@@ -138,8 +127,8 @@ export class EventWriter implements AppendWriter {
       died(new Error(`the event writer thread ended (exit code ${code})`));
     });
     this.reportDeath = died;
-    this.tickMs = Math.min(1000, answerLimitMs);
-    this.watchdog = setInterval(() => this.checkAnswer(), this.tickMs).unref();
+    this.answers = new AnswerWatchdog(answerLimitMs);
+    this.watchdog = setInterval(() => this.checkAnswer(), this.answers.tickMs).unref();
     this.ended = new Promise((resolve) => this.worker.once('exit', () => resolve()));
   }
 
@@ -166,7 +155,7 @@ export class EventWriter implements AppendWriter {
       const at = Atomics.load(this.done, 0);
       if (at === this.seq) break;
       if (Atomics.load(this.done, 1) === 1) throw new Error('the event writer thread ended before its append');
-      Atomics.wait(this.done, 0, at, this.tickMs);
+      Atomics.wait(this.done, 0, at, this.answers.tickMs);
       this.checkAnswer();
     }
     this.waitedMs += performance.now() - started;
@@ -217,21 +206,15 @@ export class EventWriter implements AppendWriter {
   }
 
   /**
-   * The watchdog's tick (and a blocking wait's): an append unanswered past the limit terminates the thread, reported as
-   * its death. Counted in ticks, not by the clock: a pause of the whole process (SIGSTOP, a suspended machine) is one
-   * tick however long, so the thread's append after it is not taken for a hang.
+   * The watchdog's tick (and a blocking wait's): an append unanswered past the limit (in ticks: a pause of the process
+   * counts once) terminates the thread, reported as its death.
    */
   private checkAnswer(): void {
     if (this.waiting === null || this.closing || this.hung !== null) return;
     // Answered: its reply is on the port (posted before the word was stored).
     if (Atomics.load(this.done, 0) === this.seq) return;
-    if (this.watchedSeq !== this.seq) {
-      this.watchedSeq = this.seq;
-      this.unansweredTicks = 0;
-    }
-    // The first tick may come at once after the post: the limit counts from the second.
-    if (++this.unansweredTicks * this.tickMs <= this.answerLimitMs) return;
-    this.hung = new Error(`the event writer thread did not answer within ${this.answerLimitMs} ms`);
+    if (!this.answers.tick(this.seq)) return;
+    this.hung = this.answers.hung('event writer');
     // Told now, not on its exit: a thread stuck in a native call may never end.
     this.rejectWaiters(this.hung);
     this.reportDeath(this.hung);
