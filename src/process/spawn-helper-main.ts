@@ -29,7 +29,12 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-const send = (m: FromHelper) => process.send?.(m);
+/** Tells the service; nothing once its channel closed (it ended or let this helper go: `disconnect` below exits). A
+ * send to a closed channel would end this process on an unhandled error, leaving its temp folder behind: a send
+ * that fails as the channel closes is dropped the same way (its callback takes the error). */
+const send = (m: FromHelper): void => {
+  if (process.connected) process.send?.(m, undefined, undefined, () => {});
+};
 const pending = new Map<string, Pending>();
 
 function pendingOf(id: string): Pending {
@@ -137,7 +142,11 @@ function accept(socket: net.Socket): void {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-spawn-')); // mode 0700: only this user connects
 const socketPath = path.join(dir, 's');
 const server = net.createServer({ allowHalfOpen: true }, accept);
-server.listen(socketPath, () => send({ kind: 'ready', socket: socketPath }));
+server.listen(socketPath, () => {
+  // Let go before it listened (the 'disconnect' may have come before its listener below): leave now.
+  if (!process.connected) return leave();
+  send({ kind: 'ready', socket: socketPath });
+});
 
 process.on('message', (m: ToHelper) => {
   if (m?.kind !== 'spawn') return;
@@ -146,9 +155,10 @@ process.on('message', (m: ToHelper) => {
 });
 // The service's signals are for the service: its shutdown drains the jobs through this helper.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(signal, () => {});
-// Its channel closed: the service ended (or let it go). The jobs are not this helper's to stop.
-process.on('disconnect', () => {
+/** Its channel closed: the service ended (or let it go). The jobs are not this helper's to stop. */
+function leave(): void {
   server.close();
   fs.rmSync(dir, { recursive: true, force: true });
   process.exit(0);
-});
+}
+process.on('disconnect', leave);

@@ -4,8 +4,12 @@
  * exits before its output is read; a refusal comes back with its errno; stray connections to the
  * helper's socket change nothing; its death is reported once.
  */
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import { HousekeepingThread, ProcessSpawnError, SpawnHelper, spawnManagedVia } from '../../src/process/index.js';
@@ -187,5 +191,29 @@ describe('the spawn helper’s death', () => {
     expect((await p.ended).exit.rc).toBe(0);
     await h.close();
     expect(died).toEqual([]);
+  });
+});
+
+describe('the helper let go before it listened', () => {
+  it('exits 0 with nothing on stderr and its temp folder removed, however early its channel closes', async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'helper-early-'));
+    try {
+      // Twenty at once, each let go right after its start: before it listened, while it tells it is ready, or after.
+      const ends = await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          const child = fork(WORKER_FILES.spawnHelper, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, TMPDIR: tmp } });
+          let stderr = '';
+          child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+          await once(child, 'spawn');
+          child.disconnect();
+          const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+          return { code, signal, stderr };
+        }),
+      );
+      expect(ends.filter((e) => e.code !== 0 || e.stderr !== '')).toEqual([]);
+      expect(fs.readdirSync(tmp)).toEqual([]);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });
