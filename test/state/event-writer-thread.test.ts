@@ -456,11 +456,11 @@ describe('the event writer thread’s client', () => {
     const out = readline.createInterface({ input: child.stdout! });
     const lines = out[Symbol.asyncIterator]();
     expect((await lines.next()).value).toBe('submitted');
-    // Stopped with the append on the thread; it may go once the process runs again. The pause (the fault put in, 6 s)
-    // outlasts the child's answer limit (5 s): counted by the clock, that append would be taken for a hang.
+    // Stopped with the append on the thread; it may go once the process runs again. The pause (the fault put in, 11 s)
+    // outlasts the child's answer limit (10 s): counted by the clock, that append would be taken for a hang.
     child.kill('SIGSTOP');
     fs.writeFileSync(release, '');
-    await new Promise((resolve) => setTimeout(resolve, 6000));
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
     child.kill('SIGCONT');
     expect(JSON.parse((await lines.next()).value as string)).toEqual({ answered: true, deaths: [] });
     expect(await once(child, 'exit')).toEqual([0, null]);
