@@ -422,29 +422,38 @@ describe('the event writer thread’s client', () => {
     });
   });
 
-  it('takes a thread that does not answer an append within its limit for dead: terminated, its death reported once, every wait for it ended', async () => {
+  /**
+   * A writer thread (event-writer-hanging.mjs) on a fresh database, with an answer limit of 100 ms (not the minute the
+   * service gives it), and an append on it that never goes (the file that would let it go is never written).
+   * @returns the writer, the deaths it reported, and whether the append's owner was told.
+   */
+  async function hungWriter(): Promise<{ writer: EventWriter; deaths: Error[]; told: () => boolean }> {
     const { file, close } = openDb();
     cleanups.push(close);
     const deaths: Error[] = [];
-    // A limit of 100 ms, not the minute the service gives it: the file that would let the append go is never written.
     const writer = new EventWriter(fixture('event-writer-hanging.mjs'), { file, nice: 0 }, (err) => deaths.push(err), 100);
     cleanups.push(() => writer.close());
     await writer.ready;
     let told = false;
     const never = path.join(path.dirname(file), 'never');
-    // Nobody waits for it at first: the watchdog finds it all the same.
     writer.submit(
       planFor('event_segment_1', 1),
       rowsOf([1], () => `{"summary":"hang:${never}"}`),
       () => (told = true),
     );
+    return { writer, deaths, told: () => told };
+  }
+
+  it('takes a thread that does not answer an append within its limit for dead: terminated, its death reported once, every wait for it ended', async () => {
+    // Nobody waits for its append at first: the watchdog finds it all the same.
+    const { writer, deaths, told } = await hungWriter();
     await waitFor(() => (deaths.length > 0 ? true : undefined), 'the hang reported');
     await writer.ended;
     expect(deaths.map((e) => e.message)).toEqual(['the event writer thread did not answer within 100 ms']);
     // Later waits end at once, with the same error; the append's owner is never told it was stored.
     await expect(writer.idle()).rejects.toThrow(/did not answer within 100 ms/);
     expect(() => writer.drain()).toThrow(/did not answer within 100 ms/);
-    expect(told).toBe(false);
+    expect(told()).toBe(false);
   });
 
   it('does not take a pause of the whole process (SIGSTOP past the limit) for a hang of the thread', async () => {
@@ -467,34 +476,13 @@ describe('the event writer thread’s client', () => {
   });
 
   it('ends a console write’s wait for an append the thread does not answer, and a blocking wait, at the limit', async () => {
-    const { file, close } = openDb();
-    cleanups.push(close);
-    const deaths: Error[] = [];
-    const writer = new EventWriter(fixture('event-writer-hanging.mjs'), { file, nice: 0 }, (err) => deaths.push(err), 100);
-    cleanups.push(() => writer.close());
-    await writer.ready;
-    const never = path.join(path.dirname(file), 'never');
-    writer.submit(
-      planFor('event_segment_1', 1),
-      rowsOf([1], () => `{"summary":"hang:${never}"}`),
-      () => {},
-    );
+    const { writer, deaths } = await hungWriter();
     await expect(writer.idle()).rejects.toThrow(/^the event writer thread did not answer within 100 ms$/);
     expect(deaths).toHaveLength(1);
     await writer.ended;
 
     // A blocking wait (the thread's own limit, checked between its waits) ends too, and reports the death once.
-    const other = openDb();
-    cleanups.push(other.close);
-    const blocked: Error[] = [];
-    const second = new EventWriter(fixture('event-writer-hanging.mjs'), { file: other.file, nice: 0 }, (err) => blocked.push(err), 100);
-    cleanups.push(() => second.close());
-    await second.ready;
-    second.submit(
-      planFor('event_segment_1', 1),
-      rowsOf([1], () => `{"summary":"hang:${never}"}`),
-      () => {},
-    );
+    const { writer: second, deaths: blocked } = await hungWriter();
     expect(() => second.drain()).toThrow(/^the event writer thread did not answer within 100 ms$/);
     expect(blocked.map((e) => e.message)).toEqual(['the event writer thread did not answer within 100 ms']);
     await second.ended;
