@@ -72,6 +72,14 @@ export interface Config {
     /** CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB, 0..1024: the job I/O thread's young generation, MB; 0 leaves V8's default. */
     readonly threadYoungGenerationMb: number;
   };
+  /** The service's own threads (the event writer thread, the job I/O thread). */
+  readonly threads: {
+    /**
+     * CONSOLE_THREAD_ANSWER_LIMIT_MS, 1000..3,600,000: a thread that leaves an append or a ping unanswered this long
+     * (ms, counted in ticks of the main thread, so a pause of the process counts once) is taken for dead.
+     */
+    readonly answerLimitMs: number;
+  };
   /** Managed child processes: jobs and terminals (src/process; ). */
   readonly processes: {
     readonly sweepMaxPasses: number;
@@ -254,6 +262,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
       threadNice: e.CONSOLE_JOB_THREAD_NICE,
       threadYoungGenerationMb: e.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB,
     },
+    threads: { answerLimitMs: e.CONSOLE_THREAD_ANSWER_LIMIT_MS },
     processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
     events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX, flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS, writerThreadNice: e.CONSOLE_EVENT_WRITER_THREAD_NICE },
     sse: {

@@ -94,7 +94,7 @@ export async function composeService(
       );
       onFatal(err);
     };
-    jobIo = new JobIo(WORKER_FILES.jobIo, setup, died, { youngGenerationMb: config.jobs.threadYoungGenerationMb });
+    jobIo = new JobIo(WORKER_FILES.jobIo, setup, died, { youngGenerationMb: config.jobs.threadYoungGenerationMb, answerLimitMs: config.threads.answerLimitMs });
   } catch (err) {
     await backend.close();
     await housekeeping.close();

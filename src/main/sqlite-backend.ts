@@ -23,10 +23,15 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping, 
   try {
     const eventLog = new EventLog(db, config.events.retention);
     // Its death is fatal: the events queued could no longer be stored.
-    writer = new EventWriter(WORKER_FILES.eventWriter, { file: config.stateDbPath, nice: config.events.writerThreadNice }, (err) => {
-      log.fatal({ err: err.message, stack: err.stack }, 'the event writer thread died: events can no longer be stored; the service stops');
-      onFatal(err);
-    });
+    writer = new EventWriter(
+      WORKER_FILES.eventWriter,
+      { file: config.stateDbPath, nice: config.events.writerThreadNice },
+      (err) => {
+        log.fatal({ err: err.message, stack: err.stack }, 'the event writer thread died: events can no longer be stored; the service stops');
+        onFatal(err);
+      },
+      config.threads.answerLimitMs,
+    );
     eventLog.attachWriter(writer);
     const eventWriter = writer;
     const replay = new ReplayThread(

@@ -34,6 +34,13 @@ describe('readConfig', () => {
     for (const bad of ['-1', '1025', '2.5', 'big']) expect(() => readConfig({ CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: bad })).toThrow(/CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB/);
   });
 
+  it('reads CONSOLE_THREAD_ANSWER_LIMIT_MS: 60 s by default, 1000..3600000, anything else refused naming it', () => {
+    expect(readConfig({}).threads.answerLimitMs).toBe(60_000);
+    expect(readConfig({ CONSOLE_THREAD_ANSWER_LIMIT_MS: '1000' }).threads.answerLimitMs).toBe(1000);
+    expect(readConfig({ CONSOLE_THREAD_ANSWER_LIMIT_MS: '3600000' }).threads.answerLimitMs).toBe(3_600_000);
+    for (const bad of ['999', '0', '3600001', '1.5', 'never']) expect(() => readConfig({ CONSOLE_THREAD_ANSWER_LIMIT_MS: bad })).toThrow(/CONSOLE_THREAD_ANSWER_LIMIT_MS/);
+  });
+
   it('reads CONSOLE_EVENT_WRITER_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
     expect(readConfig({}).events.writerThreadNice).toBe(5);
     expect(readConfig({ CONSOLE_EVENT_WRITER_THREAD_NICE: '0' }).events.writerThreadNice).toBe(0);

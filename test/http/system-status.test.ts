@@ -79,14 +79,17 @@ describe('GET /api/system-status', () => {
     // The job I/O thread's young generation: 8 MB by default, as set and as in force.
     expect(s.limits.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB).toBe(8);
     expect(s.jobs.thread.youngGenerationMb).toBe(8);
+    // The threads' answer limit (a thread answering nothing this long is taken for dead): 60 s by default.
+    expect(s.limits.CONSOLE_THREAD_ANSWER_LIMIT_MS).toBe(60_000);
   });
 
   it('reports the job I/O thread’s young generation as CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB sets it, and V8’s own for 0; MALLOC_ARENA_MAX as given', async () => {
-    t = await startTestService({ env: { CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '16', MALLOC_ARENA_MAX: '4' } });
+    t = await startTestService({ env: { CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '16', MALLOC_ARENA_MAX: '4', CONSOLE_THREAD_ANSWER_LIMIT_MS: '5000' } });
     let s = await status(t);
     // MALLOC_ARENA_MAX as the process was started with.
     expect(s.memory.mallocArenaMax).toBe('4');
     expect(s.limits.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB).toBe(16);
+    expect(s.limits.CONSOLE_THREAD_ANSWER_LIMIT_MS).toBe(5000);
     expect(s.jobs.thread.youngGenerationMb).toBe(16);
     await t.close();
     t = await startTestService({ env: { CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '0' } });

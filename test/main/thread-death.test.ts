@@ -2,13 +2,16 @@
  * A thread's crash in the service process (issue 25: "a thread that dies is not silent"): an uncaught error in the
  * event writer thread or the job I/O thread ends the service with a logged error, a line on stderr and exit 1; the
  * next start marks the running job lost and its process tree is gone; nothing acknowledged is lost. The crash is put
- * in by a preload (test/fixtures/thread-crash-preload.cjs) once a trigger file exists. No timing is asserted.
+ * in by a preload (test/fixtures/thread-crash-preload.cjs) once a trigger file exists. A hang alike (the thread alive,
+ * answering nothing) past CONSOLE_THREAD_ANSWER_LIMIT_MS, and a stop while the event writer hangs: the streams end
+ * after their bound, then the hang ends the service. No timing is asserted.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor } from '../helpers/events.js';
+import { SseClient } from '../helpers/sse.js';
 import { fixture, SAMPLE_STORE } from '../helpers/service.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
 import { gone, killMarked } from '../process/helpers.js';
@@ -21,61 +24,122 @@ afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
 
+/** A service with a fault put in `thread` (the preload), running one job that prints lines until SIGTERM. */
+async function faultyService(thread: string, mode: 'crash' | 'hang', extraEnv: Record<string, string> = {}) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'thread-death-'));
+  cleanups.push(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  const trigger = path.join(tmp, 'fault-now');
+  const env = {
+    CONSOLE_DATA_DIR: SAMPLE_STORE,
+    CONSOLE_STATE_DIR: path.join(tmp, 'state'),
+    DISPATCH_CLI: fixture('lines-until-term.mjs'),
+    LOG_LEVEL: 'info',
+    ...extraEnv,
+  };
+  const svc: ServiceProcess = await startServiceProcess({
+    env: { ...env, NODE_OPTIONS: `--require ${fixture('thread-crash-preload.cjs')}`, CRASH_THREAD: thread, CRASH_TRIGGER: trigger, CRASH_MODE: mode },
+  });
+  cleanups.push(() => svc.stop());
+  const post = (p: string, body: unknown) => fetch(`${svc.url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  const started = await post('/api/proposals/generate', { project: 'harbor-lights' });
+  expect(started.status).toBe(202);
+  const job = (await started.json()) as { proposalId: string; pid: number };
+  cleanups.push(() => killMarked(jobMark(job.proposalId)));
+  await waitFor(async () => ((await allEvents(svc.url, 'scopePrefix=engine/generation')).some((e) => e.summary.startsWith('tick ')) ? true : undefined), 'the job’s lines');
+  const acked: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: `before the fault ${i}` });
+    expect(r.status).toBe(202);
+    acked.push(((await r.json()) as { id: string }).id);
+  }
+  return { svc, env, job, acked, trigger, post };
+}
+
+/** The service's log lines (JSON) whose message contains `text`. */
+function logged(svc: ServiceProcess, text: string): { level: number; msg: string; err?: string; stack?: string }[] {
+  return svc
+    .stdout()
+    .split('\n')
+    .filter((l) => l.includes(text))
+    .map((l) => JSON.parse(l) as { level: number; msg: string; err?: string; stack?: string });
+}
+
+/** The next start (no fault put in): the job is lost and its tree gone; the acknowledged writes are there. */
+async function checkNextStart(env: Record<string, string>, job: { proposalId: string; pid: number }, acked: string[]): Promise<void> {
+  const svc = await startServiceProcess({ env });
+  cleanups.push(() => svc.stop());
+  const record = (await (await fetch(`${svc.url}/api/jobs/${job.proposalId}`)).json()) as { state: string };
+  expect(record.state).toBe('lost');
+  await waitFor(() => (gone(job.pid) ? true : undefined), 'the job’s process to be gone');
+  const stored = new Set((await allEvents(svc.url)).map((e) => e.id));
+  expect(acked.filter((id) => !stored.has(id))).toEqual([]);
+  expect(await svc.stop()).toEqual([0, null]);
+}
+
 const CASES = [
-  { thread: 'event-writer', logged: 'the event writer thread died: events can no longer be stored; the service stops' },
-  { thread: 'job-io', logged: 'the job I/O thread or its spawn helper process died' },
+  { thread: 'event-writer', name: 'event writer', logged: 'the event writer thread died: events can no longer be stored; the service stops' },
+  { thread: 'job-io', name: 'job I/O', logged: 'the job I/O thread or its spawn helper process died' },
 ] as const;
 
-describe.each(CASES)('the $thread thread crashes while a job runs', ({ thread, logged }) => {
+describe.each(CASES)('the $thread thread crashes while a job runs', ({ thread, logged: fatalText }) => {
   it('ends the service with a logged error and exit 1; the next start marks the job lost, its tree gone, every acknowledged write kept', async () => {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'thread-death-'));
-    cleanups.push(() => fs.rmSync(tmp, { recursive: true, force: true }));
-    const trigger = path.join(tmp, 'crash-now');
-    const env = {
-      CONSOLE_DATA_DIR: SAMPLE_STORE,
-      CONSOLE_STATE_DIR: path.join(tmp, 'state'),
-      DISPATCH_CLI: fixture('lines-until-term.mjs'),
-      LOG_LEVEL: 'info',
-    };
-    let svc: ServiceProcess = await startServiceProcess({
-      env: { ...env, NODE_OPTIONS: `--require ${fixture('thread-crash-preload.cjs')}`, CRASH_THREAD: thread, CRASH_TRIGGER: trigger },
-    });
-    cleanups.push(() => svc.stop());
-    const post = (p: string, body: unknown) => fetch(`${svc.url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-
-    const started = await post('/api/proposals/generate', { project: 'harbor-lights' });
-    expect(started.status).toBe(202);
-    const job = (await started.json()) as { proposalId: string; pid: number };
-    cleanups.push(() => killMarked(jobMark(job.proposalId)));
-    await waitFor(async () => ((await allEvents(svc.url, 'scopePrefix=engine/generation')).some((e) => e.summary.startsWith('tick ')) ? true : undefined), 'the job’s lines');
-    const acked: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      const r = await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: `before the crash ${i}` });
-      expect(r.status).toBe(202);
-      acked.push(((await r.json()) as { id: string }).id);
-    }
-
+    const { svc, env, job, acked, trigger } = await faultyService(thread, 'crash');
     fs.writeFileSync(trigger, '');
     expect(await svc.exited).toEqual([1, null]);
     // One line on stderr, naming the thread's error; the log has it with its stack.
     expect(svc.stderr()).toMatch(new RegExp(`^console-backend: (the job I/O thread failed: )?the ${thread} thread crashed on purpose; exiting\\n$`, 'm'));
     expect(svc.stderr().trim().split('\n')).toHaveLength(1);
-    const fatal = svc
-      .stdout()
-      .split('\n')
-      .filter((l) => l.includes(logged))
-      .map((l) => JSON.parse(l) as { level: number; err: string; stack?: string });
+    const fatal = logged(svc, fatalText);
     expect(fatal).toHaveLength(1);
     expect(fatal[0]!.err).toContain(`the ${thread} thread crashed on purpose`);
     expect(fatal[0]!.stack).toContain('thread-crash-preload.cjs');
+    await checkNextStart(env, job, acked);
+  });
+});
 
-    // The next start (no crash put in): the job is lost and its tree gone; the acknowledged writes are there.
-    svc = await startServiceProcess({ env });
-    const record = (await (await fetch(`${svc.url}/api/jobs/${job.proposalId}`)).json()) as { state: string };
-    expect(record.state).toBe('lost');
-    await waitFor(() => (gone(job.pid) ? true : undefined), 'the job’s process to be gone');
-    const stored = new Set((await allEvents(svc.url)).map((e) => e.id));
-    expect(acked.filter((id) => !stored.has(id))).toEqual([]);
-    expect(await svc.stop()).toEqual([0, null]);
+// The answer limit set small (CONSOLE_THREAD_ANSWER_LIMIT_MS): a thread alive but answering nothing is taken for dead.
+describe.each(CASES)('the $thread thread hangs while a job runs', ({ thread, name, logged: fatalText }) => {
+  it('is taken for dead past CONSOLE_THREAD_ANSWER_LIMIT_MS: a logged error, exit 1; the next start marks the job lost, every acknowledged write kept', async () => {
+    const { svc, env, job, acked, trigger } = await faultyService(thread, 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '2000' });
+    fs.writeFileSync(trigger, '');
+    expect(await svc.exited).toEqual([1, null]);
+    expect(fs.existsSync(`${trigger}.hung`)).toBe(true);
+    expect(svc.stderr()).toBe(`console-backend: the ${name} thread did not answer within 2000 ms; exiting\n`);
+    const fatal = logged(svc, fatalText);
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]!.err).toBe(`the ${name} thread did not answer within 2000 ms`);
+    await checkNextStart(env, job, acked);
+  });
+});
+
+describe('a stop (SIGTERM) while the event writer thread hangs', () => {
+  it('ends the streams after the bound, logs it, and exits 1 once the thread is taken for dead; nothing acknowledged is lost', async () => {
+    // The streams' bound (CONSOLE_KILL_GRACE_MS, 1 s) far below the answer limit: the streams end first.
+    const { svc, env, job, acked, trigger, post } = await faultyService('event-writer', 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '10000', CONSOLE_KILL_GRACE_MS: '1000' });
+    const stream = new SseClient(`${svc.url}/api/events/stream`);
+    await stream.until((s) => s.status === 200, 'the stream to open');
+    fs.writeFileSync(trigger, '');
+    await waitFor(() => (fs.existsSync(`${trigger}.hung`) ? true : undefined), 'the writer thread to hang');
+    // Stored before its answer: it waits for the hung thread, and is never acknowledged.
+    const unanswered = post('/api/internal/bus', { severity: 'info', scope: 'unacked', summary: 'during the hang' }).catch((err: Error) => err);
+    process.kill(svc.servicePid(), 'SIGTERM');
+    await stream.done;
+    expect(svc.child.exitCode).toBeNull();
+    expect(await svc.exited).toEqual([1, null]);
+    const answer = await unanswered;
+    expect(answer instanceof Error || answer.status === 503).toBe(true);
+    const msgs = svc
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
+    const endedAt = msgs.indexOf('streams ended before the queued events were stored');
+    const hungAt = msgs.findIndex((m) => m.startsWith('the event writer thread died'));
+    expect(endedAt).toBeGreaterThan(-1);
+    expect(hungAt).toBeGreaterThan(endedAt);
+    expect(logged(svc, 'the event writer thread died')[0]!.err).toBe('the event writer thread did not answer within 10000 ms');
+    expect(svc.stderr()).toBe('console-backend: the event writer thread did not answer within 10000 ms; exiting\n');
+    await checkNextStart(env, job, acked);
   });
 });

@@ -453,6 +453,9 @@ describe('the event writer thread’s client', () => {
     // Later waits end at once, with the same error; the append's owner is never told it was stored.
     await expect(writer.idle()).rejects.toThrow(/did not answer within 100 ms/);
     expect(() => writer.drain()).toThrow(/did not answer within 100 ms/);
+    // No append goes to the terminated thread: it is refused with the hang's error, and still busy for the log.
+    expect(writer.busy).toBe(true);
+    expect(() => writer.submit(planFor('event_segment_1', 1), rowsOf([2]), () => {})).toThrow(/^the event writer thread did not answer within 100 ms$/);
     expect(told()).toBe(false);
   });
 

@@ -238,6 +238,7 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
     CONSOLE_JOB_HISTORY: c.jobs.historySize,
     CONSOLE_JOB_NICE: c.jobs.nice,
     CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: c.jobs.threadYoungGenerationMb,
+    CONSOLE_THREAD_ANSWER_LIMIT_MS: c.threads.answerLimitMs,
     CONSOLE_SWEEP_MAX_PASSES: c.processes.sweepMaxPasses,
     CONSOLE_SWEEP_MAX_MS: c.processes.sweepMaxMs,
     CONSOLE_EVENT_RETENTION: c.events.retention,

@@ -136,7 +136,9 @@ export class EventWriter implements AppendWriter {
     return this.waiting !== null;
   }
 
+  /** @throws Error when an append is on the thread already, or the thread was taken for dead (its hang's error). */
   submit(plan: AppendPlan, rows: AppendRows, done: Done): void {
+    if (this.hung !== null) throw this.hung;
     if (this.waiting !== null) throw new Error('event writer: an append is already on the thread');
     this.waiting = done;
     this.seq = (this.seq % 0x7fff_ffff) + 1;
