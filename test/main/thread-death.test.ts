@@ -143,3 +143,22 @@ describe('a stop (SIGTERM) while the event writer thread hangs', () => {
     await checkNextStart(env, job, acked);
   });
 });
+
+describe('a stop (SIGTERM) while the job I/O thread hangs', () => {
+  it('ends the streams, then exits 1 once the thread is taken for dead (the jobs’ exits cannot be learnt); the next start marks the job lost', async () => {
+    const { svc, env, job, acked, trigger } = await faultyService('job-io', 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '10000', CONSOLE_KILL_GRACE_MS: '1000' });
+    const stream = new SseClient(`${svc.url}/api/events/stream`);
+    await stream.until((s) => s.status === 200, 'the stream to open');
+    fs.writeFileSync(trigger, '');
+    await waitFor(() => (fs.existsSync(`${trigger}.hung`) ? true : undefined), 'the job I/O thread to hang');
+    process.kill(svc.servicePid(), 'SIGTERM');
+    // What was queued is stored and delivered: the streams end whole, not cut at the bound.
+    await stream.done;
+    expect(svc.child.exitCode).toBeNull();
+    expect(await svc.exited).toEqual([1, null]);
+    expect(logged(svc, 'streams ended before the queued events were stored')).toEqual([]);
+    expect(logged(svc, 'the job I/O thread or its spawn helper process died')[0]!.err).toBe('the job I/O thread did not answer within 10000 ms');
+    expect(svc.stderr()).toBe('console-backend: the job I/O thread did not answer within 10000 ms; exiting\n');
+    await checkNextStart(env, job, acked);
+  });
+});
