@@ -5,7 +5,7 @@
  * thread's client (an append's answer) and the job I/O thread's (a ping's).
  */
 
-/** Default limit, ms: far past any lock wait (5 s) or turn of a thread that is alive. */
+/** Default limit, ms: far past any lock wait (5 s) or turn of a thread that is alive. The service passes its CONSOLE_THREAD_ANSWER_LIMIT_MS (the same default). */
 export const ANSWER_LIMIT_MS = 60_000;
 
 /** Counts the ticks one awaited answer has gone without (see the module's comment). */

@@ -53,6 +53,6 @@ export interface JobIoThreadStats {
 export interface JobIoLimits {
   /** Its young generation, MB; 0 leaves V8's default (default: job-io.ts JOB_IO_YOUNG_GENERATION_MB). */
   readonly youngGenerationMb?: number;
-  /** Ms the thread may leave a ping unanswered before it is taken for dead (hung; answer-watchdog.ts, default 60 s). */
+  /** Ms the thread may leave a ping unanswered before it is taken for dead (hung; answer-watchdog.ts; CONSOLE_THREAD_ANSWER_LIMIT_MS, default 60 s). */
   readonly answerLimitMs?: number;
 }
