@@ -1,5 +1,4 @@
-// The build phase of start-up (style.md, practice 2: one composition root). Nothing listens yet:
-// http-server.ts serves the parts and shutdown.ts stops them.
+// The build phase of start-up (style.md, practice 2: one composition root). Nothing listens yet: http-server.ts serves the parts and shutdown.ts stops them.
 import fs from 'node:fs';
 import os from 'node:os';
 import { SseHub } from '../bus/sse.js';
@@ -72,8 +71,9 @@ export async function composeService(
   const instanceId = clustered ? (config.cluster.instanceId ?? defaultInstanceId(config.port)) : LOCAL_INSTANCE_ID;
   // Made first, so the counters start with the start-up recovery.
   const metrics = new ServiceMetrics(clustered ? instanceId : undefined);
-  // Before the back end (its checkpoints run there), closed after it.
-  const housekeeping = new HousekeepingThread(WORKER_FILES.proc);
+  // Before the back end (its checkpoints run there), closed after it. Tasks it leaves unanswered fall back (logged).
+  const onHang = (err: Error) => log.warn({ err: err.message }, 'the housekeeping thread was replaced');
+  const housekeeping = new HousekeepingThread(WORKER_FILES.proc, { answerLimitMs: config.threads.answerLimitMs, onHang });
   let backend: StateBackend;
   try {
     backend = await openStateBackend(config, { metrics, log, instanceId, housekeeping, onFatal });

@@ -40,6 +40,7 @@ export function openSqliteBackend(config: Config, { metrics, log, housekeeping, 
       (sinceId, upTo) => eventLog.segmentTables(sinceId, upTo),
       (err) => log.warn({ err: err.message }, 'a stream replay read was made on the main thread: the replay thread failed'),
       config.sse.replayThreadNice,
+      config.threads.answerLimitMs,
     );
     replayThread = replay;
     const bus = new EventBus(eventLog, {

@@ -35,6 +35,11 @@ export class AnswerWatchdog {
 
   /** The error a hung thread is reported with. */
   hung(thread: string): Error {
-    return new Error(`the ${thread} thread did not answer within ${this.limitMs} ms`);
+    return hungError(thread, this.limitMs);
   }
+}
+
+/** `the <thread> thread did not answer within <limitMs> ms`: the error a thread taken for hung is reported with. */
+export function hungError(thread: string, limitMs: number): Error {
+  return new Error(`the ${thread} thread did not answer within ${limitMs} ms`);
 }

@@ -3,18 +3,33 @@ import fs from 'node:fs';
 import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
 import { NO_REQUIRE_ESM } from '../workers/pool.js';
+import { TaskDeadlines } from './task-deadlines.js';
 import type { DescribeResult, GroupNiceResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
+
+/** How the housekeeping thread is watched: a task unanswered within `answerLimitMs` (ms) is aborted, and `onHang` told. */
+export interface HousekeepingWatch {
+  /** CONSOLE_THREAD_ANSWER_LIMIT_MS (default 60 s), counted as task-deadlines.ts counts it. */
+  readonly answerLimitMs?: number;
+  /** Told of each task aborted (the thread is then replaced; the task falls back as a failed one). */
+  readonly onHang?: (err: Error) => void;
+}
 
 export class HousekeepingThread {
   private readonly pool: Piscina;
+  private readonly deadlines: TaskDeadlines;
 
-  /** @param filename the compiled worker (WORKER_FILES.proc). @throws Error when it does not exist (not built). */
-  constructor(filename: string) {
+  /**
+   * @param filename the compiled worker (WORKER_FILES.proc). @param watch its answer limit (task-deadlines.ts): a thread
+   * stuck in a `/proc` read or a checkpoint holds up no job's end, no kill, no later checkpoint.
+   * @throws Error when `filename` does not exist (not built).
+   */
+  constructor(filename: string, watch: HousekeepingWatch = {}) {
     if (!fs.existsSync(filename)) throw new Error(`process worker not found: ${filename} (run npm run build)`);
     // One thread: passes of one tree run in order, and a scan never competes with another.
     this.pool = new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
     // Unheard, a worker's death outside a task would end the service; Piscina replaces it, and the methods below fall back.
     this.pool.on('error', () => {});
+    this.deadlines = new TaskDeadlines('housekeeping', watch.onHang, watch.answerLimitMs);
   }
 
   /**
@@ -49,16 +64,16 @@ export class HousekeepingThread {
 
   /** Runs another housekeeping task (a WORKER_FILES module) on this thread, as threads cost about 11 MB each. @throws what the task throws. */
   runTask<T>(filename: string, task: object): Promise<T> {
-    return this.pool.run(task, { filename }) as Promise<T>;
+    return this.deadlines.run((signal) => this.pool.run(task, { filename, signal }) as Promise<T>);
   }
 
-  /** Ends the worker thread; tasks still queued reject (the methods above then fall back). */
+  /** Ends the worker thread; tasks still queued reject (the methods above then fall back). A thread stuck in a native call is let go. */
   async close(): Promise<void> {
     await this.pool.destroy();
   }
 
   private run<T>(task: ProcTask): Promise<T> {
-    return this.pool.run(task) as Promise<T>;
+    return this.deadlines.run((signal) => this.pool.run(task, { signal }) as Promise<T>);
   }
 }
 

@@ -160,3 +160,28 @@ describe('a process worker that fails', () => {
     }
   });
 });
+
+describe('a process worker that hangs', () => {
+  it('has the task it leaves unanswered past its limit fall back, is replaced, and the tasks queued behind it run on the new thread: a job stops whole', async () => {
+    const hangs: Error[] = [];
+    const stuckWorker = new HousekeepingThread(fixture('proc-worker-hanging.mjs'), { answerLimitMs: 1000, onHang: (err) => hangs.push(err) });
+    try {
+      // The fixture never answers a describe of this pid: a thread stuck in a /proc read for good.
+      const stuck = stuckWorker.describe(999_999_999);
+      // A job whose stop (its kill passes, its sweep) is queued behind the stuck task.
+      const p = spawnManaged(stuckWorker, process.execPath, [fixture('forever.mjs')], options());
+      await lineStartingWith(p.output().stdout!, 'ready ');
+      p.stop(60_000);
+      expect(await stuck).toEqual({ info: null, cmdline: null });
+      expect(hangs.map((e) => e.message)).toEqual(['the housekeeping thread did not answer within 1000 ms']);
+      const { exit, leftovers } = await p.ended;
+      expect(exit.rc).toBe(143);
+      // Scanned by the thread that replaced the stuck one: /proc read, not the main thread's fallback.
+      expect(leftovers).toMatchObject({ scanned: true, left: [] });
+      expect((await stuckWorker.describe(process.pid)).info?.pid).toBe(process.pid);
+      expect(hangs).toHaveLength(1);
+    } finally {
+      await stuckWorker.close();
+    }
+  });
+});

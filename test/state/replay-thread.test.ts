@@ -1,8 +1,9 @@
 /**
  * Stream replays' database reads on the replay thread (src/state/sqlite/replay-thread.ts, replay-task.ts), on a
  * real SQLite file: every block equals the main thread's read of the same page, across segments and limits, with
- * multi-byte text; a segment dropped by retention meanwhile, and the thread's death, make the read resolve null
- * (the caller reads on the main thread) and are reported; nothing throws.
+ * multi-byte text; a segment dropped by retention meanwhile, the thread's death, and a read it leaves unanswered past
+ * its limit (the thread replaced) make the read resolve null (the caller reads on the main thread) and are reported;
+ * nothing throws.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -101,6 +102,30 @@ describe('replay thread', () => {
     expect(await replay.read(0, 500, 300)).toBeNull();
     expect(errors.length).toBeGreaterThanOrEqual(2);
     expect(errors[0]?.message).toMatch(/exit|3/i);
+  });
+
+  it('resolves null and reports it when a read is not answered within its limit; the thread is replaced and the next read made there', async () => {
+    const { file, log } = storeWith(300);
+    const hanging = path.join(import.meta.dirname, '..', 'fixtures', 'replay-hanging.mjs');
+    const errors: Error[] = [];
+    const replay = new ReplayThread(
+      hanging,
+      file,
+      (s, u) => log.segmentTables(s, u),
+      (err) => errors.push(err),
+      0,
+      1000,
+    );
+    cleanups.push(() => replay.close());
+    // The fixture never answers a read of 7: a thread stuck for good.
+    const stuck = replay.read(0, 7, 300);
+    const queued = replay.read(0, 500, 300);
+    expect(await stuck).toBeNull();
+    expect(errors.map((e) => e.message)).toEqual(['the replay thread did not answer within 1000 ms']);
+    // The read queued behind it is made on the thread that replaced it, whole.
+    expect((await queued)?.ids.length).toBe(300);
+    expect((await replay.read(0, 10, 300))?.ids.length).toBe(10);
+    expect(errors).toHaveLength(1);
   });
 
   it('runs at its own nice value, below the thread that started it, and says which thread it is', async () => {

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import { Piscina } from 'piscina';
 import { unpackFrames, type FrameBlock } from '../../bus/frames.js';
+import { TaskDeadlines } from '../../process/task-deadlines.js';
 import { NO_REQUIRE_ESM } from '../../workers/pool.js';
 import type { ReplayTask, ReplayThreadInfo } from './replay-task.js';
 
@@ -20,10 +21,13 @@ export class ReplayThread {
   private readonly pool: Piscina;
   private closing = false;
   private info: ReplayThreadInfo = { tid: null, nice: null };
+  private readonly deadlines: TaskDeadlines;
 
   /**
    * @param workerFile the compiled replay-task.js (WORKER_FILES.replay); @param dbFile the state database.
-   * @param onError told of each read the thread could not make (the caller then reads on the main thread).
+   * @param onError told of each read the thread could not make (the caller then reads on the main thread), one not
+   * answered within `answerLimitMs` (ms, CONSOLE_THREAD_ANSWER_LIMIT_MS; task-deadlines.ts) included: the thread is then
+   * replaced.
    * @throws Error when `workerFile` does not exist (not built).
    */
   constructor(
@@ -33,12 +37,14 @@ export class ReplayThread {
     private readonly onError: (err: Error) => void,
     /** CONSOLE_SSE_REPLAY_THREAD_NICE. */
     private readonly nice = 0,
+    answerLimitMs?: number,
   ) {
     if (!fs.existsSync(workerFile)) throw new Error(`replay worker not found: ${workerFile} (run npm run build)`);
     // One thread: replays share blocks (bus/replay-cache.ts), so reads are few; a second would compete with the main thread.
     this.pool = new Piscina({ filename: workerFile, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
     // A worker's death outside a task would end the service; Piscina replaces it, and the read is made on the main thread.
     this.pool.on('error', (err: Error) => this.failed(err));
+    this.deadlines = new TaskDeadlines('replay', () => {}, answerLimitMs);
   }
 
   /**
@@ -48,9 +54,9 @@ export class ReplayThread {
   readonly read = async (sinceId: number, limit: number, upTo: number): Promise<FrameBlock | null> => {
     const task: ReplayTask = { file: this.dbFile, nice: this.nice, tables: this.tables(sinceId, upTo), sinceId, limit, upTo };
     try {
-      return unpackFrames((await this.pool.run(task)) as ArrayBuffer);
+      return unpackFrames((await this.deadlines.run((signal) => this.pool.run(task, { signal }))) as ArrayBuffer);
     } catch (err) {
-      this.failed(err instanceof Error ? err : new Error(`the replay thread failed: ${JSON.stringify(err)}`));
+      this.failed(reasonOf(err, 'the replay thread failed'));
       return null;
     }
   };
@@ -61,9 +67,9 @@ export class ReplayThread {
    */
   async open(): Promise<void> {
     try {
-      this.info = (await this.pool.run({ file: this.dbFile, nice: this.nice }, { name: 'start' })) as ReplayThreadInfo;
+      this.info = (await this.deadlines.run((signal) => this.pool.run({ file: this.dbFile, nice: this.nice }, { name: 'start', signal }))) as ReplayThreadInfo;
     } catch (err) {
-      this.failed(err instanceof Error ? err : new Error(`the replay thread failed to start: ${JSON.stringify(err)}`));
+      this.failed(reasonOf(err, 'the replay thread failed to start'));
     }
   }
 
@@ -81,4 +87,11 @@ export class ReplayThread {
   private failed(err: Error): void {
     if (!this.closing) this.onError(err);
   }
+}
+
+/** The error a failed read is reported with: an abort's reason (the hang, task-deadlines.ts) rather than Piscina's AbortError. */
+function reasonOf(err: unknown, what: string): Error {
+  const cause = err instanceof Error && err.name === 'AbortError' ? err.cause : undefined;
+  if (cause instanceof Error) return cause;
+  return err instanceof Error ? err : new Error(`${what}: ${JSON.stringify(err)}`);
 }
