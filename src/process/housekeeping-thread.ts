@@ -3,12 +3,12 @@ import fs from 'node:fs';
 import { Piscina } from 'piscina';
 import treeKill from 'tree-kill';
 import { NO_REQUIRE_ESM } from '../workers/pool.js';
-import { TaskDeadlines } from './task-deadlines.js';
+import { HangWatch } from './hang-watch.js';
 import type { DescribeResult, GroupNiceResult, ProcTask, TreePassResult, TreeTarget } from './proc-task.js';
 
 /** How the housekeeping thread is watched: a task unanswered within `answerLimitMs` (ms) is aborted, and `onHang` told. */
 export interface HousekeepingWatch {
-  /** CONSOLE_THREAD_ANSWER_LIMIT_MS (default 60 s), counted as task-deadlines.ts counts it. */
+  /** CONSOLE_THREAD_ANSWER_LIMIT_MS (default 60 s), counted as hang-watch.ts counts it. */
   readonly answerLimitMs?: number;
   /** Told of each task aborted (the thread is then replaced; the task falls back as a failed one). */
   readonly onHang?: (err: Error) => void;
@@ -16,10 +16,10 @@ export interface HousekeepingWatch {
 
 export class HousekeepingThread {
   private readonly pool: Piscina;
-  private readonly deadlines: TaskDeadlines;
+  private readonly deadlines: HangWatch;
 
   /**
-   * @param filename the compiled worker (WORKER_FILES.proc). @param watch its answer limit (task-deadlines.ts): a thread
+   * @param filename the compiled worker (WORKER_FILES.proc). @param watch its answer limit (hang-watch.ts): a thread
    * stuck in a `/proc` read or a checkpoint holds up no job's end, no kill, no later checkpoint.
    * @throws Error when `filename` does not exist (not built).
    */
@@ -29,7 +29,7 @@ export class HousekeepingThread {
     this.pool = new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
     // Unheard, a worker's death outside a task would end the service; Piscina replaces it, and the methods below fall back.
     this.pool.on('error', () => {});
-    this.deadlines = new TaskDeadlines('housekeeping', watch.onHang, watch.answerLimitMs);
+    this.deadlines = new HangWatch('housekeeping', watch.onHang, watch.answerLimitMs);
   }
 
   /**

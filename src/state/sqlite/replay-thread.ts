@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { Piscina } from 'piscina';
 import { unpackFrames, type FrameBlock } from '../../bus/frames.js';
-import { TaskDeadlines } from '../../process/task-deadlines.js';
+import { HangWatch } from '../../process/hang-watch.js';
 import { NO_REQUIRE_ESM } from '../../workers/pool.js';
 import type { ReplayTask, ReplayThreadInfo } from './replay-task.js';
 
@@ -21,12 +21,12 @@ export class ReplayThread {
   private readonly pool: Piscina;
   private closing = false;
   private info: ReplayThreadInfo = { tid: null, nice: null };
-  private readonly deadlines: TaskDeadlines;
+  private readonly deadlines: HangWatch;
 
   /**
    * @param workerFile the compiled replay-task.js (WORKER_FILES.replay); @param dbFile the state database.
    * @param onError told of each read the thread could not make (the caller then reads on the main thread), one not
-   * answered within `answerLimitMs` (ms, CONSOLE_THREAD_ANSWER_LIMIT_MS; task-deadlines.ts) included: the thread is then
+   * answered within `answerLimitMs` (ms, CONSOLE_THREAD_ANSWER_LIMIT_MS; hang-watch.ts) included: the thread is then
    * replaced.
    * @throws Error when `workerFile` does not exist (not built).
    */
@@ -44,7 +44,7 @@ export class ReplayThread {
     this.pool = new Piscina({ filename: workerFile, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
     // A worker's death outside a task would end the service; Piscina replaces it, and the read is made on the main thread.
     this.pool.on('error', (err: Error) => this.failed(err));
-    this.deadlines = new TaskDeadlines('replay', () => {}, answerLimitMs);
+    this.deadlines = new HangWatch('replay', () => {}, answerLimitMs);
   }
 
   /**
@@ -89,7 +89,7 @@ export class ReplayThread {
   }
 }
 
-/** The error a failed read is reported with: an abort's reason (the hang, task-deadlines.ts) rather than Piscina's AbortError. */
+/** The error a failed read is reported with: an abort's reason (the hang, hang-watch.ts) rather than Piscina's AbortError. */
 function reasonOf(err: unknown, what: string): Error {
   const cause = err instanceof Error && err.name === 'AbortError' ? err.cause : undefined;
   if (cause instanceof Error) return cause;

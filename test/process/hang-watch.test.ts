@@ -1,10 +1,10 @@
 /**
- * The deadlines of a one-thread pool's tasks (src/process/task-deadlines.ts), alone: the oldest task under way is
+ * The deadlines of a one-thread pool's tasks (src/process/hang-watch.ts), alone: the oldest task under way is
  * aborted past the limit with the thread's hang error and reported once; the tasks behind it count from when they
  * become the oldest; a task answered is never aborted. No timing is asserted.
  */
 import { describe, expect, it } from 'vitest';
-import { TaskDeadlines } from '../../src/process/task-deadlines.js';
+import { HangWatch } from '../../src/process/hang-watch.js';
 
 /** A task that settles only when aborted (then rejects with the reason), or when `answer` is called. */
 function pending(): { task: (signal: AbortSignal) => Promise<string>; answer: (v: string) => void } {
@@ -22,7 +22,7 @@ function pending(): { task: (signal: AbortSignal) => Promise<string>; answer: (v
 describe('task deadlines', () => {
   it('aborts the oldest task past the limit with the hang error, once; the one behind it is answered, not aborted', async () => {
     const hangs: Error[] = [];
-    const deadlines = new TaskDeadlines('test', (err) => hangs.push(err), 100);
+    const deadlines = new HangWatch('test', (err) => hangs.push(err), 100);
     const first = pending();
     const second = pending();
     const stuck = deadlines.run(first.task);
@@ -35,7 +35,7 @@ describe('task deadlines', () => {
   });
 
   it('leaves a task answered at once alone, and its result and error pass through', async () => {
-    const deadlines = new TaskDeadlines('test', () => expect.unreachable('no hang'), 100);
+    const deadlines = new HangWatch('test', () => expect.unreachable('no hang'), 100);
     expect(await deadlines.run(async () => 42)).toBe(42);
     await expect(deadlines.run(async () => Promise.reject(new Error('its own')))).rejects.toThrow('its own');
   });

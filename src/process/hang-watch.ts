@@ -4,7 +4,8 @@
  * the tasks queued behind it), and its caller falls back as for a failed task. The limit is counted in ticks of a timer on the main
  * thread, not by the clock, as the answer watchdog counts (answer-watchdog.ts): a pause of the whole process counts
  * once. A thread stuck for good (a read of `/proc` in uninterruptible sleep, a native call that never returns) then
- * holds up nothing but itself.
+ * holds up nothing but itself. (The synthesis pool's deadlines, workers/task-deadlines.ts, are another thing: a
+ * request's time by the clock, queueing included, answered 503.)
  */
 import { ANSWER_LIMIT_MS, hungError } from './answer-watchdog.js';
 
@@ -13,8 +14,8 @@ interface Open {
   readonly controller: AbortController;
 }
 
-/** The deadlines of one pool's tasks under way (queued or running). */
-export class TaskDeadlines {
+/** Watches one pool's tasks under way (queued or running) for a hang of its thread. */
+export class HangWatch {
   /** The timer's period, ms: min(1 s, the limit). */
   readonly tickMs: number;
   private readonly open = new Set<Open>();
