@@ -72,7 +72,7 @@ export interface Config {
     /** CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB, 0..1024: the job I/O thread's young generation, MB; 0 leaves V8's default. */
     readonly threadYoungGenerationMb: number;
   };
-  /** The service's own threads (the event writer thread, the job I/O thread). */
+  /** The service's own threads: the event writer and job I/O threads (a hang stops the service), the housekeeping and replay threads (replaced). */
   readonly threads: {
     /**
      * CONSOLE_THREAD_ANSWER_LIMIT_MS, 1000..3,600,000: a thread that leaves an append or a ping unanswered this long

@@ -148,7 +148,7 @@ export const envSchema = z.object({
   CONSOLE_JOB_THREAD_NICE: int(0, 19).default(5),
   // The job I/O thread's objects live milliseconds: a small young generation keeps a storm's peak out of the RSS (P6).
   CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: int(0, 1024).default(8),
-  // A thread of the service (the event writer, the job I/O thread) that answers nothing for this long is taken for dead.
+  // A thread of the service that answers nothing for this long is taken for dead (README, Threads).
   CONSOLE_THREAD_ANSWER_LIMIT_MS: int(1000, 3_600_000).default(60_000),
   CONSOLE_SWEEP_MAX_PASSES: int(1, 100_000).default(100),
   CONSOLE_SWEEP_MAX_MS: int(0, 600_000).default(5000),

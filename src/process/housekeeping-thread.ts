@@ -16,7 +16,7 @@ export interface HousekeepingWatch {
 
 export class HousekeepingThread {
   private readonly pool: Piscina;
-  private readonly deadlines: HangWatch;
+  private readonly watch: HangWatch;
 
   /**
    * @param filename the compiled worker (WORKER_FILES.proc). @param watch its answer limit (hang-watch.ts): a thread
@@ -29,7 +29,7 @@ export class HousekeepingThread {
     this.pool = new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
     // Unheard, a worker's death outside a task would end the service; Piscina replaces it, and the methods below fall back.
     this.pool.on('error', () => {});
-    this.deadlines = new HangWatch('housekeeping', watch.onHang, watch.answerLimitMs);
+    this.watch = new HangWatch('housekeeping', watch.onHang, watch.answerLimitMs);
   }
 
   /**
@@ -64,7 +64,7 @@ export class HousekeepingThread {
 
   /** Runs another housekeeping task (a WORKER_FILES module) on this thread, as threads cost about 11 MB each. @throws what the task throws. */
   runTask<T>(filename: string, task: object): Promise<T> {
-    return this.deadlines.run((signal) => this.pool.run(task, { filename, signal }) as Promise<T>);
+    return this.watch.run((signal) => this.pool.run(task, { filename, signal }) as Promise<T>);
   }
 
   /** Ends the worker thread; tasks still queued reject (the methods above then fall back). A thread stuck in a native call is let go. */
@@ -73,7 +73,7 @@ export class HousekeepingThread {
   }
 
   private run<T>(task: ProcTask): Promise<T> {
-    return this.deadlines.run((signal) => this.pool.run(task, { signal }) as Promise<T>);
+    return this.watch.run((signal) => this.pool.run(task, { signal }) as Promise<T>);
   }
 }
 

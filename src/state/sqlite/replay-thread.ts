@@ -21,7 +21,7 @@ export class ReplayThread {
   private readonly pool: Piscina;
   private closing = false;
   private info: ReplayThreadInfo = { tid: null, nice: null };
-  private readonly deadlines: HangWatch;
+  private readonly watch: HangWatch;
 
   /**
    * @param workerFile the compiled replay-task.js (WORKER_FILES.replay); @param dbFile the state database.
@@ -44,7 +44,7 @@ export class ReplayThread {
     this.pool = new Piscina({ filename: workerFile, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, execArgv: NO_REQUIRE_ESM });
     // A worker's death outside a task would end the service; Piscina replaces it, and the read is made on the main thread.
     this.pool.on('error', (err: Error) => this.failed(err));
-    this.deadlines = new HangWatch('replay', () => {}, answerLimitMs);
+    this.watch = new HangWatch('replay', () => {}, answerLimitMs);
   }
 
   /**
@@ -54,7 +54,7 @@ export class ReplayThread {
   readonly read = async (sinceId: number, limit: number, upTo: number): Promise<FrameBlock | null> => {
     const task: ReplayTask = { file: this.dbFile, nice: this.nice, tables: this.tables(sinceId, upTo), sinceId, limit, upTo };
     try {
-      return unpackFrames((await this.deadlines.run((signal) => this.pool.run(task, { signal }))) as ArrayBuffer);
+      return unpackFrames((await this.watch.run((signal) => this.pool.run(task, { signal }))) as ArrayBuffer);
     } catch (err) {
       this.failed(reasonOf(err, 'the replay thread failed'));
       return null;
@@ -67,7 +67,7 @@ export class ReplayThread {
    */
   async open(): Promise<void> {
     try {
-      this.info = (await this.deadlines.run((signal) => this.pool.run({ file: this.dbFile, nice: this.nice }, { name: 'start', signal }))) as ReplayThreadInfo;
+      this.info = (await this.watch.run((signal) => this.pool.run({ file: this.dbFile, nice: this.nice }, { name: 'start', signal }))) as ReplayThreadInfo;
     } catch (err) {
       this.failed(reasonOf(err, 'the replay thread failed to start'));
     }
