@@ -3,8 +3,9 @@
  * event writer thread or the job I/O thread ends the service with a logged error, a line on stderr and exit 1; the
  * next start marks the running job lost and its process tree is gone; nothing acknowledged is lost. The crash is put
  * in by a preload (test/fixtures/thread-crash-preload.cjs) once a trigger file exists. A hang alike (the thread alive,
- * answering nothing) past CONSOLE_THREAD_ANSWER_LIMIT_MS, and a stop while the event writer hangs: the streams end
- * after their bound, then the hang ends the service. No timing is asserted.
+ * answering nothing) past CONSOLE_THREAD_ANSWER_LIMIT_MS; and a stop (SIGTERM) while either hangs: the streams end
+ * (after their bound when the event writer hangs, whole when the job I/O thread does), then the hang ends the service
+ * with exit 1. No timing is asserted.
  */
 import fs from 'node:fs';
 import os from 'node:os';
