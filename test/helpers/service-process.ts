@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
+import { listProcs } from '../../src/process/proc-scan.js';
 import { waitFor } from './events.js';
 import { TEST_SERVICE_ENV } from './ceilings.js';
 import { fixture, recordingEnv } from './service.js';
@@ -130,18 +131,21 @@ export async function startServiceProcess(opts: SpawnOptions): Promise<ServicePr
 /**
  * Runs the service expecting a failed start-up: waits for its exit (a ceiling of
  * `ceilingMs`, after which it is killed and the test fails on the result).
- * @returns exit code, stderr, and whether anything ever accepted connections on its port.
+ * @returns exit code, stderr, and whether the service (or a process under it) ever held a listening
+ * socket on its port. Ownership is read from `/proc`, not from a connect: a port chosen free may be
+ * taken by another test's process once the service is gone, and that is not the service serving.
  */
 export async function failedStart(opts: SpawnOptions, ceilingMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; listened: boolean }> {
   const port = await freePort();
   const p = launch(port, opts);
+  const root = p.child.pid as number;
   let listened = false;
   let done = false;
   void p.exited.then(() => (done = true));
   // Probe the port while the process lives: a service that listened even briefly is caught.
   const probing = (async () => {
     while (!done) {
-      if (await listening(port)) listened = true;
+      if (holdsListener(root, port)) listened = true;
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
@@ -149,6 +153,58 @@ export async function failedStart(opts: SpawnOptions, ceilingMs = 30_000): Promi
   const [code, signal] = await p.exited;
   clearTimeout(timer);
   await probing;
-  if (await listening(port)) listened = true;
   return { code, signal, stderr: p.stderr(), listened };
+}
+
+/** Whether `root` or a process under it holds a TCP socket listening on `port` (IPv4 or IPv6, any address). */
+export function holdsListener(root: number, port: number): boolean {
+  const inodes = listeningInodes(port);
+  if (inodes.size === 0) return false;
+  const pids = new Set([root]);
+  let grew = true;
+  // Descendants: a wrapper (strace) runs the service as its child.
+  while (grew) {
+    grew = false;
+    for (const p of listProcs()) {
+      if (pids.has(p.ppid) && !pids.has(p.pid)) {
+        pids.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone
+    }
+    for (const fd of fds) {
+      try {
+        if (inodes.has(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))) return true;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return false;
+}
+
+/** `socket:[inode]` of every socket in state LISTEN (0A) on local `port`, from /proc/net/tcp and tcp6. */
+function listeningInodes(port: number): Set<string> {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const found = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = fs.readFileSync(table, 'utf8');
+    } catch {
+      continue; // no IPv6
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && f[1]?.endsWith(`:${hexPort}`) && f[3] === '0A') found.add(`socket:[${f[9]}]`);
+    }
+  }
+  return found;
 }

@@ -14,7 +14,10 @@
  * while the disk is full still ends the streams, kills the running job and exits 0.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -31,7 +34,7 @@ import { SseClient } from '../helpers/sse.js';
 import { gone, killMarked } from '../process/helpers.js';
 import { treeProcesses } from '../../src/process/proc-scan.js';
 import { bindReadOnly, canMount, fillDisk, mountTmpfs } from '../helpers/mounts.js';
-import { failedStart, startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
+import { failedStart, holdsListener, startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
 
 const DB = 'console-state.db';
 const cleanups: (() => unknown)[] = [];
@@ -159,6 +162,25 @@ describe('start-up on a full disk', () => {
     const again = await startServiceProcess({ env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: full } });
     expect((await allEvents(again.url, 'scopePrefix=x')).map((e) => e.summary)).toEqual(['kept']);
     expect(await again.stop()).toEqual([0, null]);
+  });
+});
+
+describe('the probe of a refused start-up', () => {
+  it("counts the service's own listening socket, never another process's on the same port", async () => {
+    const { tmp, store } = makeRoot();
+    const svc = await startServiceProcess({ env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: path.join(tmp, 'state') } });
+    cleanups.push(() => svc.stop());
+    expect(holdsListener(svc.child.pid as number, svc.port)).toBe(true);
+    // Another process (not under the service) holds no socket on the service's port; the service holds none on this one's.
+    const other = spawn('sleep', ['600'], { stdio: 'ignore' });
+    cleanups.push(() => other.kill('SIGKILL'));
+    expect(holdsListener(other.pid as number, svc.port)).toBe(false);
+    const own = net.createServer().listen(0, '127.0.0.1');
+    await once(own, 'listening');
+    cleanups.push(() => new Promise((r) => own.close(r)));
+    const ownPort = (own.address() as net.AddressInfo).port;
+    expect(holdsListener(process.pid, ownPort)).toBe(true);
+    expect(holdsListener(svc.child.pid as number, ownPort)).toBe(false);
   });
 });
 
