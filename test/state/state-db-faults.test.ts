@@ -73,7 +73,7 @@ async function realDatabase(tmp: string): Promise<string> {
 async function expectRefusal(store: string, stateDir: string, message: RegExp, wrapper?: string[]): Promise<string> {
   const r = await failedStart({ env: { CONSOLE_DATA_DIR: store, CONSOLE_STATE_DIR: stateDir }, ...(wrapper ? { wrapper } : {}) });
   expect({ code: r.code, signal: r.signal }).toEqual({ code: 1, signal: null });
-  expect(r.listened, 'the service must serve nothing').toBe(false);
+  expect(r.listened, `the service must serve nothing (its stderr: ${r.stderr.trim()})`).toBe(false);
   const line = r.stderr.trim();
   expect(line).toContain(`console-backend: cannot open state database ${path.join(stateDir, DB)}: `);
   expect(line).toMatch(message);
