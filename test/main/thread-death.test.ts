@@ -5,7 +5,9 @@
  * in by a preload (test/fixtures/thread-crash-preload.cjs) once a trigger file exists. A hang alike (the thread alive,
  * answering nothing) past CONSOLE_THREAD_ANSWER_LIMIT_MS; and a stop (SIGTERM) while either hangs: the streams end
  * (after their bound when the event writer hangs, whole when the job I/O thread does), then the hang ends the service
- * with exit 1. No timing is asserted.
+ * with exit 1. The housekeeping and replay threads (Piscina's) hung alike are replaced instead: the task given up falls
+ * back (a cancel's kill pass, a stream's replay read on the main thread), logged, and the service serves on; these
+ * check that the service passes CONSOLE_THREAD_ANSWER_LIMIT_MS to them. No timing is asserted.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -161,5 +163,72 @@ describe('a stop (SIGTERM) while the job I/O thread hangs', () => {
     expect(logged(svc, 'the job I/O thread or its spawn helper process died')[0]!.err).toBe('the job I/O thread did not answer within 10000 ms');
     expect(svc.stderr()).toBe('console-backend: the job I/O thread did not answer within 10000 ms; exiting\n');
     await checkNextStart(env, job, acked);
+  });
+});
+
+// Piscina's threads are watched alike (process/hang-watch.ts) but replaced rather than fatal: the task left unanswered
+// falls back, the tasks queued behind it run on the new thread, and the service serves on.
+describe('the housekeeping thread hangs while a job runs', () => {
+  it('its task is given up past CONSOLE_THREAD_ANSWER_LIMIT_MS and the thread replaced (logged); a cancel still stops the job; the service serves on', async () => {
+    const { svc, job, acked, trigger, post } = await faultyService('housekeeping', 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '2000' });
+    fs.writeFileSync(trigger, '');
+    // Its kill pass (or a checkpoint before it) is the task the thread takes and never answers.
+    expect((await post(`/api/jobs/${job.proposalId}/cancel`, {})).status).toBe(202);
+    await waitFor(() => (fs.existsSync(`${trigger}.hung`) ? true : undefined), 'the housekeeping thread to hang');
+    const ended = await waitFor(async () => {
+      const rec = (await (await fetch(`${svc.url}/api/jobs/${job.proposalId}`)).json()) as { state: string; exitReason: string | null };
+      return rec.state === 'running' ? undefined : rec;
+    }, 'the cancelled job’s exit');
+    expect(ended).toMatchObject({ state: 'exited ok', exitReason: 'cancelled' });
+    await waitFor(() => (gone(job.pid) ? true : undefined), 'the job’s process to be gone');
+    const replaced = await waitFor(() => logged(svc, 'the housekeeping thread was replaced')[0], 'the replacement logged');
+    expect(replaced.err).toBe('the housekeeping thread did not answer within 2000 ms');
+    expect(svc.child.exitCode).toBeNull();
+    // The new thread serves the next job whole: started, its priority lowered, cancelled, swept.
+    const next = await post('/api/proposals/generate', { project: 'harbor-lights' });
+    expect(next.status).toBe(202);
+    const second = (await next.json()) as { proposalId: string; pid: number };
+    cleanups.push(() => killMarked(jobMark(second.proposalId)));
+    expect((await post(`/api/jobs/${second.proposalId}/cancel`, {})).status).toBe(202);
+    await waitFor(() => (gone(second.pid) ? true : undefined), 'the second job’s process to be gone');
+    const stored = new Set((await allEvents(svc.url)).map((e) => e.id));
+    expect(acked.filter((id) => !stored.has(id))).toEqual([]);
+    expect(logged(svc, 'the housekeeping thread was replaced')).toHaveLength(1);
+    expect(await svc.stop()).toEqual([0, null]);
+    expect(svc.stderr()).toBe('');
+  });
+});
+
+describe('the replay thread hangs during a stream’s replay', () => {
+  it('the read is given up past CONSOLE_THREAD_ANSWER_LIMIT_MS and made on the main thread (logged): the stream replays whole; the new thread serves the next', async () => {
+    // No replay memory: a replay reads the database, through the replay cache, on the replay thread.
+    const { svc, acked, trigger, post } = await faultyService('replay', 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '2000', CONSOLE_SSE_REPLAY_MEMORY_BYTES: '0' });
+    const replay = async () => ((await (await fetch(`${svc.url}/api/system-status`)).json()) as { bus: { replay: { cache: { threadReads: number; threadFailures: number } } } }).bus.replay.cache;
+    // Unfiltered: a filtered replay reads on the main thread.
+    const replayed = async (from: string, count: number) => {
+      const stream = new SseClient(`${svc.url}/api/events/stream`, { 'Last-Event-ID': from });
+      const mine = () => stream.events.filter((e) => e.scope === 'acked').map((e) => e.id);
+      try {
+        await stream.until(() => mine().length >= count, 'the acknowledged events replayed');
+        return mine();
+      } finally {
+        stream.close();
+      }
+    };
+    fs.writeFileSync(trigger, '');
+    expect(await replayed('0', acked.length)).toEqual(acked);
+    expect(fs.existsSync(`${trigger}.hung`)).toBe(true);
+    const fellBack = logged(svc, 'a stream replay read was made on the main thread: the replay thread failed');
+    expect(fellBack.map((l) => l.err)).toEqual(['the replay thread did not answer within 2000 ms']);
+    const before = await replay();
+    expect(before.threadFailures).toBe(1);
+    // Events stored since: read by the new thread.
+    const more: string[] = [];
+    for (let i = 0; i < 5; i++) more.push(((await (await post('/api/internal/bus', { severity: 'info', scope: 'acked', summary: `after the hang ${i}` })).json()) as { id: string }).id);
+    expect(await replayed(acked.at(-1) as string, more.length)).toEqual(more);
+    expect((await replay()).threadReads).toBeGreaterThan(before.threadReads);
+    expect(logged(svc, 'a stream replay read was made on the main thread')).toHaveLength(1);
+    expect(await svc.stop()).toEqual([0, null]);
+    expect(svc.stderr()).toBe('');
   });
 });
