@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
+import { finished } from 'node:stream/promises';
 import { listProcs } from '../../src/process/proc-scan.js';
 import { waitFor } from './events.js';
 import { TEST_SERVICE_ENV } from './ceilings.js';
@@ -153,6 +154,9 @@ export async function failedStart(opts: SpawnOptions, ceilingMs = 30_000): Promi
   const [code, signal] = await p.exited;
   clearTimeout(timer);
   await probing;
+  // The exit may be seen before the last lines were read from the pipes (its spawn helper, which holds them too, leaves
+  // once the service is gone).
+  await Promise.all([finished(p.child.stdout!), finished(p.child.stderr!)]).catch(() => {});
   return { code, signal, stderr: p.stderr(), listened };
 }
 

@@ -10,6 +10,7 @@
  * check that the service passes CONSOLE_THREAD_ANSWER_LIMIT_MS to them. No timing is asserted.
  */
 import fs from 'node:fs';
+import { finished } from 'node:stream/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -59,6 +60,14 @@ async function faultyService(thread: string, mode: 'crash' | 'hang', extraEnv: R
   return { svc, env, job, acked, trigger, post };
 }
 
+/**
+ * Resolves once the service's stdout and stderr reached their end: the exit may be seen before the last lines were
+ * read from the pipes. (Its spawn helper holds them too, and leaves once the service is gone.)
+ */
+async function outputEnded(svc: ServiceProcess): Promise<void> {
+  await Promise.all([finished(svc.child.stdout!), finished(svc.child.stderr!)]).catch(() => {});
+}
+
 /** The service's log lines (JSON) whose message contains `text`. */
 function logged(svc: ServiceProcess, text: string): { level: number; msg: string; err?: string; stack?: string }[] {
   return svc
@@ -90,6 +99,7 @@ describe.each(CASES)('the $thread thread crashes while a job runs', ({ thread, l
     const { svc, env, job, acked, trigger } = await faultyService(thread, 'crash');
     fs.writeFileSync(trigger, '');
     expect(await svc.exited).toEqual([1, null]);
+    await outputEnded(svc);
     // One line on stderr, naming the thread's error; the log has it with its stack.
     expect(svc.stderr()).toMatch(new RegExp(`^console-backend: (the job I/O thread failed: )?the ${thread} thread crashed on purpose; exiting\\n$`, 'm'));
     expect(svc.stderr().trim().split('\n')).toHaveLength(1);
@@ -107,6 +117,7 @@ describe.each(CASES)('the $thread thread hangs while a job runs', ({ thread, nam
     const { svc, env, job, acked, trigger } = await faultyService(thread, 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '2000' });
     fs.writeFileSync(trigger, '');
     expect(await svc.exited).toEqual([1, null]);
+    await outputEnded(svc);
     expect(fs.existsSync(`${trigger}.hung`)).toBe(true);
     expect(svc.stderr()).toBe(`console-backend: the ${name} thread did not answer within 2000 ms; exiting\n`);
     const fatal = logged(svc, fatalText);
@@ -130,6 +141,7 @@ describe('a stop (SIGTERM) while the event writer thread hangs', () => {
     await stream.done;
     expect(svc.child.exitCode).toBeNull();
     expect(await svc.exited).toEqual([1, null]);
+    await outputEnded(svc);
     const answer = await unanswered;
     expect(answer instanceof Error || answer.status === 503).toBe(true);
     const msgs = svc
@@ -159,6 +171,7 @@ describe('a stop (SIGTERM) while the job I/O thread hangs', () => {
     await stream.done;
     expect(svc.child.exitCode).toBeNull();
     expect(await svc.exited).toEqual([1, null]);
+    await outputEnded(svc);
     expect(logged(svc, 'streams ended before the queued events were stored')).toEqual([]);
     expect(logged(svc, 'the job I/O thread or its spawn helper process died')[0]!.err).toBe('the job I/O thread did not answer within 10000 ms');
     expect(svc.stderr()).toBe('console-backend: the job I/O thread did not answer within 10000 ms; exiting\n');
