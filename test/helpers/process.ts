@@ -6,10 +6,27 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import { waitFor } from './events.js';
 import { TEST_SERVICE_ENV } from './ceilings.js';
 import { fixture, recordingEnv } from './service.js';
+
+/**
+ * The child's exit code and signal, reported once its stdout and stderr ended too, at most `boundMs` (ms) after the
+ * exit: Node may report an exit before the last lines were read from the pipes. A process the child left holding
+ * them (the service's spawn helper, which leaves once the service is gone) is waited for that long at most. Call it
+ * right after the spawn (it listens for the exit at once).
+ */
+export async function exitWithOutput(child: ChildProcess, boundMs = 5000): Promise<[number | null, NodeJS.Signals | null]> {
+  const result = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
+  const streams = [child.stdout, child.stderr].filter((s) => s !== null);
+  await Promise.race([Promise.all(streams.map((s) => finished(s))).catch(() => {}), bound]);
+  clearTimeout(timer);
+  return result;
+}
 
 /** A loopback port free at the time of the call (the caller retries when it is taken meanwhile). */
 export function freePort(): Promise<number> {
@@ -96,9 +113,9 @@ export async function startServiceProcess(store: { dataDir: string; stateDir: st
     let err = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     let gone = false;
-    void exited.then(() => (gone = true));
+    child.once('exit', () => (gone = true));
+    const exited = exitWithOutput(child);
     cleanup(() => {
       if (!gone) child.kill('SIGKILL');
     });

@@ -4,15 +4,13 @@
  * watching its file access with strace. Build first (`npm test` does).
  */
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
-import { finished } from 'node:stream/promises';
 import { listProcs } from '../../src/process/proc-scan.js';
 import { waitFor } from './events.js';
 import { TEST_SERVICE_ENV } from './ceilings.js';
 import { fixture, recordingEnv } from './service.js';
-import { answersFor, freePort, type ServiceProcess as BaseServiceProcess } from './process.js';
+import { answersFor, exitWithOutput, freePort, type ServiceProcess as BaseServiceProcess } from './process.js';
 
 export interface ServiceProcess extends BaseServiceProcess {
   /** The pid of the service itself (a wrapper such as strace runs it as its child). */
@@ -49,7 +47,7 @@ function launch(port: number, opts: SpawnOptions): ServiceProcess {
   let out = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const exited = exitWithOutput(child);
   const url = `http://127.0.0.1:${port}`;
   return {
     child,
@@ -154,9 +152,6 @@ export async function failedStart(opts: SpawnOptions, ceilingMs = 30_000): Promi
   const [code, signal] = await p.exited;
   clearTimeout(timer);
   await probing;
-  // The exit may be seen before the last lines were read from the pipes (its spawn helper, which holds them too, leaves
-  // once the service is gone).
-  await Promise.all([finished(p.child.stdout!), finished(p.child.stderr!)]).catch(() => {});
   return { code, signal, stderr: p.stderr(), listened };
 }
 
