@@ -140,7 +140,8 @@ it('streams 32 jobs to 20 clients with reads going on, losing and duplicating no
   }
 
   // Every job reached a final state, with the right outcome.
-  const jobs = (await (await fetch(`${url}/api/jobs?limit=100`)).json()) as { proposalId: string; state: string; argv: string[] }[];
+  // A fresh connection, as the reads above: a pooled socket idle through the checks may be one the server closed.
+  const jobs = (await rawRequest(url, '/api/jobs?limit=100')).json() as { proposalId: string; state: string; argv: string[] }[];
   for (const id of ids) {
     const job = jobs.find((j) => j.proposalId === id);
     expect(job?.state).toBe(job?.argv.includes('fail') ? 'exited failed' : 'exited ok');
@@ -215,7 +216,7 @@ it('a storm of 16 flooding jobs, 2 stream clients and a reader: no line lost, ea
     ).toEqual(Array.from({ length: FLOOD_LINES / 10 }, (_v, k) => `flood-err ${k + 1}`));
     expect(mine.at(-1)?.summary, `${id} ends with its exit`).toBe('dispatch_cli exited rc=0');
   }
-  const jobs = (await (await fetch(`${url}/api/jobs?limit=100`)).json()) as { proposalId: string; state: string; stdoutLines: number; stderrLines: number }[];
+  const jobs = (await rawRequest(url, '/api/jobs?limit=100')).json() as { proposalId: string; state: string; stdoutLines: number; stderrLines: number }[];
   for (const id of ids) expect(jobs.find((j) => j.proposalId === id)).toMatchObject({ state: 'exited ok', stdoutLines: FLOOD_LINES, stderrLines: FLOOD_LINES / 10 });
 
   // Each client: exactly the stored events of the storm, in order, once each.
