@@ -5,9 +5,9 @@
  * in by a preload (test/fixtures/thread-crash-preload.cjs) once a trigger file exists. A hang alike (the thread alive,
  * answering nothing) past CONSOLE_THREAD_ANSWER_LIMIT_MS; and a stop (SIGTERM) while either hangs: the streams end
  * (after their bound when events wait for the hung event writer, whole when the job I/O thread hangs), then the hang
- * ends the service with exit 1. The housekeeping and replay threads (Piscina's) hung alike are replaced instead: the task given up falls
- * back (a cancel's kill pass, a stream's replay read on the main thread), logged, and the service serves on; these
- * check that the service passes CONSOLE_THREAD_ANSWER_LIMIT_MS to them. No timing is asserted.
+ * ends the service with exit 1. The housekeeping and replay threads (Piscina's) hung alike are replaced instead: the
+ * task given up falls back (a cancel's kill pass, a stream's replay read on the main thread), logged, and the service
+ * serves on; these check that the service passes CONSOLE_THREAD_ANSWER_LIMIT_MS to them. No timing is asserted.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -7,7 +7,8 @@
  * - a full disk: a small tmpfs filled with a file of zeros (ENOSPC, SQLITE_FULL);
  * - a corrupt database file: garbage bytes, and a real database cut short.
  * Each stops start-up with a message naming the path and saying why, exit code 1, nothing
- * served, and a database file that was there is left byte for byte as it was.
+ * served (no listening socket of the service's, read from /proc: a connect could reach another
+ * test's process on the freed port), and a database file that was there is left byte for byte as it was.
  * Then the disk fills while the service runs and a job prints lines: the service stays up,
  * serves reads, refuses writes with a 507 and a detail, holds the events it cannot store and
  * stores them once there is space again; nothing acknowledged is lost (checked after a restart); a SIGTERM
