@@ -44,12 +44,6 @@ export interface Bus {
   readFramesAfter(sinceId: number, limit: number, filter: EventFilter, upTo: number): readonly string[] | Promise<readonly string[]>;
   /** Unfiltered {@link readFramesAfter} made off the main thread, as one block of bytes, where the back end can (SQLite). */
   readonly readFrameBlock?: FrameBlockReader;
-  /**
-   * Resolves once every event published before, but a job's line, is stored or its store failed (SQLite's writer
-   * thread stores them after their publication; the cluster's bus stores at commit, and has none of it). What a read
-   * of the state database must see, such as a job's final state committed with its exit event, is then there.
-   */
-  whenPublishedStored?(): Promise<void>;
   /** The newest `limit` stored events passing `filter`, ascending. */
   readNewest(limit: number, filter: EventFilter): EventRow[] | Promise<EventRow[]>;
   /** Tells `fn` of each job whose event was dropped as it is no longer `running` (judged dead elsewhere); the supervisor stops it. */

@@ -174,8 +174,12 @@ export class EventBus extends EventQueue implements Bus {
     return read();
   }
 
-  /** See {@link Bus.whenPublishedStored}: waits only while the writer thread has such an event queued. */
-  async whenPublishedStored(): Promise<void> {
+  /**
+   * Resolves once every event published before, but a job's line, is stored or its store failed (the writer thread
+   * stores them after their publication): a read of the events then sees them. Waits only while the thread has such
+   * an event queued.
+   */
+  private async whenPublishedStored(): Promise<void> {
     if (this.later && this.heads.plainUnstored) await this.whenStored(this.heads.plain);
   }
 

@@ -159,7 +159,8 @@ export interface JobStore {
   running(instanceId?: string): Promise<StoredJob[]>;
   /** Jobs of `instanceId` marked `lost` since `since`: judged while it was away, processes maybe still running here. */
   lostSince(instanceId: string, since: string): Promise<StoredJob[]>;
-  countsByState(): Promise<Record<string, number>>;
+  /** Jobs by state over the whole table, those named in `leaveOut` (proposal ids) not counted. */
+  countsByState(leaveOut?: readonly string[]): Promise<Record<string, number>>;
   /** Output lines as the stored line events count them, for a job whose run died before storing its counts. */
   lineCounts(proposalId: string): Promise<{ stdoutLines: number; stderrLines: number }>;
   /** Marks a dead instance's running jobs `lost` in one conditional update; @returns those this call marked (cluster.md, "Jobs"). */

@@ -282,11 +282,13 @@ export class Supervisor {
     return this.reads.search(q);
   }
 
-  /** Jobs by state over the whole history in the state database. */
+  /** Jobs by state in the state database; those whose final state waits in the bus counted in it from here (no wait for the lines stored before it). */
   async countsByState(): Promise<Record<string, number>> {
-    // A job's final state commits with its exit event: counted once that is stored, as `running` no longer counts it.
-    await this.bus.whenPublishedStored?.();
-    return this.state.jobs.countsByState();
+    // Taken before the read: a job stored meanwhile is left out of the database's counts and counted here once.
+    const ending = [...this.ending.values()];
+    const counts = await this.state.jobs.countsByState(ending.map((j) => j.proposalId));
+    for (const j of ending) counts[j.state] = (counts[j.state] ?? 0) + 1;
+    return counts;
   }
 
   /** Running jobs with live figures. */
@@ -325,8 +327,7 @@ export class Supervisor {
     await Promise.all(this.starting);
     const jobs = [...this.running.values()];
     for (const job of jobs) {
-      // Not a cancel: `cancelRequested` stays as the client left it.
-      job.stopReason ??= 'shutdown';
+      job.stopReason ??= 'shutdown'; // not a cancel: `cancelRequested` stays as the client left it
       job.proc.stop(graceMs);
     }
     // Their exit events, with the final states, are stored by the bus's close: those the

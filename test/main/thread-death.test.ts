@@ -147,6 +147,25 @@ describe('a stop (SIGTERM) while the event writer thread hangs', () => {
   });
 });
 
+describe('the system status while the event writer thread hangs in an append', () => {
+  it('answers at once and counts a job that ended meanwhile in its final state, which waits in the bus unstored', async () => {
+    // The limit far above the test's steps: the status is read while the thread hangs, and the stop waits for the limit.
+    const { svc, job, trigger } = await faultyService('event-writer', 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '20000', CONSOLE_KILL_GRACE_MS: '1000' });
+    fs.writeFileSync(trigger, '');
+    await waitFor(() => (fs.existsSync(`${trigger}.hung`) ? true : undefined), 'the writer thread to hang');
+    // Its exit event (with the final state) is published but cannot be stored; the job is ended here all the same.
+    process.kill(job.pid, 'SIGTERM');
+    await waitFor(async () => ((await (await fetch(`${svc.url}/api/jobs/${job.proposalId}`)).json()) as { state: string }).state !== 'running' || undefined, 'the job to end');
+    const status = await fetch(`${svc.url}/api/system-status`);
+    expect(status.status).toBe(200);
+    const s = (await status.json()) as { jobs: { running: number; byState: Record<string, number> } };
+    expect(s.jobs.running).toBe(0);
+    expect(s.jobs.byState).toEqual(expect.objectContaining({ running: 0, 'exited ok': 1 }));
+    expect(fs.existsSync(`${trigger}.hung`)).toBe(true);
+    expect(svc.child.exitCode, 'the service still runs: the hang is not over').toBeNull();
+  });
+});
+
 describe('a stop (SIGTERM) while the job I/O thread hangs', () => {
   it('ends the streams, then exits 1 once the thread is taken for dead (the jobs’ exits cannot be learnt); the next start marks the job lost', async () => {
     const { svc, env, job, acked, trigger } = await faultyService('job-io', 'hang', { CONSOLE_THREAD_ANSWER_LIMIT_MS: '10000', CONSOLE_KILL_GRACE_MS: '1000' });

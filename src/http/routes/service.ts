@@ -96,6 +96,10 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
           jobs: z.looseObject({
             running: z.number().int(),
             maxRunning: z.number().int(),
+            byState: z.record(z.string(), z.number().int()).meta({
+              description:
+                'Jobs by state over the history kept in the state database (running, exited ok, exited failed, lost). A job that ended on this instance counts in its final state at once, also while its exit event (with which that state is stored) waits to be stored.',
+            }),
             recent: z.array(Job),
             priority: PriorityStats,
             backpressure: BackpressureStats,

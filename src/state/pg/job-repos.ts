@@ -113,7 +113,10 @@ export function pgJobs(x: Exec): JobStore {
       state === undefined ? select('ORDER BY started_at DESC, seq DESC LIMIT $1', [limit]) : select('WHERE state = $1 ORDER BY started_at DESC, seq DESC LIMIT $2', [state, limit]),
     running: (instanceId) => (instanceId === undefined ? select(`WHERE state = 'running'`, []) : select(`WHERE state = 'running' AND instance_id = $1`, [instanceId])),
     lostSince: (instanceId, since) => select(`WHERE state = 'lost' AND instance_id = $1 AND started_at >= $2`, [instanceId, since]),
-    countsByState: async () => Object.fromEntries((await x.q<{ state: string; n: number }>('SELECT state, count(*) AS n FROM jobs GROUP BY state')).rows.map((r) => [r.state, r.n])),
+    countsByState: async (leaveOut = []) =>
+      Object.fromEntries(
+        (await x.q<{ state: string; n: number }>('SELECT state, count(*) AS n FROM jobs WHERE proposal_id <> ALL($1::text[]) GROUP BY state', [leaveOut])).rows.map((r) => [r.state, r.n]),
+      ),
     lineCounts: async (proposalId) => {
       // Details read `<proposal id> stdout|stderr <n>: …`; proposal ids are `gen_<hex>`, safe in a pattern.
       const rows = (

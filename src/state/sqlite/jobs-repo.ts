@@ -113,12 +113,13 @@ export class JobsRepo {
     return (this.db.prepare(sql).all(...params) as Row[]).map(fromRow);
   }
 
-  /** Counts by state over the whole table. */
-  countsByState(): Record<string, number> {
-    const rows = this.db.prepare(`SELECT state, count(*) AS n FROM jobs GROUP BY state`).all() as {
-      state: string;
-      n: number;
-    }[];
+  /** Counts by state over the whole table, the jobs of `leaveOut` (proposal ids) not counted. */
+  countsByState(leaveOut: readonly string[] = []): Record<string, number> {
+    const rows = (
+      leaveOut.length === 0
+        ? this.db.prepare(`SELECT state, count(*) AS n FROM jobs GROUP BY state`).all()
+        : this.db.prepare(`SELECT state, count(*) AS n FROM jobs WHERE proposal_id NOT IN (SELECT value FROM json_each(?)) GROUP BY state`).all(JSON.stringify(leaveOut))
+    ) as { state: string; n: number }[];
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 }

@@ -249,7 +249,7 @@ export class SqliteStateStore implements StateStore {
         search: (q) => run(() => withOwner(s.jobs.search(q))),
         running: (instanceId) => run(() => (instanceId === undefined ? withOwner(s.jobs.running()) : byIds(s.owners.runningOf(instanceId)))),
         lostSince: (instanceId, since) => run(() => byIds(s.owners.lostSince(instanceId, since))),
-        countsByState: () => run(() => s.jobs.countsByState()),
+        countsByState: (leaveOut) => run(() => s.jobs.countsByState(leaveOut)),
         lineCounts: (id) => run(() => s.jobs.lineCountsFromEvents(id)),
         markLost: (instanceId, endedAt) => write(() => byIds(this.db.transaction(() => s.owners.markLost(instanceId, endedAt))())),
       },
