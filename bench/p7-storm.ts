@@ -287,6 +287,13 @@ async function stormRun(store: string, rate: number): Promise<StormRun> {
         99,
       ),
     })).sort((a, b) => b.p99 - a.p99);
+    if (process.env.BENCH_P7_KINDS === '1') {
+      for (const [k, p] of READS.entries()) {
+        const during = lat(stormReads, (s) => s[3] === k && s[0] <= spawnEnd);
+        const after = lat(stormReads, (s) => s[3] === k && s[0] > spawnEnd);
+        console.error(`P7 kind ${p}: while spawning n=${during.length} p99 ${percentile(during, 99).toFixed(1)} ms; after n=${after.length} p99 ${percentile(after, 99).toFixed(1)} ms`);
+      }
+    }
 
     // Lines: the tools' own counts, the service's, each client's, the database's.
     const tools = fs.readdirSync(statsDir).map((f) => JSON.parse(fs.readFileSync(path.join(statsDir, f), 'utf8')) as ToolStats);
