@@ -12,17 +12,13 @@ export default defineConfig({
     // them apart, and the generous time-outs are ceilings for slow or loaded machines, not
     // assertions (test/helpers/ceilings.ts).
     pool: 'forks',
-    // A test file's process runs the next files too: the modules they share (the service's,
-    // the helpers', vitest's own) are loaded once per worker, not once per file. Each file's
-    // servers, threads and children are its own and ended by its hooks; what a test reads of
-    // its whole process (descriptors, inotify watches, children) it compares with what was there
-    // before it, or requires exactly. Measured on 2 cores (the whole suite, 2026-12-01): 522 s
-    // isolated, 486 s not, both with 2 files at once.
-    isolate: false,
+    // Each file in a process of its own (vitest's default, kept): with `isolate: false` the suite
+    // took 486 s instead of 522 s on 2 cores, but what a file left behind then runs on in the next
+    // file's process, and a thread of a pool a file had destroyed failed the next file once.
     // Much of a file's time is spent waiting on child processes, worker threads and sockets: on
-    // 2 cores three files at once took 411 s where two took 486 s (not isolated; 458 s and 522 s
-    // isolated). On a machine whose cores the suite already keeps busy it makes no difference
-    // (1,208 s against 1,212 s, 2026-11-30), and the suite passes beside two CPU-bound processes.
+    // 2 cores three files at once took 458 s where two took 522 s (2026-12-01). On a machine whose
+    // cores the suite already keeps busy it makes no difference (1,208 s against 1,212 s,
+    // 2026-11-30), and the suite passes beside two CPU-bound processes.
     maxWorkers: Math.max(3, os.availableParallelism()),
     testTimeout: TEST_TIMEOUT_MS,
     hookTimeout: HOOK_TIMEOUT_MS,

@@ -4,11 +4,9 @@
  * signal in the shape Piscina takes. The pool's own timeouts, through the service, are in
  * test/engine/store-reads-process.test.ts.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Piscina } from 'piscina';
 import { describe, expect, it } from 'vitest';
+import { fixture } from '../helpers/service.js';
 import { TaskDeadlines } from '../../src/workers/task-deadlines.js';
 
 const waitFor = async (cond: () => boolean) => {
@@ -66,17 +64,14 @@ describe('task deadlines', () => {
   });
 
   it('abort a Piscina task through its signal', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-deadline-'));
-    const worker = path.join(dir, 'never.mjs');
-    fs.writeFileSync(worker, 'export default () => new Promise(() => {});\n');
-    const pool = new Piscina({ filename: worker, maxThreads: 1 });
+    // A file that stays: the thread Piscina starts to replace the aborted one may load it after the pool is destroyed.
+    const pool = new Piscina({ filename: fixture('never-settles.mjs'), maxThreads: 1 });
     try {
       const deadline = new TaskDeadlines(30).start();
       await expect(pool.run({}, { signal: deadline })).rejects.toMatchObject({ name: 'AbortError' });
       expect(deadline.aborted).toBe(true);
     } finally {
       await pool.destroy();
-      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });
