@@ -2,17 +2,21 @@
  * The job I/O thread (README, "Threads"): forks every job through the spawn helper, owns the
  * jobs' stdout and stderr connections, frames their lines and posts them to the main thread in
  * batches, at most WINDOW_LINES lines unacknowledged, so a slow bus stops the reads and the children
- * block in their writes. It runs at its own nice value, below the main thread's.
+ * block in their writes. Each job's state machine runs here (job-state.ts JobMachine): its lines
+ * counted, the first stop request kept, its end decided once its pipes drained and told with
+ * `drained`. It runs at its own nice value, below the main thread's.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type net from 'node:net';
 import type { ProcessSpawnError } from '../process/errors.js';
+import { exitFactsOf } from '../process/exit-facts.js';
 import { SpawnHelper } from '../process/spawn-helper.js';
 import { lowerOwnPriority, ownThreadId } from '../process/own-thread.js';
 import { untilDrained } from './drain-watch.js';
 import { frameLines, framingMeter, LineTurns, TURN_CHARS, TURN_LINES, type FramedLine, type FramingMeter } from './frame-lines.js';
 import { BATCH_LINES, BATCH_WAIT_MS, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
 import { LineEncoder } from './line-event.js';
+import { JobMachine, type JobOutcome } from './job-state.js';
 import type { LineHold } from './output-gate.js';
 
 const port = parentPort;
@@ -84,8 +88,8 @@ function push(key: number, job: Job, stream: 0 | 1, line: FramedLine): void {
   b.numbers.push(line.number);
   // The event's JSON but its id and time, encoded here rather than on the main thread.
   addText(job.encoder !== null ? job.encoder.tail(stream, line.number, line.text, line.cut) : line.text);
-  // Kept here, told with `drained`: the main thread's copy would be a slice holding its whole batch.
-  if (stream === 1) job.lastStderr = line.text;
+  // The machine keeps the last stderr line here: the main thread's copy would be a slice holding its whole batch.
+  job.machine.line(stream, line.text);
   if (b.keys.length >= BATCH_LINES) flush();
   // Lines that trickle in wait a little for company: a message per line (each a wake-up and an
   // acknowledgement of the main thread) cost it more than the lines themselves.
@@ -102,8 +106,10 @@ interface Job {
   readonly encoder: LineEncoder | null;
   /** Both streams framed to their end (set by `read`). */
   framed: Promise<void> | null;
-  /** Its last stderr line's text, told with `drained` (the exit's detail names it). */
-  lastStderr: string | null;
+  /** Its state machine: lines, stop request, end. */
+  readonly machine: JobMachine;
+  /** Its exit, as Node reports it. */
+  readonly exit: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
 }
 
 const jobs = new Map<number, Job>();
@@ -123,6 +129,10 @@ port.on('message', (m: ToJobIo) => {
       return;
     case 'drain':
       void drain(m.key, m.idleMs);
+      return;
+    case 'stop':
+      // After its end (the stop crossed the drained report) there is nothing to keep.
+      jobs.get(m.key)?.machine.stop(m.reason);
       return;
     case 'discard':
       discard(m.key);
@@ -153,6 +163,7 @@ port.on('message', (m: ToJobIo) => {
 async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
   try {
     const child = await helper.spawn({ file: m.file, args: m.args, cwd: m.cwd, env: m.env, stdout: true, stderr: true, nice: m.nice });
+    const machine = new JobMachine();
     jobs.set(m.key, {
       stdout: child.stdout,
       stderr: child.stderr,
@@ -160,9 +171,10 @@ async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
       lineMaxBytes: m.lineMaxBytes,
       encoder: setup.encode ? new LineEncoder(m.proposalId, m.lineMaxBytes) : null,
       framed: null,
-      lastStderr: null,
+      machine,
+      exit: child.exit,
     });
-    post({ kind: 'spawned', key: m.key, pid: child.pid, startTime: child.startTime, lowered: child.lowered });
+    post({ kind: 'spawned', key: m.key, pid: child.pid, startTime: child.startTime, lowered: child.lowered, severity: machine.accepted });
     void child.exit.then(({ code, signal }) => post({ kind: 'exit', key: m.key, code, signal }));
   } catch (err) {
     // ProcessSpawnError: the refusal's own error (its errno) is its cause.
@@ -196,9 +208,16 @@ async function drain(key: number, idleMs: number): Promise<void> {
       },
     );
   }
+  let end: JobOutcome | null = null;
+  if (job !== undefined) {
+    // Asked for after the exit (and the sweep): settled already.
+    const { code, signal } = await job.exit;
+    const { rc } = exitFactsOf(code, signal);
+    end = job.machine.end(rc, signal);
+  }
   jobs.delete(key);
   flush();
-  post({ kind: 'drained', key, lastStderr: job?.lastStderr ?? null });
+  post({ kind: 'drained', key, end });
 }
 
 function discard(key: number): void {

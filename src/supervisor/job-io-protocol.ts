@@ -1,11 +1,13 @@
 /**
  * The messages between the supervisor (main thread, job-io.ts) and its job I/O thread
- * (job-io-main.ts), which forks the jobs through the spawn helper and reads and frames their
- * output. Lines cross in batches, each as its event's JSON but the id and time where the bus can take
+ * (job-io-main.ts), which forks the jobs through the spawn helper, reads and frames their
+ * output and runs each job's state machine (job-state.ts JobMachine). Lines cross in batches, each as its event's JSON but the id and time where the bus can take
  * that (`encode`); the main thread stores and delivers them (ids stay global).
  */
 import type { BirthPriority } from '../process/group-nice.js';
 import type { SpawnOrder } from '../process/spawn-helper-protocol.js';
+import type { Severity } from '../bus/event.js';
+import type { JobOutcome, StopReason } from './job-state.js';
 
 /** What the thread is started with (`workerData`). */
 export interface JobIoSetup {
@@ -38,6 +40,8 @@ export type ToJobIo =
   | { readonly kind: 'read'; readonly key: number }
   /** The job exited and was swept: read until both pipes end, or `idleMs` of silence, then report `drained`. */
   | { readonly kind: 'drain'; readonly key: number; readonly idleMs: number }
+  /** Someone asked the job to stop (its signals go out from the main thread): its machine keeps the first reason. */
+  | { readonly kind: 'stop'; readonly key: number; readonly reason: StopReason }
   /** Nobody will read the job (its launch was refused): close its pipes. */
   | { readonly kind: 'discard'; readonly key: number }
   /** `lines` posted lines were published: the window moves on. */
@@ -70,12 +74,13 @@ export interface LineBatch {
 export type FromJobIo =
   /** The thread runs: the helper's pid, the thread's id and nice value (null where unknown). */
   | { readonly kind: 'ready'; readonly helperPid: number | null; readonly tid: number | null; readonly nice: number | null }
-  | { readonly kind: 'spawned'; readonly key: number; readonly pid: number; readonly startTime: number | null; readonly lowered: BirthPriority | null }
+  /** The job runs: its machine accepted it (`severity`: the spawn event's). */
+  | { readonly kind: 'spawned'; readonly key: number; readonly pid: number; readonly startTime: number | null; readonly lowered: BirthPriority | null; readonly severity: Severity }
   | { readonly kind: 'refused'; readonly key: number; readonly code: string | null; readonly message: string }
   | { readonly kind: 'exit'; readonly key: number; readonly code: number | null; readonly signal: NodeJS.Signals | null }
   | LineBatch
-  /** Every line of the job was posted (before this message); the text of its last stderr line (null when none). */
-  | { readonly kind: 'drained'; readonly key: number; readonly lastStderr: string | null }
+  /** Every line of the job was posted (before this message): its end as its machine decided it (null for a key the thread does not know). */
+  | { readonly kind: 'drained'; readonly key: number; readonly end: JobOutcome | null }
   /** The spawn helper process ended while the service runs: the jobs' exits cannot be learnt any more. */
   | { readonly kind: 'helper-death'; readonly message: string }
   /** Answer to `close`: the helper exited. */

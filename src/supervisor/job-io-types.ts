@@ -1,6 +1,8 @@
 /** The job I/O thread's client's types (job-io.ts): a job started there, its lines, the thread's figures. */
 import type { BirthPriority } from '../process/group-nice.js';
+import type { Severity } from '../bus/event.js';
 import type { JobSpawnOrder } from './job-io-protocol.js';
+import type { JobOutcome, StopReason } from './job-state.js';
 
 /**
  * One line of a job: `stream` 0 is stdout, 1 stderr; `number` counts from 1 per stream; `cut` when bytes were dropped.
@@ -11,25 +13,29 @@ export type JobLineHandler = (stream: 0 | 1, number: number, text: string, cut: 
 /** What to start: the program, its arguments, working directory, whole environment, bound on a line, and the proposal id its line events name. */
 export type JobSpawn = JobSpawnOrder;
 
-/** A job the thread started: its pid, its exit, and its lines once asked for. */
+/** A job the thread started: its pid, its exit, its lines once asked for, and its state machine's decisions (job-state.ts JobMachine, run on the thread). */
 export interface RemoteJob {
   readonly pid: number;
   /** Its start time (clock ticks after boot), read before it could be reaped; null without `/proc`. */
   readonly startTime: number | null;
   /** What setting the order's nice value did, in the helper right after its exec (null when none was asked for). */
   readonly lowered: BirthPriority | null;
+  /** Its machine accepted it: the spawn event's severity. */
+  readonly accepted: Severity;
   /** Resolves at its exit with Node's pair: a code, or the signal that ended it. */
   readonly exit: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
   /** Its lines reach the handler as their events' JSON after the id and time (line-event.ts lineTail), not as texts. */
   readonly encoded: boolean;
   /** Starts reading its stdout and stderr: every line reaches `onLine` on this thread, in each stream's order. */
   read(onLine: JobLineHandler): void;
+  /** Someone asked it to stop (the signals are the caller's to send): its machine keeps the first reason, its exit's. */
+  stop(reason: StopReason): void;
   /**
    * Called after its exit (and sweep): resolves once its last line reached the handler, or once
    * its pipes were given up after `idleMs` without a byte (a daemon kept one open). Never rejects.
-   * @returns the text of its last stderr line, kept by the thread (null when none, or once the thread is gone).
+   * @returns its end as its machine decided it (final status, severity, reason, a failure's last stderr line, line counts); null once the thread is gone.
    */
-  drain(idleMs: number): Promise<string | null>;
+  drain(idleMs: number): Promise<JobOutcome | null>;
   /** Nobody will read it (its launch was refused): its pipes are closed. */
   discard(): void;
 }

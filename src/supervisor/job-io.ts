@@ -11,6 +11,7 @@ import { TURN_LINES } from './frame-lines.js';
 import type { FromJobIo, JobIoSetup, LineBatch, ToJobIo } from './job-io-protocol.js';
 import type { LineHold } from './output-gate.js';
 import type { JobIoLimits, JobIoThreadStats, JobLineHandler, JobSpawn, RemoteJob } from './job-io-types.js';
+import type { JobOutcome } from './job-state.js';
 import { AnswerWatchdog } from '../process/answer-watchdog.js';
 
 export type { JobIoLimits, JobIoThreadStats, JobLineHandler, JobSpawn, RemoteJob } from './job-io-types.js';
@@ -19,7 +20,7 @@ interface Entry {
   spawned: (m: Extract<FromJobIo, { kind: 'spawned' | 'refused' }>) => void;
   exited: (m: { code: number | null; signal: NodeJS.Signals | null }) => void;
   onLine: JobLineHandler | null;
-  drained: ((lastStderr: string | null) => void) | null;
+  drained: ((end: JobOutcome | null) => void) | null;
   running: boolean;
 }
 
@@ -165,14 +166,18 @@ export class JobIo {
       pid: m.pid,
       startTime: m.startTime,
       lowered: m.lowered,
+      accepted: m.severity,
       encoded: this.encodes,
       exit,
       read: (onLine) => {
         entry.onLine = onLine;
         this.send({ kind: 'read', key });
       },
+      stop: (reason) => {
+        if (this.gone === null) this.send({ kind: 'stop', key, reason });
+      },
       drain: (idleMs) =>
-        new Promise<string | null>((resolve) => {
+        new Promise<JobOutcome | null>((resolve) => {
           if (this.gone !== null) return resolve(null);
           entry.drained = resolve;
           this.send({ kind: 'drain', key, idleMs });
@@ -266,7 +271,7 @@ export class JobIo {
         this.queue.shift();
         const e = this.entries.get(head.key);
         this.entries.delete(head.key);
-        e?.drained?.(head.lastStderr);
+        e?.drained?.(head.end);
         continue;
       }
       const end = Math.min(head.keys.length, this.offset + budget);

@@ -1,9 +1,9 @@
 /** A running job's output as line events (service-spec.md §Events), drained before the exit event so it comes last. */
 import type { Bus } from '../bus/bus.js';
-import type { ExitFacts, SweepReport } from '../process/index.js';
+import type { SweepReport } from '../process/index.js';
 import type { OutputGate } from './output-gate.js';
-import { transition } from './job-state.js';
-import { LINE_PAYLOAD, lineDetail } from './line-event.js';
+import { jobOutcome, type JobOutcome } from './job-state.js';
+import { LINE_PAYLOAD, LINE_SEVERITIES, lineDetail } from './line-event.js';
 import { GENERATION_SCOPE, type RunningJob } from './running-job.js';
 
 /** How a job's output is framed and how long a pipe held open after the exit is read. */
@@ -16,10 +16,13 @@ export interface OutputOptions {
 
 /**
  * Publishes the job's lines (framed on the job I/O thread, job-io.ts) until its process ended,
- * its tree was swept and both pipes drained. @returns the exit facts and the sweep's report after the last line; never rejects.
+ * its tree was swept and both pipes drained; counts them in the job's mirror for live reads (its
+ * machine on the thread counts them too, and decides the end). @returns the sweep's
+ * report and the end its machine decided after the last line (decided here from the mirror, without the
+ * last stderr line, when the thread is gone: the service is ending); never rejects.
  * @throws Error at once when the lines come encoded and `bus` has no `publishEncoded` (a wiring bug).
  */
-export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ exit: ExitFacts; leftovers: SweepReport }> {
+export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, options: OutputOptions): Promise<{ leftovers: SweepReport; end: JobOutcome }> {
   const max = options.lineMaxBytes;
   const encoded = job.output.encoded;
   // Set together in compose.ts: the thread encodes only for a bus that takes encoded lines.
@@ -28,7 +31,8 @@ export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, opt
     if (job.fenced) return;
     if (stream === 0) job.stdoutLines++;
     else job.stderrLines++;
-    const { severity } = transition(job.status, { kind: stream === 0 ? 'stdout-line' : 'stderr-line' });
+    // The machine's row for a running job's line (it ran on the thread for this line already).
+    const severity = LINE_SEVERITIES[stream];
     if (encoded) {
       // The thread made the event's JSON but its id and time (line-event.ts lineTail): `text` is that.
       bus.publishEncoded?.(severity, GENERATION_SCOPE, text, job.proposalId, job.guard);
@@ -49,10 +53,8 @@ export function superviseOutput(bus: Bus, gate: OutputGate, job: RunningJob, opt
   });
   // The job is its whole tree, swept after the exit: group members would hold its pipes open,
   // detached descendants would run on unwatched. Silent open pipes are given up after the grace.
-  return job.proc.ended.then(async (ended) => {
-    const lastStderr = await job.output.drain(Math.max(options.killGraceMs, 1000));
-    // Kept by the thread: `text` above is a slice of its batch (job-io-protocol.ts LineBatch), not to be held.
-    job.lastStderr = lastStderr;
-    return ended;
+  return job.proc.ended.then(async ({ exit, leftovers }) => {
+    const end = await job.output.drain(Math.max(options.killGraceMs, 1000));
+    return { leftovers, end: end ?? jobOutcome(job.status, exit.rc, exit.signal, job.stopReason, null, job.stdoutLines, job.stderrLines) };
   });
 }

@@ -55,3 +55,89 @@ export function transition(current: JobStatus | null, trigger: JobTrigger): { re
   }
   throw new InvalidTransitionError(`no transition from ${current?.state ?? '(none)'} on ${trigger.kind}`);
 }
+
+/** A job's status after its exit. */
+export type EndedStatus = Extract<JobStatus, { readonly state: 'exited ok' | 'exited failed' }>;
+
+/** Who asked a job to stop first: a cancel request or the service's shutdown (its exit's reason then). */
+export type StopReason = 'cancelled' | 'shutdown';
+
+/** A job's end as its state machine decided it: the final status, the exit event's severity, why it ended, a failure's last words, its lines. */
+export interface JobOutcome {
+  readonly status: EndedStatus;
+  readonly severity: Severity;
+  readonly exitReason: ExitReason;
+  /** The tool's last stderr line when it failed, else null. */
+  readonly exitDetail: string | null;
+  readonly stdoutLines: number;
+  readonly stderrLines: number;
+}
+
+/**
+ * The end of a running job that exited with `rc` (128 + the signal's number when `signal` ended it): whoever asked it
+ * to stop first, else by itself; a failure says its last words. Used by {@link JobMachine}, and by the supervisor
+ * for a job whose machine is gone with its thread. @throws InvalidTransitionError when `status` is not running.
+ */
+export function jobOutcome(
+  status: JobStatus,
+  rc: number,
+  signal: NodeJS.Signals | null,
+  stopReason: StopReason | null,
+  lastStderr: string | null,
+  stdoutLines: number,
+  stderrLines: number,
+): JobOutcome {
+  const { next, severity } = transition(status, { kind: 'exit', rc, signal });
+  if (next.state !== 'exited ok' && next.state !== 'exited failed') throw new InvalidTransitionError(`an exit from ${status.state} to ${next.state}`);
+  return { status: next, severity, exitReason: stopReason ?? 'exited', exitDetail: next.state === 'exited failed' ? lastStderr : null, stdoutLines, stderrLines };
+}
+
+/**
+ * One job's state machine, run where its output is read (the job I/O thread, job-io-main.ts): accepted at its spawn,
+ * each line a transition that counts it, the first stop request kept, its end decided once its pipes drained.
+ * The supervisor on the main thread mirrors what it is told (running-job.ts). @throws InvalidTransitionError on a
+ * trigger the table has no row for (a line or an exit after the end: a bug).
+ */
+export class JobMachine {
+  private status: JobStatus;
+  /** The accepted transition's severity: the spawn event's. */
+  readonly accepted: Severity;
+  stdoutLines = 0;
+  stderrLines = 0;
+  /** The tool's last stderr line (bounded by CONSOLE_LINE_MAX_BYTES like every line). */
+  private lastStderr: string | null = null;
+  private stopReason: StopReason | null = null;
+
+  constructor() {
+    const { next, severity } = transition(null, { kind: 'accepted' });
+    this.status = next;
+    this.accepted = severity;
+  }
+
+  /** A line read on `stream` (0 stdout, 1 stderr). @returns its event's severity. */
+  line(stream: 0 | 1, text: string): Severity {
+    const { next, severity } = transition(this.status, stream === 0 ? STDOUT_TRIGGER : STDERR_TRIGGER);
+    this.status = next;
+    if (stream === 0) this.stdoutLines++;
+    else {
+      this.stderrLines++;
+      this.lastStderr = text;
+    }
+    return severity;
+  }
+
+  /** Someone asked it to stop; the first reason stays. */
+  stop(reason: StopReason): void {
+    this.stopReason ??= reason;
+  }
+
+  /** Its exit, once every line was read: the end. */
+  end(rc: number, signal: NodeJS.Signals | null): JobOutcome {
+    const end = jobOutcome(this.status, rc, signal, this.stopReason, this.lastStderr, this.stdoutLines, this.stderrLines);
+    this.status = end.status;
+    return end;
+  }
+}
+
+const STDOUT_TRIGGER: JobTrigger = Object.freeze({ kind: 'stdout-line' });
+const STDERR_TRIGGER: JobTrigger = Object.freeze({ kind: 'stderr-line' });

@@ -6,7 +6,6 @@ import type { StateCommitter, StateStore } from '../state/state-store.js';
 import { ManagedProcess, ProcessSpawnError, type HousekeepingThread, type SweepBounds } from '../process/index.js';
 import type { JobIo, RemoteJob } from './job-io.js';
 import { SpawnError, ToolMissingError } from './errors.js';
-import { transition } from './job-state.js';
 import { GENERATION_SCOPE, JOB_ENV, jobMark, RunningJob } from './running-job.js';
 
 /** What the dispatch tool is asked to do; episode and modality are never forwarded. */
@@ -141,9 +140,8 @@ export async function launchJob(parts: LaunchParts, proposalId: string, req: Gen
   }
   const { argv, proc, output } = launched;
   const job = new RunningJob(proposalId, req.project, argv, new Date().toISOString(), proc, output);
-  const { severity } = transition(null, { kind: 'accepted' });
-  // The job's record and its spawn event commit together: no job without its first event.
-  const spawned = { severity, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
+  // The job's record and its spawn event commit together: no job without its first event; its machine accepted it on the thread.
+  const spawned = { severity: output.accepted, scope: GENERATION_SCOPE, summary: `dispatch_cli spawned pid=${proc.pid}`, payload: { proposal_id: proposalId, argv } };
   try {
     await parts.committer.launch(jobStart(options.instanceId, job, req), spawned);
   } catch (err) {

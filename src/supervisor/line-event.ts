@@ -16,7 +16,8 @@ const LINE_PAYLOAD_JSON = JSON.stringify(LINE_PAYLOAD);
 const RUNNING = Object.freeze({ state: 'running' as const });
 /** Severity of a running job's line on `stream` (0 stdout, 1 stderr), from the state table (job-state.ts). */
 export const lineSeverity = (stream: 0 | 1): Severity => transition(RUNNING, { kind: stream === 0 ? 'stdout-line' : 'stderr-line' }).severity;
-const SEVERITIES: readonly [Severity, Severity] = [lineSeverity(0), lineSeverity(1)];
+/** Severities of a running job's lines by stream, taken once from the table. */
+export const LINE_SEVERITIES: readonly [Severity, Severity] = Object.freeze([lineSeverity(0), lineSeverity(1)] as const);
 
 /** `<proposalId> stdout line 3`, with ` (cut at <max> bytes)` when bytes past `maxBytes` were dropped. */
 export function lineDetail(proposalId: string, stream: 0 | 1, number: number, cut: boolean, maxBytes: number): string {
@@ -25,11 +26,11 @@ export function lineDetail(proposalId: string, stream: 0 | 1, number: number, cu
 
 /** The line event's JSON after its id and time (event-json.ts eventTail), by definition: {@link LineEncoder} makes the same text faster. */
 export function lineTail(proposalId: string, stream: 0 | 1, number: number, text: string, cut: boolean, maxBytes: number): string {
-  return eventTail(SEVERITIES[stream], GENERATION_SCOPE, text, lineDetail(proposalId, stream, number, cut, maxBytes), LINE_PAYLOAD_JSON);
+  return eventTail(LINE_SEVERITIES[stream], GENERATION_SCOPE, text, lineDetail(proposalId, stream, number, cut, maxBytes), LINE_PAYLOAD_JSON);
 }
 
 /** The JSON of `severity` and `scope`, up to the summary's value. */
-const summaryPrefix = (stream: 0 | 1): string => `"severity":"${SEVERITIES[stream]}","scope":${JSON.stringify(GENERATION_SCOPE)},"summary":`;
+const summaryPrefix = (stream: 0 | 1): string => `"severity":"${LINE_SEVERITIES[stream]}","scope":${JSON.stringify(GENERATION_SCOPE)},"summary":`;
 const SUMMARY_PREFIX: readonly [string, string] = [summaryPrefix(0), summaryPrefix(1)];
 const PAYLOAD_SUFFIX = `","payload":${LINE_PAYLOAD_JSON}}`;
 

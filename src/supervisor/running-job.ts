@@ -1,9 +1,13 @@
-/** A running job (service-spec.md §States and transitions): its managed process, state, live line counts, and record. */
-import type { JobGuard } from '../bus/event.js';
+/**
+ * A running job as the main thread serves it (service-spec.md §States and transitions): its managed process
+ * and a mirror of its state machine, which runs on the job I/O thread (job-state.ts JobMachine): live line
+ * counts as its lines are published, its final state once the thread decided it.
+ */
+import type { JobEnd, JobGuard } from '../bus/event.js';
 import type { JobRecord } from '../state/records.js';
 import type { ManagedProcess } from '../process/index.js';
 import type { RemoteJob } from './job-io.js';
-import type { ExitReason, JobStatus } from './job-state.js';
+import type { ExitReason, JobOutcome, JobStatus, StopReason } from './job-state.js';
 
 /** Scope of every generation event (service-spec.md §Events). */
 export const GENERATION_SCOPE = 'engine/generation';
@@ -14,16 +18,14 @@ export const JOB_ENV = 'CONSOLE_JOB_ID';
 /** The environment entry that marks the processes of job `proposalId`. */
 export const jobMark = (proposalId: string): string => `${JOB_ENV}=${proposalId}`;
 
-/** One running job of the supervisor; `record()` is its API shape with live figures. */
+/** One running job of the supervisor; `record()` is its API shape with live figures. Changed by the supervisor only, from what the thread tells it. */
 export class RunningJob {
   status: JobStatus = { state: 'running' };
   stdoutLines = 0;
   stderrLines = 0;
   cancelRequested = false;
-  /** Who asked it to stop first: a cancel request or the service's shutdown. */
-  stopReason: 'cancelled' | 'shutdown' | null = null;
-  /** The tool's last stderr line (bounded by CONSOLE_LINE_MAX_BYTES like every line). */
-  lastStderr: string | null = null;
+  /** Who asked it to stop first (its machine on the thread is told, and decides the exit's reason with it). */
+  stopReason: StopReason | null = null;
   exitReason: ExitReason | null = null;
   exitDetail: string | null = null;
   endedAt: string | null = null;
@@ -44,6 +46,25 @@ export class RunningJob {
     readonly output: RemoteJob,
   ) {
     this.guard = Object.freeze({ job: proposalId });
+  }
+
+  /** Someone asked it to stop: the first reason is kept, here and by its machine (the signals are the caller's). */
+  askStop(reason: StopReason): void {
+    this.stopReason ??= reason;
+    this.output.stop(reason);
+  }
+
+  /** Mirrors the outcome its machine decided, ended now. @returns its final state's columns, as they commit with the exit event. */
+  ended(outcome: JobOutcome): JobEnd {
+    this.status = outcome.status;
+    this.endedAt = new Date().toISOString();
+    this.exitReason = outcome.exitReason;
+    this.exitDetail = outcome.exitDetail;
+    this.stdoutLines = outcome.stdoutLines;
+    this.stderrLines = outcome.stderrLines;
+    const { state, rc, signal } = outcome.status;
+    const { endedAt, stdoutLines, stderrLines, exitReason, exitDetail } = this;
+    return { state, endedAt, rc, signal, stdoutLines, stderrLines, exitReason, exitDetail };
   }
 
   record(): JobRecord {

@@ -1,19 +1,22 @@
 /**
- * The generation supervisor (service-spec.md §Generation, §States and transitions). A job's exit is
- * published once the process exited, its tree was swept and both pipes drained, after its last line.
+ * The generation supervisor (service-spec.md §Generation, §States and transitions): the main thread's
+ * client of the job I/O thread, where each job is spawned, read and run through its state machine
+ * (job-state.ts JobMachine). Here: the cap, spawn pacing, the job's record and events, and a mirror of
+ * its state for reads. A job's exit is published once the process exited, its tree was swept and both
+ * pipes drained, after its last line, with the outcome its machine decided.
  */
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '../bus/bus.js';
 import type { JobRecord } from '../state/records.js';
 import type { JobQuery, StateCommitter, StateStore } from '../state/state-store.js';
-import { describeLeftovers, type ExitFacts, type HousekeepingThread, type SpawnHelperStats, type SweepBounds, type SweepReport } from '../process/index.js';
+import { describeLeftovers, type HousekeepingThread, type SpawnHelperStats, type SweepBounds, type SweepReport } from '../process/index.js';
 import type { JobIo, JobIoThreadStats } from './job-io.js';
 import { JobCapacityError, JobNotRunningError, UnknownJobError } from './errors.js';
 import { JobPriority } from './job-priority.js';
 import { OutputGate } from './output-gate.js';
 import { SpawnPacer } from './spawn-pacer.js';
 import { superviseOutput } from './job-output.js';
-import { transition, type JobTrigger } from './job-state.js';
+import type { JobOutcome, JobTrigger } from './job-state.js';
 import { launchJob, requireTool, type GenerationRequest } from './launch.js';
 import { recoverLostJobs } from './lost-jobs.js';
 import { JobReads, withoutOwner } from './job-reads.js';
@@ -176,31 +179,19 @@ export class Supervisor {
     this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered, job.output.lowered);
     this.startedTotal++;
     this.notifyTransition(job, 'accepted');
-    job.finished = superviseOutput(this.bus, this.gate, job, this.options).then(({ exit, leftovers }) => this.finish(job, exit, leftovers));
+    job.finished = superviseOutput(this.bus, this.gate, job, this.options).then(({ end, leftovers }) => this.finish(job, end, leftovers));
     return job.record();
   }
 
-  private finish(job: RunningJob, { rc, signal }: ExitFacts, leftovers: SweepReport): void {
+  /** Publishes the end its machine decided (job-state.ts JobMachine, on the job I/O thread) and mirrors it. */
+  private finish(job: RunningJob, decided: JobOutcome, leftovers: SweepReport): void {
     const id = job.proposalId;
     this.running.delete(id);
     if (job.fenced) return;
-    const { next, severity } = transition(job.status, { kind: 'exit', rc, signal });
-    job.status = next;
-    job.endedAt = new Date().toISOString();
-    // Why it ended: whoever asked it to stop first, else by itself; a failure says its last words.
-    job.exitReason = job.stopReason ?? 'exited';
-    job.exitDetail = next.state === 'exited failed' ? job.lastStderr : null;
+    const end = job.ended(decided);
+    const { severity } = decided;
+    const { rc, signal } = decided.status;
     const rec = job.record();
-    const end = {
-      state: rec.state,
-      endedAt: job.endedAt,
-      rc,
-      signal,
-      stdoutLines: job.stdoutLines,
-      stderrLines: job.stderrLines,
-      exitReason: job.exitReason,
-      exitDetail: job.exitDetail,
-    };
     this.ending.set(id, rec);
     if (++this.finishedTotal % PRUNE_EVERY === 0) {
       // A refused prune is caught up by the next one.
@@ -213,7 +204,7 @@ export class Supervisor {
       severity,
       scope: GENERATION_SCOPE,
       summary: `dispatch_cli exited rc=${rc}`,
-      detail: signal ? `terminated by ${signal}${job.stopReason ? ` (${job.stopReason})` : ''}` : null,
+      detail: signal ? `terminated by ${signal}${decided.exitReason !== 'exited' ? ` (${decided.exitReason})` : ''}` : null,
       payload: { proposal_id: id, rc },
       guard: { job: id, end, settled: () => this.ending.delete(id) },
     });
@@ -226,7 +217,7 @@ export class Supervisor {
     const job = this.running.get(proposalId);
     if (!job || job.fenced) return;
     job.fenced = true;
-    job.stopReason ??= 'shutdown';
+    job.askStop('shutdown');
     void job.proc.signalTree('SIGKILL');
     const rec = job.record();
     for (const fn of this.fencedListeners) fn(rec);
@@ -311,7 +302,7 @@ export class Supervisor {
     }
     if (!job.cancelRequested) {
       job.cancelRequested = true;
-      job.stopReason ??= 'cancelled';
+      job.askStop('cancelled');
       // The database refuses writes (disk full): the job is stopped all the same.
       this.state.jobs.markCancelRequested(proposalId).catch(() => {});
       job.proc.stop(this.options.killGraceMs);
@@ -327,7 +318,7 @@ export class Supervisor {
     await Promise.all(this.starting);
     const jobs = [...this.running.values()];
     for (const job of jobs) {
-      job.stopReason ??= 'shutdown'; // not a cancel: `cancelRequested` stays as the client left it
+      job.askStop('shutdown'); // not a cancel: `cancelRequested` stays as the client left it
       job.proc.stop(graceMs);
     }
     // Their exit events, with the final states, are stored by the bus's close: those the

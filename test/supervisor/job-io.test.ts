@@ -73,20 +73,21 @@ it('with `encode`, hands on each line as its event’s JSON after the id and tim
     Buffer.from([0xff, 0xc3, 0x0a]),
     Buffer.from('x'.repeat(100) + '\\n\\n'),
   ]));
-  process.stderr.write('warn 1\\nlast words " é\\n');`;
+  process.stderr.write('warn 1\\nlast words " é\\n');
+  process.exitCode = 3;`;
   const run = async (client: JobIo) => {
     const job = await client.spawn({ file: process.execPath, args: ['-e', script], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 64, proposalId: 'p-encoded' });
     const got: [0 | 1, number, string, boolean][] = [];
     job.read((stream, n, text, cut) => got.push([stream, n, text, cut]));
     await job.exit;
-    return { got, lastStderr: await job.drain(1000), encoded: job.encoded };
+    return { got, lastStderr: (await job.drain(1000))?.exitDetail, encoded: job.encoded };
   };
   try {
     const plain = await run(io);
     const encoded = await run(encoding);
     expect(plain.encoded).toBe(false);
     expect(encoded.encoded).toBe(true);
-    // Kept by the thread either way (the main thread's texts are slices of their batch's one string).
+    // Kept by the thread either way (the main thread's texts are slices of their batch's one string): the failure's detail.
     expect(plain.lastStderr).toBe('last words " é');
     expect(encoded.lastStderr).toBe('last words " é');
     expect(plain.got.filter(([s]) => s === 0)).toHaveLength(5);
@@ -115,6 +116,29 @@ it('with `encode`, hands on each line as its event’s JSON after the id and tim
   } finally {
     await encoding.close();
   }
+});
+
+it('runs each job’s state machine on the thread: lines counted, the first stop request kept, the end decided at the drain', async () => {
+  const ok = await spawnPrinter(300, 20);
+  expect(ok.accepted).toBe('info');
+  ok.read(() => {});
+  await ok.exit;
+  expect(await ok.drain(1000)).toEqual({ status: { state: 'exited ok', rc: 0, signal: null }, severity: 'success', exitReason: 'exited', exitDetail: null, stdoutLines: 300, stderrLines: 20 });
+
+  // Stopped: the first reason told is the exit's (the signal is the caller's to send, as the supervisor does).
+  const stopped = await io.spawn({ file: process.execPath, args: [fixture('lines-until-term.mjs')], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024, proposalId: 'p-job-io' });
+  const lines: string[] = [];
+  stopped.read((_s, _n, text) => lines.push(text));
+  await waitFor(() => (lines.length > 0 ? true : undefined), 'a line');
+  stopped.stop('cancelled');
+  stopped.stop('shutdown');
+  process.kill(stopped.pid, 'SIGKILL');
+  await stopped.exit;
+  const end = await stopped.drain(1000);
+  expect(end).toMatchObject({ status: { state: 'exited failed', rc: 137, signal: 'SIGKILL' }, severity: 'failure', exitReason: 'cancelled' });
+  expect(end?.stdoutLines).toBe(lines.length);
+  // Ended: a late stop request changes nothing, and the thread knows the job no more.
+  stopped.stop('cancelled');
 });
 
 it('hands on the nice value the spawn helper set on the job, and sets none when none is asked for', async () => {

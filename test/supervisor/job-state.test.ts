@@ -1,10 +1,10 @@
 /**
  * The generation job transition table (spec: States and transitions, "Generation job"),
  * walked row by row, plus the `lost` row (a job found running after the service died) and
- * every combination the table has no row for.
+ * every combination the table has no row for; and one job's machine (JobMachine, run on the job I/O thread) through it.
  */
 import { describe, expect, it } from 'vitest';
-import { InvalidTransitionError, transition, type JobStatus, type JobTrigger } from '../../src/supervisor/job-state.js';
+import { InvalidTransitionError, JobMachine, transition, type JobStatus, type JobTrigger } from '../../src/supervisor/job-state.js';
 
 const running: JobStatus = { state: 'running' };
 const exitedOk: JobStatus = { state: 'exited ok', rc: 0, signal: null };
@@ -73,5 +73,38 @@ describe('transition: combinations without a row throw', () => {
   it.each(cases)('from %s on %s', (_state, _trigger, current, trigger) => {
     expect(() => transition(current, trigger)).toThrow(InvalidTransitionError);
     expect(() => transition(current, trigger)).toThrow(`no transition from ${current?.state ?? '(none)'} on ${trigger.kind}`);
+  });
+});
+
+describe('JobMachine: one job through the table, as the job I/O thread runs it', () => {
+  it('accepts, counts each line with its row’s severity, and ends ok by itself', () => {
+    const m = new JobMachine();
+    expect(m.accepted).toBe('info');
+    expect([m.line(0, 'a'), m.line(1, 'careful'), m.line(0, 'b')]).toEqual(['info', 'warning', 'info']);
+    expect(m.end(0, null)).toEqual({ status: exitedOk, severity: 'success', exitReason: 'exited', exitDetail: null, stdoutLines: 2, stderrLines: 1 });
+  });
+
+  it('ends failed with its last stderr line as the detail, and the first stop request as the reason', () => {
+    const m = new JobMachine();
+    m.line(1, 'first words');
+    m.line(1, 'last words');
+    m.line(0, 'after them');
+    m.stop('shutdown');
+    m.stop('cancelled');
+    expect(m.end(143, 'SIGTERM')).toEqual({
+      status: { state: 'exited failed', rc: 143, signal: 'SIGTERM' },
+      severity: 'failure',
+      exitReason: 'shutdown',
+      exitDetail: 'last words',
+      stdoutLines: 1,
+      stderrLines: 2,
+    });
+  });
+
+  it('refuses a line or a second exit after its end (no row: a bug)', () => {
+    const m = new JobMachine();
+    m.end(3, null);
+    expect(() => m.line(0, 'late')).toThrow(InvalidTransitionError);
+    expect(() => m.end(0, null)).toThrow('no transition from exited failed on exit');
   });
 });
