@@ -35,10 +35,15 @@ export function setGroupNice(pid: number, nice: number): GroupNiceResult {
 
 /** Sets `nice` (1..19) on `pid` and on its autogroup. Never throws. */
 export function lowerNow(pid: number, nice: number): BirthPriority {
-  let process = false;
+  return { process: setProcessNice(pid, nice), group: setGroupNice(pid, nice) };
+}
+
+/** Sets `nice` on `pid` (not its autogroup). @returns whether it was set. Never throws. */
+export function setProcessNice(pid: number, nice: number): boolean {
   try {
     os.setPriority(pid, nice);
-    process = true;
-  } catch {}
-  return { process, group: setGroupNice(pid, nice) };
+    return true;
+  } catch {
+    return false;
+  }
 }

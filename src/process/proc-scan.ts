@@ -104,7 +104,9 @@ let ownSession: number | undefined;
  * members are the tree's. This finds an orphan whose mark cannot be read: between `execve` replacing
  * its memory and the new program's environment being laid out, `/proc/<pid>/environ` reads empty,
  * and a forker SIGKILLed just after a fork leaves its child in that state with no parent link.
- * The service's own session is never taken.
+ * The service's own session is never taken, nor one whose leader is alive and not of the tree: the
+ * spawn helper's, which every job shares (each in a process group of its own) so that the jobs are one
+ * autogroup (spawn-helper-main.ts); its members are other jobs.
  */
 export function treeProcesses(root: number | null, pgid: number | null, mark?: string, notBefore?: number, sessions: readonly number[] = []): ProcInfo[] {
   const all = listProcs();
@@ -129,19 +131,30 @@ export function treeProcesses(root: number | null, pgid: number | null, mark?: s
     const needle = Buffer.from(`${mark}\0`);
     for (const p of all) if (recent(p) && hasEnvNeedle(p.pid, needle)) queue.push(p);
   }
+  const leaders = new Map<number, ProcInfo>();
+  for (const p of all) if (p.state !== 'Z') leaders.set(p.pid, p);
   const taken = new Set<number>();
-  const takeSession = (sid: number) => {
-    if (taken.has(sid)) return;
-    taken.add(sid);
-    for (const p of members.get(sid) ?? []) queue.push(p);
+  const seen = new Set<number>(sessions);
+  const drain = () => {
+    while (queue.length > 0) {
+      const p = queue.pop() as ProcInfo;
+      if (found.has(p.pid)) continue;
+      found.set(p.pid, p);
+      for (const c of children.get(p.pid) ?? []) queue.push(c);
+      seen.add(p.sid);
+    }
   };
-  for (const sid of sessions) takeSession(sid);
-  while (queue.length > 0) {
-    const p = queue.pop() as ProcInfo;
-    if (found.has(p.pid)) continue;
-    found.set(p.pid, p);
-    for (const c of children.get(p.pid) ?? []) queue.push(c);
-    takeSession(p.sid);
+  drain();
+  // A session is taken once its leader is found, or is gone; until then it may be found later (a tree's member).
+  for (let more = true; more; ) {
+    more = false;
+    for (const sid of seen) {
+      if (taken.has(sid) || (leaders.has(sid) && !found.has(sid))) continue;
+      taken.add(sid);
+      for (const p of members.get(sid) ?? []) queue.push(p);
+      more = true;
+    }
+    drain();
   }
   return [...found.values()].filter((p) => p.state !== 'Z');
 }

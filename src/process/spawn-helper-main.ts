@@ -7,15 +7,24 @@
  * server: the helper hands its accepted ends to the job and closes them, and the service reads its
  * own ends. The helper only ever reads the tag the service wrote first (the other direction of
  * the job's output), so nothing the job prints passes through here or can be lost here.
+ *
+ * The jobs share this helper's session, each leading a process group of its own. Under autogroup
+ * scheduling every session is a scheduling group weighted as the whole service's: 64 jobs each
+ * leading its own session (Node's `detached`) weighed 64 × 15 at nice 19, as much as the service's
+ * 1024, and its main thread waited for a CPU while they started (bench/RESULTS.md, 2026-12-01).
+ * Node cannot set a child's process group without a new session, so each job is started by perl's
+ * `setpgrp` and `exec` (no shell; perl-base is part of every Debian and Ubuntu system): one autogroup
+ * for every job, lowered once. Without perl, or when this helper does not lead its session, each job
+ * leads a session of its own as before (`sessions` in `ready`, `jobs.spawner.sessions` of the status).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { lowerNow } from './group-nice.js';
+import { lowerNow, setProcessNice, type BirthPriority } from './group-nice.js';
 import { readProc } from './proc-scan.js';
-import { TAG_BYTES, type FromHelper, type SpawnOrder, type ToHelper } from './spawn-helper-protocol.js';
+import { TAG_BYTES, type FromHelper, type JobSessions, type SpawnOrder, type ToHelper } from './spawn-helper-protocol.js';
 
 /** Ms an order waits for its stdio connections (or they for their order) before it is refused: both come from this
  * machine at once, so only a lost one waits this long; 10 s was not enough on a machine loaded far past its cores
@@ -36,6 +45,28 @@ const send = (m: FromHelper): void => {
   if (process.connected) process.send?.(m, undefined, undefined, () => {});
 };
 const pending = new Map<string, Pending>();
+
+/** `--perl=<path>` (spawn-helper.ts), else the first of the usual places; null when none is executable. */
+function findPerl(): string | null {
+  const given = process.argv.find((a) => a.startsWith('--perl='))?.slice('--perl='.length);
+  for (const file of given !== undefined ? [given] : ['/usr/bin/perl', '/bin/perl', '/usr/local/bin/perl']) {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
+    } catch {}
+  }
+  return null;
+}
+
+const PERL = findPerl();
+/** Shared only when this helper leads its session (the service forks it detached). */
+const SESSIONS: JobSessions = PERL !== null && readProc(process.pid)?.sid === process.pid ? 'shared' : 'one per job';
+/** A process group of its own, then the job's program in its place (the same pid); `--` ends perl's options. */
+const SETPGRP = 'setpgrp(0, 0) or die "setpgrp: $!\\n"; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\\n"';
+/** Ms a job started in the shared session is waited for to lead its process group before it is reported. */
+const GROUP_WAIT_MS = 5000;
+/** The shared autogroup's nice value once set: later jobs leave it (the kernel rate-limits changes to 10 a second). */
+let groupNice: number | null = null;
 
 function pendingOf(id: string): Pending {
   let p = pending.get(id);
@@ -67,14 +98,15 @@ function tryStart(id: string): void {
 function start(order: SpawnOrder, stdout: net.Socket | undefined, stderr: net.Socket | undefined): void {
   const { id } = order;
   let child: ChildProcess;
+  const stdio: ['ignore', net.Socket | 'ignore', net.Socket | 'ignore'] = ['ignore', stdout ?? 'ignore', stderr ?? 'ignore'];
   try {
-    child = spawn(order.file, order.args, {
-      cwd: order.cwd,
-      env: order.env,
-      detached: true, // its own process group (and session)
-      stdio: ['ignore', stdout ?? 'ignore', stderr ?? 'ignore'],
-      shell: false,
-    });
+    if (SESSIONS === 'shared') {
+      // Refused here, as a spawn of the file itself would be: perl would start, then fail its exec.
+      requireProgram(order.file, order.cwd, order.env.PATH);
+      child = spawn(PERL as string, ['-e', SETPGRP, '--', order.file, ...order.args], { cwd: order.cwd, env: order.env, stdio, shell: false });
+    } else {
+      child = spawn(order.file, order.args, { cwd: order.cwd, env: order.env, detached: true, stdio, shell: false }); // its own process group (and session)
+    }
   } catch (err) {
     send({ kind: 'refused', id, code: errnoOf(err), message: (err as Error).message });
     return;
@@ -97,13 +129,57 @@ function start(order: SpawnOrder, stdout: net.Socket | undefined, stderr: net.So
     return;
   }
   child.on('error', () => {});
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   // Read before this loop can reap it: until then the pid is its own.
   const startTime = readProc(pid)?.startTime ?? null;
   // Lowered here, microseconds after its exec: reported later, it would run at its autogroup's full weight (as
   // much as the whole service's) until the service's lowering came, and 64 jobs started at once take the CPU.
-  const lowered = order.nice !== undefined && order.nice > 0 ? lowerNow(pid, order.nice) : null;
-  send({ kind: 'spawned', id, pid, startTime, lowered });
-  child.once('exit', (code, signal) => send({ kind: 'exit', id, code, signal }));
+  const lowered = order.nice !== undefined && order.nice > 0 ? lowerJob(pid, order.nice) : null;
+  // Reported once it leads its group: a signal to the group before perl's setpgrp would reach nobody.
+  void (SESSIONS === 'shared' ? ownGroup(pid, exited) : Promise.resolve()).then(() => {
+    send({ kind: 'spawned', id, pid, startTime, lowered });
+    void exited.then(({ code, signal }) => send({ kind: 'exit', id, code, signal }));
+  });
+}
+
+/**
+ * Checks that `file` can be executed as a spawn would find it: a path (with a slash) from `cwd`, else the first match
+ * on `PATH` (the job's, as Node's spawn searches it). @throws an errno error: ENOENT, or EACCES (not executable, a directory).
+ */
+function requireProgram(file: string, cwd: string | undefined, PATH = '/usr/local/bin:/usr/bin:/bin'): void {
+  const candidates = file.includes('/') ? [path.resolve(cwd ?? process.cwd(), file)] : PATH.split(':').map((dir) => path.resolve(cwd ?? process.cwd(), dir || '.', file));
+  let refusal: NodeJS.ErrnoException | null = null;
+  for (const candidate of candidates) {
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (!fs.statSync(candidate).isDirectory()) return;
+      refusal = Object.assign(new Error(`spawn ${file} EACCES`), { code: 'EACCES', errno: -13, syscall: `spawn ${file}` });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // As execvp: a candidate found but not executable is remembered; a missing one is passed over.
+      if (code === 'EACCES') refusal = Object.assign(new Error(`spawn ${file} EACCES`), { code, errno: -13, syscall: `spawn ${file}` });
+    }
+  }
+  throw refusal ?? Object.assign(new Error(`spawn ${file} ENOENT`), { code: 'ENOENT', errno: -2, syscall: `spawn ${file}` });
+}
+
+/** Sets the job's nice value, and the autogroup's: its own, or the shared one the first time (and after a refusal). */
+function lowerJob(pid: number, nice: number): BirthPriority {
+  if (SESSIONS === 'shared' && groupNice === nice) return { process: setProcessNice(pid, nice), group: 'set' };
+  const lowered = lowerNow(pid, nice);
+  if (SESSIONS === 'shared' && (lowered.group === 'set' || lowered.group === 'none')) groupNice = nice;
+  return lowered;
+}
+
+/** Resolves once `pid` leads its process group (perl ran its setpgrp), it exited, or GROUP_WAIT_MS passed. */
+async function ownGroup(pid: number, exited: Promise<unknown>): Promise<void> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  for (const until = Date.now() + GROUP_WAIT_MS; !gone && Date.now() < until; ) {
+    const info = readProc(pid);
+    if (info === null || info.pgid === pid) return;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
 }
 
 function errnoOf(err: unknown): string | null {
@@ -145,7 +221,7 @@ const server = net.createServer({ allowHalfOpen: true }, accept);
 server.listen(socketPath, () => {
   // Let go before it listened (the 'disconnect' may have come before its listener below): leave now.
   if (!process.connected) return leave();
-  send({ kind: 'ready', socket: socketPath });
+  send({ kind: 'ready', socket: socketPath, sessions: SESSIONS });
 });
 
 process.on('message', (m: ToHelper) => {

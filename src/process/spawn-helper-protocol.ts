@@ -4,6 +4,12 @@ import type { BirthPriority } from './group-nice.js';
 /** Bytes a stdio connection starts with: the order's id (16 hex digits), then `o` (stdout) or `e` (stderr). */
 export const TAG_BYTES = 17;
 
+/**
+ * How the jobs are grouped for the scheduler (spawn-helper-main.ts): `shared`, every job in the helper's session (one
+ * autogroup for all), each leading a process group of its own; `one per job`, each job leading a session of its own.
+ */
+export type JobSessions = 'shared' | 'one per job';
+
 /** One spawn: the program, its arguments and environment; which streams arrive as tagged connections. */
 export interface SpawnOrder {
   readonly kind: 'spawn';
@@ -23,8 +29,8 @@ export type ToHelper = SpawnOrder;
 
 export type FromHelper =
   /** Listening: connections for stdio go to `socket` (a unix socket in a directory only this user reads). */
-  | { readonly kind: 'ready'; readonly socket: string }
-  /** Running as `pid` (its own process-group leader), started at `startTime` (clock ticks after boot, /proc's field 22); `lowered` when the order asked for a nice value. */
+  | { readonly kind: 'ready'; readonly socket: string; readonly sessions: JobSessions }
+  /** Running as `pid` (its own process-group leader, checked before this is sent), started at `startTime` (clock ticks after boot, /proc's field 22); `lowered` when the order asked for a nice value. */
   | { readonly kind: 'spawned'; readonly id: string; readonly pid: number; readonly startTime: number | null; readonly lowered: BirthPriority | null }
   /** Not started: the errno code (`ENOENT`, `EAGAIN`…) when the OS gave one. */
   | { readonly kind: 'refused'; readonly id: string; readonly code: string | null; readonly message: string }

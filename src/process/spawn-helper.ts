@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { ProcessSpawnError } from './errors.js';
 import type { BirthPriority } from './group-nice.js';
-import type { FromHelper, SpawnOrder } from './spawn-helper-protocol.js';
+import type { FromHelper, JobSessions, SpawnOrder } from './spawn-helper-protocol.js';
 
 /** A process the helper started: its pid, our ends of its output, and its exit. */
 export interface RemoteChild {
@@ -33,6 +33,8 @@ export interface SpawnHelperStats {
   readonly refused: number;
   /** Processes it started whose exit has not come yet. */
   readonly running: number;
+  /** How its jobs are grouped for the scheduler (spawn-helper-protocol.ts JobSessions); null before it is ready. */
+  readonly sessions: JobSessions | null;
 }
 
 /** What to start, as spawn-helper-protocol.ts's order without its id. */
@@ -54,20 +56,26 @@ export class SpawnHelper {
   private readonly waiters = new Map<string, Waiter>();
   private closing = false;
   private gone: Error | null = null;
+  /** How its jobs are grouped for the scheduler, told when it is ready. */
+  sessions: JobSessions | null = null;
   private spawned = 0;
   private refused = 0;
   /** Resolves when the helper process exited (or could not start). */
   readonly exited: Promise<void>;
 
   /**
-   * Starts the helper (`file`: the compiled spawn-helper-main.js).
+   * Starts the helper (`file`: the compiled spawn-helper-main.js) as the leader of a session of its own, which its
+   * jobs share (spawn-helper-main.ts); `perl`: the program that starts each job in a process group of its own there
+   * (default: the first of /usr/bin/perl, /bin/perl, /usr/local/bin/perl; without one each job leads its own session).
    * @throws Error when the file does not exist (not built).
    */
-  constructor(file: string, onDeath: (err: Error) => void) {
+  constructor(file: string, onDeath: (err: Error) => void, options: { readonly perl?: string } = {}) {
     if (!fs.existsSync(file)) throw new Error(`spawn helper not found: ${file} (run npm run build)`);
     // Its own flags only (a debugger or loader of the service is not its business), and none of
     // the service's environment (its secrets): each job's environment comes with its order.
-    this.child = fork(file, [], { execArgv: [], env: { TMPDIR: os.tmpdir() }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // Detached: the session (and so the autogroup) its jobs share is its own, not the service's.
+    const args = options.perl === undefined ? [] : [`--perl=${options.perl}`];
+    this.child = fork(file, args, { detached: true, execArgv: [], env: { TMPDIR: os.tmpdir() }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     let ready!: (socket: string) => void;
     let failed!: (err: Error) => void;
     this.socket = new Promise((resolve, reject) => {
@@ -75,7 +83,11 @@ export class SpawnHelper {
       failed = reject;
     });
     this.socket.catch(() => {});
-    this.child.on('message', (m: FromHelper) => (m.kind === 'ready' ? ready(m.socket) : this.deliver(m)));
+    this.child.on('message', (m: FromHelper) => {
+      if (m.kind !== 'ready') return this.deliver(m);
+      this.sessions = m.sessions;
+      ready(m.socket);
+    });
     let ended!: () => void;
     this.exited = new Promise((resolve) => (ended = resolve));
     const end = (reason: string) => {
@@ -95,6 +107,14 @@ export class SpawnHelper {
     });
   }
 
+  /** Resolves once it listens, with how its jobs are grouped (null when it could not start). Never rejects. */
+  whenReady(): Promise<JobSessions | null> {
+    return this.socket.then(
+      () => this.sessions,
+      () => null,
+    );
+  }
+
   /** The helper's pid (it is every job's parent). */
   get pid(): number | undefined {
     return this.child.pid;
@@ -104,7 +124,7 @@ export class SpawnHelper {
   stats(): SpawnHelperStats {
     let running = 0;
     for (const w of this.waiters.values()) if (w.started) running++;
-    return { pid: this.gone === null ? (this.child.pid ?? null) : null, spawned: this.spawned, refused: this.refused, running };
+    return { pid: this.gone === null ? (this.child.pid ?? null) : null, spawned: this.spawned, refused: this.refused, running, sessions: this.sessions };
   }
 
   /**

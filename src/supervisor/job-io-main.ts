@@ -118,6 +118,9 @@ const jobs = new Map<number, Job>();
 const helper = new SpawnHelper(setup.helperFile, (err) => post({ kind: 'helper-death', message: err.message }));
 const nice = lowerOwnPriority(setup.nice);
 post({ kind: 'ready', helperPid: helper.pid ?? null, tid: ownThreadId(), nice });
+void helper.whenReady().then((sessions) => {
+  if (sessions !== null) post({ kind: 'helper-ready', sessions });
+});
 
 port.on('message', (m: ToJobIo) => {
   switch (m.kind) {

@@ -5,7 +5,7 @@
  * that (`encode`); the main thread stores and delivers them (ids stay global).
  */
 import type { BirthPriority } from '../process/group-nice.js';
-import type { SpawnOrder } from '../process/spawn-helper-protocol.js';
+import type { JobSessions, SpawnOrder } from '../process/spawn-helper-protocol.js';
 import type { Severity } from '../bus/event.js';
 import type { JobOutcome, StopReason } from './job-state.js';
 
@@ -81,6 +81,8 @@ export type FromJobIo =
   | LineBatch
   /** Every line of the job was posted (before this message): its end as its machine decided it (null for a key the thread does not know). */
   | { readonly kind: 'drained'; readonly key: number; readonly end: JobOutcome | null }
+  /** The spawn helper listens: how it groups the jobs for the scheduler (spawn-helper-protocol.ts JobSessions). */
+  | { readonly kind: 'helper-ready'; readonly sessions: JobSessions }
   /** The spawn helper process ended while the service runs: the jobs' exits cannot be learnt any more. */
   | { readonly kind: 'helper-death'; readonly message: string }
   /** Answer to `close`: the helper exited. */

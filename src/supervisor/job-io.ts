@@ -7,6 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { ProcessSpawnError } from '../process/errors.js';
 import type { SpawnHelperStats } from '../process/spawn-helper.js';
+import type { JobSessions } from '../process/spawn-helper-protocol.js';
 import { TURN_LINES } from './frame-lines.js';
 import type { FromJobIo, JobIoSetup, LineBatch, ToJobIo } from './job-io-protocol.js';
 import type { LineHold } from './output-gate.js';
@@ -56,6 +57,7 @@ export class JobIo {
   private linesTotal = 0;
   private batchesTotal = 0;
   private helperPid: number | null = null;
+  private sessions: JobSessions | null = null;
   private tid: number | null = null;
   private nice: number | null = null;
   private closed!: () => void;
@@ -121,7 +123,7 @@ export class JobIo {
   stats(): SpawnHelperStats {
     let running = 0;
     for (const e of this.entries.values()) if (e.running) running++;
-    return { pid: this.gone === null ? this.helperPid : null, spawned: this.spawned, refused: this.refused, running };
+    return { pid: this.gone === null ? this.helperPid : null, spawned: this.spawned, refused: this.refused, running, sessions: this.sessions };
   }
 
   /** The thread's heap limits as its Worker reports them (Node's `worker.resourceLimits`; empty once it ended). */
@@ -237,6 +239,9 @@ export class JobIo {
         // In line with the batches: it follows the job's last line.
         this.queue.push(m);
         this.scheduleTurn();
+        return;
+      case 'helper-ready':
+        this.sessions = m.sessions;
         return;
       case 'helper-death':
         die(m.message);

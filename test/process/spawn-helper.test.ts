@@ -46,6 +46,53 @@ describe('spawnManagedVia (the spawn helper process)', () => {
     expect((await p.ended).exit).toMatchObject({ signal: 'SIGTERM', rc: 143 });
   });
 
+  it('starts every job in the helper’s session, each leading a process group of its own: one autogroup for all jobs, not the service’s', async () => {
+    const jobs = await Promise.all([0, 1].map(() => spawnManagedVia(helper, procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions())));
+    for (const p of jobs) await lineStartingWith(p.output().stdout!, 'ready ');
+    const helperInfo = readProc(helper.pid as number);
+    expect(helperInfo?.sid, 'the helper leads a session of its own').toBe(helper.pid);
+    expect(helperInfo?.sid).not.toBe(readProc(process.pid)?.sid);
+    expect(helper.stats().sessions).toBe('shared');
+    const group = (pid: number) => fs.readFileSync(`/proc/${pid}/autogroup`, 'utf8').split(' ')[0];
+    for (const p of jobs) {
+      const info = readProc(p.pid);
+      expect(info?.sid).toBe(helper.pid);
+      expect(info?.pgid).toBe(p.pid);
+      // The job's own program (perl gave its place to it: the same pid).
+      expect(fs.readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0')[0]).toBe(process.execPath);
+      if (fs.existsSync(`/proc/${p.pid}/autogroup`)) {
+        expect(group(p.pid)).toBe(group(helper.pid as number));
+        expect(group(p.pid)).not.toBe(group(process.pid));
+      }
+    }
+    // Stopping one stops its group and tree only: the other job runs on.
+    const [first, second] = jobs as [(typeof jobs)[0], (typeof jobs)[0]];
+    first.stop(60_000);
+    expect((await first.ended).exit).toMatchObject({ signal: 'SIGTERM' });
+    expect(readProc(second.pid)?.state).not.toBe('Z');
+    expect(readProc(helper.pid as number)).not.toBeNull();
+    second.stop(60_000);
+    await second.ended;
+  });
+
+  it('without perl, starts each job as the leader of a session of its own (and reports it)', async () => {
+    const plain = new SpawnHelper(WORKER_FILES.spawnHelper, () => {}, { perl: '/nonexistent/perl' });
+    try {
+      const p = await spawnManagedVia(plain, procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions());
+      expect(plain.stats().sessions).toBe('one per job');
+      expect(readProc(p.pid)).toMatchObject({ sid: p.pid, pgid: p.pid });
+      p.stop(60_000);
+      await p.ended;
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('finds a program named without a path on the job’s PATH, as a spawn does', async () => {
+    const p = await spawnManagedVia(helper, procs, 'true', [], testSpawnOptions({ env: { PATH: '/nonexistent:/usr/bin:/bin' } }));
+    expect((await p.ended).exit).toMatchObject({ rc: 0 });
+  });
+
   it('sets the order’s nice value on the job and on its autogroup right after its exec, before reporting it', async () => {
     const autogroups = fs.readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
     /** Field 19 of /proc/<pid>/stat. */
@@ -140,15 +187,15 @@ describe('spawnManagedVia (the spawn helper process)', () => {
 describe('the spawn helper’s figures', () => {
   it('count the jobs it started, the spawns refused and the jobs not exited yet; no pid once it is gone', async () => {
     const h = new SpawnHelper(WORKER_FILES.spawnHelper, () => {});
-    expect(h.stats()).toEqual({ pid: h.pid, spawned: 0, refused: 0, running: 0 });
+    expect(h.stats()).toMatchObject({ pid: h.pid, spawned: 0, refused: 0, running: 0 });
     const long = await spawnManagedVia(h, procs, process.execPath, [fixture('forever.mjs')], testSpawnOptions());
     const short = await spawnManagedVia(h, procs, process.execPath, ['-e', ''], testSpawnOptions());
     await expect(spawnManagedVia(h, procs, '/nonexistent/dir/program', [], testSpawnOptions())).rejects.toThrow(ProcessSpawnError);
     await short.ended;
-    expect(h.stats()).toEqual({ pid: h.pid, spawned: 2, refused: 1, running: 1 });
+    expect(h.stats()).toEqual({ pid: h.pid, spawned: 2, refused: 1, running: 1, sessions: 'shared' });
     long.stop(60_000);
     await long.ended;
-    expect(h.stats()).toEqual({ pid: h.pid, spawned: 2, refused: 1, running: 0 });
+    expect(h.stats()).toEqual({ pid: h.pid, spawned: 2, refused: 1, running: 0, sessions: 'shared' });
     await h.close();
     expect(h.stats()).toMatchObject({ pid: null, spawned: 2, refused: 1 });
   });

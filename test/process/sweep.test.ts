@@ -128,6 +128,29 @@ d.stdout.setEncoding('utf8').on('data', (t) => { process.stdout.write('tree ' + 
     const own = readProc(process.pid) as ProcInfo;
     expect(treeProcesses(null, null, undefined, undefined, [own.sid])).toEqual([]);
   });
+
+  it('never takes a session whose leader lives outside the tree (the spawn helper’s, which every job shares)', async () => {
+    // A leader of its own session starting two "jobs" in it, each with its own mark, as the spawn helper does.
+    const a = `TEST_SHARED=a-${process.pid}`;
+    const b = `TEST_SHARED=b-${process.pid}`;
+    marks.push(a, b);
+    const script = `const { spawn } = require('node:child_process');
+      const start = (m) => spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { ...process.env, TEST_SHARED: m }, stdio: 'ignore' }).pid;
+      console.log('pids', start(${JSON.stringify(a.split('=')[1])}), start(${JSON.stringify(b.split('=')[1])}));
+      setInterval(() => {}, 1000);`;
+    const leader = spawn(process.execPath, ['-e', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const [jobA, jobB] = (await lineStartingWith(leader.stdout, 'pids ')).split(' ').slice(1).map(Number) as [number, number];
+      expect(readProc(jobA)?.sid).toBe(leader.pid);
+      expect(treeProcesses(null, null, a).map((p) => p.pid)).toEqual([jobA]);
+      // Its leader gone, the session is the tree's again (an orphan in a session its found leader left).
+      leader.kill('SIGKILL');
+      await new Promise((resolve) => leader.once('exit', resolve));
+      expect(new Set(treeProcesses(null, null, a).map((p) => p.pid))).toEqual(new Set([jobA, jobB]));
+    } finally {
+      leader.kill('SIGKILL');
+    }
+  });
 });
 
 describe('sweepTree by a mark alone (start-up clean-up)', () => {

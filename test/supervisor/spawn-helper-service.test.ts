@@ -74,7 +74,7 @@ describe('the jobs’ spawns', () => {
     }
     for (const ppid of parents) expect(ppid).toBe(helper);
     const status = (await (await fetch(`${svc.url}/api/system-status`)).json()) as Status;
-    expect(status.jobs.spawner).toEqual({ pid: helper, spawned: 8, refused: 0, running: 0 });
+    expect(status.jobs.spawner).toEqual({ pid: helper, spawned: 8, refused: 0, running: 0, sessions: 'shared' });
     expect(status.jobs.thread.lines).toBeGreaterThanOrEqual(8 * 3);
     expect(status.jobs.thread.queued).toBe(0);
 

@@ -16,10 +16,18 @@ export const BackpressureStats = z.object({ backlogMax: z.number().int(), paused
 });
 
 /** `jobs.spawner` of the system status (process/spawn-helper.ts SpawnHelperStats). */
-export const SpawnerStats = z.object({ pid: z.number().int().nullable(), spawned: z.number().int(), refused: z.number().int(), running: z.number().int() }).meta({
-  description:
-    'The spawn helper process that forks every job (the service itself never forks one): its pid (null once it is gone, which stops the service), the jobs it started and the spawns refused since start-up, and the jobs it started that have not exited yet.',
-});
+export const SpawnerStats = z
+  .object({
+    pid: z.number().int().nullable(),
+    spawned: z.number().int(),
+    refused: z.number().int(),
+    running: z.number().int(),
+    sessions: z.enum(['shared', 'one per job']).nullable(),
+  })
+  .meta({
+    description:
+      'The spawn helper process that forks every job (the service itself never forks one): its pid (null once it is gone, which stops the service), the jobs it started and the spawns refused since start-up, the jobs it started that have not exited yet, and how the jobs are grouped for the CPU scheduler: `shared`, every job in the helper’s session, each leading a process group of its own, so that all jobs together are one autogroup (at CONSOLE_JOB_NICE) beside the service’s, however many run; `one per job`, each job leading a session (and autogroup) of its own, when perl (which starts each job in its own process group) is not installed; null before the helper is ready.',
+  });
 
 /** `jobs.thread` of the system status (supervisor/job-io.ts JobIoThreadStats). */
 export const JobIoThreadStats = z
