@@ -24,15 +24,19 @@ function treePass(t: TreePassTask): TreePassResult {
   for (const p of treeProcesses(t.root, t.pgid, t.mark, t.notBefore, sessions)) live.set(p.pid, p);
   // A pid captured earlier is taken only while still the same process; one that ended never returns.
   for (const p of t.known) if (!live.has(p.pid) && isSameProcess(p)) live.set(p.pid, p);
-  // All captured before the first signal: its children are not re-parented unseen.
-  if (t.pgid !== null) send(-t.pgid, t.signal);
-  for (const p of live.values()) if (p.pid !== t.pgid) send(p.pid, t.signal);
+  // All captured before the first signal: its children are not re-parented unseen. A leader whose
+  // group does not exist yet (a job the spawn helper started, before perl's setpgrp) is signalled itself.
+  const grouped = t.pgid !== null && send(-t.pgid, t.signal);
+  for (const p of live.values()) if (p.pid !== t.pgid || !grouped) send(p.pid, t.signal);
   return { procAvailable: true, known: [...live.values()] };
 }
 
-/** `kill(target, signal)`; a failure means it is gone (ESRCH) or not ours any more (EPERM). */
-function send(target: number, signal: NodeJS.Signals): void {
+/** `kill(target, signal)`; a failure means it is gone (ESRCH) or not ours any more (EPERM). @returns whether it was sent. */
+function send(target: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(target, signal);
-  } catch {}
+    return true;
+  } catch {
+    return false;
+  }
 }

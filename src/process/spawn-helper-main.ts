@@ -63,8 +63,6 @@ const PERL = findPerl();
 const SESSIONS: JobSessions = PERL !== null && readProc(process.pid)?.sid === process.pid ? 'shared' : 'one per job';
 /** A process group of its own, then the job's program in its place (the same pid); `--` ends perl's options. */
 const SETPGRP = 'setpgrp(0, 0) or die "setpgrp: $!\\n"; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\\n"';
-/** Ms a job started in the shared session is waited for to lead its process group before it is reported. */
-const GROUP_WAIT_MS = 5000;
 /** The shared autogroup's nice value once set: later jobs leave it (the kernel rate-limits changes to 10 a second). */
 let groupNice: number | null = null;
 
@@ -129,17 +127,15 @@ function start(order: SpawnOrder, stdout: net.Socket | undefined, stderr: net.So
     return;
   }
   child.on('error', () => {});
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   // Read before this loop can reap it: until then the pid is its own.
   const startTime = readProc(pid)?.startTime ?? null;
   // Lowered here, microseconds after its exec: reported later, it would run at its autogroup's full weight (as
   // much as the whole service's) until the service's lowering came, and 64 jobs started at once take the CPU.
   const lowered = order.nice !== undefined && order.nice > 0 ? lowerJob(pid, order.nice) : null;
-  // Reported once it leads its group: a signal to the group before perl's setpgrp would reach nobody.
-  void (SESSIONS === 'shared' ? ownGroup(pid, exited) : Promise.resolve()).then(() => {
-    send({ kind: 'spawned', id, pid, startTime, lowered });
-    void exited.then(({ code, signal }) => send({ kind: 'exit', id, code, signal }));
-  });
+  // Reported at once: until perl's setpgrp its group does not exist, and a signal to its tree reaches
+  // the leader itself (proc-worker.ts); waiting for the group made each 202 wait for perl to get a CPU.
+  send({ kind: 'spawned', id, pid, startTime, lowered });
+  child.once('exit', (code, signal) => send({ kind: 'exit', id, code, signal }));
 }
 
 /**
@@ -169,17 +165,6 @@ function lowerJob(pid: number, nice: number): BirthPriority {
   const lowered = lowerNow(pid, nice);
   if (SESSIONS === 'shared' && (lowered.group === 'set' || lowered.group === 'none')) groupNice = nice;
   return lowered;
-}
-
-/** Resolves once `pid` leads its process group (perl ran its setpgrp), it exited, or GROUP_WAIT_MS passed. */
-async function ownGroup(pid: number, exited: Promise<unknown>): Promise<void> {
-  let gone = false;
-  void exited.then(() => (gone = true));
-  for (const until = Date.now() + GROUP_WAIT_MS; !gone && Date.now() < until; ) {
-    const info = readProc(pid);
-    if (info === null || info.pgid === pid) return;
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
 }
 
 function errnoOf(err: unknown): string | null {

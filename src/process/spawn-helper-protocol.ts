@@ -30,7 +30,7 @@ export type ToHelper = SpawnOrder;
 export type FromHelper =
   /** Listening: connections for stdio go to `socket` (a unix socket in a directory only this user reads). */
   | { readonly kind: 'ready'; readonly socket: string; readonly sessions: JobSessions }
-  /** Running as `pid` (its own process-group leader, checked before this is sent), started at `startTime` (clock ticks after boot, /proc's field 22); `lowered` when the order asked for a nice value. */
+  /** Running as `pid` (its own process-group leader, or about to be: perl's setpgrp may follow this), started at `startTime` (clock ticks after boot, /proc's field 22); `lowered` when the order asked for a nice value. */
   | { readonly kind: 'spawned'; readonly id: string; readonly pid: number; readonly startTime: number | null; readonly lowered: BirthPriority | null }
   /** Not started: the errno code (`ENOENT`, `EAGAIN`…) when the OS gave one. */
   | { readonly kind: 'refused'; readonly id: string; readonly code: string | null; readonly message: string }

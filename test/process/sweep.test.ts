@@ -129,6 +129,20 @@ d.stdout.setEncoding('utf8').on('data', (t) => { process.stdout.write('tree ' + 
     expect(treeProcesses(null, null, undefined, undefined, [own.sid])).toEqual([]);
   });
 
+  it('signals a leader whose process group does not exist yet (a job before perl’s setpgrp) itself', async () => {
+    // Not detached: it is in this process's group, not one of its own, as a job is until perl's setpgrp.
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    try {
+      const pid = child.pid as number;
+      expect(readProc(pid)?.pgid).not.toBe(pid);
+      await procs.signalTree({ root: pid, pgid: pid, known: [] }, 'SIGKILL');
+      expect(await exited).toBe('SIGKILL');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   it('never takes a session whose leader lives outside the tree (the spawn helper’s, which every job shares)', async () => {
     // A leader of its own session starting two "jobs" in it, each with its own mark, as the spawn helper does.
     const a = `TEST_SHARED=a-${process.pid}`;
