@@ -61,8 +61,39 @@ function findPerl(): string | null {
 const PERL = findPerl();
 /** Shared only when this helper leads its session (the service forks it detached). */
 const SESSIONS: JobSessions = PERL !== null && readProc(process.pid)?.sid === process.pid ? 'shared' : 'one per job';
-/** A process group of its own, then the job's program in its place (the same pid); `--` ends perl's options. */
-const SETPGRP = 'setpgrp(0, 0) or die "setpgrp: $!\\n"; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\\n"';
+/**
+ * A process group of its own, then the job's program in its place (the same pid); `--` ends perl's options.
+ * First the job's own environment is set back (see {@link perlEnv}): the names in `CONSOLE_SPAWN_KEPT`
+ * (`=`-separated, a character no name holds) from their copies `CONSOLE_SPAWN_KEPT_<i>`.
+ */
+const SETPGRP = [
+  'delete $ENV{PERL_BADLANG}; my $i = 0;',
+  'for my $name (split /=/, delete($ENV{CONSOLE_SPAWN_KEPT}) // "") { $ENV{$name} = delete $ENV{"CONSOLE_SPAWN_KEPT_" . $i++} }',
+  'setpgrp(0, 0) or die "setpgrp: $!\\n"; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\\n"',
+].join(' ');
+/** The names perl itself reads at its start (`PERL5OPT`, `PERL5LIB`, `PERLIO`, `PERL_HASH_SEED_DEBUG`…) and this script's own. */
+const PERL_READS = /^(PERL|CONSOLE_SPAWN_KEPT)/;
+
+/**
+ * The environment perl starts with: the job's, without the variables perl would act on (a `PERL5OPT` naming a
+ * module not installed would fail every job; `PERL_HASH_SEED_DEBUG` would print on its stderr), kept as copies
+ * that {@link SETPGRP} sets back before the exec; `PERL_BADLANG=0` keeps perl's warning about a locale not
+ * installed (`LC_ALL`, `LANG`) off the job's stderr. The job gets exactly the environment of its order.
+ */
+function perlEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  const kept: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (PERL_READS.test(name)) {
+      out[`CONSOLE_SPAWN_KEPT_${kept.length}`] = value;
+      kept.push(name);
+    } else out[name] = value;
+  }
+  out.CONSOLE_SPAWN_KEPT = kept.join('=');
+  out.PERL_BADLANG = '0';
+  return out;
+}
 /** The shared autogroup's nice value once set: later jobs leave it (the kernel rate-limits changes to 10 a second). */
 let groupNice: number | null = null;
 
@@ -101,7 +132,7 @@ function start(order: SpawnOrder, stdout: net.Socket | undefined, stderr: net.So
     if (SESSIONS === 'shared') {
       // Refused here, as a spawn of the file itself would be: perl would start, then fail its exec.
       requireProgram(order.file, order.cwd, order.env.PATH);
-      child = spawn(PERL as string, ['-e', SETPGRP, '--', order.file, ...order.args], { cwd: order.cwd, env: order.env, stdio, shell: false });
+      child = spawn(PERL as string, ['-e', SETPGRP, '--', order.file, ...order.args], { cwd: order.cwd, env: perlEnv(order.env), stdio, shell: false });
     } else {
       child = spawn(order.file, order.args, { cwd: order.cwd, env: order.env, detached: true, stdio, shell: false }); // its own process group (and session)
     }

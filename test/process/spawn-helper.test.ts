@@ -134,6 +134,27 @@ describe('spawnManagedVia (the spawn helper process)', () => {
     expect((await q.ended).exit).toMatchObject({ exitCode: 7, rc: 7, signal: null });
   });
 
+  it('gives the job exactly its order’s environment, perl’s own variables included, none of them acting on perl (a PERL5OPT naming no module, a locale not installed)', async () => {
+    const env = {
+      PERL5OPT: '-MNo::Such::Module',
+      PERL5LIB: '/nonexistent/lib',
+      PERL_HASH_SEED_DEBUG: '1',
+      PERL_BADLANG: 'yes',
+      LC_ALL: 'xx_YY.UTF-8',
+      CONSOLE_SPAWN_KEPT: 'PATH',
+      CONSOLE_SPAWN_KEPT_0: 'kept=as it is',
+      SPACED: 'a b=c',
+    };
+    const code = 'console.log(JSON.stringify(process.env)); console.error("own stderr")';
+    const p = await spawnManagedVia(helper, procs, process.execPath, ['-e', code], testSpawnOptions({ env, stderr: 'pipe' }));
+    const stderr = readAll(p.output().stderr!);
+    const seen = JSON.parse(await lineStartingWith(p.output().stdout!, '{')) as Record<string, string>;
+    expect((await p.ended).exit.rc).toBe(0);
+    expect(seen).toEqual({ PATH: process.env.PATH ?? '', TEST_MARK: expect.any(String), ...env });
+    // Nothing of perl's: no locale warning, no hash seed, no missing module.
+    expect(await stderr).toBe('own stderr\n');
+  });
+
   it('keeps what a process printed before its output is read, even when it exited meanwhile', async () => {
     const code = 'process.stdout.write(Array.from({ length: 2000 }, (_, i) => `line ${i + 1}\\n`).join("")); console.error("last words")';
     const jobs = await Promise.all(Array.from({ length: 16 }, () => spawnManagedVia(helper, procs, process.execPath, ['-e', code], testSpawnOptions({ stderr: 'pipe' }))));
