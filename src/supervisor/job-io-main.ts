@@ -16,6 +16,7 @@ import { untilDrained } from './drain-watch.js';
 import { frameLines, framingMeter, LineTurns, TURN_CHARS, TURN_LINES, type FramedLine, type FramingMeter } from './frame-lines.js';
 import { BATCH_LINES, BATCH_WAIT_MS, WINDOW_LINES, type FromJobIo, type JobIoSetup, type LineBatch, type ToJobIo } from './job-io-protocol.js';
 import { LineEncoder } from './line-event.js';
+import { SpawnPacer } from './spawn-pacer.js';
 import { JobMachine, type JobOutcome } from './job-state.js';
 import type { LineHold } from './output-gate.js';
 
@@ -115,6 +116,8 @@ interface Job {
 const jobs = new Map<number, Job>();
 
 // Forked before this thread lowers its priority: the helper, and so every job, keeps the service's.
+/** Spawn orders go to the helper one per turn, each after the last job was reported (lowered already) or its bound. */
+const pacer = new SpawnPacer();
 const helper = new SpawnHelper(setup.helperFile, (err) => post({ kind: 'helper-death', message: err.message }));
 const nice = lowerOwnPriority(setup.nice);
 post({ kind: 'ready', helperPid: helper.pid ?? null, tid: ownThreadId(), nice });
@@ -164,6 +167,7 @@ port.on('message', (m: ToJobIo) => {
 });
 
 async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
+  const done = await pacer.turn();
   try {
     const child = await helper.spawn({ file: m.file, args: m.args, cwd: m.cwd, env: m.env, stdout: true, stderr: true, nice: m.nice });
     const machine = new JobMachine();
@@ -184,6 +188,8 @@ async function spawn(m: Extract<ToJobIo, { kind: 'spawn' }>): Promise<void> {
     const refusal = err as ProcessSpawnError;
     const cause = refusal.cause as NodeJS.ErrnoException | undefined;
     post({ kind: 'refused', key: m.key, code: refusal.errno ?? null, message: cause?.message ?? refusal.message });
+  } finally {
+    done();
   }
 }
 

@@ -23,22 +23,17 @@ export class JobPriority {
   ) {}
 
   /**
-   * Lowers a new job's priority, returning at once (rate-limited group changes retry while `alive()`); `firstTry`
-   * settles the spawn pacer's wait. `atBirth`: what the spawn helper did right after the exec; only what it could
+   * Lowers a new job's priority, returning at once (rate-limited group changes retry while `alive()`). `atBirth`: what the spawn helper did right after the exec; only what it could
    * not do is done here (a refused process nice, or an autogroup change the kernel's rate limit put off).
    */
-  lower(pid: number, alive: () => boolean, firstTry: () => void = () => {}, atBirth: BirthPriority | null = null): void {
-    if (this.nice === 0) {
-      firstTry();
-      return;
-    }
+  lower(pid: number, alive: () => boolean, atBirth: BirthPriority | null = null): void {
+    if (this.nice === 0) return;
     if (atBirth?.process === true && atBirth.group !== 'again') {
-      firstTry();
       if (atBirth.group === 'refused') this.refused++;
       else this.lowered++;
       return;
     }
-    void lowerPriority(this.procs, pid, this.nice, alive, firstTry).then((o) => {
+    void lowerPriority(this.procs, pid, this.nice, alive).then((o) => {
       if (o.process && o.group !== false) this.lowered++;
       else this.refused++;
     });

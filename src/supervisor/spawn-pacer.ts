@@ -1,6 +1,8 @@
 /**
- * One job spawned per event-loop turn, since a spawn holds the main thread until exec; the next also
- * waits until the last child's priority was lowered (`done`) or `holdMs`: full-weight children starve the service.
+ * Spawn pacing, on the job I/O thread (job-io-main.ts): one spawn order goes to the spawn helper per turn of the
+ * thread's loop, and the next only once the last job was reported (the helper lowers it before it reports it) or
+ * after `holdMs`: children starting at full weight would starve the service, and a burst of orders would hold the
+ * thread's pipe reads for the whole burst. The main thread does not wait for turns: it posts every order at once.
  */
 export class SpawnPacer {
   private readonly queue: ((done: () => void) => void)[] = [];
@@ -9,7 +11,7 @@ export class SpawnPacer {
 
   constructor(private readonly holdMs = 100) {}
 
-  /** Resolves in a later turn, one caller at a time in call order, with `done`, which (or `holdMs`) lets the next in. */
+  /** Resolves in a later turn, one caller at a time in call order, with `done`, which (or `holdMs`, ms) lets the next in. */
   turn(): Promise<() => void> {
     return new Promise((resolve) => {
       this.queue.push(resolve);

@@ -1,7 +1,8 @@
 /**
  * The generation supervisor (service-spec.md §Generation, §States and transitions): the main thread's
  * client of the job I/O thread, where each job is spawned, read and run through its state machine
- * (job-state.ts JobMachine). Here: the cap, spawn pacing, the job's record and events, and a mirror of
+ * (job-state.ts JobMachine), its spawn orders paced (spawn-pacer.ts). Here: the cap (a 429 needs no round
+ * trip to the thread), the job's record and events, and a mirror of
  * its state for reads. A job's exit is published once the process exited, its tree was swept and both
  * pipes drained, after its last line, with the outcome its machine decided.
  */
@@ -14,7 +15,6 @@ import type { JobIo, JobIoThreadStats } from './job-io.js';
 import { JobCapacityError, JobNotRunningError, UnknownJobError } from './errors.js';
 import { JobPriority } from './job-priority.js';
 import { OutputGate } from './output-gate.js';
-import { SpawnPacer } from './spawn-pacer.js';
 import { superviseOutput } from './job-output.js';
 import type { JobOutcome, JobTrigger } from './job-state.js';
 import { launchJob, requireTool, type GenerationRequest } from './launch.js';
@@ -73,7 +73,6 @@ export class Supervisor {
   readonly priority: JobPriority;
   /** Holds every job's output while the bus is behind (backpressure). */
   readonly gate: OutputGate;
-  private readonly pacer = new SpawnPacer();
   private stopping = false;
   /** Jobs being recorded: they count against the cap, and shutdown waits for them. */
   private readonly starting = new Set<Promise<void>>();
@@ -137,18 +136,6 @@ export class Supervisor {
     return this.startedTotal;
   }
 
-  /** {@link start} in the job's own turn (spawn-pacer.ts), after the cap check. @throws as {@link start}. */
-  async startPaced(req: GenerationRequest): Promise<JobRecord> {
-    this.checkCapacity();
-    const done = await this.pacer.turn();
-    try {
-      return await this.start(req, done);
-    } catch (err) {
-      done();
-      throw err;
-    }
-  }
-
   /** @throws JobCapacityError at the cap (jobs being recorded count) or while stopping. */
   private checkCapacity(): void {
     if (this.stopping || this.running.size + this.starting.size >= this.options.maxRunning) throw new JobCapacityError(this.options.maxRunning, this.options.retryAfterSeconds);
@@ -158,7 +145,7 @@ export class Supervisor {
    * Starts one generation job, recorded with its pending GenerationProposal and spawn event.
    * @throws ToolMissingError, JobCapacityError, SpawnError, or the state store's error: nothing then runs.
    */
-  async start(req: GenerationRequest, lowered: () => void = () => {}): Promise<JobRecord> {
+  async start(req: GenerationRequest): Promise<JobRecord> {
     requireTool(this.options.dispatchCli);
     this.checkCapacity();
 
@@ -176,7 +163,7 @@ export class Supervisor {
     }
     const { proc } = job;
     this.running.set(proposalId, job);
-    this.priority.lower(proc.pid, () => this.running.has(proposalId), lowered, job.output.lowered);
+    this.priority.lower(proc.pid, () => this.running.has(proposalId), job.output.lowered);
     this.startedTotal++;
     this.notifyTransition(job, 'accepted');
     job.finished = superviseOutput(this.bus, this.gate, job, this.options).then(({ end, leftovers }) => this.finish(job, end, leftovers));

@@ -178,6 +178,24 @@ it('hands nothing on while a gate holds, stops reading past the window, and goes
   expect(got.every((n, i) => n === i + 1)).toBe(true);
 });
 
+it('paces a burst of spawn orders posted at once on the thread: each job started in call order, a refused one holding none', async () => {
+  const orders = Array.from({ length: 12 }, (_v, i) =>
+    i === 5
+      ? io.spawn({ file: '/nonexistent/tool', args: [], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024, proposalId: 'p-burst' })
+      : io.spawn({ file: process.execPath, args: ['-e', ''], env: { JOB_IO_TEST: '1' }, lineMaxBytes: 1024, proposalId: 'p-burst' }),
+  );
+  const settled = await Promise.allSettled(orders);
+  expect(settled.map((r) => r.status)).toEqual(Array.from({ length: 12 }, (_v, i) => (i === 5 ? 'rejected' : 'fulfilled')));
+  const jobs = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  // Started one after another, in call order: each start time (clock ticks since boot) no earlier than the last one's.
+  const starts = jobs.map((j) => j.startTime as number);
+  expect(starts).toEqual([...starts].sort((a, b) => a - b));
+  for (const j of jobs) {
+    await j.exit;
+    j.discard();
+  }
+});
+
 it('refuses a spawn the OS refuses, with its errno', async () => {
   const err = await io.spawn({ file: '/nonexistent/tool', args: [], env: {}, lineMaxBytes: 1024, proposalId: 'p-job-io' }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ProcessSpawnError);

@@ -1,11 +1,9 @@
 /**
- * One job spawned per event-loop turn (src/supervisor/spawn-pacer.ts). A spawn
- * holds the main thread until the child has exec'd; a burst of generation requests arriving
- * together was spawned back to back, and a read that came meanwhile was answered after the
- * whole burst.
+ * Spawn orders paced on the job I/O thread (src/supervisor/spawn-pacer.ts): one per turn of the
+ * thread's loop, the next once the last job was reported; the main thread posts every order at once.
  *
  * The pacer itself: at most one waiting spawn goes per event-loop turn, in call order, and the
- * next only once the last one's child was lowered (its `done`, or a bound; counted
+ * next only once the last one's job was reported (its `done`, or a bound; counted
  * in turns of the loop, not timed), while a connection's I/O goes on. Through the real
  * service: a burst of 16 generation requests and reads sent during it are all answered; the
  * order the service answered them in (its request log) is printed. Whether a read lands

@@ -41,7 +41,7 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
       modality: body.modality,
     };
     // One spawn per event-loop turn: the console's reads are answered between them.
-    const job = await supervisor.startPaced(req);
+    const job = await supervisor.start(req);
     addToRequestLine(res, { proposalId: job.proposalId });
     return { proposalId: job.proposalId, pid: job.pid as number, scope: GENERATION_SCOPE };
   };
