@@ -20,7 +20,7 @@ export interface Bus {
   publish(input: EventInput): void;
   /**
    * {@link publish} for an event whose JSON but its id and time was made elsewhere (event-json.ts eventTail): a job's
-   * line, encoded on the job I/O thread (supervisor/line-event.ts); where the back end takes it (SQLite). `severity`
+   * line, encoded on the job I/O thread (supervisor/line-event.ts); where the bus takes it (both back ends'). `severity`
    * and `scope` repeat the tail's, for the filters; `proposalId` and `guard` as in EventInput. Positional: no object per line.
    */
   publishEncoded?(severity: Severity, scope: string, tail: string, proposalId: string, guard: JobGuard | undefined): void;

@@ -3,6 +3,7 @@
 // order with no gap, woken by own appends, NOTIFY and a `pollMs` poll for missed notifications.
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
+import { EventJson, eventHead } from './event-json.js';
 import { frameOf } from './frames.js';
 import type { EventRow } from './local-event-log.js';
 import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
@@ -13,6 +14,11 @@ export type SharedEventDraft = Omit<BusEvent, 'id'> & {
   readonly guard?: JobGuard;
   /** Unique to the event (its bus's source and count): a retried append does not store it twice. */
   readonly token?: number;
+  /**
+   * The event's JSON after its id and time, made on the job I/O thread (event-json.ts eventTail; a job's line):
+   * stored and delivered as is; `summary`, `detail` and `payload` are then empty placeholders.
+   */
+  readonly tail?: string;
 };
 
 /** The shared event log (the state store's EventStore). Every method rejects with the database's error when it is away. */
@@ -79,6 +85,8 @@ export class ClusterBus implements Bus {
   private count = 0;
   /** While events of an unknown-outcome append wait: the log's id before it and the last such token. */
   private unknownOutcome: { after: number; upTo: number } | null = null;
+  /** Stamps encoded lines' times (one Date a millisecond). */
+  private readonly clock = new EventJson();
 
   private constructor(
     private readonly log: SharedEventLog,
@@ -113,6 +121,11 @@ export class ClusterBus implements Bus {
     return new Promise((resolve, reject) => {
       this.enqueue({ draft: eventDraft(input, this.nextToken()), settle: (event, err) => (event ? resolve(event) : reject(err)) }, true);
     });
+  }
+
+  /** {@link publish} for a job's line whose JSON but its id and time was made on the job I/O thread (bus-api.ts). */
+  publishEncoded(severity: Severity, scope: string, tail: string, proposalId: string, guard: JobGuard | undefined): void {
+    this.enqueue({ draft: { ts: this.clock.now(), severity, scope, summary: '', detail: null, payload: EMPTY_PAYLOAD, proposalId, guard, token: this.nextToken(), tail } });
   }
 
   /** Source in the high bits, a count below (2^32 events a start). */
@@ -188,8 +201,11 @@ export class ClusterBus implements Bus {
       for (let i = 0; i < batch.length; i++) {
         const q = batch[i] as Queued;
         const e = events[i] ?? null;
-        if (e !== null) rows.push({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(q.draft), data: JSON.stringify(e) });
-        else {
+        if (e !== null) {
+          const { tail } = q.draft;
+          // As console_append stored it: the id first, then the draft's JSON.
+          rows.push({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(q.draft), data: tail !== undefined ? eventHead(e.id, e.ts) + tail : JSON.stringify(e) });
+        } else {
           // Dropped by its guard: its job is no longer running here (another instance marked it lost).
           this.onCount(q.draft.severity, -1);
           if (q.draft.guard) fenced.add(q.draft.guard.job);

@@ -20,6 +20,8 @@ export interface WorkerFiles {
   readonly replay: string;
   /** The event writer thread (src/state/sqlite/event-writer-task.ts). */
   readonly eventWriter: string;
+  /** Cluster mode's event append thread (src/state/pg/append-task.ts). */
+  readonly pgAppend: string;
   /** The spawn helper process's program (src/process/spawn-helper-main.ts). */
   readonly spawnHelper: string;
   /** The job I/O thread (src/supervisor/job-io-main.ts). */
@@ -33,6 +35,7 @@ export const WORKER_FILES: WorkerFiles = Object.freeze({
   checkpoint: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'checkpoint-task.js'),
   replay: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'replay-task.js'),
   eventWriter: path.join(REPO_ROOT, 'dist', 'state', 'sqlite', 'event-writer-task.js'),
+  pgAppend: path.join(REPO_ROOT, 'dist', 'state', 'pg', 'append-task.js'),
   spawnHelper: path.join(REPO_ROOT, 'dist', 'process', 'spawn-helper-main.js'),
   jobIo: path.join(REPO_ROOT, 'dist', 'supervisor', 'job-io-main.js'),
 });

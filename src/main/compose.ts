@@ -85,7 +85,7 @@ export async function composeService(
   let jobIo: JobIo;
   try {
     // Started now, ready by the first job: jobs' exits and lines come through it, so its death is fatal.
-    // Lines cross encoded (their events' JSON) where the bus takes them so: the SQLite back end.
+    // Lines cross encoded (their events' JSON) where the bus takes them so: both back ends' buses.
     const setup = { helperFile: WORKER_FILES.spawnHelper, nice: config.jobs.threadNice, encode: bus.publishEncoded !== undefined };
     const died = (err: Error) => {
       log.fatal(

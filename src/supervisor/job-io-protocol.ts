@@ -15,7 +15,7 @@ export interface JobIoSetup {
   readonly helperFile: string;
   /** CONSOLE_JOB_THREAD_NICE: the thread's own nice value (0..19), set after the helper is forked. */
   readonly nice: number;
-  /** Lines cross as their events' JSON after the id and time (line-event.ts lineTail), not as texts: the bus takes them so (EventBus.publishEncoded). */
+  /** Lines cross as their events' JSON after the id and time (line-event.ts lineTail), not as texts: the bus takes them so (Bus.publishEncoded). */
   readonly encode: boolean;
 }
 

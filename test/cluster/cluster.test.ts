@@ -6,6 +6,8 @@
  * raced by two instances is recorded once; a dead instance's running job is marked lost once,
  * by one survivor; a second process under a live instance's id is refused.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, waitFor, type EngineEvent } from '../helpers/events.js';
 import { alive, json, post, publish, startCluster, waitForJobEvent, type Cluster } from '../helpers/cluster.js';
@@ -202,6 +204,79 @@ describe('three instances on one PostgreSQL', () => {
         proposalId,
       ).toEqual(Array.from({ length: 20 }, (_, i) => `flood ${i + 1}`));
     }
+  });
+
+  it('stores events on the event append thread: its own connection, its figures in the status; a job’s lines stored as the job I/O thread made them', async () => {
+    const w = await start('w', { DISPATCH_CLI: fixture('load-tool.mjs'), CONSOLE_EVENT_WRITER_THREAD_NICE: '7' });
+    const { proposalId } = await json<{ proposalId: string }>(post(w, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'flood20' }));
+    await waitFor(async () => ((await json<{ state: string }>(fetch(`${w.url}/api/jobs/${proposalId}`))).state !== 'running' ? true : undefined), 'the job’s end');
+    // Read on another instance: as stored, every field of each line event.
+    const events = await json<EngineEvent[]>(fetch(`${b.url}/api/jobs/${proposalId}/events?limit=500`));
+    const out = events.filter((e) => e.detail?.includes(' stdout line '));
+    expect(out.map(({ severity, scope, summary, detail, payload }) => ({ severity, scope, summary, detail, payload }))).toEqual(
+      Array.from({ length: 20 }, (_, i) => ({
+        severity: 'info',
+        scope: 'engine/generation',
+        summary: `flood ${i + 1}`,
+        detail: `${proposalId} stdout line ${i + 1}`,
+        payload: { source: 'dispatch_cli' },
+      })),
+    );
+    expect(events.filter((e) => e.detail?.includes(' stderr line ')).map((e) => [e.severity, e.summary])).toEqual([
+      ['warning', 'flood-err 1'],
+      ['warning', 'flood-err 2'],
+    ]);
+    for (const e of events) expect(new Date(e.ts).toISOString()).toBe(e.ts);
+    type Writer = { tid: number | null; nice: number | null; appends: number; rows: number; youngGenerationMb: number | null };
+    const status = await json<{ database: { backend: string; eventWriter: Writer } }>(fetch(`${w.url}/api/system-status`));
+    const writer = status.database.eventWriter;
+    expect(writer).toMatchObject({ nice: 7, youngGenerationMb: 8 });
+    expect(writer.tid).not.toBe(w.servicePid());
+    expect(fs.existsSync(`/proc/${w.servicePid()}/task/${writer.tid}`), 'a thread of the service').toBe(true);
+    // The job's 22 lines, its spawn and exit events at least.
+    expect(writer.rows).toBeGreaterThanOrEqual(24);
+    expect(writer.appends).toBeGreaterThan(0);
+    // The appends' connection is its own, named.
+    const sessions = await cluster.pg.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'console-backend event appends'`);
+    expect(sessions.rows[0]?.n).toBeGreaterThanOrEqual(1);
+    expect(await w.stop()).toEqual([0, null]);
+  });
+
+  it('stops with a logged error and exit 1 when its event append thread crashes; what it acknowledged is kept', async () => {
+    const trigger = path.join(cluster.tmp, 'append-crash-now');
+    const x = await start('x', { NODE_OPTIONS: `--require ${fixture('thread-crash-preload.cjs')}`, CRASH_THREAD: 'pg-append', CRASH_TRIGGER: trigger, LOG_LEVEL: 'info' });
+    const acked = [await publish(x, 'before the crash 1'), await publish(x, 'before the crash 2')];
+    fs.writeFileSync(trigger, '');
+    expect(await x.exited).toEqual([1, null]);
+    expect(x.stderr()).toMatch(/^console-backend: the pg-append thread crashed on purpose; exiting\n$/);
+    const fatal = x
+      .stdout()
+      .split('\n')
+      .filter((l) => l.includes('the event append thread died'))
+      .map((l) => JSON.parse(l) as { err: string; stack: string });
+    expect(fatal, x.stdout()).toHaveLength(1);
+    expect(fatal[0]?.err).toBe('the pg-append thread crashed on purpose');
+    expect(fatal[0]?.stack).toContain('thread-crash-preload.cjs');
+    const stored = new Set((await allEvents(a.url, 'scopePrefix=test/cluster')).map((e) => e.id));
+    expect(acked.filter((id) => !stored.has(id))).toEqual([]);
+  });
+
+  it('stops with a logged error and exit 1 when its event append thread answers no ping past CONSOLE_THREAD_ANSWER_LIMIT_MS (hung)', async () => {
+    const trigger = path.join(cluster.tmp, 'append-hang-now');
+    const env = { NODE_OPTIONS: `--require ${fixture('thread-crash-preload.cjs')}`, CRASH_THREAD: 'pg-append', CRASH_TRIGGER: trigger, CRASH_MODE: 'hang' };
+    const y = await start('y', { ...env, CONSOLE_THREAD_ANSWER_LIMIT_MS: '2000', LOG_LEVEL: 'info' });
+    const acked = await publish(y, 'before the hang');
+    fs.writeFileSync(trigger, '');
+    expect(await y.exited).toEqual([1, null]);
+    expect(fs.existsSync(`${trigger}.hung`)).toBe(true);
+    expect(y.stderr()).toBe('console-backend: the event append thread did not answer within 2000 ms; exiting\n');
+    expect(
+      y
+        .stdout()
+        .split('\n')
+        .filter((l) => l.includes('the event append thread died')),
+    ).toHaveLength(1);
+    expect((await allEvents(a.url, 'scopePrefix=test/cluster')).some((e) => e.id === acked)).toBe(true);
   });
 
   it('cancels a job from another instance: routed to its owner, answered once its group was signalled; 409 once it ended', async () => {

@@ -15,43 +15,80 @@ export function segmentSizeOf(retention: number): number {
   return Math.min(100_000, Math.max(100, Math.ceil(retention / 4)));
 }
 
+/**
+ * The events an append stored, from its drafts and the ids `console_append` gave them (null: dropped by its guard).
+ * An encoded draft's (`tail`) carries its summary, detail and payload in its JSON only: read its row, not these fields.
+ */
+export function appendedEvents(drafts: readonly EventDraft[], ids: readonly (number | string | null)[]): (BusEvent | null)[] {
+  return drafts.map((d, i): BusEvent | null => {
+    const id = ids[i];
+    if (id == null) return null;
+    return { id: String(id), ts: d.ts, severity: d.severity, scope: d.scope, summary: d.summary, detail: d.detail, payload: d.payload };
+  });
+}
+
+/** `console_append`'s arguments but the last: one array per column (see {@link appendArgs}) and the drafts' tokens. */
+export type AppendColumns = [...(string | null)[][], (number | null)[]];
+
+/** The columns of an append of `drafts` (made on the main thread, run where {@link runAppend} runs). */
+export function appendColumns(drafts: readonly EventDraft[]): AppendColumns {
+  return [...appendArgs(drafts), drafts.map((d) => d.token ?? null)];
+}
+
+/**
+ * Runs one `console_append` of `columns` on `x`, then retention when a segment boundary was crossed (on `pool`: after
+ * commit when `x` is a transaction). @returns each draft's id, null for one its guard dropped.
+ * @throws PgFaultError for a fault of the database (exec.ts): it may have committed when the connection was lost.
+ */
+export async function runAppend(x: Exec, pool: Exec, retention: number, columns: AppendColumns, retryAfter: number | null): Promise<(number | null)[]> {
+  const r = await x.q<{ ids: (string | null)[] }>(`SELECT console_append($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint) AS ids`, [
+    ...columns,
+    retryAfter,
+  ]);
+  const ids = idsOf(r);
+  await pruneCrossed(x, pool, segmentSizeOf(retention), retention, ids, !x.inTransaction);
+  return ids;
+}
+
+/** `console_append`'s answer: each event's id (int8[] comes as text), null for one its guard dropped. */
+function idsOf(r: { rows: unknown[] }): (number | null)[] {
+  return ((r.rows[0] as { ids: (string | null)[] | null }).ids ?? []).map((id) => (id == null ? null : Number(id)));
+}
+
+/** Retention after an append whose ids crossed a segment boundary; awaited when the append committed by itself. */
+async function pruneCrossed(x: Exec, pool: Exec, segment: number, retention: number, ids: readonly (number | null)[], committed: boolean): Promise<void> {
+  let first = 0;
+  let last = 0;
+  for (const id of ids) {
+    if (id == null) continue;
+    last = id;
+    if (first === 0) first = id;
+  }
+  if (last > 0 && Math.floor(last / segment) > Math.floor((first - 1) / segment)) {
+    // A refused prune is caught up by the next crossing (it deletes every id below its cutoff).
+    if (committed) await pruneEvents(pool, last - retention).catch(() => undefined);
+    else x.afterCommit(() => pruneEvents(pool, last - retention));
+  }
+}
+
 /** The event log on PostgreSQL. @param x runs the appends (pool or transaction); `pool` runs retention and reads. */
 export function pgEvents(x: Exec, pool: Exec, retention: number): EventStore {
   const segment = segmentSizeOf(retention);
-  /** Retention runs after commit, awaited when the append committed by itself. */
-  const appended = async (drafts: readonly EventDraft[], ids: readonly (string | null)[], committed = !x.inTransaction): Promise<(BusEvent | null)[]> => {
-    let first = 0;
-    let last = 0;
-    const events = drafts.map((d, i): BusEvent | null => {
-      const id = ids[i];
-      if (id == null) return null;
-      last = Number(id);
-      if (first === 0) first = last;
-      return { id, ts: d.ts, severity: d.severity, scope: d.scope, summary: d.summary, detail: d.detail, payload: d.payload };
-    });
-    if (last > 0 && Math.floor(last / segment) > Math.floor((first - 1) / segment)) {
-      // A refused prune is caught up by the next crossing (it deletes every id below its cutoff).
-      if (committed) await pruneEvents(pool, last - retention).catch(() => undefined);
-      else x.afterCommit(() => pruneEvents(pool, last - retention));
-    }
-    return events;
-  };
   return {
     retention,
     append: async (drafts, retryAfter = null) => {
       if (drafts.length === 0) return [];
-      const r = await x.q<{ ids: (string | null)[] }>(`SELECT console_append($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint) AS ids`, [
-        ...appendArgs(drafts),
-        drafts.map((d) => d.token ?? null),
-        retryAfter,
-      ]);
-      return appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids);
+      return appendedEvents(drafts, await runAppend(x, pool, retention, appendColumns(drafts), retryAfter));
     },
     appendOnCommit: (drafts) => {
       if (drafts.length === 0) return Promise.resolve([]);
       const lists = appendArgs(drafts).map((list) => `ARRAY[${list.map((v) => (v === null ? 'NULL' : pg.escapeLiteral(v))).join(', ')}]::text[]`);
       // A write's events are not retried (its answer says it failed): no tokens.
-      const events = x.onCommit(`SELECT console_append(${lists.join(', ')}, NULL::bigint[], NULL) AS ids`).then((r) => appended(drafts, (r.rows[0] as { ids: (string | null)[] }).ids, true));
+      const events = x.onCommit(`SELECT console_append(${lists.join(', ')}, NULL::bigint[], NULL) AS ids`).then(async (r) => {
+        const ids = idsOf(r);
+        await pruneCrossed(x, pool, segment, retention, ids, true);
+        return appendedEvents(drafts, ids);
+      });
       // A caller that never awaits this (its transaction failed first) must not leave an unhandled rejection.
       events.catch(() => undefined);
       return events;
@@ -110,7 +147,8 @@ function appendArgs(drafts: readonly EventDraft[]): (string | null)[][] {
     severity.push(d.severity);
     scope.push(d.scope);
     proposal.push(proposalOf(d));
-    body.push(JSON.stringify({ ts: d.ts, severity: d.severity, scope: d.scope, summary: d.summary, detail: d.detail, payload: d.payload }));
+    // An encoded draft's JSON after its id and time was made on the job I/O thread (event-json.ts eventTail).
+    body.push(d.tail !== undefined ? `{"ts":"${d.ts}",${d.tail}` : JSON.stringify({ ts: d.ts, severity: d.severity, scope: d.scope, summary: d.summary, detail: d.detail, payload: d.payload }));
     guard.push(d.guard?.job ?? null);
     end.push(d.guard?.end === undefined ? null : JSON.stringify(d.guard.end));
   }

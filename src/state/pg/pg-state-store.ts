@@ -57,6 +57,27 @@ const types = {
 };
 
 /**
+ * A pool's configuration: `max` connections to `url`, each waiting `connectTimeoutMs` at most to connect, with the
+ * session `bounds`, int8 read as numbers and TCP keepalive; `applicationName`, when given, names its sessions in
+ * pg_stat_activity.
+ * Used by the store's pool and by the event append thread's (append-thread.ts).
+ */
+export function pgPoolConfig(url: string, connectTimeoutMs: number, bounds: SessionBounds, max: number, applicationName?: string): pg.PoolConfig {
+  return {
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: Math.max(1, connectTimeoutMs),
+    types,
+    // A name in the URL (`?application_name=`) wins.
+    ...(applicationName !== undefined ? { application_name: applicationName } : {}),
+    // A vanished peer (machine down, cable cut) is found by the kernel's probes instead of hanging a query for hours.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 5000,
+    options: `-c lock_timeout=${bounds.lockTimeoutMs} -c idle_in_transaction_session_timeout=${bounds.idleInTransactionTimeoutMs} -c statement_timeout=${bounds.statementTimeoutMs}`,
+  };
+}
+
+/**
  * Opens the PostgreSQL state store: connects (waiting for a starting server up to `connectTimeoutMs`), migrates
  * under an advisory lock (schema.ts), applies the bounds.
  * @throws StateDbError (`state_db_open_failed`) naming the database (no credential) and the cause.
@@ -73,16 +94,7 @@ export async function openPgStateStore(opts: PgStateStoreOptions): Promise<PgSta
     throw new StateDbError(`cannot open the PostgreSQL state database (${where}): the URL must start with postgres:// or postgresql://`);
   }
   const bounds = opts.sessionBounds ?? sessionBoundsFor(10_000);
-  const pool = new pg.Pool({
-    connectionString: opts.url,
-    max: opts.poolSize ?? 10,
-    connectionTimeoutMillis: Math.max(1, opts.connectTimeoutMs),
-    types,
-    // A vanished peer (machine down, cable cut) is found by the kernel's probes instead of hanging a query for hours.
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 5000,
-    options: `-c lock_timeout=${bounds.lockTimeoutMs} -c idle_in_transaction_session_timeout=${bounds.idleInTransactionTimeoutMs} -c statement_timeout=${bounds.statementTimeoutMs}`,
-  });
+  const pool = new pg.Pool(pgPoolConfig(opts.url, opts.connectTimeoutMs, bounds, opts.poolSize ?? 10));
   pool.on('error', (err) => opts.onPoolError?.(err));
   try {
     const client = await connectWithin(pool, opts.connectTimeoutMs, where);
