@@ -93,6 +93,8 @@ export interface Config {
     readonly flushIntervalMs: number;
     /** CONSOLE_EVENT_WRITER_THREAD_NICE, 0..19: the event writer thread's nice value (SQLite); 0 leaves it at the main thread's. */
     readonly writerThreadNice: number;
+    /** CONSOLE_EVENT_APPEND_THREAD_NICE, 0..19: cluster mode's event append thread's nice value; 0 (the default) leaves it at the main thread's. */
+    readonly appendThreadNice: number;
   };
   readonly sse: {
     readonly heartbeatMs: number;
@@ -264,7 +266,13 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     },
     threads: { answerLimitMs: e.CONSOLE_THREAD_ANSWER_LIMIT_MS },
     processes: { sweepMaxPasses: e.CONSOLE_SWEEP_MAX_PASSES, sweepMaxMs: e.CONSOLE_SWEEP_MAX_MS },
-    events: { retention: e.CONSOLE_EVENT_RETENTION, backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX, flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS, writerThreadNice: e.CONSOLE_EVENT_WRITER_THREAD_NICE },
+    events: {
+      retention: e.CONSOLE_EVENT_RETENTION,
+      backlogMax: e.CONSOLE_EVENT_BACKLOG_MAX,
+      flushIntervalMs: e.CONSOLE_EVENT_FLUSH_INTERVAL_MS,
+      writerThreadNice: e.CONSOLE_EVENT_WRITER_THREAD_NICE,
+      appendThreadNice: e.CONSOLE_EVENT_APPEND_THREAD_NICE,
+    },
     sse: {
       heartbeatMs: e.CONSOLE_SSE_HEARTBEAT_MS,
       maxQueueBytes: e.CONSOLE_SSE_MAX_QUEUE_BYTES,

@@ -159,6 +159,9 @@ export const envSchema = z.object({
   CONSOLE_EVENT_FLUSH_INTERVAL_MS: int(0, 1000).default(5),
   // The event writer thread below the main thread, as the job I/O thread: storing a storm's lines goes after the console.
   CONSOLE_EVENT_WRITER_THREAD_NICE: int(0, 19).default(5),
+  // Cluster mode's event append thread: its CPU is small (PostgreSQL stores), and lowered it slowed every append on a
+  // busy machine (bench C1): it runs at the main thread's by default.
+  CONSOLE_EVENT_APPEND_THREAD_NICE: int(0, 19).default(0),
   CONSOLE_SSE_HEARTBEAT_MS: int(50, 15_000).default(15_000),
   CONSOLE_SSE_MAX_QUEUE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   CONSOLE_SSE_REPLAY_MEMORY_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),

@@ -32,7 +32,7 @@ export async function openPostgresBackend(config: Config, url: string, { metrics
     // The bus's appends run on a thread of their own; its death is fatal: the events queued could no longer be stored.
     appender = new PgAppendThread(
       WORKER_FILES.pgAppend,
-      { url, connectTimeoutMs: config.cluster.connectTimeoutMs, sessionBounds, retention: config.events.retention, nice: config.events.writerThreadNice },
+      { url, connectTimeoutMs: config.cluster.connectTimeoutMs, sessionBounds, retention: config.events.retention, nice: config.events.appendThreadNice },
       store.events,
       (err) => {
         log.fatal({ err: err.message, stack: err.stack }, 'the event append thread died: events can no longer be stored; the service stops');

@@ -207,7 +207,7 @@ describe('three instances on one PostgreSQL', () => {
   });
 
   it('stores events on the event append thread: its own connection, its figures in the status; a job’s lines stored as the job I/O thread made them', async () => {
-    const w = await start('w', { DISPATCH_CLI: fixture('load-tool.mjs'), CONSOLE_EVENT_WRITER_THREAD_NICE: '7' });
+    const w = await start('w', { DISPATCH_CLI: fixture('load-tool.mjs'), CONSOLE_EVENT_APPEND_THREAD_NICE: '7' });
     const { proposalId } = await json<{ proposalId: string }>(post(w, '/api/proposals/generate', { project: 'harbor-lights', shotId: 'flood20' }));
     await waitFor(async () => ((await json<{ state: string }>(fetch(`${w.url}/api/jobs/${proposalId}`))).state !== 'running' ? true : undefined), 'the job’s end');
     // Read on another instance: as stored, every field of each line event.
@@ -230,7 +230,8 @@ describe('three instances on one PostgreSQL', () => {
     type Writer = { tid: number | null; nice: number | null; appends: number; rows: number; youngGenerationMb: number | null };
     const status = await json<{ database: { backend: string; eventWriter: Writer } }>(fetch(`${w.url}/api/system-status`));
     const writer = status.database.eventWriter;
-    expect(writer).toMatchObject({ nice: 7, youngGenerationMb: 8 });
+    expect(writer).toMatchObject({ nice: 7 });
+    expect(writer.youngGenerationMb).toBeGreaterThan(8);
     expect(writer.tid).not.toBe(w.servicePid());
     expect(fs.existsSync(`/proc/${w.servicePid()}/task/${writer.tid}`), 'a thread of the service').toBe(true);
     // The job's 22 lines, its spawn and exit events at least.

@@ -48,6 +48,13 @@ describe('readConfig', () => {
     for (const bad of ['-1', '20', '1.5', 'low']) expect(() => readConfig({ CONSOLE_EVENT_WRITER_THREAD_NICE: bad })).toThrow(/CONSOLE_EVENT_WRITER_THREAD_NICE/);
   });
 
+  it('reads CONSOLE_EVENT_APPEND_THREAD_NICE: 0 by default, 0..19, anything else refused naming it', () => {
+    expect(readConfig({}).events.appendThreadNice).toBe(0);
+    expect(readConfig({ CONSOLE_EVENT_APPEND_THREAD_NICE: '7' }).events.appendThreadNice).toBe(7);
+    expect(readConfig({ CONSOLE_EVENT_APPEND_THREAD_NICE: '19' }).events.appendThreadNice).toBe(19);
+    for (const bad of ['-1', '20', '1.5', 'low']) expect(() => readConfig({ CONSOLE_EVENT_APPEND_THREAD_NICE: bad })).toThrow(/CONSOLE_EVENT_APPEND_THREAD_NICE/);
+  });
+
   it('reads CONSOLE_SSE_REPLAY_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
     expect(readConfig({}).sse.replayThreadNice).toBe(5);
     expect(readConfig({ CONSOLE_SSE_REPLAY_THREAD_NICE: '0' }).sse.replayThreadNice).toBe(0);

@@ -26,7 +26,7 @@ export interface AppendSetup {
   readonly sessionBounds: SessionBounds;
   /** CONSOLE_EVENT_RETENTION. */
   readonly retention: number;
-  /** CONSOLE_EVENT_WRITER_THREAD_NICE: 0 leaves the process's. */
+  /** CONSOLE_EVENT_APPEND_THREAD_NICE: 0 leaves the process's. */
   readonly nice: number;
 }
 
@@ -48,12 +48,9 @@ export interface AppendThreadStats {
   /** Appends made there since start-up (failed ones included), and their events. */
   readonly appends: number;
   readonly rows: number;
-  /** Its young generation's bound in force, MB; null once it ended. */
+  /** Its young generation's bound in force, MB (V8's default); null once it ended. */
   readonly youngGenerationMb: number | null;
 }
-
-/** Its young generation, MB: each batch's columns live milliseconds (as the event writer thread's, event-writer.ts). */
-const YOUNG_GENERATION_MB = 8;
 
 /** A {@link SharedEventLog} whose appends run on the event append thread (see the module's comment). */
 export class PgAppendThread implements SharedEventLog {
@@ -98,7 +95,9 @@ export class PgAppendThread implements SharedEventLog {
       workerData: { ...setup, thread: 'pg-append', port: port2 } satisfies AppendSetup & { port: MessagePort },
       transferList: [port2],
       name: 'event-append',
-      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+      // V8's young generation (48 MB on 64-bit), not the event writer thread's 8 MB: a batch's columns (up to 2,000
+      // events, a few MB) then outlived the scavenges and went to full collections, which cost the process 1.4× the
+      // CPU per event stored (bench/tools/line-cpu.ts in cluster mode).
     });
     const died = (err: unknown): void => {
       if (this.closing || this.dead !== null) return;
