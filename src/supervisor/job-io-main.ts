@@ -115,9 +115,9 @@ interface Job {
 
 const jobs = new Map<number, Job>();
 
-// Forked before this thread lowers its priority: the helper, and so every job, keeps the service's.
 /** Spawn orders go to the helper one per turn, each after the last job was reported (lowered already) or its bound. */
 const pacer = new SpawnPacer();
+// Forked before this thread lowers its priority: the helper, and so every job, keeps the service's.
 const helper = new SpawnHelper(setup.helperFile, (err) => post({ kind: 'helper-death', message: err.message }));
 const nice = lowerOwnPriority(setup.nice);
 post({ kind: 'ready', helperPid: helper.pid ?? null, tid: ownThreadId(), nice });
