@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { lowerNow, setProcessNice, type BirthPriority } from './group-nice.js';
 import { readProc } from './proc-scan.js';
-import { TAG_BYTES, type FromHelper, type JobSessions, type SpawnOrder, type ToHelper } from './spawn-helper-protocol.js';
+import { PERL_PLACES, TAG_BYTES, type FromHelper, type JobSessions, type SpawnOrder, type ToHelper } from './spawn-helper-protocol.js';
 
 /** Ms an order waits for its stdio connections (or they for their order) before it is refused: both come from this
  * machine at once, so only a lost one waits this long; 10 s was not enough on a machine loaded far past its cores
@@ -49,7 +49,7 @@ const pending = new Map<string, Pending>();
 /** `--perl=<path>` (spawn-helper.ts), else the first of the usual places; null when none is executable. */
 function findPerl(): string | null {
   const given = process.argv.find((a) => a.startsWith('--perl='))?.slice('--perl='.length);
-  for (const file of given !== undefined ? [given] : ['/usr/bin/perl', '/bin/perl', '/usr/local/bin/perl']) {
+  for (const file of given !== undefined ? [given] : PERL_PLACES) {
     try {
       fs.accessSync(file, fs.constants.X_OK);
       return file;

@@ -10,6 +10,9 @@ export const TAG_BYTES = 17;
  */
 export type JobSessions = 'shared' | 'one per job';
 
+/** Where the spawn helper looks for perl (without `--perl=`), in order: it starts each job through it in the shared mode. */
+export const PERL_PLACES: readonly string[] = ['/usr/bin/perl', '/bin/perl', '/usr/local/bin/perl'];
+
 /** One spawn: the program, its arguments and environment; which streams arrive as tagged connections. */
 export interface SpawnOrder {
   readonly kind: 'spawn';

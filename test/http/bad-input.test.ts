@@ -23,6 +23,7 @@ import { anyRequestArb, describeReq, type AimedReq, type Targets } from '../help
 import { KeepAliveClient, type RawRes } from '../helpers/raw-client.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
 import { accessesAfter, hasStrace, straceWrapper, within, type FileAccess } from '../helpers/strace.js';
+import { PERL_PLACES } from '../../src/process/spawn-helper-protocol.js';
 
 /** Requests per property run, sent concurrently over the keep-alive pool. */
 const BATCH = 50;
@@ -219,7 +220,8 @@ describe('bad input on every route', () => {
       // The ops page's files (src/ops-page, served as they are) are its own code too.
       code: (a) =>
         [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), modules, path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) => within(a.path, d)),
-      programs: (a) => [DISPATCH, TTYD, process.execPath].includes(a.path),
+      // perl: the spawn helper looks for it as it starts (possibly after the service's), to start each job through it.
+      programs: (a) => [DISPATCH, TTYD, process.execPath, ...PERL_PLACES].includes(a.path),
       kernel: (a) => ['/proc', '/sys/devices/system/cpu'].some((d) => within(a.path, d)),
       // The spawn helper's private socket directory (mkdtemp, mode 0700), removed at its exit.
       spawnHelper: (a) => spawnHelperDir.test(a.path),
