@@ -23,8 +23,9 @@ export class JobPriority {
   ) {}
 
   /**
-   * Lowers a new job's priority, returning at once (rate-limited group changes retry while `alive()`). `atBirth`: what the spawn helper did right after the exec; only what it could
-   * not do is done here (a refused process nice, or an autogroup change the kernel's rate limit put off).
+   * Lowers a new job's priority, returning at once (rate-limited group changes retry while `alive()`). `atBirth`:
+   * what the spawn helper did right after the exec; only what it could not do is done here (a refused process
+   * nice, or an autogroup change the kernel's rate limit put off).
    */
   lower(pid: number, alive: () => boolean, atBirth: BirthPriority | null = null): void {
     if (this.nice === 0) return;

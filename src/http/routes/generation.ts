@@ -40,7 +40,7 @@ export function generationRoutes(api: Api, { supervisor }: AppDeps): void {
       episode: body.episode ?? null,
       modality: body.modality,
     };
-    // One spawn per event-loop turn: the console's reads are answered between them.
+    // The cap is checked here; the spawn order is paced on the job I/O thread (spawn-pacer.ts).
     const job = await supervisor.start(req);
     addToRequestLine(res, { proposalId: job.proposalId });
     return { proposalId: job.proposalId, pid: job.pid as number, scope: GENERATION_SCOPE };
