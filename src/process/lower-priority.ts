@@ -16,11 +16,10 @@ const GROUP_TRIES = 90;
 
 /**
  * Sets `nice` (0..19) on `pid` and its autogroup; never throws. Group retries stop once `alive()`
- * is false (its pid may be reused); `firstTry` is called when the first group try settled.
+ * is false (its pid may be reused).
  */
-export async function lowerPriority(table: HousekeepingThread, pid: number, nice: number, alive: () => boolean = () => true, firstTry: () => void = () => {}): Promise<PriorityOutcome> {
+export async function lowerPriority(table: HousekeepingThread, pid: number, nice: number, alive: () => boolean = () => true): Promise<PriorityOutcome> {
   if (nice === 0) {
-    firstTry();
     return { process: false, group: null };
   }
   let process = false;
@@ -30,7 +29,6 @@ export async function lowerPriority(table: HousekeepingThread, pid: number, nice
   } catch {}
   for (let attempt = 1; ; attempt++) {
     const r = await table.groupNice(pid, nice);
-    if (attempt === 1) firstTry();
     if (r === 'none') return { process, group: null };
     if (r !== 'again') return { process, group: r === 'set' };
     if (attempt >= GROUP_TRIES) return { process, group: false };
