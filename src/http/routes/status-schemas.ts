@@ -67,6 +67,15 @@ const Reachable = {
   heldEvents: z.number().int().optional(),
 };
 
+/** What both back ends' event-storing threads report (`database.eventWriter`): thread id, nice, appends, rows, young generation. */
+const EventStorerFigures = {
+  tid: z.number().int().nullable(),
+  nice: z.number().int().nullable(),
+  appends: z.number().int(),
+  rows: z.number().int(),
+  youngGenerationMb: z.number().nullable(),
+};
+
 /** `database` of the system status (the back end's status: main/sqlite-backend.ts, main/postgres-backend.ts). */
 export const DatabaseStatus = z
   .union([
@@ -78,15 +87,11 @@ export const DatabaseStatus = z
       replayThread: z.object({ tid: z.number().int().nullable(), nice: z.number().int().nullable() }),
       eventWriter: z
         .object({
-          tid: z.number().int().nullable(),
-          nice: z.number().int().nullable(),
-          appends: z.number().int(),
-          rows: z.number().int(),
+          ...EventStorerFigures,
           waits: z.number().int(),
           waitedMs: z.number().int(),
           idleWaits: z.number().int(),
           idleWaitedMs: z.number().int(),
-          youngGenerationMb: z.number().nullable(),
         })
         .meta({
           description:
@@ -102,18 +107,10 @@ export const DatabaseStatus = z
         description:
           'What every pooled session sets, from CONSOLE_INSTANCE_TIMEOUT_MS: `lock_timeout` and `idle_in_transaction_session_timeout` half of it, at least 1 s (a frozen peer holding a lock costs the others at most that), `statement_timeout` three times it, at least 30 s (a runaway statement).',
       }),
-      eventWriter: z
-        .object({
-          tid: z.number().int().nullable(),
-          nice: z.number().int().nullable(),
-          appends: z.number().int(),
-          rows: z.number().int(),
-          youngGenerationMb: z.number().nullable(),
-        })
-        .meta({
-          description:
-            "The event append thread: the bus's appends (`console_append` of each batch of queued events, jobs' lines the most, and retention) run there on a connection of its own (`application_name` `console-backend event appends`), so their parameters, round trips and results leave the main thread; a job's line crosses as its JSON made on the job I/O thread. `tid` and `nice` are its kernel thread id and nice value (CONSOLE_EVENT_APPEND_THREAD_NICE, 0 by default: the main thread's), null where unknown; `appends` and `rows` count the appends sent there since start-up (failed ones included) and their events; `youngGenerationMb` its young generation's bound in force (V8's default, 48 MB on 64-bit: a batch's columns outlived a smaller one's scavenges), null once it ended. Its death, or a ping left unanswered past CONSOLE_THREAD_ANSWER_LIMIT_MS, stops the service (exit 1).",
-        }),
+      eventWriter: z.object(EventStorerFigures).meta({
+        description:
+          "The event append thread: the bus's appends (`console_append` of each batch of queued events, jobs' lines the most, and retention) run there on a connection of its own (`application_name` `console-backend event appends`), so their parameters, round trips and results leave the main thread; a job's line crosses as its JSON made on the job I/O thread. `tid` and `nice` are its kernel thread id and nice value (CONSOLE_EVENT_APPEND_THREAD_NICE, 0 by default: the main thread's), null where unknown; `appends` and `rows` count the appends sent there since start-up (failed ones included) and their events; `youngGenerationMb` its young generation's bound in force (V8's default, 48 MB on 64-bit: a batch's columns outlived a smaller one's scavenges), null once it ended. Its death, or a ping left unanswered past CONSOLE_THREAD_ANSWER_LIMIT_MS, stops the service (exit 1).",
+      }),
       ...Reachable,
     }),
   ])
