@@ -85,7 +85,8 @@ export abstract class EventQueue {
     const batch = this.pending.length <= FLUSH_BATCH ? this.pending : this.pending.slice(0, FLUSH_BATCH);
     const appendLater = this.log.appendLater as NonNullable<LocalEventLog['appendLater']>;
     if (!appendLater.call(this.log, batch, this.onStoredLater)) {
-      // A console write's transaction is open on the main connection: it carries them (stage), or they go after it.
+      // A console write's transaction is open on the main connection (it carries them, stage, or they go after it), or
+      // the last append's frames are being read (a publish in a subscriber): a moment later.
       this.pacer.schedule(1);
       return;
     }

@@ -391,6 +391,43 @@ describe('the event writer thread’s client', () => {
     expect(kept).toEqual(published.slice(-kept.length));
   });
 
+  it('starts no append while a batch’s frames are read: a full batch published by a subscriber waits, so the thread does not write those frames again', async () => {
+    const { file, writer, bus } = await busOnWriter();
+    const check = new Database(file, { readonly: true });
+    cleanups.push(() => check.close());
+    const delivered: number[] = [];
+    const inside: { started: number; reading: boolean }[] = [];
+    const intact: boolean[] = [];
+    let extra: number[] = [];
+    bus.subscribe((batch) => {
+      for (const r of batch) delivered.push(r.id);
+      if (inside.length > 0) return;
+      const before = writer.stats().appends;
+      // A full batch published while the frames are read (as the end of a storage outage publishes its report with
+      // thousands of events held): it must not go to the thread now.
+      extra = Array.from({ length: 600 }, (_, i) => Number(bus.publish({ severity: 'info', scope: 'test/writer', summary: `inside ${i}` }).id));
+      inside.push({ started: writer.stats().appends - before, reading: writer.reading });
+      if (!writer.busy) return;
+      // Had it gone, the thread stores it and writes its frames where this batch's are: wait for that, so the next
+      // subscriber would read them changed.
+      const last = extra[511] as number;
+      while ((check.prepare('SELECT max(id) AS id FROM events').get() as { id: number }).id < last) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    });
+    bus.subscribe((batch, frames) => {
+      if (frames !== undefined) intact.push(frames.buf.toString('utf8') === batch.map(frameOf).join(''));
+    });
+    // A full batch: it goes to the thread at once, and comes back with its frames in the shared buffer.
+    const first = publishOnly(bus, 512);
+    expect(writer.busy).toBe(true);
+    await waitFor(() => (delivered.length === 512 + 600 ? true : undefined), 'every event delivered');
+    expect(inside).toEqual([{ started: 0, reading: true }]);
+    expect(intact[0]).toBe(true);
+    expect(intact.every(Boolean)).toBe(true);
+    expect(delivered).toEqual([...Array.from({ length: 512 }, (_, i) => first + i), ...extra]);
+    expect(writer.reading).toBe(false);
+  });
+
   it('takes a job’s lines as their tail and time: their JSON is joined on the thread, never here, and stored and framed whole', async () => {
     const { log, writer, bus } = await busOnWriter();
     const encoder = new LineEncoder('gen_split', 4096);

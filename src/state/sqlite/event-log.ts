@@ -24,6 +24,11 @@ const SEGMENT_MAX = 100_000;
 export interface AppendWriter {
   /** An append was submitted and its `done` has not run yet. */
   readonly busy: boolean;
+  /**
+   * The last append's `done` is running with frames in memory the thread writes again (read them there and then): no
+   * append may start until it returns, even one a publish inside it asks for ({@link submit} throws).
+   */
+  readonly reading: boolean;
   /** Runs `plan` over `rows` on the thread; `done` gets its outcome or the database's error, on this thread, later or in {@link drain}. */
   submit(plan: AppendPlan, rows: AppendRows, done: (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void): void;
   /** Waits (blocking) for the submitted append and runs its `done` before returning; a no-op when none is. */
@@ -127,12 +132,12 @@ export class EventLog implements LocalEventLog {
 
   /**
    * Stores `rows` (ids ascending, every smaller id stored) on the writer thread; `done` is told on this thread. @returns
-   * false, storing nothing, when it cannot now: no writer, an append already there, a console write waiting for it or
-   * under way ({@link quiesce}), or a transaction open on this connection.
+   * false, storing nothing, when it cannot now: no writer, an append already there or its frames being read (its
+   * `done` runs), a console write waiting for it or under way ({@link quiesce}), or a transaction open on this connection.
    */
   appendLater(rows: readonly EventRow[], done: AppendDone): boolean {
     const w = this.writer;
-    if (w === null || w.busy || this.holds > 0 || this.db.inTransaction) return false;
+    if (w === null || w.busy || w.reading || this.holds > 0 || this.db.inTransaction) return false;
     const plan = this.plan(rows.length);
     // Job lines cross as their two parts, joined on the thread (LineRow): no copy of their JSON is made here.
     const cols = rowColumns(rows, true);

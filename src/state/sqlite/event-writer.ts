@@ -69,6 +69,7 @@ export class EventWriter implements AppendWriter {
   private readonly frames = new SharedArrayBuffer(SHARED_FRAMES_BYTES);
   private seq = 0;
   private waiting: Done | null = null;
+  private readingFrames = false;
   private closing = false;
   /** Counts the ticks the append on the thread has gone unanswered (answer-watchdog.ts). */
   private readonly answers: AnswerWatchdog;
@@ -136,10 +137,20 @@ export class EventWriter implements AppendWriter {
     return this.waiting !== null;
   }
 
-  /** @throws Error when an append is on the thread already, or the thread was taken for dead (its hang's error). */
+  /** The last append's `done` is running with its frames in the buffer shared with the thread: no append may start (AppendWriter). */
+  get reading(): boolean {
+    return this.readingFrames;
+  }
+
+  /**
+   * @throws Error when an append is on the thread already, or the last one's `done` is still running with frames in the
+   * shared buffer (a publish inside it must not start the next append: the thread would write them again as they are
+   * read), or the thread was taken for dead (its hang's error).
+   */
   submit(plan: AppendPlan, rows: AppendRows, done: Done): void {
     if (this.hung !== null) throw this.hung;
     if (this.waiting !== null) throw new Error('event writer: an append is already on the thread');
+    if (this.readingFrames) throw new Error('event writer: the last append’s frames are being read');
     this.waiting = done;
     this.seq = (this.seq % 0x7fff_ffff) + 1;
     this.appends++;
@@ -256,6 +267,7 @@ export class EventWriter implements AppendWriter {
     this.waiting = null;
     try {
       if ('outcome' in m) {
+        this.readingFrames = m.frames === 'shared';
         done(m.outcome, null, m.frames === null ? undefined : unpackFrames(m.frames === 'shared' ? this.frames : m.frames));
         return;
       }
@@ -263,7 +275,8 @@ export class EventWriter implements AppendWriter {
       // As the database's own error on this thread: its faults map alike (errors.ts stateDbFault).
       done(null, code === null ? new Error(message) : new Database.SqliteError(message, code));
     } finally {
-      // `done` may have submitted the next append: the waiters then wait for that one.
+      this.readingFrames = false;
+      // `done` may have submitted the next append (not with shared frames): the waiters then wait for that one.
       if (this.waiting === null && this.idleWaiters.length > 0) {
         const waiters = this.idleWaiters;
         this.idleWaiters = [];
