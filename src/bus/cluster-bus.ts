@@ -1,45 +1,14 @@
 // The event bus of cluster mode (cluster.md, "Events"). Each turn the queue is appended to the shared log in one
-// transaction (ids in commit order; one append at a time keeps publish order). Delivery reads after the head, in id
-// order with no gap, woken by own appends, NOTIFY and a `pollMs` poll for missed notifications.
+// transaction (ids in commit order; appends run one at a time, in publish order: on an ordered log the next is sent
+// while one runs). Delivery reads after the head, in id order with no gap, woken by own appends, NOTIFY and a
+// `pollMs` poll for missed notifications.
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
 import { EventJson, eventHead } from './event-json.js';
 import { frameOf } from './frames.js';
 import type { EventRow } from './local-event-log.js';
+import { EMPTY_PAYLOAD, eventDraft, type SharedEventDraft, type SharedEventLog } from './shared-event-log.js';
 import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
-
-/** An event to append, without its id (the log assigns it), with its proposal and the job state it commits with (event.ts JobGuard). */
-export type SharedEventDraft = Omit<BusEvent, 'id'> & {
-  readonly proposalId?: string;
-  readonly guard?: JobGuard;
-  /** Unique to the event (its bus's source and count): a retried append does not store it twice. */
-  readonly token?: number;
-  /**
-   * The event's JSON after its id and time, made on the job I/O thread (event-json.ts eventTail; a job's line):
-   * stored and delivered as is; `summary`, `detail` and `payload` are then empty placeholders.
-   */
-  readonly tail?: string;
-};
-
-/** The shared event log (the state store's EventStore). Every method rejects with the database's error when it is away. */
-export interface SharedEventLog {
-  /**
-   * Appends events in one transaction with their job states; resolves to them with ids, null for one its guard dropped.
-   * @param retryAfter set when some drafts were in an append of unknown outcome (connection lost around its
-   *   commit): an id the log had reached before it; drafts stored then (found by token) are not stored again.
-   */
-  append(drafts: readonly SharedEventDraft[], retryAfter?: number | null): Promise<(BusEvent | null)[]>;
-  /** A number no other bus got (the source part of its events' tokens). */
-  newSource(): Promise<number>;
-  /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
-  after(sinceId: number, limit: number, filter: EventFilter, upTo?: number): Promise<EventRow[]>;
-  /** The newest `limit` passing `filter`, ascending. */
-  newest(limit: number, filter: EventFilter): Promise<EventRow[]>;
-  /** The newest id handed out and committed (0 when none). */
-  lastId(): Promise<number>;
-  /** Rows stored now. */
-  count(): Promise<number>;
-}
 
 export interface ClusterBusOptions {
   /** Bound on the events held in memory while they cannot be stored. */
@@ -67,6 +36,10 @@ interface Queued {
 export class ClusterBus implements Bus {
   private pending: Queued[] = [];
   private appending: Promise<void> | null = null;
+  /** Appends sent and not handled yet, oldest first (one, or two on an ordered log); their events lead `pending`. */
+  private sent: { readonly batch: readonly Queued[]; readonly headBefore: number; readonly events: Promise<(BusEvent | null)[]> }[] = [];
+  /** Events of `pending` in {@link sent}. */
+  private sentCount = 0;
   private flushScheduled = false;
   private readonly subscribers = new Set<BusSubscriber>();
   private readonly fencedListeners: ((proposalId: string) => void)[] = [];
@@ -159,26 +132,52 @@ export class ClusterBus implements Bus {
     });
   }
 
-  /** Appends what is queued, one transaction at a time. */
+  /** Appends what is queued, one transaction at a time (on an ordered log, the next is sent while one runs). */
   private append(): Promise<void> {
-    this.appending ??= this.appendQueued().finally(() => {
+    if (this.appending !== null) {
+      this.sendNext();
+      return this.appending;
+    }
+    this.appending = this.appendQueued().finally(() => {
       this.appending = null;
       if (this.pending.length > 0 && this.retry.outage === null) this.scheduleFlush();
     });
     return this.appending;
   }
 
+  /**
+   * Sends the next batch of what is queued and not sent: when none is under way, or on an ordered log (its
+   * SharedEventLog.ordered) when one is and the log is not failing. Its events stay at the head of `pending` until handled.
+   */
+  private sendNext(): void {
+    const running = this.sent.length;
+    if (running >= (this.log.ordered === true ? 2 : 1) || this.sentCount >= this.pending.length) return;
+    if (running > 0 && this.retry.outage !== null) return;
+    const batch = this.pending.slice(this.sentCount, this.sentCount + APPEND_BATCH);
+    this.sentCount += batch.length;
+    const events = this.log.append(
+      batch.map((q) => q.draft),
+      this.unknownOutcome?.after ?? null,
+    );
+    // Handled in order by appendQueued, which may be awaiting an earlier one.
+    events.catch(() => {});
+    this.sent.push({ batch, headBefore: this.head, events });
+  }
+
   private async appendQueued(): Promise<void> {
-    while (this.pending.length > 0) {
-      const batch = this.pending.slice(0, APPEND_BATCH);
-      const headBefore = this.head;
+    for (;;) {
+      this.sendNext();
+      const sent = this.sent[0];
+      if (sent === undefined) return;
+      const { batch, headBefore } = sent;
       let events: (BusEvent | null)[];
       try {
-        events = await this.log.append(
-          batch.map((q) => q.draft),
-          this.unknownOutcome?.after ?? null,
-        );
+        events = await sent.events;
       } catch (err) {
+        // The appends sent after it were not run (an ordered log runs none after a failed one): their events are held with its.
+        await Promise.allSettled(this.sent.slice(1).map((s) => s.events));
+        this.sent = [];
+        this.sentCount = 0;
         // It may have committed anyway (connection lost around the commit): the retry looks its events up.
         const lastToken = batch[batch.length - 1]?.draft.token ?? 0;
         this.unknownOutcome = { after: Math.min(this.unknownOutcome?.after ?? headBefore, headBefore), upTo: Math.max(this.unknownOutcome?.upTo ?? 0, lastToken) };
@@ -194,32 +193,39 @@ export class ClusterBus implements Bus {
         this.retry.failed(err, this.pending);
         return;
       }
+      this.sent.shift();
+      this.sentCount -= batch.length;
       this.pending.splice(0, batch.length);
-      if (this.unknownOutcome !== null && (batch[batch.length - 1]?.draft.token ?? 0) >= this.unknownOutcome.upTo) this.unknownOutcome = null;
-      const rows: EventRow[] = [];
-      const fenced = new Set<string>();
-      for (let i = 0; i < batch.length; i++) {
-        const q = batch[i] as Queued;
-        const e = events[i] ?? null;
-        if (e !== null) {
-          const { tail } = q.draft;
-          // As console_append stored it: the id first, then the draft's JSON.
-          rows.push({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(q.draft), data: tail !== undefined ? eventHead(e.id, e.ts) + tail : JSON.stringify(e) });
-        } else {
-          // Dropped by its guard: its job is no longer running here (another instance marked it lost).
-          this.onCount(q.draft.severity, -1);
-          if (q.draft.guard) fenced.add(q.draft.guard.job);
-        }
-        q.settle?.(e, e === null ? new Error('the event was dropped: its job is no longer running') : undefined);
-        q.draft.guard?.settled?.(e !== null);
-      }
-      this.stored += rows.length;
-      for (const job of fenced) for (const fn of this.fencedListeners) fn(job);
-      const report = this.retry.recovered();
-      if (report) this.pending.push({ draft: eventDraft(report, this.nextToken()) });
-      // Ids that follow the head mean nothing of another instance came between: deliver without reading back.
-      if (rows.length > 0 && !this.deliver(rows)) this.wake();
+      this.appended(batch, events);
     }
+  }
+
+  /** Settles and delivers an append's events (`events[i]` is `batch[i]`'s, null where its guard dropped it). */
+  private appended(batch: readonly Queued[], events: readonly (BusEvent | null)[]): void {
+    if (this.unknownOutcome !== null && (batch[batch.length - 1]?.draft.token ?? 0) >= this.unknownOutcome.upTo) this.unknownOutcome = null;
+    const rows: EventRow[] = [];
+    const fenced = new Set<string>();
+    for (let i = 0; i < batch.length; i++) {
+      const q = batch[i] as Queued;
+      const e = events[i] ?? null;
+      if (e !== null) {
+        const { tail } = q.draft;
+        // As console_append stored it: the id first, then the draft's JSON.
+        rows.push({ id: Number(e.id), severity: e.severity, scope: e.scope, proposalId: proposalOf(q.draft), data: tail !== undefined ? eventHead(e.id, e.ts) + tail : JSON.stringify(e) });
+      } else {
+        // Dropped by its guard: its job is no longer running here (another instance marked it lost).
+        this.onCount(q.draft.severity, -1);
+        if (q.draft.guard) fenced.add(q.draft.guard.job);
+      }
+      q.settle?.(e, e === null ? new Error('the event was dropped: its job is no longer running') : undefined);
+      q.draft.guard?.settled?.(e !== null);
+    }
+    this.stored += rows.length;
+    for (const job of fenced) for (const fn of this.fencedListeners) fn(job);
+    const report = this.retry.recovered();
+    if (report) this.pending.push({ draft: eventDraft(report, this.nextToken()) });
+    // Ids that follow the head mean nothing of another instance came between: deliver without reading back.
+    if (rows.length > 0 && !this.deliver(rows)) this.wake();
   }
 
   onFenced(fn: (proposalId: string) => void): void {
@@ -323,22 +329,4 @@ export class ClusterBus implements Bus {
     clearInterval(this.poll);
     this.retry.close(this.pending.length);
   }
-}
-
-const EMPTY_PAYLOAD: Readonly<Record<string, unknown>> = Object.freeze({});
-
-/** An event to append, stamped now, with its bus's `token` when given. */
-export function eventDraft(input: EventInput, token?: number): SharedEventDraft {
-  // One literal with every field (absent ones undefined), as conditional spreads made each draft a slow object.
-  return {
-    ts: new Date().toISOString(),
-    severity: input.severity,
-    scope: input.scope,
-    summary: input.summary,
-    detail: input.detail ?? null,
-    payload: input.payload ?? EMPTY_PAYLOAD,
-    proposalId: proposalOf(input) ?? undefined,
-    guard: input.guard,
-    token,
-  };
 }

@@ -1,7 +1,7 @@
 // The state store: one asynchronous interface over the state database, on SQLite or PostgreSQL (cluster.md).
 // Times are ISO-8601 UTC; event ids increase in commit order, so a reader that has seen id N has seen every
 // smaller one. Database faults surface as src/state/errors.ts ServiceErrors.
-import type { SharedEventDraft, SharedEventLog } from '../bus/cluster-bus.js';
+import type { SharedEventDraft, SharedEventLog } from '../bus/shared-event-log.js';
 import type { BusEvent, EventInput, JobEnd, JobStart } from '../bus/event.js';
 import type { EventRow } from '../bus/local-event-log.js';
 import type { JobPosition, JobQuery } from './job-query.js';

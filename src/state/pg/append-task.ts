@@ -1,7 +1,10 @@
 /**
  * The event append thread of cluster mode (append-thread.ts): runs the bus's appends (`console_append`, then
- * retention) on a pool of its own, one at a time as the main thread sends them, and answers each with its ids or
- * its error (a fault of the database as its code, rebuilt as PgFaultError on the main thread).
+ * retention) on a pool of its own, in the order the main thread sends them, each only once the one before it
+ * succeeded, and answers each with its ids or its error (a fault of the database as its code, rebuilt as PgFaultError
+ * on the main thread). The main thread may send the next append while one runs (it waits here, not for a round trip
+ * through the main thread); once one fails, those sent before the main thread heard of it (its `epoch` not above
+ * the failed one's) are refused unrun (`skipped`): nothing runs after a failed append out of order.
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
@@ -21,23 +24,38 @@ const pool = new pg.Pool(pgPoolConfig(setup.url, setup.connectTimeoutMs, setup.s
 pool.on('error', () => {});
 const x = poolExec(pool);
 
+/** The appends in the order sent: each runs once the one before it settled. */
+let queue: Promise<void> = Promise.resolve();
+/** The epoch of the last failed append: appends sent before the main thread heard of it are not run. */
+let failedEpoch = -1;
+
+/** Runs append `m` (its turn come), or refuses it unrun when it was sent before a failure was heard of; answers either way. */
+async function run(m: Extract<AppendRequest, { seq: number }>): Promise<void> {
+  if (m.epoch <= failedEpoch) {
+    port.postMessage({ seq: m.seq, skipped: true } satisfies AppendReply);
+    return;
+  }
+  try {
+    const ids = await runAppend(x, x, setup.retention, m.columns, m.retryAfter);
+    port.postMessage({ seq: m.seq, ids } satisfies AppendReply);
+  } catch (err) {
+    failedEpoch = m.epoch;
+    const e = err as Error;
+    const fault = err instanceof PgFaultError ? { code: err.code, pgCode: err.pgCode } : null;
+    port.postMessage({ seq: m.seq, error: { message: e?.message ?? String(err), fault } } satisfies AppendReply);
+  }
+}
+
 port.postMessage({ seq: 0, tid: ownThreadId(), nice } satisfies AppendReply);
 
 port.on('message', (m: AppendRequest) => {
   if ('close' in m) {
-    void pool.end().finally(() => port.close());
+    void queue.then(() => pool.end()).finally(() => port.close());
     return;
   }
   if ('ping' in m) {
     port.postMessage({ pong: m.ping } satisfies AppendReply);
     return;
   }
-  runAppend(x, x, setup.retention, m.columns, m.retryAfter).then(
-    (ids) => port.postMessage({ seq: m.seq, ids } satisfies AppendReply),
-    (err: unknown) => {
-      const e = err as Error;
-      const fault = err instanceof PgFaultError ? { code: err.code, pgCode: err.pgCode } : null;
-      port.postMessage({ seq: m.seq, error: { message: e?.message ?? String(err), fault } } satisfies AppendReply);
-    },
-  );
+  queue = queue.then(() => run(m));
 });

@@ -3,14 +3,16 @@
  * appends (`console_append` of each batch, jobs' lines the most, and retention) run there on a pool of its own, so
  * their SQL parameters, the round trips and the results leave the main thread, as SQLite's event writer thread takes
  * its inserts. The main thread makes each batch's columns (a job's line crosses as its JSON made on the job I/O
- * thread), sends them, and gets the ids back; the cluster bus appends one batch at a time, so ids stay in commit order.
- * Its reads go to the store's pool on the main thread.
+ * thread), sends them, and gets the ids back. The appends run there one at a time in the order sent, so ids stay in
+ * commit order; the bus sends the next while one runs (`ordered`), and those sent before a failure was heard of here
+ * are not run (each carries the count of failures heard of, its `epoch`). Its reads go to the store's pool on the
+ * main thread.
  */
 import fs from 'node:fs';
 import { inspect } from 'node:util';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { BusEvent } from '../../bus/event.js';
-import type { SharedEventDraft, SharedEventLog } from '../../bus/cluster-bus.js';
+import { AppendNotRunError, type SharedEventDraft, type SharedEventLog } from '../../bus/shared-event-log.js';
 import { ANSWER_LIMIT_MS, AnswerWatchdog } from '../../process/answer-watchdog.js';
 import { appendColumns, appendedEvents, type AppendColumns } from './event-repo.js';
 import { PgFaultError, type PgFaultCode } from './errors.js';
@@ -30,13 +32,23 @@ export interface AppendSetup {
   readonly nice: number;
 }
 
-/** To the thread: an append (`columns` as event-repo.ts appendColumns makes them), a ping, or the end. */
-export type AppendRequest = { readonly seq: number; readonly columns: AppendColumns; readonly retryAfter: number | null } | { readonly ping: number } | { readonly close: true };
+/**
+ * To the thread: an append (`columns` as event-repo.ts appendColumns makes them; `epoch`: the failed appends the main
+ * thread had heard of when it sent it), a ping, or the end.
+ */
+export type AppendRequest =
+  | { readonly seq: number; readonly epoch: number; readonly columns: AppendColumns; readonly retryAfter: number | null }
+  | { readonly ping: number }
+  | { readonly close: true };
 
-/** From the thread: its start (`seq` 0), each append's ids or error (`fault`: a fault of the database), each ping's answer. */
+/**
+ * From the thread: its start (`seq` 0), each append's ids, error (`fault`: a fault of the database) or refusal unrun
+ * (`skipped`: an append sent before it failed), each ping's answer.
+ */
 export type AppendReply =
   | { readonly seq: 0; readonly tid: number | null; readonly nice: number | null }
   | { readonly seq: number; readonly ids: (number | null)[] }
+  | { readonly seq: number; readonly skipped: true }
   | { readonly seq: number; readonly error: { readonly message: string; readonly fault: { readonly code: PgFaultCode; readonly pgCode: string } | null } }
   | { readonly pong: number };
 
@@ -57,6 +69,10 @@ export class PgAppendThread implements SharedEventLog {
   private readonly worker: Worker;
   private readonly port: MessagePort;
   private seq = 0;
+  /** Failed appends heard of (AppendRequest's `epoch`). */
+  private epoch = 0;
+  /** Appends may be sent while one runs: the thread runs them in order, none after a failed one (SharedEventLog.ordered). */
+  readonly ordered = true;
   private readonly waiting = new Map<number, { resolve: (ids: (number | null)[]) => void; reject: (err: Error) => void }>();
   private closing = false;
   private dead: Error | null = null;
@@ -126,7 +142,11 @@ export class PgAppendThread implements SharedEventLog {
     this.ended = new Promise((resolve) => this.worker.once('exit', () => resolve()));
   }
 
-  /** Appends on the thread (SharedEventLog.append). @throws (rejects) PgFaultError as the store's append would; Error once the thread is dead. */
+  /**
+   * Appends on the thread (SharedEventLog.append), after the appends sent before it. @throws (rejects) PgFaultError as
+   * the store's append would; AppendNotRunError when one sent before it failed (nothing of it stored); Error once the
+   * thread is dead.
+   */
   async append(drafts: readonly SharedEventDraft[], retryAfter: number | null = null): Promise<(BusEvent | null)[]> {
     if (drafts.length === 0) return [];
     if (this.dead !== null) throw this.dead;
@@ -134,7 +154,7 @@ export class PgAppendThread implements SharedEventLog {
     this.appends++;
     this.rows += drafts.length;
     const ids = new Promise<(number | null)[]>((resolve, reject) => this.waiting.set(seq, { resolve, reject }));
-    this.port.postMessage({ seq, columns: appendColumns(drafts), retryAfter } satisfies AppendRequest);
+    this.port.postMessage({ seq, epoch: this.epoch, columns: appendColumns(drafts), retryAfter } satisfies AppendRequest);
     return appendedEvents(drafts, await ids);
   }
 
@@ -194,6 +214,12 @@ export class PgAppendThread implements SharedEventLog {
       w.resolve(m.ids);
       return;
     }
+    if ('skipped' in m) {
+      w.reject(new AppendNotRunError());
+      return;
+    }
+    // Heard of before any later append is sent: those sent from now on run (the thread refuses the earlier ones).
+    this.epoch++;
     const { message, fault } = (m as Extract<AppendReply, { error: unknown }>).error;
     // As the store's own append would throw it: the bus and the HTTP catalogue map it alike.
     w.reject(fault === null ? new Error(message) : new PgFaultError(fault.code, message, new Error(message), fault.pgCode));

@@ -1,5 +1,5 @@
 // One write of the console's state on PostgreSQL: its changes and events commit in one transaction (cluster.md).
-import { eventDraft } from '../../bus/cluster-bus.js';
+import { eventDraft } from '../../bus/shared-event-log.js';
 import type { BusEvent, EventInput, JobStart } from '../../bus/event.js';
 import { writeJobStart, type StateCommitter, type StateStore, type StateWrite } from '../state-store.js';
 
