@@ -5,9 +5,9 @@
 import type { Bus, BusSubscriber } from './bus-api.js';
 import { NO_FILTER, proposalOf, type BusEvent, type EventFilter, type EventInput, type JobGuard, type Severity } from './event.js';
 import { EventJson, eventHead } from './event-json.js';
-import { frameOf } from './frames.js';
+import { frameOf, type FrameBlock } from './frames.js';
 import type { EventRow } from './local-event-log.js';
-import { EMPTY_PAYLOAD, eventDraft, type SharedEventDraft, type SharedEventLog } from './shared-event-log.js';
+import { EMPTY_PAYLOAD, eventDraft, type FramedAppend, type SharedEventDraft, type SharedEventLog } from './shared-event-log.js';
 import { StorageRetry, type StorageOutage, type StorageStateListener } from './storage-outage.js';
 
 export interface ClusterBusOptions {
@@ -37,7 +37,7 @@ export class ClusterBus implements Bus {
   private pending: Queued[] = [];
   private appending: Promise<void> | null = null;
   /** Appends sent and not handled yet, oldest first (one, or two on an ordered log); their events lead `pending`. */
-  private sent: { readonly batch: readonly Queued[]; readonly headBefore: number; readonly events: Promise<(BusEvent | null)[]> }[] = [];
+  private sent: { readonly batch: readonly Queued[]; readonly headBefore: number; readonly answer: Promise<FramedAppend> }[] = [];
   /** Events of `pending` in {@link sent}. */
   private sentCount = 0;
   private flushScheduled = false;
@@ -155,13 +155,13 @@ export class ClusterBus implements Bus {
     if (running > 0 && this.retry.outage !== null) return;
     const batch = this.pending.slice(this.sentCount, this.sentCount + APPEND_BATCH);
     this.sentCount += batch.length;
-    const events = this.log.append(
-      batch.map((q) => q.draft),
-      this.unknownOutcome?.after ?? null,
-    );
+    const drafts = batch.map((q) => q.draft);
+    const retryAfter = this.unknownOutcome?.after ?? null;
+    // Framed where stored when the log can (the event append thread): the streams then copy bytes.
+    const answer = this.log.appendFramed !== undefined ? this.log.appendFramed(drafts, retryAfter) : this.log.append(drafts, retryAfter).then((events) => ({ events, frames: null }));
     // Handled in order by appendQueued, which may be awaiting an earlier one.
-    events.catch(() => {});
-    this.sent.push({ batch, headBefore: this.head, events });
+    answer.catch(() => {});
+    this.sent.push({ batch, headBefore: this.head, answer });
   }
 
   private async appendQueued(): Promise<void> {
@@ -170,12 +170,12 @@ export class ClusterBus implements Bus {
       const sent = this.sent[0];
       if (sent === undefined) return;
       const { batch, headBefore } = sent;
-      let events: (BusEvent | null)[];
+      let appended: FramedAppend;
       try {
-        events = await sent.events;
+        appended = await sent.answer;
       } catch (err) {
         // The appends sent after it were not run (an ordered log runs none after a failed one): their events are held with its.
-        await Promise.allSettled(this.sent.slice(1).map((s) => s.events));
+        await Promise.allSettled(this.sent.slice(1).map((s) => s.answer));
         this.sent = [];
         this.sentCount = 0;
         // It may have committed anyway (connection lost around the commit): the retry looks its events up.
@@ -196,12 +196,15 @@ export class ClusterBus implements Bus {
       this.sent.shift();
       this.sentCount -= batch.length;
       this.pending.splice(0, batch.length);
-      this.appended(batch, events);
+      this.appended(batch, appended);
     }
   }
 
-  /** Settles and delivers an append's events (`events[i]` is `batch[i]`'s, null where its guard dropped it). */
-  private appended(batch: readonly Queued[], events: readonly (BusEvent | null)[]): void {
+  /**
+   * Settles and delivers an append's events (`events[i]` is `batch[i]`'s, null where its guard dropped it), with the
+   * stored ones' frames when made where they were stored.
+   */
+  private appended(batch: readonly Queued[], { events, frames }: FramedAppend): void {
     if (this.unknownOutcome !== null && (batch[batch.length - 1]?.draft.token ?? 0) >= this.unknownOutcome.upTo) this.unknownOutcome = null;
     const rows: EventRow[] = [];
     const fenced = new Set<string>();
@@ -225,7 +228,7 @@ export class ClusterBus implements Bus {
     const report = this.retry.recovered();
     if (report) this.pending.push({ draft: eventDraft(report, this.nextToken()) });
     // Ids that follow the head mean nothing of another instance came between: deliver without reading back.
-    if (rows.length > 0 && !this.deliver(rows)) this.wake();
+    if (rows.length > 0 && !this.deliver(rows, false, frames?.ids.length === rows.length ? frames : undefined)) this.wake();
   }
 
   onFenced(fn: (proposalId: string) => void): void {
@@ -269,16 +272,18 @@ export class ClusterBus implements Bus {
   /**
    * Hands rows continuing the head to subscribers, skipping those delivered already (own appends and reads overlap).
    * @param read the rows were read after the head: nothing comes between.
+   * @param frames the rows' frames (made where they were stored): handed on when every row is delivered.
    * @returns false when the rows do not continue the head.
    */
-  private deliver(rows: readonly EventRow[], read = false): boolean {
+  private deliver(rows: readonly EventRow[], read = false, frames?: FrameBlock): boolean {
     let from = 0;
     while (from < rows.length && (rows[from] as EventRow).id <= this.head) from++;
     if (from === rows.length) return true;
     if (!read && (rows[from] as EventRow).id !== this.head + 1) return false;
     const fresh = from === 0 ? rows : rows.slice(from);
     this.head = (fresh[fresh.length - 1] as EventRow).id;
-    for (const sub of this.subscribers) sub(fresh);
+    const block = from === 0 ? frames : undefined;
+    for (const sub of this.subscribers) sub(fresh, block);
     return true;
   }
 

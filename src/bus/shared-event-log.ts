@@ -2,6 +2,7 @@
 // reads, or the event append thread's (state/pg/append-thread.ts), and the drafts appended.
 import type { BusEvent, EventFilter, EventInput, JobGuard } from './event.js';
 import { proposalOf } from './event.js';
+import type { FrameBlock } from './frames.js';
 import type { EventRow } from './local-event-log.js';
 
 /** An event to append, without its id (the log assigns it), with its proposal and the job state it commits with (event.ts JobGuard). */
@@ -30,6 +31,11 @@ export interface SharedEventLog {
    *   commit): an id the log had reached before it; drafts stored then (found by token) are not stored again.
    */
   append(drafts: readonly SharedEventDraft[], retryAfter?: number | null): Promise<(BusEvent | null)[]>;
+  /**
+   * {@link append}, with the Server-Sent Events frames of the events stored (those not dropped, in the drafts' order),
+   * made where they were stored (the event append thread): null when they could not be made. The bus prefers it.
+   */
+  appendFramed?(drafts: readonly SharedEventDraft[], retryAfter?: number | null): Promise<FramedAppend>;
   /** A number no other bus got (the source part of its events' tokens). */
   newSource(): Promise<number>;
   /** Events with `sinceId < id <= upTo` passing `filter`, ascending, at most `limit`. */
@@ -40,6 +46,12 @@ export interface SharedEventLog {
   lastId(): Promise<number>;
   /** Rows stored now. */
   count(): Promise<number>;
+}
+
+/** An append's events (SharedEventLog.append) and the frames of those stored, event `i` of them ending at `frames.ends[i]`. */
+export interface FramedAppend {
+  readonly events: (BusEvent | null)[];
+  readonly frames: FrameBlock | null;
 }
 
 /** An append not run because one sent before it failed (SharedEventLog.ordered): nothing of it was stored. */

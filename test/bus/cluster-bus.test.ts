@@ -7,12 +7,15 @@
  * - on an ordered log (the event append thread's) the next append is sent while one runs, never more than one ahead,
  *   and one sent before a failure is held with the failed one's events and stored after them;
  * - the event append thread itself runs appends sent at once in their order, and none sent before a failed one was
- *   heard of (refused unrun: nothing of it stored).
+ *   heard of (refused unrun: nothing of it stored); it makes the stored events' frames, byte for byte as the log
+ *   serves them, and the bus hands them to its subscribers.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ClusterBus } from '../../src/bus/cluster-bus.js';
 import type { BusEvent } from '../../src/bus/event.js';
 import { NO_FILTER } from '../../src/bus/event.js';
+import { eventTail } from '../../src/bus/event-json.js';
+import { type FrameBlock, frameOf } from '../../src/bus/frames.js';
 import type { EventRow } from '../../src/bus/local-event-log.js';
 import { AppendNotRunError, eventDraft, type SharedEventDraft, type SharedEventLog } from '../../src/bus/shared-event-log.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
@@ -226,5 +229,39 @@ it('the event append thread: appends sent at once run in their order; those sent
   const rows = await store.events.after(0, 100, NO_FILTER);
   expect(rows.map((r) => JSON.parse(r.data).summary as string)).toEqual(['a1', 'a2', 'b1', 'later']);
   expect(thread.stats()).toMatchObject({ appends: 6, rows: 7 });
+
+  // The stored events' frames, made there: as the log serves them, a job's line (its JSON made elsewhere) included.
+  const head = Number(rows.at(-1)!.id);
+  const line: SharedEventDraft = { ...draft(''), proposalId: 'gen_framed', tail: eventTail('info', 'engine/generation', 'line 1 é ✓', 'gen_framed stdout line 1', '{"source":"dispatch_cli"}') };
+  const framed = await thread.appendFramed([draft('f1'), line, draft('f3 "quoted" \\ ✓')]);
+  const stored = await store.events.after(head, 10, NO_FILTER);
+  expect(stored).toHaveLength(3);
+  expect(ids(framed.events)).toEqual(stored.map((r) => r.id));
+  expect(Array.from(framed.frames!.ids)).toEqual(stored.map((r) => r.id));
+  expect(framed.frames!.buf.toString('utf8')).toBe(stored.map(frameOf).join(''));
+  expect(Array.from(framed.frames!.ends)).toEqual(
+    stored.map((_, i) =>
+      Buffer.byteLength(
+        stored
+          .slice(0, i + 1)
+          .map(frameOf)
+          .join(''),
+      ),
+    ),
+  );
+
+  // A bus on the thread hands its subscribers the rows with those frames.
+  const bus = await ClusterBus.open(thread, { maxUnstored: 100, retryMs: 50, pollMs: 60_000 });
+  const delivered: { rows: EventRow[]; frames: FrameBlock | undefined; text: string | undefined }[] = [];
+  bus.subscribe((batch, frames) => delivered.push({ rows: [...batch], frames, text: frames?.buf.toString('utf8') }));
+  for (let i = 0; i < 300; i++) bus.publish({ severity: 'info', scope: 'test/bus', summary: `bus ${i}` });
+  await waitFor(() => (delivered.reduce((n, d) => n + d.rows.length, 0) === 300 ? true : undefined), 'the bus’s events delivered');
+  await bus.close();
+  for (const d of delivered) {
+    expect(d.frames).toBeDefined();
+    expect(d.text).toBe(d.rows.map(frameOf).join(''));
+  }
+  const fromLog = await store.events.after(head + 3, 1000, NO_FILTER);
+  expect(delivered.flatMap((d) => d.rows.map(frameOf))).toEqual(fromLog.map(frameOf));
   expect(deaths).toEqual([]);
 });

@@ -10,7 +10,8 @@ import { workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import { lowerOwnPriority, ownThreadId } from '../../process/own-thread.js';
 import type { AppendReply, AppendRequest, AppendSetup } from './append-thread.js';
-import { runAppend } from './event-repo.js';
+import { packEventFrames } from '../../bus/frames.js';
+import { BODY_COLUMN, runAppend } from './event-repo.js';
 import { PgFaultError } from './errors.js';
 import { poolExec } from './exec.js';
 import { pgPoolConfig } from './pg-state-store.js';
@@ -35,14 +36,38 @@ async function run(m: Extract<AppendRequest, { seq: number }>): Promise<void> {
     port.postMessage({ seq: m.seq, skipped: true } satisfies AppendReply);
     return;
   }
+  let ids: (number | null)[];
   try {
-    const ids = await runAppend(x, x, setup.retention, m.columns, m.retryAfter);
-    port.postMessage({ seq: m.seq, ids } satisfies AppendReply);
+    ids = await runAppend(x, x, setup.retention, m.columns, m.retryAfter);
   } catch (err) {
     failedEpoch = m.epoch;
     const e = err as Error;
     const fault = err instanceof PgFaultError ? { code: err.code, pgCode: err.pgCode } : null;
     port.postMessage({ seq: m.seq, error: { message: e?.message ?? String(err), fault } } satisfies AppendReply);
+    return;
+  }
+  const frames = storedFrames(ids, m.columns[BODY_COLUMN] as string[]);
+  port.postMessage({ seq: m.seq, ids, frames } satisfies AppendReply, frames === null ? [] : [frames]);
+}
+
+/**
+ * The Server-Sent Events frames of the events an append stored (`ids[i]` non-null), as `console_append` stored each
+ * one's JSON (`{"id":"<id>",` then its body but the body's `{`), packed as frames.ts packFrames does, to transfer; null
+ * when they cannot be made (the main thread then frames the rows itself).
+ */
+function storedFrames(ids: readonly (number | null)[], bodies: readonly string[]): ArrayBuffer | null {
+  try {
+    const kept: number[] = [];
+    const data: string[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
+      if (id == null) continue;
+      kept.push(id);
+      data.push(`{"id":"${id}",${(bodies[i] as string).slice(1)}`);
+    }
+    return packEventFrames(kept, data);
+  } catch {
+    return null;
   }
 }
 

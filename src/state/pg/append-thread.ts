@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import { inspect } from 'node:util';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { BusEvent } from '../../bus/event.js';
-import { AppendNotRunError, type SharedEventDraft, type SharedEventLog } from '../../bus/shared-event-log.js';
+import { type FrameBlock, unpackFrames } from '../../bus/frames.js';
+import { AppendNotRunError, type FramedAppend, type SharedEventDraft, type SharedEventLog } from '../../bus/shared-event-log.js';
 import { ANSWER_LIMIT_MS, AnswerWatchdog } from '../../process/answer-watchdog.js';
 import { appendColumns, appendedEvents, type AppendColumns } from './event-repo.js';
 import { PgFaultError, type PgFaultCode } from './errors.js';
@@ -47,7 +48,8 @@ export type AppendRequest =
  */
 export type AppendReply =
   | { readonly seq: 0; readonly tid: number | null; readonly nice: number | null }
-  | { readonly seq: number; readonly ids: (number | null)[] }
+  /** `frames`: the stored events' frames (frames.ts packFrames), transferred; null when the thread could not make them. */
+  | { readonly seq: number; readonly ids: (number | null)[]; readonly frames: ArrayBuffer | null }
   | { readonly seq: number; readonly skipped: true }
   | { readonly seq: number; readonly error: { readonly message: string; readonly fault: { readonly code: PgFaultCode; readonly pgCode: string } | null } }
   | { readonly pong: number };
@@ -73,7 +75,7 @@ export class PgAppendThread implements SharedEventLog {
   private epoch = 0;
   /** Appends may be sent while one runs: the thread runs them in order, none after a failed one (SharedEventLog.ordered). */
   readonly ordered = true;
-  private readonly waiting = new Map<number, { resolve: (ids: (number | null)[]) => void; reject: (err: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (answer: { ids: (number | null)[]; frames: FrameBlock | null }) => void; reject: (err: Error) => void }>();
   private closing = false;
   private dead: Error | null = null;
   private info: { tid: number | null; nice: number | null } = { tid: null, nice: null };
@@ -148,14 +150,20 @@ export class PgAppendThread implements SharedEventLog {
    * thread is dead.
    */
   async append(drafts: readonly SharedEventDraft[], retryAfter: number | null = null): Promise<(BusEvent | null)[]> {
-    if (drafts.length === 0) return [];
+    return (await this.appendFramed(drafts, retryAfter)).events;
+  }
+
+  /** {@link append} with the stored events' frames, made on the thread (SharedEventLog.appendFramed). @throws (rejects) as {@link append}. */
+  async appendFramed(drafts: readonly SharedEventDraft[], retryAfter: number | null = null): Promise<FramedAppend> {
+    if (drafts.length === 0) return { events: [], frames: null };
     if (this.dead !== null) throw this.dead;
     const seq = ++this.seq;
     this.appends++;
     this.rows += drafts.length;
-    const ids = new Promise<(number | null)[]>((resolve, reject) => this.waiting.set(seq, { resolve, reject }));
+    const answer = new Promise<{ ids: (number | null)[]; frames: FrameBlock | null }>((resolve, reject) => this.waiting.set(seq, { resolve, reject }));
     this.port.postMessage({ seq, epoch: this.epoch, columns: appendColumns(drafts), retryAfter } satisfies AppendRequest);
-    return appendedEvents(drafts, await ids);
+    const { ids, frames } = await answer;
+    return { events: appendedEvents(drafts, ids), frames };
   }
 
   newSource(): Promise<number> {
@@ -211,7 +219,7 @@ export class PgAppendThread implements SharedEventLog {
     if (w === undefined) return;
     this.waiting.delete(m.seq);
     if ('ids' in m) {
-      w.resolve(m.ids);
+      w.resolve({ ids: m.ids, frames: m.frames === null ? null : unpackFrames(m.frames) });
       return;
     }
     if ('skipped' in m) {

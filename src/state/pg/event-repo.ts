@@ -135,6 +135,9 @@ export function eventsAfterSql(
   return { text: `SELECT id, severity, scope, proposal_id AS "proposalId", data FROM events WHERE id > $1 AND id + 0 <= $2${where} ORDER BY id LIMIT $${values.length}`, values };
 }
 
+/** Where each event's JSON (its body: without the id) is in {@link AppendColumns}. */
+export const BODY_COLUMN = 3;
+
 /** `console_append`'s arguments, one array per column; the JSON lacks the id, which the function puts first. */
 function appendArgs(drafts: readonly EventDraft[]): (string | null)[][] {
   const severity: string[] = [];
@@ -152,6 +155,7 @@ function appendArgs(drafts: readonly EventDraft[]): (string | null)[][] {
     guard.push(d.guard?.job ?? null);
     end.push(d.guard?.end === undefined ? null : JSON.stringify(d.guard.end));
   }
+  // BODY_COLUMN: body's place.
   return [severity, scope, proposal, body, guard, end];
 }
 
