@@ -174,8 +174,10 @@ export class ClusterBus implements Bus {
       try {
         appended = await sent.answer;
       } catch (err) {
-        // The appends sent after it were not run (an ordered log runs none after a failed one): their events are held with its.
-        await Promise.allSettled(this.sent.slice(1).map((s) => s.answer));
+        // The append sent after it was not run (an ordered log runs none after a failed one): its events are held with
+        // this one's. Nothing is sent meanwhile (the log would run it, before the held events): `sent` stays full while
+        // awaited, and without a follower nothing is awaited here.
+        if (this.sent.length > 1) await Promise.allSettled(this.sent.slice(1).map((s) => s.answer));
         this.sent = [];
         this.sentCount = 0;
         // It may have committed anyway (connection lost around the commit): the retry looks its events up.

@@ -210,7 +210,7 @@ describe('bad input on every route', () => {
     // the docs viewer's files, read on first request), the programs it is
     // configured to start (checked before each start), the kernel's process and CPU tables
     // (process trees of terminals, metrics), its spawn helper's socket, and, to resolve a path, the folders above these
-    // (a stat, never an open). Anything else is a request reaching a file it must not.
+    // (a stat, never an open), and its working folder's name (getcwd). Anything else is a request reaching a file it must not.
     // node_modules as the kernel names it: a worktree may link it from another checkout.
     const modules = fs.realpathSync(path.join(REPO_ROOT, 'node_modules'));
     const roots = [store, stateDir, REPO_ROOT.replace(/\/$/, ''), modules];
@@ -226,6 +226,8 @@ describe('bad input on every route', () => {
       // The spawn helper's private socket directory (mkdtemp, mode 0700), removed at its exit.
       spawnHelper: (a) => spawnHelperDir.test(a.path),
       pathWalk: (a) => /stat|access/.test(a.call) && roots.some((r) => within(r, a.path)),
+      // Its own working folder asked for (a worker thread started later, e.g. a pool's, asks as it starts): no file opened.
+      workingFolder: (a) => a.call === 'getcwd' && a.path === process.cwd(),
     };
     const counts: Record<string, number> = Object.fromEntries(Object.keys(classes).map((c) => [c, 0]));
     const forbidden: string[] = [];
