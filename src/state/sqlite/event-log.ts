@@ -24,10 +24,7 @@ const SEGMENT_MAX = 100_000;
 export interface AppendWriter {
   /** An append was submitted and its `done` has not run yet. */
   readonly busy: boolean;
-  /**
-   * The last append's `done` is running with frames in memory the thread writes again (read them there and then): no
-   * append may start until it returns, even one a publish inside it asks for ({@link submit} throws).
-   */
+  /** The last append's `done` runs with frames in memory the thread writes again: no append may start ({@link submit} throws). */
   readonly reading: boolean;
   /** Runs `plan` over `rows` on the thread; `done` gets its outcome or the database's error, on this thread, later or in {@link drain}. */
   submit(plan: AppendPlan, rows: AppendRows, done: (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void): void;
