@@ -155,7 +155,7 @@ function appendArgs(drafts: readonly EventDraft[]): (string | null)[][] {
     guard.push(d.guard?.job ?? null);
     end.push(d.guard?.end === undefined ? null : JSON.stringify(d.guard.end));
   }
-  // BODY_COLUMN: body's place.
+  // `body` at BODY_COLUMN: the event append thread frames the stored events from it.
   return [severity, scope, proposal, body, guard, end];
 }
 
