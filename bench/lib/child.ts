@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { SERVICE_ENTRY } from './paths.js';
 
 export interface Running {
@@ -79,7 +80,7 @@ export function cpuMsOf(pid: number | undefined): number | null {
 }
 
 /**
- * Starts the real service (`node dist/main/index.js`) with `env` on a free port. With
+ * Starts the real service as `npm start` does (bin/console-backend) with `env` on a free port. With
  * BENCH_PROFILE_DIR set, the service writes a CPU profile of its main thread there when it
  * stops (`--cpu-prof`; summarise with bench/tools/profile-summary), for the notes. With
  * BENCH_NODE_ARGS set, its space-separated flags are given to the service's node. With
@@ -92,14 +93,18 @@ export async function startService(env: Record<string, string>, nodeArgs: string
   if (prof && !nodeArgs.includes('--cpu-prof')) nodeArgs = [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${prof}`];
   // BENCH_NODE_ARGS: more flags for the service's node, space-separated (e.g. `--heap-prof --heap-prof-dir=/tmp/h`).
   if (process.env.BENCH_NODE_ARGS) nodeArgs = [...nodeArgs, ...process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean)];
-  const proc = spawn(process.execPath, [...nodeArgs, SERVICE_ENTRY], {
-    // MALLOC_ARENA_MAX as `npm start` and the systemd unit start the service (README, "Threads").
+  // As `npm start` starts it: through the tree's bin/console-backend (jemalloc when installed, else glibc's malloc
+  // with 2 arenas; README, "Memory"), this runner's node first on PATH. A build from before the launcher: node
+  // itself, with MALLOC_ARENA_MAX=2 as its `npm start` set.
+  const launcher = path.resolve(path.dirname(SERVICE_ENTRY), '..', '..', 'bin', 'console-backend');
+  const viaLauncher = fs.existsSync(launcher);
+  const proc = spawn(viaLauncher ? 'sh' : process.execPath, viaLauncher ? [launcher, ...nodeArgs] : [...nodeArgs, SERVICE_ENTRY], {
     env: {
-      PATH: process.env.PATH ?? '',
+      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
       HOST: '127.0.0.1',
       PORT: String(port),
       LOG_LEVEL: 'warn',
-      MALLOC_ARENA_MAX: '2',
+      ...(viaLauncher ? {} : { MALLOC_ARENA_MAX: '2' }),
       ...env,
       ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>),
     },

@@ -166,6 +166,8 @@ export interface Config {
   };
   /** MALLOC_ARENA_MAX as the process was started with (glibc's bound on its malloc arenas), null when unset; reported in the system status. */
   readonly mallocArenaMax: string | null;
+  /** MALLOC_CONF as the process was started with (jemalloc's options, bin/console-backend), null when unset; reported in the system status. */
+  readonly mallocConf: string | null;
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: LogLevel;
   /** LOG_FORMAT: `json` (one JSON object a line) or `pretty` (pino-pretty, for people). */
@@ -174,7 +176,7 @@ export interface Config {
   readonly nonDefault: Readonly<Record<string, string>>;
   /** Folder where every answer is recorded to check it against the OpenAPI document (tests); null: nothing runs per request. */
   readonly recordAnswersDir: string | null;
-  /** The dispatch tool's and terminals' environment: the service's without {@link SERVICE_ONLY_VARIABLES}, plus CONSOLE_DATA_DIR. */
+  /** The dispatch tool's and terminals' environment: the service's without {@link SERVICE_ONLY_VARIABLES} and the allocator variables bin/console-backend set (CONSOLE_LAUNCHER_SET), plus CONSOLE_DATA_DIR. */
   readonly childEnv: Readonly<Record<string, string>>;
 }
 
@@ -230,8 +232,10 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
   const hosts = ['localhost', '127.0.0.1', ...e.CONSOLE_CORS_DEV_HOSTS];
   const origins = hosts.flatMap((h) => e.CONSOLE_CORS_PORTS.map((p) => `http://${h}:${p}`));
 
+  // The allocator the launcher chose is the service's: a job or terminal runs with what the operator set.
+  const withheld = [...SERVICE_ONLY_VARIABLES, 'CONSOLE_LAUNCHER_SET', ...e.CONSOLE_LAUNCHER_SET];
   const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && !SERVICE_ONLY_VARIABLES.includes(k)) childEnv[k] = v;
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !withheld.includes(k)) childEnv[k] = v;
   childEnv.CONSOLE_DATA_DIR = dataDir;
 
   return deepFreeze({
@@ -312,6 +316,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     cors: { origins },
     allowedHosts: e.CONSOLE_ALLOWED_HOSTS,
     mallocArenaMax: e.MALLOC_ARENA_MAX || null,
+    mallocConf: e.MALLOC_CONF || null,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     nonDefault: nonDefaultSettings(env, e),

@@ -114,6 +114,9 @@ function parsePortRange(s: string, ctx: z.RefinementCtx): { first: number; last:
 
 const defaultThreads = Math.max(1, Math.min(4, os.availableParallelism() - 1));
 
+/** The variables bin/console-backend may set for the allocator (CONSOLE_LAUNCHER_SET names those it did). */
+export const LAUNCHER_VARIABLES: readonly string[] = ['LD_PRELOAD', 'MALLOC_CONF', 'MALLOC_ARENA_MAX'];
+
 /** Every variable the service reads, with its default. */
 export const envSchema = z.object({
   PORT: int(0, 65535).default(8431),
@@ -211,6 +214,14 @@ export const envSchema = z.object({
   CONSOLE_HISTORY_SAMPLE_MS: int(100, 60_000).default(5000),
   // glibc's, read by the C library at the process's start: reported, never applied here (npm start sets 2).
   MALLOC_ARENA_MAX: z.string().trim().optional(),
+  // jemalloc's options, read by jemalloc at start when it is preloaded (bin/console-backend): reported only.
+  MALLOC_CONF: z.string().trim().optional(),
+  // Set by bin/console-backend: the allocator variables it set itself (never handed to a job or terminal).
+  CONSOLE_LAUNCHER_SET: z
+    .string()
+    .trim()
+    .optional()
+    .transform((s) => (s ? s.split(/\s+/).filter((n) => LAUNCHER_VARIABLES.includes(n)) : [])),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('json'),
   CONSOLE_RECORD_ANSWERS_DIR: z.string().trim().optional(),

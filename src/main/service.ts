@@ -6,6 +6,7 @@ import type { AppDeps } from '../http/app.js';
 import type { Api } from '../http/route.js';
 import { checkStartupGuards, utcDate } from '../ops/guards.js';
 import { createLogger, type Logger } from '../ops/logger.js';
+import { allocator } from '../ops/memory.js';
 import { SHIPPED_REGISTRIES, type Registries } from '../registry/index.js';
 import type { Db } from '../state/sqlite/db.js';
 import { composeService } from './compose.js';
@@ -81,6 +82,8 @@ function logStarted(parts: Awaited<ReturnType<typeof composeService>>['parts'], 
       stateDir: config.stateDir,
       ...(membership ? { database: backend.status().url, instance: parts.instanceId } : { stateDb: config.stateDbPath }),
       dispatchCli: config.dispatchCli,
+      // Read once here (/proc/self/maps), so that no request reads a file for it.
+      allocator: allocator(),
       settings: config.nonDefault,
     },
     'console-backend listening',

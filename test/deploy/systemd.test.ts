@@ -70,8 +70,13 @@ describe('the systemd unit', () => {
     // V8 writes the machine code it runs.
     expect(d.has('MemoryDenyWriteExecute')).toBe(false);
     expect(d.get('Environment')).toEqual(expect.arrayContaining(['CONSOLE_STATE_DIR=/var/lib/console-backend']));
-    // glibc's malloc arenas bounded, as npm start does (each thread's arena kept its peak in the RSS).
-    expect(d.get('Environment')).toEqual(expect.arrayContaining(['MALLOC_ARENA_MAX=2']));
+    // The allocator as bin/console-backend (npm start) chooses it: jemalloc preloaded, glibc's arenas bounded
+    // without it, and none of the three handed to jobs and terminals (CONSOLE_LAUNCHER_SET).
+    const launcher = fs.readFileSync(path.join(REPO_ROOT, 'bin', 'console-backend'), 'utf8');
+    const conf = /MALLOC_CONF=(\S+)/.exec(launcher)?.[1];
+    expect(d.get('Environment')).toEqual(
+      expect.arrayContaining(['LD_PRELOAD=libjemalloc.so.2', `MALLOC_CONF=${conf}`, 'MALLOC_ARENA_MAX=2', '"CONSOLE_LAUNCHER_SET=LD_PRELOAD MALLOC_CONF MALLOC_ARENA_MAX"']),
+    );
     expect(d.get('StateDirectory')).toEqual(['console-backend']);
   });
 });

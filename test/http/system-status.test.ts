@@ -74,8 +74,8 @@ describe('GET /api/system-status', () => {
     expect(s.instance).toBeNull();
     // Every bound by the variable that sets it.
     expect(s.limits).toMatchObject({ CONSOLE_MAX_BODY_BYTES: 1024 * 1024, CONSOLE_CLICKS_PER_PROJECT: 1000, CONSOLE_LINE_MAX_BYTES: 16384 });
-    // The memory now; MALLOC_ARENA_MAX unset here (the start script sets it).
-    expect(s.memory).toEqual({ rssBytes: expect.any(Number), heapUsedBytes: expect.any(Number), mallocArenaMax: null });
+    // The memory now; the test runner's allocator (glibc's), MALLOC_ARENA_MAX and MALLOC_CONF unset here (the start script sets them).
+    expect(s.memory).toEqual({ rssBytes: expect.any(Number), heapUsedBytes: expect.any(Number), allocator: 'libc', mallocArenaMax: null, mallocConf: null });
     // The job I/O thread's young generation: 8 MB by default, as set and as in force.
     expect(s.limits.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB).toBe(8);
     expect(s.jobs.thread.youngGenerationMb).toBe(8);
@@ -83,11 +83,12 @@ describe('GET /api/system-status', () => {
     expect(s.limits.CONSOLE_THREAD_ANSWER_LIMIT_MS).toBe(60_000);
   });
 
-  it('reports the job I/O thread’s young generation as CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB sets it, and V8’s own for 0; MALLOC_ARENA_MAX as given', async () => {
-    t = await startTestService({ env: { CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '16', MALLOC_ARENA_MAX: '4', CONSOLE_THREAD_ANSWER_LIMIT_MS: '5000' } });
+  it('reports the job I/O thread’s young generation as CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB sets it, and V8’s own for 0; MALLOC_ARENA_MAX and MALLOC_CONF as given', async () => {
+    t = await startTestService({ env: { CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB: '16', MALLOC_ARENA_MAX: '4', MALLOC_CONF: 'narenas:2', CONSOLE_THREAD_ANSWER_LIMIT_MS: '5000' } });
     let s = await status(t);
-    // MALLOC_ARENA_MAX as the process was started with.
+    // MALLOC_ARENA_MAX and MALLOC_CONF as the process was started with.
     expect(s.memory.mallocArenaMax).toBe('4');
+    expect(s.memory.mallocConf).toBe('narenas:2');
     expect(s.limits.CONSOLE_JOB_THREAD_YOUNG_GENERATION_MB).toBe(16);
     expect(s.limits.CONSOLE_THREAD_ANSWER_LIMIT_MS).toBe(5000);
     expect(s.jobs.thread.youngGenerationMb).toBe(16);

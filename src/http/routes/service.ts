@@ -1,7 +1,7 @@
 /** Service routes: health, readiness, config, system status (service-spec.md §Service routes; api-decisions.md §Service routes with partial shape). */
 import { z } from 'zod';
 import { APP_VERSION, CONFIG_SCHEMA_VERSION } from '../../config/config.js';
-import { mainMemory } from '../../ops/memory.js';
+import { allocator, mainMemory } from '../../ops/memory.js';
 import { READINESS_CHECKS } from '../../ops/readiness.js';
 import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
@@ -145,9 +145,17 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
             .object({
               rssBytes: z.number().int().meta({ description: 'Resident set size of the process now, bytes.' }),
               heapUsedBytes: z.number().int().meta({ description: 'The main thread’s JavaScript heap in use now, bytes.' }),
+              allocator: z.enum(['jemalloc', 'libc']).meta({
+                description:
+                  'The allocator the process runs with: `jemalloc` when libjemalloc is preloaded (`npm start` and the systemd unit preload it when installed: Debian’s libjemalloc2), `libc` otherwise (glibc’s malloc on Linux).',
+              }),
               mallocArenaMax: z.string().nullable().meta({
                 description:
-                  'MALLOC_ARENA_MAX as the process was started with: glibc’s bound on its malloc arenas, which `npm start` and the systemd unit set to 2 (each thread that allocates otherwise gets an arena of its own, kept in the RSS after a storm). Null when unset.',
+                  'MALLOC_ARENA_MAX as the process was started with: glibc’s bound on its malloc arenas, which `npm start` and the systemd unit set to 2 (each thread that allocates otherwise gets an arena of its own, kept in the RSS after a storm). Null when unset; without effect under jemalloc.',
+              }),
+              mallocConf: z.string().nullable().meta({
+                description:
+                  'MALLOC_CONF as the process was started with: jemalloc’s options, which `npm start` and the systemd unit set to `background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0` (freed memory handed back to the system within a second, by a thread of jemalloc’s own). Null when unset; without effect under glibc.',
               }),
             })
             .meta({ description: 'The process’s memory now, and how its C library was told to allocate it.' }),
@@ -264,10 +272,10 @@ export function limitsOf(c: AppDeps['config']): Record<string, number> {
   };
 }
 
-/** `memory` of the system status: the RSS and main heap now, and MALLOC_ARENA_MAX as started with. */
-function memoryOf(c: AppDeps['config']): { rssBytes: number; heapUsedBytes: number; mallocArenaMax: string | null } {
+/** `memory` of the system status: the RSS and main heap now, the allocator, and MALLOC_ARENA_MAX and MALLOC_CONF as started with. */
+function memoryOf(c: AppDeps['config']) {
   const m = mainMemory();
-  return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, mallocArenaMax: c.mallocArenaMax };
+  return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, allocator: allocator(), mallocArenaMax: c.mallocArenaMax, mallocConf: c.mallocConf };
 }
 
 /** What the system status reads from the state database; null when it cannot be read now. */
