@@ -26,7 +26,7 @@ beforeAll(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'fast-start-'));
   app = path.join(root, 'app');
   fs.mkdirSync(app);
-  for (const f of ['src', 'dist', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
+  for (const f of ['src', 'dist', 'bin', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
     fs.cpSync(path.join(REPO_ROOT, f), path.join(app, f), { recursive: true, preserveTimestamps: true });
   }
   fs.symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(app, 'node_modules'));

@@ -29,11 +29,16 @@ afterEach(async () => {
 const generate = (svc: ServiceProcess) =>
   fetch(`${svc.url}/api/proposals/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ project: 'harbor-lights' }) });
 
-/** The service's spawn helper: its one child running spawn-helper-main.js. */
-function helperOf(servicePid: number): number {
-  const found = listProcs().filter((p) => p.ppid === servicePid && p.state !== 'Z' && (readCmdline(p.pid) ?? []).some((a) => a.endsWith('spawn-helper-main.js')));
-  if (found.length !== 1) throw new Error(`expected one spawn helper under ${servicePid}, found ${found.length}`);
-  return found[0]!.pid;
+/**
+ * The service's spawn helper: its one child running spawn-helper-main.js. The job I/O thread forks it as it starts,
+ * which may be after the service first answers (a busy machine): waited for.
+ */
+async function helperOf(servicePid: number): Promise<number> {
+  return waitFor(() => {
+    const found = listProcs().filter((p) => p.ppid === servicePid && p.state !== 'Z' && (readCmdline(p.pid) ?? []).some((a) => a.endsWith('spawn-helper-main.js')));
+    if (found.length > 1) throw new Error(`expected one spawn helper under ${servicePid}, found ${found.length}`);
+    return found[0]?.pid;
+  }, `the spawn helper under ${servicePid}`);
 }
 
 describe('the jobs’ spawns', () => {
@@ -42,7 +47,7 @@ describe('the jobs’ spawns', () => {
     cleanups.push(() => fs.rmSync(store.tmp, { recursive: true, force: true }));
     const svc = await startServiceProcess(store, { DISPATCH_CLI: fixture('print-lines.mjs') }, (fn) => cleanups.push(fn));
     const pid = svc.child.pid as number;
-    const helper = helperOf(pid);
+    const helper = await helperOf(pid);
     type Status = { jobs: { spawner: unknown; thread: { tid: number; nice: number; lines: number; queued: number } } };
     const before = (await (await fetch(`${svc.url}/api/system-status`)).json()) as Status;
     const tid = before.jobs.thread.tid;
@@ -103,7 +108,7 @@ describe('the jobs’ spawns', () => {
     const { proposalId } = (await res.json()) as { proposalId: string };
     cleanups.push(() => killMarked(`CONSOLE_JOB_ID=${proposalId}`));
 
-    process.kill(helperOf(svc.child.pid as number), 'SIGKILL');
+    process.kill(await helperOf(svc.child.pid as number), 'SIGKILL');
     const [code] = await svc.exited;
     expect(code).toBe(1);
     expect(svc.stderr()).toMatch(/console-backend: the spawn helper process \d+ ended \(SIGKILL\); exiting/);
