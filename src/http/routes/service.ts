@@ -7,7 +7,7 @@ import { NotReadyError } from '../errors.js';
 import { hostPolicy } from '../host-check.js';
 import type { Api } from '../route.js';
 import { ErrorBody, Job } from '../schemas.js';
-import { BackpressureStats, DatabaseStatus, JobIoThreadStats, PriorityStats, ReplayCacheStats, SpawnerStats } from './status-schemas.js';
+import { BackpressureStats, DatabaseStatus, JobIoThreadStats, MemoryStatus, PriorityStats, ReplayCacheStats, SpawnerStats } from './status-schemas.js';
 import { holdsToken } from '../auth.js';
 import type { AppDeps } from './deps.js';
 
@@ -141,24 +141,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
                   'The event streams’ bounds and figures: open streams and the bound in all (CONSOLE_SSE_MAX_STREAMS, at most half the descriptor limit) and per remote address (CONSOLE_SSE_MAX_STREAMS_PER_ADDRESS, 0: none), streams refused at each since start-up, the bytes queued for all clients now against CONSOLE_SSE_TOTAL_QUEUE_BYTES and the clients dropped to keep within it, and the replays reading the database now and waiting their turn (CONSOLE_SSE_MAX_DATABASE_REPLAYS).',
               }),
           }),
-          memory: z
-            .object({
-              rssBytes: z.number().int().meta({ description: 'Resident set size of the process now, bytes.' }),
-              heapUsedBytes: z.number().int().meta({ description: 'The main thread’s JavaScript heap in use now, bytes.' }),
-              allocator: z.enum(['jemalloc', 'libc']).meta({
-                description:
-                  'The allocator the process runs with: `jemalloc` when libjemalloc is preloaded (`npm start` and the systemd unit preload it when installed: Debian’s libjemalloc2), `libc` otherwise (glibc’s malloc on Linux).',
-              }),
-              mallocArenaMax: z.string().nullable().meta({
-                description:
-                  'MALLOC_ARENA_MAX as the process was started with: glibc’s bound on its malloc arenas, which `npm start` and the systemd unit set to 2 (each thread that allocates otherwise gets an arena of its own, kept in the RSS after a storm). Null when unset; without effect under jemalloc.',
-              }),
-              mallocConf: z.string().nullable().meta({
-                description:
-                  'MALLOC_CONF as the process was started with: jemalloc’s options, which `npm start` and the systemd unit set to `background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0` (freed memory handed back to the system within a second, by a thread of jemalloc’s own). Null when unset; without effect under glibc.',
-              }),
-            })
-            .meta({ description: 'The process’s memory now, and how its C library was told to allocate it.' }),
+          memory: MemoryStatus,
           descriptors: z
             .object({
               soft: z.number().meta({ description: 'The soft limit now (after start-up raised it).' }),

@@ -118,3 +118,23 @@ export const DatabaseStatus = z
     description:
       'The state database: the embedded SQLite file, the SQLite binding this Node.js loads (`better-sqlite3 12.x` on Node.js 20, `better-sqlite3 13.x` on 22 and newer) and its failed WAL checkpoints, the replay thread (stream replays’ reads run there): its kernel thread id (Linux) and nice value (CONSOLE_SSE_REPLAY_THREAD_NICE, below the main thread’s; null where unknown), or (cluster mode, CONSOLE_DATABASE_URL) the PostgreSQL URL without its password and whether this instance listens for the others’ notifications. While it cannot be read (`reachable` false), `error` says why and `heldEvents` how many events wait to be stored; jobs, fallbacks, instances and terminals then show this instance’s own, from memory.',
   });
+
+/** `memory` of the system status (service.ts memoryOf): the RSS and main heap now, the allocator, and its variables as started with. */
+export const MemoryStatus = z
+  .object({
+    rssBytes: z.number().int().meta({ description: 'Resident set size of the process now, bytes.' }),
+    heapUsedBytes: z.number().int().meta({ description: 'The main thread’s JavaScript heap in use now, bytes.' }),
+    allocator: z.enum(['jemalloc', 'libc']).meta({
+      description:
+        'The allocator the process runs with: `jemalloc` when libjemalloc is preloaded (`npm start` and the systemd unit preload it when installed: Debian’s libjemalloc2), `libc` otherwise (glibc’s malloc on Linux).',
+    }),
+    mallocArenaMax: z.string().nullable().meta({
+      description:
+        'MALLOC_ARENA_MAX as the process was started with: glibc’s bound on its malloc arenas, which `npm start` and the systemd unit set to 2 (each thread that allocates otherwise gets an arena of its own, kept in the RSS after a storm). Null when unset; without effect under jemalloc.',
+    }),
+    mallocConf: z.string().nullable().meta({
+      description:
+        'MALLOC_CONF as the process was started with: jemalloc’s options, which `npm start` and the systemd unit set to `background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0` (freed memory handed back to the system within a second, by a thread of jemalloc’s own). Null when unset; without effect under glibc.',
+    }),
+  })
+  .meta({ description: 'The process’s memory now, and how its C library was told to allocate it.' });
