@@ -209,7 +209,7 @@ describe('bad input on every route', () => {
     // loaded on first use, e.g. a charset decoder, with their package.json; the ops page's and
     // the docs viewer's files, read on first request), the programs it is
     // configured to start (checked before each start), the kernel's process and CPU tables
-    // (process trees of terminals, metrics), its spawn helper's socket, and, to resolve a path, the folders above these
+    // (process trees of terminals, metrics; a starting thread's cgroup limit and /dev/null), its spawn helper's socket, and, to resolve a path, the folders above these
     // (a stat, never an open), and its working folder's name (getcwd). Anything else is a request reaching a file it must not.
     // node_modules as the kernel names it: a worktree may link it from another checkout.
     const modules = fs.realpathSync(path.join(REPO_ROOT, 'node_modules'));
@@ -222,7 +222,9 @@ describe('bad input on every route', () => {
         [path.join(REPO_ROOT, 'dist'), path.join(REPO_ROOT, 'node_modules'), modules, path.join(REPO_ROOT, 'package.json'), path.join(REPO_ROOT, 'src', 'ops-page')].some((d) => within(a.path, d)),
       // perl: the spawn helper looks for it as it starts (possibly after the service's), to start each job through it.
       programs: (a) => [DISPATCH, TTYD, process.execPath, ...PERL_PLACES].includes(a.path),
-      kernel: (a) => ['/proc', '/sys/devices/system/cpu'].some((d) => within(a.path, d)),
+      // And what Node.js reads as a thread starts (a pool's worker started or replaced later): its cgroup's memory
+      // limit and /dev/null.
+      kernel: (a) => ['/proc', '/sys/devices/system/cpu', '/sys/fs/cgroup'].some((d) => within(a.path, d)) || a.path === '/dev/null',
       // The spawn helper's private socket directory (mkdtemp, mode 0700), removed at its exit.
       spawnHelper: (a) => spawnHelperDir.test(a.path),
       pathWalk: (a) => /stat|access/.test(a.call) && roots.some((r) => within(r, a.path)),
