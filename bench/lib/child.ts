@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { SERVICE_ENTRY } from './paths.js';
+import { serviceEntry } from './paths.js';
 
 export interface Running {
   readonly proc: ChildProcess;
@@ -96,9 +96,10 @@ export async function startService(env: Record<string, string>, nodeArgs: string
   // As `npm start` starts it: through the tree's bin/console-backend (jemalloc when installed, else glibc's malloc
   // with 2 arenas; README, "Memory"), this runner's node first on PATH. A build from before the launcher: node
   // itself, with MALLOC_ARENA_MAX=2 as its `npm start` set.
-  const launcher = path.resolve(path.dirname(SERVICE_ENTRY), '..', '..', 'bin', 'console-backend');
+  const entry = serviceEntry();
+  const launcher = path.resolve(path.dirname(entry), '..', '..', 'bin', 'console-backend');
   const viaLauncher = fs.existsSync(launcher);
-  const proc = spawn(viaLauncher ? 'sh' : process.execPath, viaLauncher ? [launcher, ...nodeArgs] : [...nodeArgs, SERVICE_ENTRY], {
+  const proc = spawn(viaLauncher ? 'sh' : process.execPath, viaLauncher ? [launcher, ...nodeArgs] : [...nodeArgs, entry], {
     env: {
       PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
       HOST: '127.0.0.1',

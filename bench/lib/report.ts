@@ -62,10 +62,49 @@ export function machine(): string {
   return `${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
 }
 
-/** Appends a run to bench/RESULTS.md, newest last. */
-export function appendResults(rows: readonly Row[], extra: string): void {
+/** Whether a larger figure of `row` is the better one: rates (units per second) are, times, sizes and counts are not. */
+export function higherIsBetter(row: Row): boolean {
+  return row.unit.includes('/s');
+}
+
+/**
+ * The A/B table of one run (`npm run bench` with BENCH_AB_BASE): each figure of this tree beside the
+ * base build's, matched by row id and measure, with the ratio of the medians (this ÷ base) and a
+ * verdict: "not slower" when this tree's median is as good as the base's or better, "within the
+ * spread" when it is worse than the base's median but not worse than every run of the base, and
+ * "slower" when it is worse than every run of the base. A row repeating an earlier row's figures
+ * against another baseline is left out.
+ */
+export function abTable(rows: readonly Row[], baseRows: readonly Row[]): string {
+  const head = '| # | Measure | This tree (min / median / max) | Base (min / median / max) | This ÷ base (medians) | Better | Verdict |';
+  const sep = '|---|---|---|---|---|---|---|';
+  const seen = new Set<string>();
+  const lines: string[] = [];
+  for (const r of rows) {
+    const key = `${r.id} ${r.figures.join(',')}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const b = baseRows.find((x) => x.id === r.id && x.measure === r.measure);
+    const up = higherIsBetter(r);
+    const better = up ? 'higher' : 'lower';
+    if (!b || b.figures.length === 0 || r.figures.length === 0) {
+      lines.push(`| ${r.id} | ${r.measure} | ${triple(r.figures)} ${r.unit} | — | — | ${better} | no figure from the base |`);
+      continue;
+    }
+    const t = spread(r.figures);
+    const s = spread(b.figures);
+    const worse = (x: number, y: number) => (up ? x < y : x > y);
+    const worst = up ? s.min : s.max;
+    const verdict = !worse(t.median, s.median) ? 'not slower' : worse(t.median, worst) ? 'slower' : 'within the spread';
+    lines.push(`| ${r.id} | ${r.measure} | ${triple(r.figures)} ${r.unit} | ${triple(b.figures)} ${r.unit} | ${fmt(t.median / s.median)} | ${better} | ${verdict} |`);
+  }
+  return [head, sep, ...lines].join('\n');
+}
+
+/** Appends a run to bench/RESULTS.md, newest last (with `after`, e.g. the A/B table, below the note). */
+export function appendResults(rows: readonly Row[], extra: string, after?: string): void {
   const when = `${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC`;
-  const text = `\n## ${when}\n\nMachine: ${machine()}\n\n${table(rows)}\n${extra ? `\n${extra}\n` : ''}`;
+  const text = `\n## ${when}\n\nMachine: ${machine()}\n\n${table(rows)}\n${extra ? `\n${extra}\n` : ''}${after ? `\n${after}\n` : ''}`;
   if (!fs.existsSync(RESULTS_FILE)) {
     fs.writeFileSync(
       RESULTS_FILE,
