@@ -73,7 +73,8 @@ for (const [k, [id, run]] of selected.entries()) {
   }
 }
 useServiceEntry(thisEntry);
-const text = abBase ? `${table(rows)}\n\n${abTable(rows, baseRows)}` : table(rows);
+const abText = abBase ? `The base's own table (its figures against the baselines it ran with):\n\n${table(baseRows)}\n\nThis tree against the base:\n\n${abTable(rows, baseRows)}` : undefined;
+const text = abText ? `${table(rows)}\n\n${abText}` : table(rows);
 process.stdout.write(`${text}\n\nTotal ${((Date.now() - started) / 1000).toFixed(0)} s, ${RUNS} runs per row.\n`);
 const loadNote = `Load average (1 / 5 / 15 min): ${loadAtStart} at the start, ${load()} at the end.`;
 process.stdout.write(`${loadNote}\n`);
@@ -83,6 +84,6 @@ if (process.env.BENCH_NO_RECORD !== '1') {
   appendResults(
     rows,
     `Node.js ${process.version}, ${service}${against}. Rows: ${selected.map(([id]) => id).join(', ')}; ${RUNS} runs each; total ${((Date.now() - started) / 1000).toFixed(0)} s. ${loadNote}`,
-    abBase ? abTable(rows, baseRows) : undefined,
+    abText,
   );
 }

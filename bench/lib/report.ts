@@ -69,7 +69,7 @@ export function higherIsBetter(row: Row): boolean {
 
 /**
  * The A/B table of one run (`npm run bench` with BENCH_AB_BASE): each figure of this tree beside the
- * base build's, matched by row id and measure, with the ratio of the medians (this ÷ base) and a
+ * base build's, matched by row id and place among that id's rows, with the ratio of the medians (this ÷ base) and a
  * verdict: "not slower" when this tree's median is as good as the base's or better, "within the
  * spread" when it is worse than the base's median but not worse than every run of the base, and
  * "slower" when it is worse than every run of the base. A row repeating an earlier row's figures
@@ -80,11 +80,15 @@ export function abTable(rows: readonly Row[], baseRows: readonly Row[]): string 
   const sep = '|---|---|---|---|---|---|---|';
   const seen = new Set<string>();
   const lines: string[] = [];
+  const ordinal = new Map<string, number>();
   for (const r of rows) {
-    const key = `${r.id} ${r.figures.join(',')}`;
+    // Rows pair by id and place among that id's rows: a measure's text may carry a figure of its run.
+    const n = ordinal.get(r.id) ?? 0;
+    ordinal.set(r.id, n + 1);
+    const key = r.figures.join(',');
     if (seen.has(key)) continue;
     seen.add(key);
-    const b = baseRows.find((x) => x.id === r.id && x.measure === r.measure);
+    const b = baseRows.filter((x) => x.id === r.id)[n];
     const up = higherIsBetter(r);
     const better = up ? 'higher' : 'lower';
     if (!b || b.figures.length === 0 || r.figures.length === 0) {

@@ -10,7 +10,10 @@
  * (`test/fixtures/rel-b-tool.mjs`, `burst:<lines>`: one write of every line). CPU comes from
  * /proc (clock ticks of 10 ms): the main thread's `task/<pid>/stat`, the process's `stat`, from
  * the first request to the moment no job runs. Prints a line per service and the medians per build.
- * BENCH_SERVICE_ENV (a JSON object of variables) is added to every service's environment.
+ * BENCH_SERVICE_ENV (a JSON object of variables) is added to every service's environment. With
+ * BENCH_LINE_CPU_THREADS=1 each round also prints the CPU per event of each of the service's threads
+ * that spent any (by name: the job I/O and event writer threads from the system status' tids, the
+ * others by their kernel name), to see where a build's extra CPU goes.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -32,8 +35,23 @@ function cpuSeconds(statFile: string): number {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface SystemStatus {
-  readonly jobs: { readonly running: number };
+  readonly jobs: { readonly running: number; readonly thread?: { readonly tid: number | null } };
   readonly bus: { readonly lastEventId: string };
+  readonly database?: { readonly eventWriter?: { readonly tid: number | null } };
+}
+
+/** CPU seconds of each thread of `pid`, by tid, with its kernel name. */
+function threadCpu(pid: number): Map<number, { name: string; s: number }> {
+  const out = new Map<number, { name: string; s: number }>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      out.set(Number(tid), { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), s: cpuSeconds(`/proc/${pid}/task/${tid}/stat`) });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
 }
 const status = async (url: string) => (await (await fetch(`${url}/api/system-status`)).json()) as SystemStatus;
 
@@ -76,7 +94,9 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
     const pid = child.pid as number;
     const main0 = cpuSeconds(`/proc/${pid}/task/${pid}/stat`);
     const all0 = cpuSeconds(`/proc/${pid}/stat`);
-    const head0 = Number((await status(url)).bus.lastEventId);
+    const first = await status(url);
+    const head0 = Number(first.bus.lastEventId);
+    const threads0 = threadCpu(pid);
     const t0 = Date.now();
     await Promise.all(
       Array.from({ length: jobs }, async () => {
@@ -94,6 +114,18 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
     const all1 = cpuSeconds(`/proc/${pid}/stat`);
     const wallS = (Date.now() - t0) / 1000;
     const events = Number((await status(url)).bus.lastEventId) - head0;
+    if (process.env.BENCH_LINE_CPU_THREADS === '1') {
+      const named = new Map<number, string>([[pid, 'main']]);
+      if (first.jobs.thread?.tid) named.set(first.jobs.thread.tid, 'job I/O');
+      if (first.database?.eventWriter?.tid) named.set(first.database.eventWriter.tid, 'event writer');
+      const byName = new Map<string, number>();
+      for (const [tid, t] of threadCpu(pid)) {
+        const name = named.get(tid) ?? t.name;
+        byName.set(name, (byName.get(name) ?? 0) + t.s - (threads0.get(tid)?.s ?? 0));
+      }
+      const parts = [...byName].filter(([, s]) => s > 0).sort((a, b) => b[1] - a[1]);
+      console.log(`  threads: ${parts.map(([n, s]) => `${n} ${((s / events) * 1e6).toFixed(2)}`).join(', ')} µs/event`);
+    }
     return { events, mainUs: ((main1 - main0) / events) * 1e6, processUs: ((all1 - all0) / events) * 1e6, wallS };
   } finally {
     child.kill('SIGTERM');
