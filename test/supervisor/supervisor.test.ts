@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EventBus } from '../../src/bus/bus.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
-import type { BusEvent } from '../../src/bus/event.js';
+import type { BusEvent, JobStart } from '../../src/bus/event.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import { HousekeepingThread } from '../../src/process/index.js';
 import { JobIo } from '../../src/supervisor/index.js';
@@ -182,20 +182,21 @@ it('recovers jobs a previous run left running: marked lost once, with a failure 
 });
 
 it('kills a job whose launch the database refuses, and closes its pipes (held unread until a reader takes them)', async () => {
-  // Refused once the job printed and exited: what it printed is held in its pipes, unread.
+  // Refused once the job printed and exited: what it printed is held in its pipes, unread. By its pid, which the
+  // launch is given: on a loaded machine the job may have printed and exited before the launch runs.
   const project = 'refused-launch';
-  const running = () =>
-    fs.readdirSync('/proc').some((pid) => {
-      try {
-        return /^\d+$/.test(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(project) && !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
-      } catch {
-        return false;
-      }
-    });
+  const exited = (pid: number) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+    } catch {
+      return true;
+    }
+  };
   class RefusingCommitter extends SqliteCommitter {
-    override async launch(): Promise<BusEvent> {
-      await waitFor(() => (running() ? true : undefined), 'the job running');
-      await waitFor(() => (running() ? undefined : true), 'the job’s exit');
+    override async launch(start: JobStart): Promise<BusEvent> {
+      const pid = start.job.pid;
+      expect(pid).toBeTypeOf('number');
+      await waitFor(() => (exited(pid as number) ? true : undefined), `the job’s exit (pid ${pid})`);
       throw new Error('refused by the test');
     }
   }
