@@ -26,7 +26,7 @@ import { NO_FILTER } from '../../src/bus/event.js';
 import { type FrameBlock, frameOf } from '../../src/bus/frames.js';
 import { WORKER_FILES } from '../../src/config/paths.js';
 import Database from '../../src/state/sqlite/binding.js';
-import { type Db, openStateDb } from '../../src/state/sqlite/db.js';
+import { BACKSTOP_CHECKPOINT_PAGES, type Db, openStateDb } from '../../src/state/sqlite/db.js';
 import { SqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
 import type { AppendOutcome, AppendPlan, AppendRows } from '../../src/state/sqlite/event-append.js';
@@ -228,6 +228,21 @@ describe('the event writer thread’s client', () => {
     expect(delivered).toEqual([...delivered].sort((a, b) => a - b));
     expect(delivered.at(-1)).toBe(Number(later.id));
     expect(delivered).toHaveLength(602);
+  });
+
+  it('leaves the checkpoints to the checkpointer: its connection keeps the main one’s backstop, not SQLite’s 1,000 pages', async () => {
+    const { db, bus } = await busOnWriter();
+    // About 8 MB of events (some 2,000 pages of 4 KB) in appends of 500, each stored before the next, and no
+    // checkpointer: at SQLite's default the thread's own commits would checkpoint the log and start it over past
+    // 1,000 pages (inside a commit, on the thread that stores the jobs' lines).
+    const summary = 'x'.repeat(2000);
+    for (let round = 0; round < 8; round++) {
+      for (let i = 0; i < 500; i++) bus.publish({ severity: 'info', scope: 'test/writer', summary });
+      await bus.whenStored();
+    }
+    const [wal] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+    expect(wal?.log).toBeGreaterThan(1500);
+    expect(wal?.log).toBeLessThan(BACKSTOP_CHECKPOINT_PAGES);
   });
 
   it('stores the ids’ reservations in the appends there: this connection stores none while the lines are stored', async () => {
