@@ -5,13 +5,13 @@ import path from 'node:path';
 import Database, { type Db } from './binding.js';
 import { StateDbError } from '../errors.js';
 import { MIGRATIONS } from './migrations/index.js';
+import { setWriterSettings } from './connection-settings.js';
 
 export { StateDbError } from '../errors.js';
 
 export type { Db };
 
-/** WAL pages after which a commit checkpoints by itself (see the checkpointer). */
-export const BACKSTOP_CHECKPOINT_PAGES = 20_000;
+export { BACKSTOP_CHECKPOINT_PAGES } from './connection-settings.js';
 
 /**
  * Opens (creating if needed) the database at `file`, checks it, migrates it and writes once, so a damaged or
@@ -28,11 +28,8 @@ export function openStateDb(file: string): Db {
     if (fs.existsSync(file)) fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK);
     db = new Database(file);
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.pragma('busy_timeout = 5000');
-    db.pragma('foreign_keys = ON');
-    // A backstop bounding the WAL when no checkpointer runs (tools, tests); see checkpointer.ts.
-    db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+    // With a backstop bounding the WAL when no checkpointer runs (tools, tests); see checkpointer.ts.
+    setWriterSettings(db);
     // Damage inside the file is found now, named, rather than by whichever read meets it later.
     const check = String(db.pragma('quick_check(1)', { simple: true }));
     if (check !== 'ok') throw Object.assign(new Error(`database disk image is malformed: ${check}`), { code: 'SQLITE_CORRUPT' });

@@ -9,7 +9,7 @@ import { workerData, type MessagePort } from 'node:worker_threads';
 import { packEventFrames } from '../../bus/frames.js';
 import { lowerOwnPriority, ownThreadId } from '../../process/own-thread.js';
 import Database from './binding.js';
-import { BACKSTOP_CHECKPOINT_PAGES } from './db.js';
+import { setWriterSettings } from './connection-settings.js';
 import { AppendExecutor, joinHeads, type AppendPlan, type AppendRows } from './event-append.js';
 import type { WriterReply, WriterSetup } from './event-writer.js';
 
@@ -26,12 +26,8 @@ process.on('exit', () => {
 const nice = lowerOwnPriority(setup.nice);
 const db = new Database(setup.file, { fileMustExist: true });
 // Per connection: the main one migrated the file and set WAL, which stays.
-db.pragma('busy_timeout = 5000');
-db.pragma('synchronous = NORMAL');
-db.pragma('foreign_keys = ON');
-// The main connection's backstop (db.ts): SQLite's default, 1,000 pages, made this thread's commits checkpoint the log
-// (copying it back and syncing inside a commit), the checkpointer's work on the housekeeping thread.
-db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+// As the main connection's (db.ts); the checkpoints are the checkpointer's, not this thread's commits'.
+setWriterSettings(db);
 const executor = new AppendExecutor(db);
 
 port.postMessage({ seq: 0, tid: ownThreadId(), nice } satisfies WriterReply);
