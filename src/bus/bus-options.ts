@@ -59,7 +59,7 @@ export function eventRow(json: EventJson, id: number, input: EventInput): { even
 /**
  * A job line's row as the job I/O thread encoded it (bus.ts publishEncoded): its JSON is `tail` behind the head of
  * `id` and `ts` (event-json.ts eventHead), joined only where `data` is read. Rows stored on the event writer thread
- * cross with the two parts (event-append.ts rowColumns), which the thread joins: the main thread, which never reads
+ * cross with the two parts (state/sqlite/append-wire.ts packRows), which the thread joins: the main thread, which never reads
  * their JSON (the thread frames them), does not make a copy of each line to send it.
  */
 export class LineRow implements EventRow {

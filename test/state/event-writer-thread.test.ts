@@ -29,7 +29,8 @@ import Database from '../../src/state/sqlite/binding.js';
 import { BACKSTOP_CHECKPOINT_PAGES, type Db, openStateDb } from '../../src/state/sqlite/db.js';
 import { SqliteStateStore } from '../../src/state/sqlite/sqlite-state-store.js';
 import { SqliteCommitter } from '../../src/state/sqlite/committer.js';
-import type { AppendOutcome, AppendPlan, AppendRows } from '../../src/state/sqlite/event-append.js';
+import type { AppendOutcome, AppendPlan } from '../../src/state/sqlite/event-append.js';
+import { packRows, type WireRows } from '../../src/state/sqlite/append-wire.js';
 import { EventLog } from '../../src/state/sqlite/event-log.js';
 import { EventWriter } from '../../src/state/sqlite/event-writer.js';
 import { waitFor, waitForJobEvents } from '../helpers/events.js';
@@ -108,15 +109,8 @@ function publishOnly(bus: EventBus, n: number): number {
 }
 
 describe('the event writer thread’s client', () => {
-  const rowsOf = (ids: number[], data = (id: number) => JSON.stringify({ id: String(id) })): AppendRows => ({
-    ids: Float64Array.from(ids),
-    severities: ids.map(() => 'info'),
-    scopes: ids.map(() => 'test/writer'),
-    proposals: ids.map(() => null),
-    data: ids.map(data),
-    ends: [],
-    starts: [],
-  });
+  const rowsOf = (ids: number[], data = (id: number) => JSON.stringify({ id: String(id) })): WireRows =>
+    packRows(ids.map((id) => ({ id, severity: 'info', scope: 'test/writer', proposalId: null, data: data(id) })));
   const planFor = (table: string, n: number): AppendPlan => ({ reservation: null, create: [], parts: [{ table, runs: `${table}_runs`, from: 0, to: n }], drop: [], trim: null, view: null });
 
   function openDb(): { file: string; db: Db; log: EventLog; close: () => void } {

@@ -8,8 +8,6 @@ import type { Statement } from './binding.js';
 import type { Db } from './db.js';
 import type { JobEnd, JobStart, Severity } from '../../bus/event.js';
 import type { EventRow } from '../../bus/local-event-log.js';
-import { LineRow } from '../../bus/bus-options.js';
-import { eventHead } from '../../bus/event-json.js';
 import { COLUMNS, createSegmentTable, INSERT_CHUNK, ROW_PARAMS } from './event-segments.js';
 import { JobOwnersRepo } from './job-owners-repo.js';
 import { JobsRepo } from './jobs-repo.js';
@@ -31,7 +29,7 @@ export interface AppendPlan {
   readonly view: readonly string[] | null;
 }
 
-/** Rows of one append as columns (cloned cheaply to a thread): `ends` holds the job ends of the rows that have one. */
+/** Rows of one append as columns (event-log.ts; on the event writer thread, append-wire.ts unpackRows): `ends` holds the job ends of the rows that have one. */
 export interface AppendRows {
   readonly ids: Float64Array;
   readonly severities: Severity[];
@@ -41,11 +39,6 @@ export interface AppendRows {
   readonly ends: { readonly i: number; readonly job: string; readonly end: JobEnd }[];
   /** The job starts riding on rows (their spawn events), written before the rows and the ends. */
   readonly starts: JobStart[];
-  /**
-   * Set (split rows): where `heads[i]` is a time, `data[i]` is only the JSON after the event's head
-   * (bus-options.ts LineRow), which {@link joinHeads} prefixes with that of `ids[i]` and the time.
-   */
-  heads?: (string | null)[];
 }
 
 /** What an append did beyond the plan: rows dropped by their job end (indexes, ascending), and the trim's cutoff. */
@@ -55,11 +48,8 @@ export interface AppendOutcome {
   readonly trimmed: { readonly cutoff: number; readonly removed: number } | null;
 }
 
-/**
- * The rows as columns ({@link AppendRows}). With `split`, a job line's row whose JSON was not made yet (LineRow) crosses
- * as its two parts, joined by {@link joinHeads} where it is stored (the event writer thread).
- */
-export function rowColumns(rows: readonly EventRow[], split = false): AppendRows {
+/** The rows as columns ({@link AppendRows}), each with its whole JSON. */
+export function rowColumns(rows: readonly EventRow[]): AppendRows {
   const n = rows.length;
   const out: AppendRows = { ids: new Float64Array(n), severities: new Array(n), scopes: new Array(n), proposals: new Array(n), data: new Array(n), ends: [], starts: [] };
   for (let i = 0; i < n; i++) {
@@ -68,30 +58,13 @@ export function rowColumns(rows: readonly EventRow[], split = false): AppendRows
     out.severities[i] = r.severity;
     out.scopes[i] = r.scope;
     out.proposals[i] = r.proposalId ?? null;
-    if (split && r instanceof LineRow && !r.isJoined) {
-      out.data[i] = r.tail;
-      out.heads ??= new Array<string | null>(n).fill(null);
-      out.heads[i] = r.ts;
-    } else {
-      out.data[i] = r.data;
-    }
+    out.data[i] = r.data;
     const g = r.guard;
     if (g === undefined) continue;
     if (g.start !== undefined) out.starts.push(g.start);
     if (g.end !== undefined) out.ends.push({ i, job: g.job, end: g.end });
   }
   return out;
-}
-
-/** Makes each split row's whole JSON ({@link AppendRows.heads}), before the rows are stored or framed. */
-export function joinHeads(rows: AppendRows): void {
-  const heads = rows.heads;
-  if (heads === undefined) return;
-  for (let i = 0; i < heads.length; i++) {
-    const ts = heads[i];
-    if (ts !== null && ts !== undefined) rows.data[i] = eventHead(rows.ids[i] as number, ts) + rows.data[i];
-  }
-  delete rows.heads;
 }
 
 interface TableStatements {

@@ -1,10 +1,11 @@
 // Bus events in the state database (api-decisions.md, "Events"), in a ring of segment tables: retention drops the
 // oldest whole, as deleting rows one by one blocks the event loop. The view `events` unites them for outside readers.
 import type { Db } from './db.js';
-import type { EventFilter, Severity } from '../../bus/event.js';
+import type { EventFilter } from '../../bus/event.js';
 import type { FrameBlock } from '../../bus/frames.js';
 import type { AppendDone, EventRow, LocalEventLog } from '../../bus/local-event-log.js';
-import { AppendExecutor, rowColumns, type AppendOutcome, type AppendPlan, type AppendRows } from './event-append.js';
+import { AppendExecutor, rowColumns, type AppendOutcome, type AppendPlan } from './event-append.js';
+import { packRows, type WireRows } from './append-wire.js';
 import { SegmentReads } from './event-reads.js';
 import { COLUMNS, createSegment, openSegment, pairsOf, runsOf, type Segment, SEGMENT_PREFIX, segmentNumbers, upgradeSegments } from './event-segments.js';
 
@@ -26,8 +27,8 @@ export interface AppendWriter {
   readonly busy: boolean;
   /** The last append's `done` runs with frames in memory the thread writes again: no append may start ({@link submit} throws). */
   readonly reading: boolean;
-  /** Runs `plan` over `rows` on the thread; `done` gets its outcome or the database's error, on this thread, later or in {@link drain}. */
-  submit(plan: AppendPlan, rows: AppendRows, done: (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void): void;
+  /** Runs `plan` over `rows` (append-wire.ts packRows) on the thread; `done` gets its outcome or the database's error, on this thread, later or in {@link drain}. */
+  submit(plan: AppendPlan, rows: WireRows, done: (outcome: AppendOutcome | null, err: Error | null, frames?: FrameBlock) => void): void;
   /** Waits (blocking) for the submitted append and runs its `done` before returning; a no-op when none is. */
   drain(): void;
   /** Resolves (without blocking) once no append is submitted, its `done` run; rejects when the thread is taken for dead. */
@@ -136,12 +137,11 @@ export class EventLog implements LocalEventLog {
     const w = this.writer;
     if (w === null || w.busy || w.reading || this.holds > 0 || this.db.inTransaction) return false;
     const plan = this.plan(rows.length);
-    // Job lines cross as their two parts, joined on the thread (LineRow): no copy of their JSON is made here.
-    const cols = rowColumns(rows, true);
-    w.submit(plan, cols, (outcome, err, frames) => {
+    // Packed (job lines as their two parts, joined on the thread: LineRow): no copy of their JSON is made here.
+    w.submit(plan, packRows(rows), (outcome, err, frames) => {
       if (outcome === null) return done(null, err ?? new Error('event writer: no outcome'));
       try {
-        this.committed(plan, cols, outcome);
+        this.committed(plan, rows, outcome);
       } catch {
         // Committed all the same: the segments are read again from what the database holds.
         this.reload();
@@ -198,7 +198,7 @@ export class EventLog implements LocalEventLog {
   }
 
   /** Brings the committed segments up to an append that committed (`plan` over `rows`, with its `outcome`). */
-  private committed(plan: AppendPlan, rows: AppendRows, outcome: AppendOutcome): void {
+  private committed(plan: AppendPlan, rows: readonly EventRow[], outcome: AppendOutcome): void {
     // The reservation it stored: one made meanwhile ({@link takeId}) is larger and stays to store.
     if (plan.reservation !== null && plan.reservation >= this.reservedUpTo) {
       this.reservedUpTo = plan.reservation;
@@ -223,8 +223,9 @@ export class EventLog implements LocalEventLog {
           continue;
         }
         if (!seg) continue;
-        const id = rows.ids[i] as number;
-        seg.pairs.note(id, rows.severities[i] as Severity, rows.scopes[i] as string);
+        const r = rows[i] as EventRow;
+        const id = r.id;
+        seg.pairs.note(id, r.severity, r.scope);
         if (seg.count++ === 0) seg.minId = id;
         if (id > seg.maxId) seg.maxId = id;
       }
@@ -288,7 +289,7 @@ export class EventLog implements LocalEventLog {
       plan = this.plan(rows.length);
       outcome = this.executor.run(plan, cols);
     }
-    this.committed(plan, cols, outcome);
+    this.committed(plan, rows, outcome);
     return keptOf(rows, outcome);
   }
 

@@ -10,7 +10,8 @@ import { packEventFrames } from '../../bus/frames.js';
 import { lowerOwnPriority, ownThreadId } from '../../process/own-thread.js';
 import Database from './binding.js';
 import { setWriterSettings } from './connection-settings.js';
-import { AppendExecutor, joinHeads, type AppendPlan, type AppendRows } from './event-append.js';
+import { AppendExecutor, type AppendPlan } from './event-append.js';
+import { unpackRows, type WireRows } from './append-wire.js';
 import type { WriterReply, WriterSetup } from './event-writer.js';
 
 const setup = workerData as WriterSetup & { readonly port: MessagePort; readonly done: SharedArrayBuffer; readonly frames: SharedArrayBuffer };
@@ -32,7 +33,7 @@ const executor = new AppendExecutor(db);
 
 port.postMessage({ seq: 0, tid: ownThreadId(), nice } satisfies WriterReply);
 
-port.on('message', (m: { seq: number; plan: AppendPlan; rows: AppendRows } | { close: true }) => {
+port.on('message', (m: { seq: number; plan: AppendPlan; rows: WireRows } | { close: true }) => {
   if ('close' in m) {
     db.close();
     port.close();
@@ -41,12 +42,12 @@ port.on('message', (m: { seq: number; plan: AppendPlan; rows: AppendRows } | { c
   let reply: WriterReply;
   let frames: ArrayBuffer | 'shared' | null = null;
   try {
-    joinHeads(m.rows);
-    const outcome = executor.run(m.plan, m.rows);
+    const rows = unpackRows(m.rows);
+    const outcome = executor.run(m.plan, rows);
     try {
       // Each stored event's Server-Sent Events frame, made here: the main thread copies bytes instead of encoding.
       // In the shared buffer (read on the main thread before the next append comes), else transferred.
-      frames = packEventFrames(m.rows.ids, m.rows.data, setup.frames) ?? 'shared';
+      frames = packEventFrames(rows.ids, rows.data, setup.frames) ?? 'shared';
     } catch {
       // Committed all the same (not an append's error, which would be retried): the main thread frames them.
     }

@@ -10,7 +10,8 @@ import { inspect } from 'node:util';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { type FrameBlock, unpackFrames } from '../../bus/frames.js';
 import Database from './binding.js';
-import type { AppendOutcome, AppendPlan, AppendRows } from './event-append.js';
+import type { AppendOutcome, AppendPlan } from './event-append.js';
+import type { WireRows } from './append-wire.js';
 import type { AppendWriter } from './event-log.js';
 import { ANSWER_LIMIT_MS, AnswerWatchdog } from '../../process/answer-watchdog.js';
 
@@ -147,7 +148,7 @@ export class EventWriter implements AppendWriter {
    * shared buffer (a publish inside it must not start the next append: the thread would write them again as they are
    * read), or the thread was taken for dead (its hang's error).
    */
-  submit(plan: AppendPlan, rows: AppendRows, done: Done): void {
+  submit(plan: AppendPlan, rows: WireRows, done: Done): void {
     if (this.hung !== null) throw this.hung;
     if (this.waiting !== null) throw new Error('event writer: an append is already on the thread');
     if (this.readingFrames) throw new Error('event writer: the last append’s frames are being read');
