@@ -51,17 +51,51 @@ function packFramesInto<B extends ArrayBufferLike>(ids: ArrayLike<number>, frame
   return target;
 }
 
+/** Bytes of a frame around its id and JSON: `id: `, `\ndata: `, and the blank line. */
+const FRAME_PARTS_BYTES = 'id: \ndata: \n\n'.length;
+/** Bytes of an id's decimal digits at most (a double's safe integers). */
+const ID_DIGITS_MAX = 16;
+
 /**
  * The frames of events given as columns (ids ascending, each one's stored JSON), packed as {@link packFrames} packs
  * them: made where the events are stored (the SQLite event writer thread), so the main thread gets bytes to copy.
- * Into `shared` when they fit (@returns null then: read them with {@link unpackFrames} before it is written again),
- * else into a new ArrayBuffer, returned.
+ * Each frame's parts are encoded straight into the block, no frame string made (each was a copy of its JSON, measured
+ * and collected again). Into `shared` when they fit (@returns null then: read them with {@link unpackFrames} before it
+ * is written again), else into a new ArrayBuffer, returned.
  */
 export function packEventFrames(ids: ArrayLike<number>, data: readonly string[], shared?: SharedArrayBuffer): ArrayBuffer | null {
-  const frames = new Array<string>(data.length);
-  for (let i = 0; i < data.length; i++) frames[i] = `id: ${ids[i] as number}\ndata: ${data[i] as string}\n\n`;
-  if (shared !== undefined && packFramesInto(ids, frames, (size) => (size <= shared.byteLength ? shared : null)) !== null) return null;
-  return packFrames(ids, frames);
+  const n = data.length;
+  // A UTF-16 unit is 3 bytes of UTF-8 at most: a bound that fits needs no measuring pass.
+  let bound = headerBytes(n);
+  for (let i = 0; i < n; i++) bound += FRAME_PARTS_BYTES + ID_DIGITS_MAX + 3 * (data[i] as string).length;
+  if (shared !== undefined && bound <= shared.byteLength) {
+    writeEventFrames(ids, data, Buffer.from(shared, 0, bound));
+    return null;
+  }
+  let size = headerBytes(n);
+  for (let i = 0; i < n; i++) size += FRAME_PARTS_BYTES + String(ids[i] as number).length + Buffer.byteLength(data[i] as string);
+  // Unpooled: its ArrayBuffer is its own, whole, so it can be transferred.
+  const own = Buffer.allocUnsafeSlow(size);
+  writeEventFrames(ids, data, own);
+  return own.buffer as ArrayBuffer;
+}
+
+/** Writes the block of {@link packEventFrames} into `bytes` (from its start), which has room for it. */
+function writeEventFrames(ids: ArrayLike<number>, data: readonly string[], bytes: Buffer): void {
+  const n = data.length;
+  const header = headerBytes(n);
+  const numbers = new Float64Array(bytes.buffer, bytes.byteOffset, 1 + 2 * n);
+  numbers[0] = n;
+  let at = header;
+  for (let i = 0; i < n; i++) {
+    const id = ids[i] as number;
+    numbers[1 + i] = id;
+    at += bytes.write(`id: ${id}\ndata: `, at, 'latin1');
+    at += bytes.write(data[i] as string, at, 'utf8');
+    bytes[at++] = 0x0a;
+    bytes[at++] = 0x0a;
+    numbers[1 + n + i] = at - header;
+  }
 }
 
 /** The block {@link packFrames} made (or {@link packEventFrames} in a shared buffer): views of `packed`, nothing copied. */
