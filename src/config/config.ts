@@ -123,6 +123,8 @@ export interface Config {
   };
   readonly http: {
     readonly maxBodyBytes: number;
+    /** How long an idle kept-alive connection stays open, ms (the server's keepAliveTimeout; announced in `Keep-Alive: timeout=`). */
+    readonly keepAliveTimeoutMs: number;
   };
   /** How store files are read. */
   readonly store: {
@@ -291,7 +293,7 @@ export function readConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()):
     },
     workers: { threads: e.CONSOLE_WORKER_THREADS },
     cache: { maxBytes: e.CONSOLE_CACHE_MAX_BYTES },
-    http: { maxBodyBytes: e.CONSOLE_MAX_BODY_BYTES },
+    http: { maxBodyBytes: e.CONSOLE_MAX_BODY_BYTES, keepAliveTimeoutMs: e.CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS },
     store: {
       fileMaxBytes: e.CONSOLE_STORE_FILE_MAX_BYTES,
       jsonMaxDepth: e.CONSOLE_STORE_JSON_MAX_DEPTH,

@@ -178,6 +178,9 @@ export const envSchema = z.object({
   CONSOLE_SSE_MAX_DATABASE_REPLAYS: int(1, 1000).default(4),
   CONSOLE_WORKER_THREADS: int(1, 64).default(defaultThreads),
   CONSOLE_CACHE_MAX_BYTES: int(0, 8 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  // Node's default (5 s) is shorter than most proxies' and load balancers' idle time-outs: one reusing a connection the
+  // service is closing gets a reset (a 502 to its client). Set it above theirs.
+  CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: int(1000, 3_600_000).default(5000),
   CONSOLE_MAX_BODY_BYTES: int(1024, 256 * 1024 * 1024).default(1024 * 1024),
   // A few MB: the largest real entity files are some KB; a file past this is refused before it is read.
   CONSOLE_STORE_FILE_MAX_BYTES: int(1024, 1024 * 1024 * 1024).default(4 * 1024 * 1024),

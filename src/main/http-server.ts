@@ -45,6 +45,8 @@ export function buildHttp(parts: Parts, guards: GuardReport): HttpParts {
   const gate = new ShutdownGate();
   const app = createApp(deps, { logger: parts.log, gate: gate.middleware });
   const server = http.createServer(app.serverOptions, app.handler);
+  // CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: a client (a proxy) that keeps connections longer than the server reuses one as it closes.
+  server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
   const recorder = app.recorder;
   server.on('clientError', recorder === null ? answerClientError : (err: Error, socket: Duplex) => answerClientError(err, socket, (s, t, b) => recorder.recordRaw(s, t, b)));
   return { deps, app, server, gate };

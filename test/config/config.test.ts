@@ -41,6 +41,13 @@ describe('readConfig', () => {
     for (const bad of ['999', '0', '3600001', '1.5', 'never']) expect(() => readConfig({ CONSOLE_THREAD_ANSWER_LIMIT_MS: bad })).toThrow(/CONSOLE_THREAD_ANSWER_LIMIT_MS/);
   });
 
+  it('reads CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: 5 s (Node’s) by default, 1000..3600000, anything else refused naming it', () => {
+    expect(readConfig({}).http.keepAliveTimeoutMs).toBe(5000);
+    expect(readConfig({ CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' }).http.keepAliveTimeoutMs).toBe(1000);
+    expect(readConfig({ CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '3600000' }).http.keepAliveTimeoutMs).toBe(3_600_000);
+    for (const bad of ['999', '0', '3600001', '1.5', '5s']) expect(() => readConfig({ CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: bad })).toThrow(/CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS/);
+  });
+
   it('reads CONSOLE_EVENT_WRITER_THREAD_NICE: 5 by default, 0..19, anything else refused naming it', () => {
     expect(readConfig({}).events.writerThreadNice).toBe(5);
     expect(readConfig({ CONSOLE_EVENT_WRITER_THREAD_NICE: '0' }).events.writerThreadNice).toBe(0);

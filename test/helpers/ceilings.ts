@@ -31,5 +31,8 @@ export function waitCeilingMs(): number {
  * about 1.5% of a CPU, by design; the tests that wait for jobs' output are not about that, and
  * waited minutes for it (a 3,000-line job of the chaos run, a burst the other burst finished
  * before). test/supervisor/job-priority.test.ts sets and checks the priority itself.
+ * Idle kept-alive connections stay open 60 s, not Node's 5 s: a test process that holds its event loop past the
+ * server's time-out on a loaded machine (the in-process services share it) has fetch reuse a socket the server is
+ * closing ("other side closed", ECONNRESET). test/http/keep-alive.test.ts checks the setting itself.
  */
-export const TEST_SERVICE_ENV: Readonly<Record<string, string>> = { CONSOLE_JOB_NICE: '0' };
+export const TEST_SERVICE_ENV: Readonly<Record<string, string>> = { CONSOLE_JOB_NICE: '0', CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '60000' };

@@ -92,11 +92,6 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
     ...opts.env,
   });
   const service = await startService(config, opts);
-  // The test shares its event loop with the service: a test that holds the loop past Node's
-  // 5 s keep-alive time-out (a synchronous lint, a loaded CI machine) would have the server
-  // close an idle kept-alive socket just as fetch reuses it (ECONNRESET). Tests of keep-alive
-  // itself run the service as its own process.
-  service.server.keepAliveTimeout = 60_000;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;

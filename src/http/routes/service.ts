@@ -228,6 +228,7 @@ export function serviceRoutes(api: Api, deps: AppDeps): void {
 export function limitsOf(c: AppDeps['config']): Record<string, number> {
   return {
     CONSOLE_MAX_BODY_BYTES: c.http.maxBodyBytes,
+    CONSOLE_HTTP_KEEP_ALIVE_TIMEOUT_MS: c.http.keepAliveTimeoutMs,
     CONSOLE_MAX_RUNNING_JOBS: c.jobs.maxRunning,
     CONSOLE_LINE_MAX_BYTES: c.jobs.lineMaxBytes,
     CONSOLE_JOB_HISTORY: c.jobs.historySize,
