@@ -29,6 +29,14 @@ function openFileLimits(pid: number): { soft: string; hard: string } {
   return { soft, hard };
 }
 
+/** The lowest descriptor number process `pid` does not hold now. */
+function lowestFreeDescriptor(pid: number): number {
+  const held = new Set(fs.readdirSync(`/proc/${pid}/fd`).map(Number));
+  let lowest = 0;
+  while (held.has(lowest)) lowest++;
+  return lowest;
+}
+
 describe('a refused spawn', () => {
   it('answers 500 spawn_failed and records the job: exitReason "spawn failed", the errno as exitDetail, no pid', async () => {
     const store = makeTempStore('sample');
@@ -48,10 +56,15 @@ describe('a refused spawn', () => {
     // No descriptor free: the limit is the lowest number not in use (a limit caps the numbers of
     // new descriptors; those open above it stay open). Were one left free, a descriptor the
     // service held in passing when they were listed would leave two: all a job's output needs.
-    const held = new Set(fs.readdirSync(`/proc/${pid}/fd`).map(Number));
-    let lowestFree = 0;
-    while (held.has(lowestFree)) lowestFree++;
-    execFileSync('prlimit', ['--pid', String(pid), `--nofile=${lowestFree}:${limits.hard}`]);
+    // So they are listed again under the limit set, and a number freed below it meanwhile lowers it
+    // again, until none is (on a busy machine the service's samplers hold descriptors in passing).
+    let limit = Infinity;
+    for (;;) {
+      const lowestFree = lowestFreeDescriptor(pid);
+      if (lowestFree >= limit) break;
+      limit = lowestFree;
+      execFileSync('prlimit', ['--pid', String(pid), `--nofile=${limit}:${limits.hard}`]);
+    }
     let res: Response;
     try {
       res = await generate();
