@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { runJson, startServer, startService, startStaged } from './lib/child.js';
+import { cpuMsOf, runJson, startServer, startService, startStaged } from './lib/child.js';
 import { benchScript, WORK_DIR, emptyStoreDir } from './lib/paths.js';
 import type { Row } from './lib/report.js';
 import { storedLines } from './lib/stored.js';
@@ -20,6 +20,17 @@ import { storedLines } from './lib/stored.js';
 const CHILDREN = Number(process.env.BENCH_P3_CHILDREN ?? 8);
 const LINES = Number(process.env.BENCH_P3_LINES ?? 200_000);
 const CLIENTS = 10;
+
+/** CPU time of the thread `tid` of `pid` in ms (user + system, /proc/<pid>/task/<tid>/stat, ticks of 10 ms), or NaN once it ended. */
+function threadCpuMs(pid: number | undefined, tid = pid): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 interface ClientsResult {
   doneAt: number;
@@ -50,6 +61,9 @@ export async function runP3(runs: number): Promise<Row[]> {
   const figures: number[] = [];
   const floors: number[] = [];
   const noClient: number[] = [];
+  // The service's CPU per line over the storm, the process and its main thread (the rest: its other threads).
+  const cpuUs: number[] = [];
+  const mainUs: number[] = [];
   const problems: string[] = [];
   for (let run = 0; run < runs; run++) {
     const base = await runJson<{ lines: number; ms: number }>(benchScript('baselines/split2-json.js'), [tool, String(CHILDREN), String(LINES)]);
@@ -87,6 +101,8 @@ export async function runP3(runs: number): Promise<Row[]> {
     try {
       const clients = clientsOf(svc.url);
       await clients.ready;
+      const cpu0 = cpuMsOf(svc.proc.pid) ?? Number.NaN;
+      const main0 = threadCpuMs(svc.proc.pid);
       const t0 = Date.now();
       const answers = await Promise.all(
         Array.from({ length: CHILDREN }, () =>
@@ -96,6 +112,8 @@ export async function runP3(runs: number): Promise<Row[]> {
       if (answers.some((a) => a.status !== 202)) throw new Error(`generation answered ${answers.map((a) => a.status).join(',')}`);
       const r = await clients.result;
       figures.push((CHILDREN * LINES) / ((r.doneAt - t0) / 1000));
+      cpuUs.push((((cpuMsOf(svc.proc.pid) ?? Number.NaN) - cpu0) * 1000) / (CHILDREN * LINES));
+      mainUs.push(((threadCpuMs(svc.proc.pid) - main0) * 1000) / (CHILDREN * LINES));
       problems.push(...problemsOf(r, 'service'));
       await svc.stop();
       stopped = true;
@@ -133,6 +151,29 @@ export async function runP3(runs: number): Promise<Row[]> {
       pass: true,
       info: true,
       note: `the floor itself reaches ${median(floors.map((f, i) => f / (noClient[i] as number))).toFixed(2)}× of it`,
+    },
+    {
+      id: 'P3 CPU',
+      measure: `the service's CPU per line over the same storm (user + system, every thread of its process; its children and the spawn helper process not counted)`,
+      unit: 'µs/line',
+      figures: cpuUs,
+      baselines: null,
+      ratios: null,
+      target: '—',
+      pass: true,
+      info: true,
+      note: `of which the main thread ${median(mainUs).toFixed(2)} µs (median), the other threads the rest`,
+    },
+    {
+      id: 'P3 main',
+      measure: `the service's main thread's CPU per line over the same storm`,
+      unit: 'µs/line',
+      figures: mainUs,
+      baselines: null,
+      ratios: null,
+      target: '—',
+      pass: true,
+      info: true,
     },
   ];
 }
