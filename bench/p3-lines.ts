@@ -6,6 +6,10 @@
  * (bench/servers/floor-sse.ts). Target ≥ 0.8× of the floor; every client receives every line,
  * in order, once; every line is stored (read back from the stopped service's database).
  *
+ * Two unjudged rows give the service's CPU per line over the same storm, its process's and its main thread's, with
+ * each thread's share in the note (bench/lib/threads.ts): what a line costs, beside the lines per second, so that an
+ * A/B run (BENCH_AB_BASE) shows where a build's time goes in the run itself.
+ *
  * The old baseline (one process reading the children through split2 into JSON.stringify, no
  * client at all) is kept as an extra, unjudged row: no service with clients can reach it on a
  * 2-core machine, since the clients' own CPU comes out of the same two cores.
@@ -16,21 +20,11 @@ import { cpuMsOf, runJson, startServer, startService, startStaged } from './lib/
 import { benchScript, WORK_DIR, emptyStoreDir } from './lib/paths.js';
 import type { Row } from './lib/report.js';
 import { storedLines } from './lib/stored.js';
+import { cpuPerUnit, cpuSplitText, threadCpu } from './lib/threads.js';
 
 const CHILDREN = Number(process.env.BENCH_P3_CHILDREN ?? 8);
 const LINES = Number(process.env.BENCH_P3_LINES ?? 200_000);
 const CLIENTS = 10;
-
-/** CPU time of the thread `tid` of `pid` in ms (user + system, /proc/<pid>/task/<tid>/stat, ticks of 10 ms), or NaN once it ended. */
-function threadCpuMs(pid: number | undefined, tid = pid): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 interface ClientsResult {
   doneAt: number;
@@ -64,6 +58,7 @@ export async function runP3(runs: number): Promise<Row[]> {
   // The service's CPU per line over the storm, the process and its main thread (the rest: its other threads).
   const cpuUs: number[] = [];
   const mainUs: number[] = [];
+  const splits: string[] = [];
   const problems: string[] = [];
   for (let run = 0; run < runs; run++) {
     const base = await runJson<{ lines: number; ms: number }>(benchScript('baselines/split2-json.js'), [tool, String(CHILDREN), String(LINES)]);
@@ -102,7 +97,7 @@ export async function runP3(runs: number): Promise<Row[]> {
       const clients = clientsOf(svc.url);
       await clients.ready;
       const cpu0 = cpuMsOf(svc.proc.pid) ?? Number.NaN;
-      const main0 = threadCpuMs(svc.proc.pid);
+      const threads0 = await threadCpu(svc.proc.pid as number, svc.url);
       const t0 = Date.now();
       const answers = await Promise.all(
         Array.from({ length: CHILDREN }, () =>
@@ -113,7 +108,9 @@ export async function runP3(runs: number): Promise<Row[]> {
       const r = await clients.result;
       figures.push((CHILDREN * LINES) / ((r.doneAt - t0) / 1000));
       cpuUs.push((((cpuMsOf(svc.proc.pid) ?? Number.NaN) - cpu0) * 1000) / (CHILDREN * LINES));
-      mainUs.push(((threadCpuMs(svc.proc.pid) - main0) * 1000) / (CHILDREN * LINES));
+      const split = cpuPerUnit(threads0, await threadCpu(svc.proc.pid as number, svc.url), CHILDREN * LINES);
+      mainUs.push(split.find(([name]) => name === 'main')?.[1] ?? Number.NaN);
+      splits.push(cpuSplitText(split));
       problems.push(...problemsOf(r, 'service'));
       await svc.stop();
       stopped = true;
@@ -162,7 +159,7 @@ export async function runP3(runs: number): Promise<Row[]> {
       target: '—',
       pass: true,
       info: true,
-      note: `of which the main thread ${median(mainUs).toFixed(2)} µs (median), the other threads the rest`,
+      note: `by thread, µs per line, each run: ${splits.join(' | ')}`,
     },
     {
       id: 'P3 main',

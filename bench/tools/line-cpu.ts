@@ -21,38 +21,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../lib/child.js';
 import { REPO_ROOT } from '../lib/paths.js';
+import { cpuPerUnit, cpuSeconds, cpuSplitText, threadCpu } from '../lib/threads.js';
 
 const TOOL = path.join(REPO_ROOT, 'test', 'fixtures', 'rel-b-tool.mjs');
-const TICK_S = 0.01;
-
-/** CPU seconds (user + system) in a /proc stat file. */
-function cpuSeconds(statFile: string): number {
-  const s = fs.readFileSync(statFile, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * TICK_S;
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface SystemStatus {
-  readonly jobs: { readonly running: number; readonly thread?: { readonly tid: number | null } };
+  readonly jobs: { readonly running: number };
   readonly bus: { readonly lastEventId: string };
-  readonly database?: { readonly eventWriter?: { readonly tid: number | null } };
 }
 
-/** CPU seconds of each thread of `pid`, by tid, with its kernel name. */
-function threadCpu(pid: number): Map<number, { name: string; s: number }> {
-  const out = new Map<number, { name: string; s: number }>();
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      out.set(Number(tid), { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), s: cpuSeconds(`/proc/${pid}/task/${tid}/stat`) });
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return out;
-}
 const status = async (url: string) => (await (await fetch(`${url}/api/system-status`)).json()) as SystemStatus;
 
 interface Round {
@@ -96,7 +74,7 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
     const all0 = cpuSeconds(`/proc/${pid}/stat`);
     const first = await status(url);
     const head0 = Number(first.bus.lastEventId);
-    const threads0 = threadCpu(pid);
+    const threads0 = await threadCpu(pid, url);
     const t0 = Date.now();
     await Promise.all(
       Array.from({ length: jobs }, async () => {
@@ -114,18 +92,7 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
     const all1 = cpuSeconds(`/proc/${pid}/stat`);
     const wallS = (Date.now() - t0) / 1000;
     const events = Number((await status(url)).bus.lastEventId) - head0;
-    if (process.env.BENCH_LINE_CPU_THREADS === '1') {
-      const named = new Map<number, string>([[pid, 'main']]);
-      if (first.jobs.thread?.tid) named.set(first.jobs.thread.tid, 'job I/O');
-      if (first.database?.eventWriter?.tid) named.set(first.database.eventWriter.tid, 'event writer');
-      const byName = new Map<string, number>();
-      for (const [tid, t] of threadCpu(pid)) {
-        const name = named.get(tid) ?? t.name;
-        byName.set(name, (byName.get(name) ?? 0) + t.s - (threads0.get(tid)?.s ?? 0));
-      }
-      const parts = [...byName].filter(([, s]) => s > 0).sort((a, b) => b[1] - a[1]);
-      console.log(`  threads: ${parts.map(([n, s]) => `${n} ${((s / events) * 1e6).toFixed(2)}`).join(', ')} µs/event`);
-    }
+    if (process.env.BENCH_LINE_CPU_THREADS === '1') console.log(`  threads: ${cpuSplitText(cpuPerUnit(threads0, await threadCpu(pid, url), events))} µs/event`);
     return { events, mainUs: ((main1 - main0) / events) * 1e6, processUs: ((all1 - all0) / events) * 1e6, wallS };
   } finally {
     child.kill('SIGTERM');
