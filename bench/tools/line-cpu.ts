@@ -10,7 +10,8 @@
  * (`test/fixtures/rel-b-tool.mjs`, `burst:<lines>`: one write of every line). CPU comes from
  * /proc (clock ticks of 10 ms): the main thread's `task/<pid>/stat`, the process's `stat`, from
  * the first request to the moment no job runs. Prints a line per service and the medians per build.
- * BENCH_SERVICE_ENV (a JSON object of variables) is added to every service's environment. With
+ * BENCH_SERVICE_ENV (a JSON object of variables) is added to every service's environment, BENCH_NODE_ARGS
+ * (space-separated) to its node's flags. With
  * BENCH_LINE_CPU_THREADS=1 each round also prints the CPU per event of each of the service's threads
  * that spent any (by name: the job I/O and event writer threads from the system status' tids, the
  * others by their kernel name), to see where a build's extra CPU goes.
@@ -60,7 +61,8 @@ async function measure(entry: string, jobs: number, lines: number): Promise<Roun
     // As the rows take it (bench/lib/child.ts): variables of an experiment, as a JSON object.
     ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>),
   };
-  const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, entry], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   try {
     for (;;) {
