@@ -1,8 +1,9 @@
 /**
  * The CPU a service's threads spent over a stretch of a benchmark, by thread (bench/RESULTS.md, "CPU per line"):
  * from /proc/<pid>/task/<tid>/stat (user + system, clock ticks of 10 ms), the service's own threads named from its
- * system status (the job I/O and event writer threads' tids), the others by their kernel name (the collector's
- * helpers and libuv's are `node` and `libuv-worker`). Linux only; elsewhere a snapshot is empty.
+ * system status (the job I/O and event writer threads' tids), the others by their kernel name. On Node.js 20 every
+ * other thread is `node`: V8's platform threads (the collectors' helpers), libuv's pool, and the service's other
+ * worker threads (housekeeping, the worker pool, the replay thread) together. Linux only; elsewhere a snapshot is empty.
  */
 import fs from 'node:fs';
 
@@ -10,8 +11,12 @@ const TICK_S = 0.01;
 
 /** CPU seconds (user + system) in a /proc stat file. @throws when it cannot be read (the task ended). */
 export function cpuSeconds(statFile: string): number {
-  const s = fs.readFileSync(statFile, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return statSeconds(fs.readFileSync(statFile, 'utf8'));
+}
+
+/** CPU seconds (user + system) in the text of a /proc stat file (fields 14 and 15, after the name in parentheses). */
+function statSeconds(stat: string): number {
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) * TICK_S;
 }
 
@@ -41,9 +46,8 @@ export async function threadCpu(pid: number, url?: string): Promise<ThreadCpu> {
   }
   for (const tid of tids) {
     try {
-      const file = `/proc/${pid}/task/${tid}/stat`;
-      const stat = fs.readFileSync(file, 'utf8');
-      out.set(Number(tid), { name: named.get(Number(tid)) ?? stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), s: cpuSeconds(file) });
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      out.set(Number(tid), { name: named.get(Number(tid)) ?? stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), s: statSeconds(stat) });
     } catch {
       // The thread ended between the listing and the read.
     }
