@@ -134,7 +134,7 @@ export const MemoryStatus = z
     }),
     mallocConf: z.string().nullable().meta({
       description:
-        'MALLOC_CONF as the process was started with: jemalloc’s options, which `npm start` and the systemd unit set to `background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0` (freed memory handed back to the system within a second, by a thread of jemalloc’s own). Null when unset; without effect under glibc.',
+        'MALLOC_CONF as the process was started with: jemalloc’s options, which `npm start` and the systemd unit set to `background_thread:true,dirty_decay_ms:10000,muzzy_decay_ms:0` (freed memory handed back to the system within ten seconds, by a thread of jemalloc’s own). Null when unset; without effect under glibc.',
     }),
   })
   .meta({ description: 'The process’s memory now, and how its C library was told to allocate it.' });
