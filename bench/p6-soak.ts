@@ -4,6 +4,10 @@
  * the row fits in the benchmark's time budget. Events come from generation jobs (4 × 250,000
  * lines) with 2 SSE clients reading; during the soak a small job runs every 5 s and the read
  * routes are polled, and RSS is sampled every 2 s.
+ *
+ * Beside them, for an A/B run (`BENCH_AB_BASE`): the RSS of each instance idle before the storm
+ * (`P6 start`, its threads and start-up alone) and what the storm and the soak added to it
+ * (`P6 added`): a build whose RSS is higher only by its idle cost shows it in the same run.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +19,8 @@ const EVENTS = Number(process.env.BENCH_P6_EVENTS ?? 1_000_000);
 const JOBS = 4;
 const SOAK_MS = Number(process.env.BENCH_P6_SOAK_MS ?? 120_000);
 const LIMIT_MB = 256;
+/** Wait after the first answer before the idle RSS is read: the threads started with the service have settled. */
+const START_SETTLE_MS = 3000;
 /** Growth over the last minute that still counts as flat. */
 const FLAT_MB = 8;
 
@@ -34,6 +40,8 @@ function slopePerMinute(samples: readonly { t: number; rss: number }[]): number 
 }
 
 interface Soak {
+  /** RSS idle, before the storm (START_SETTLE_MS after the first answer). */
+  startMb: number;
   finalMb: number;
   growthMb: number;
   peakGrowthMb: number;
@@ -60,6 +68,8 @@ async function oneRun(index: number): Promise<Soak> {
   });
   const problems: string[] = [];
   try {
+    await new Promise((res) => setTimeout(res, START_SETTLE_MS));
+    const startMb = (svc.rss() ?? NaN) / 2 ** 20;
     const clients = startStaged<{ errors: string[]; lines: number[]; frames: number[]; hashes: number[] }>(benchScript('load/sse-clients.js'), [
       JSON.stringify({ url: svc.url, clients: 2, expectExits: JOBS, expectFrames: EVENTS + 2 * JOBS }),
     ]);
@@ -129,7 +139,7 @@ async function oneRun(index: number): Promise<Soak> {
       }
     }
     if (process.env.BENCH_P6_SAMPLES) fs.writeFileSync(`${process.env.BENCH_P6_SAMPLES}.${index}.json`, JSON.stringify(samples));
-    return { finalMb: samples.at(-1)?.rss ?? NaN, growthMb, peakGrowthMb, slopeMb, problems };
+    return { startMb, finalMb: samples.at(-1)?.rss ?? NaN, growthMb, peakGrowthMb, slopeMb, problems };
   } finally {
     await svc.stop();
     fs.rmSync(state, { recursive: true, force: true });
@@ -139,6 +149,7 @@ async function oneRun(index: number): Promise<Soak> {
 export async function runP6(runs: number): Promise<Row[]> {
   const results = await Promise.all(Array.from({ length: runs }, (_v, i) => oneRun(i)));
   const finals = results.map((r) => r.finalMb);
+  const starts = results.map((r) => r.startMb);
   const growth = results.map((r) => r.growthMb);
   const problems = results.flatMap((r) => r.problems);
   return [
@@ -152,6 +163,28 @@ export async function runP6(runs: number): Promise<Row[]> {
       target: `≤ ${LIMIT_MB} MB`,
       pass: Math.max(...finals) <= LIMIT_MB && problems.length === 0,
       ...(problems.length ? { note: problems[0] as string } : {}),
+    },
+    {
+      id: 'P6 start',
+      measure: `RSS idle before the storm, ${START_SETTLE_MS / 1000} s after the service's first answer (its threads and start-up alone)`,
+      unit: 'MB',
+      figures: starts,
+      baselines: null,
+      ratios: null,
+      target: '—',
+      pass: true,
+      info: true,
+    },
+    {
+      id: 'P6 added',
+      measure: `what the ${EVENTS.toLocaleString('en')} events and the soak added to the RSS: P6 less P6 start, each instance`,
+      unit: 'MB',
+      figures: results.map((r) => r.finalMb - r.startMb),
+      baselines: null,
+      ratios: null,
+      target: '—',
+      pass: true,
+      info: true,
     },
     {
       id: 'P6 flat',
